@@ -1,0 +1,26 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Contrail",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Contrail", targets: ["Contrail"]),
+        .library(name: "ContrailWebSocket", targets: ["ContrailWebSocket"]),
+        .library(name: "ContrailServer", targets: ["ContrailServer"]),
+        .executable(name: "contrail", targets: ["ContrailCLI"]),
+        .executable(name: "Playground", targets: ["Playground"]),
+    ],
+    targets: [
+        // epoll/eventfd are not exported by Swift's Glibc module; this header makes them callable.
+        .target(name: "CContrailSystem"),
+        .target(name: "ContrailWebSocket", dependencies: ["CContrailSystem"]),
+        .target(name: "Contrail", dependencies: ["ContrailWebSocket"]),
+        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"]),
+        .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
+        .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
+        .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
+        .testTarget(name: "ContrailTests", dependencies: ["Contrail"]),
+        .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
+    ]
+)

@@ -1,0 +1,1 @@
+print("Contrail Playground: not built yet")

@@ -1,0 +1,60 @@
+import Foundation
+
+/// `contrail bench [model|scope|websocket|sync|all] [--json] [--smoke]`
+enum BenchCommand {
+    static let usage = """
+    usage: contrail bench [model|scope|websocket|sync|all] [--json] [--smoke]
+      Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
+      baseline measured in the same run and ratio = value / baseline.
+      --json   one JSON object per line: {"name","value","unit","baseline","ratio"}
+      --smoke  tiny iteration counts: proves the code paths, figures are meaningless
+    """
+
+    static func run(_ arguments: [String]) async throws {
+        var options = BenchOptions()
+        var suites: [String] = []
+        for argument in arguments {
+            switch argument {
+            case "--json": options.json = true
+            case "--smoke": options.smoke = true
+            case "-h", "--help": print(usage); return
+            case "model", "scope", "websocket", "sync": suites.append(argument)
+            case "all": suites += ["model", "scope", "websocket", "sync"]
+            default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
+            }
+        }
+        if suites.isEmpty { suites = ["model", "scope", "websocket", "sync"] }
+        if !options.json {
+            print(String(repeating: " ", count: 0) + pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
+        }
+        for suite in suites {
+            let figures: [BenchFigure]
+            switch suite {
+            case "model": figures = try await ModelBench.run(options)
+            case "scope": figures = try await ScopeBench.run(options)
+            case "websocket": figures = try await WebSocketBench.run(options)
+            case "sync": figures = try await SyncBench.run(options)
+            default: figures = []
+            }
+            for figure in figures { report(figure, json: options.json) }
+        }
+    }
+
+    static func report(_ figure: BenchFigure, json: Bool) {
+        if json {
+            print(figure.jsonLine)
+        } else {
+            print(pad(figure.name, 34) + pad(format(figure.value), 16) + pad(figure.unit, 10)
+                  + pad(format(figure.baseline), 16) + String(format: "%.3f", figure.ratio))
+        }
+        fflush(stdout)
+    }
+
+    private static func format(_ value: Double) -> String {
+        value >= 1000 ? String(format: "%.0f", value) : String(format: "%.4g", value)
+    }
+
+    private static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+}

@@ -1,0 +1,4 @@
+/// Not built yet: reports no figures.
+enum SyncBench {
+    static func run(_ options: BenchOptions) async throws -> [BenchFigure] { [] }
+}

@@ -1,0 +1,4 @@
+/// Not built yet: reports no figures.
+enum WebSocketBench {
+    static func run(_ options: BenchOptions) async throws -> [BenchFigure] { [] }
+}

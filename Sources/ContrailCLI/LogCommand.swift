@@ -1,0 +1,6 @@
+/// Not built yet: see the open issues.
+enum LogCommand {
+    static func run(_ arguments: [String]) async throws {
+        throw CLIError.usage("this command is not built yet")
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+let usage = """
+usage: contrail <command> [arguments]
+
+commands:
+  serve            run a Contrail sync server (see contrail serve --help)
+  bench            run the benchmarks (see contrail bench --help)
+  log              inspect or replay a fragment log file (see contrail log --help)
+  autobahn-client  run every Autobahn test case against AUTOBAHN_URL (conformance testee)
+  echo-server      run a WebSocket echo server (Autobahn server testee)
+"""
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    switch arguments.first {
+    case "bench": try await BenchCommand.run(Array(arguments.dropFirst()))
+    case "serve": try await ServeCommand.run(Array(arguments.dropFirst()))
+    case "log": try await LogCommand.run(Array(arguments.dropFirst()))
+    case "autobahn-client": try await AutobahnClientCommand.run(Array(arguments.dropFirst()))
+    case "echo-server": try await EchoServerCommand.run(Array(arguments.dropFirst()))
+    case "-h", "--help", nil: print(usage)
+    case let other?: throw CLIError.usage("unknown command '\(other)'\n\(usage)")
+    }
+} catch let error as CLIError {
+    FileHandle.standardError.write(Data("\(error)\n".utf8))
+    exit(2)
+} catch {
+    FileHandle.standardError.write(Data("contrail: \(error)\n".utf8))
+    exit(1)
+}

@@ -1,0 +1,2 @@
+// ContrailServer: the sync server (in progress).
+import Contrail

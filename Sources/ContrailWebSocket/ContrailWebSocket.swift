@@ -1,0 +1,1 @@
+// ContrailWebSocket: RFC 6455 client and server (in progress).
