@@ -1,0 +1,51 @@
+import Foundation
+
+/// An RGBA color, 0–255 per channel. On the wire it is the unsigned 32-bit number `0xRRGGBBAA`
+/// (opaque `#1dd2af` is 500346879), as Jetstream sends `UIColor`.
+public struct Color: Hashable, Sendable, CustomStringConvertible {
+    public var red: UInt8
+    public var green: UInt8
+    public var blue: UInt8
+    public var alpha: UInt8
+
+    public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
+        self.red = red
+        self.green = green
+        self.blue = blue
+        self.alpha = alpha
+    }
+
+    /// `Color(rgba: 0x1DD2AFFF)`.
+    public init(rgba: UInt32) {
+        self.init(red: UInt8(rgba >> 24), green: UInt8((rgba >> 16) & 0xFF),
+                  blue: UInt8((rgba >> 8) & 0xFF), alpha: UInt8(rgba & 0xFF))
+    }
+
+    /// The packed `0xRRGGBBAA` value.
+    public var rgba: UInt32 {
+        UInt32(red) << 24 | UInt32(green) << 16 | UInt32(blue) << 8 | UInt32(alpha)
+    }
+
+    public static let black = Color(rgba: 0x0000_00FF)
+    public static let white = Color(rgba: 0xFFFF_FFFF)
+    public static let red = Color(rgba: 0xFF00_00FF)
+    public static let green = Color(rgba: 0x00FF_00FF)
+    public static let blue = Color(rgba: 0x0000_FFFF)
+    public static let clear = Color(rgba: 0)
+
+    public var description: String {
+        "#" + [red, green, blue, alpha].map { byte in
+            let hex = String(byte, radix: 16)
+            return hex.count == 1 ? "0" + hex : hex
+        }.joined()
+    }
+
+}
+
+extension Color: PropertyValue {
+    public func wireValue() -> JSON { .int(Int64(rgba)) }
+
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Color {
+        Color(rgba: try UInt32.decode(wire: wire, property: property, resolver: resolver))
+    }
+}

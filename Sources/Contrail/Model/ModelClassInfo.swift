@@ -1,0 +1,100 @@
+import Foundation
+
+@_spi(Reflection) import Swift
+
+/// What Contrail knows about one `ModelObject` subclass, derived once per class from its stored
+/// fields: the `@Property` list with wire names and offsets, and a cache from key paths to properties.
+@MainActor
+final class ModelClassInfo {
+    let type: ModelObject.Type
+    let className: String
+    let properties: [PropertyDescriptor]
+    let indexByName: [String: Int]
+    /// A fresh instance: holds every property's default value, and answers key-path probes.
+    let probe: ModelObject
+    private var indexByStorage: [ObjectIdentifier: Int] = [:]
+    private var indicesByKeyPath: [AnyKeyPath: [Int]] = [:]
+
+    private static var infos: [ObjectIdentifier: ModelClassInfo] = [:]
+    /// Set by a probe instance when a key-path probe reaches its setter.
+    static var probedIndex: Int?
+    /// True while a probe instance is being initialised: its sets are not tracked.
+    static var isBuildingProbe = false
+
+    static func of(_ type: ModelObject.Type) -> ModelClassInfo {
+        if let info = infos[ObjectIdentifier(type)] { return info }
+        let info = ModelClassInfo(type)
+        infos[ObjectIdentifier(type)] = info
+        ModelRegistry.registerReachable(from: info)
+        return info
+    }
+
+    private init(_ type: ModelObject.Type) {
+        self.type = type
+        className = type.className
+        var fields: [(name: String, offset: Int, storage: any PropertyStorage.Type)] = []
+        _ = _forEachField(of: type, options: _EachFieldOptions(rawValue: 1) /* classType */) { name, offset, fieldType, _ in
+            if let storage = fieldType as? any PropertyStorage.Type {
+                var label = String(cString: name)
+                if label.hasPrefix("_") { label.removeFirst() }
+                fields.append((label, offset, storage))
+            }
+            return true
+        }
+        ModelClassInfo.isBuildingProbe = true
+        let probe = type.init(uuid: UUID())
+        ModelClassInfo.isBuildingProbe = false
+        probe._tracking = ModelTracking(isProbe: true)
+        self.probe = probe
+        properties = fields.enumerated().map { index, field in
+            PropertyDescriptor(name: field.name, index: index, offset: field.offset, storage: field.storage,
+                               options: field.storage.options(in: probe, offset: field.offset))
+        }
+        indexByName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
+        probe._tracking?.info = self
+    }
+
+    /// The property whose storage the key path reaches (found by offset once, then cached).
+    func index<Model: ModelObject, Value>(forStorage keyPath: ReferenceWritableKeyPath<Model, Property<Value>>, in object: Model) -> Int? {
+        let id = ObjectIdentifier(keyPath)
+        if let index = indexByStorage[id] { return index }
+        let base = UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())
+        let offset = withUnsafeMutablePointer(to: &object[keyPath: keyPath]) { UnsafeRawPointer($0) - base }
+        guard let index = properties.first(where: { $0.offset == offset })?.index else { return nil }
+        indexByStorage[id] = index
+        return index
+    }
+
+    /// The properties a key path names: one `@Property`, or a composite's dependencies.
+    /// Any other key path is a programming error.
+    func indices(for keyPath: AnyKeyPath) -> [Int] {
+        if let cached = indicesByKeyPath[keyPath] { return cached }
+        var result: [Int]
+        if let composite = type.compositeProperties.first(where: { $0.keyPath == keyPath }) {
+            result = composite.dependencies.flatMap { indices(for: $0) }
+        } else {
+            ModelClassInfo.probedIndex = nil
+            (keyPath as? any ProbeWritableKeyPath)?.probeWrite(on: probe)
+            guard let index = ModelClassInfo.probedIndex else {
+                preconditionFailure("\(keyPath) is neither a @Property nor a composite property of \(className)")
+            }
+            result = [index]
+        }
+        indicesByKeyPath[keyPath] = result
+        return result
+    }
+}
+
+/// Writes a property's value back to itself, so a probe instance can learn which storage a
+/// wrapped-property key path reaches.
+@MainActor
+protocol ProbeWritableKeyPath {
+    func probeWrite(on object: AnyObject)
+}
+
+extension ReferenceWritableKeyPath: ProbeWritableKeyPath {
+    func probeWrite(on object: AnyObject) {
+        guard let root = object as? Root else { return }
+        root[keyPath: self] = root[keyPath: self]
+    }
+}

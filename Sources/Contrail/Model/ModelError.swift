@@ -1,0 +1,38 @@
+import Foundation
+
+/// Errors caused by model data that came from outside: wire values, class names, references.
+public enum ModelError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A wire value does not have the type the property needs.
+    case wrongType(property: String, expected: String, got: String)
+    /// A number does not fit the property's integer type.
+    case outOfRange(property: String, value: String, type: String)
+    /// No registered `ModelObject` subclass has this class name.
+    case unknownClass(String)
+    /// A reference names an object that is neither in the scope nor added in the same batch.
+    case danglingReference(property: String, uuid: String)
+    /// A fragment names a property its class does not have.
+    case unknownProperty(className: String, property: String)
+    /// A fragment changes an object the scope does not hold.
+    case unknownObject(UUID)
+    /// A reference points at an object of the wrong class.
+    case wrongClass(property: String, expected: String, got: String)
+
+    public var description: String {
+        switch self {
+        case let .wrongType(property, expected, got):
+            "wrong type for '\(property)': expected \(expected), got \(got)"
+        case let .outOfRange(property, value, type):
+            "value \(value) for '\(property)' does not fit \(type)"
+        case let .unknownClass(name):
+            "unknown model class '\(name)': register it with ModelRegistry.register(_:)"
+        case let .danglingReference(property, uuid):
+            "'\(property)' refers to object \(uuid), which is not in the scope or the batch"
+        case let .unknownProperty(className, property):
+            "class '\(className)' has no synced property '\(property)'"
+        case let .unknownObject(uuid):
+            "no object with UUID \(uuid.uuidString.lowercased()) in the scope"
+        case let .wrongClass(property, expected, got):
+            "'\(property)' needs a \(expected), got a \(got)"
+        }
+    }
+}

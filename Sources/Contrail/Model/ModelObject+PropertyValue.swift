@@ -1,0 +1,25 @@
+import Foundation
+
+/// A model object as a property value is a reference: its UUID on the wire.
+extension ModelObject: PropertyValue {
+    public static var valueKind: PropertyValueKind { .reference }
+    public static var typeName: String { className }
+    public static var modelTypes: [ModelObject.Type] { [self] }
+    public func wireValue() -> JSON { .string(uuid.uuidString.lowercased()) }
+    public var models: [ModelObject] { [self] }
+
+    public static func isSame(_ lhs: ModelObject, _ rhs: ModelObject) -> Bool { lhs === rhs }
+
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Self {
+        guard case .string(let text) = wire, let uuid = UUID(uuidString: text) else {
+            throw .wrongType(property: property, expected: "a UUID reference", got: wire.typeDescription)
+        }
+        guard let object = resolver(uuid) else {
+            throw .danglingReference(property: property, uuid: text.lowercased())
+        }
+        guard let typed = object as? Self else {
+            throw .wrongClass(property: property, expected: className, got: object.className)
+        }
+        return typed
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+
+/// The base class of every model: subclass it and declare properties with `@Property`.
+///
+/// ```swift
+/// final class Shape: ModelObject {
+///     @Property var x: Double = 0
+///     @Property var color = Color.red
+/// }
+/// final class Canvas: ModelObject {
+///     @Property var name: String?
+///     @Property var shapes: [Shape] = []
+/// }
+/// ```
+/// A model is identified by its `uuid` (remote objects keep theirs). Subclasses that declare their
+/// own designated initialiser must also implement `required init(uuid:)`, which Contrail uses to
+/// create objects that arrive from elsewhere.
+@MainActor
+open class ModelObject: Identifiable {
+    /// The object's identity across replicas.
+    public internal(set) var uuid: UUID
+
+    /// Tree membership and observers; nil while the object has neither (the fast path).
+    @usableFromInline final var _tracking: ModelTracking?
+
+    public required init(uuid: UUID) {
+        self.uuid = uuid
+    }
+
+    public convenience init() {
+        self.init(uuid: UUID())
+    }
+
+    public nonisolated var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+    /// The class name used on the wire: the bare Swift class name.
+    open class var className: String {
+        let name = String(describing: self)
+        return name.split(separator: ".").last.map(String.init) ?? name
+    }
+
+    /// Computed properties whose observers fire when a dependency changes.
+    open class var compositeProperties: [CompositeProperty] { [] }
+
+    /// The wire name of the object's class.
+    public var className: String { Self.className }
+
+    /// The scope the object is attached to, if any.
+    public var scope: Scope? { _tracking?.scope }
+
+    /// Every place the object is held: parent and property name. A model may sit under several
+    /// parents and keys at once.
+    public var parents: [(parent: ModelObject, key: String)] {
+        guard let tracking = _tracking else { return [] }
+        return tracking.parents.compactMap { link in
+            link.parent.map { ($0, $0.tracking.info.properties[link.property].name) }
+        }
+    }
+
+    /// The model objects this object holds through its reference and collection properties.
+    public var childObjects: [ModelObject] {
+        info.properties.flatMap { $0.storage.models(in: self, offset: $0.offset) }
+    }
+
+    /// The names of the synced (non-local) properties, in declaration order.
+    public var syncedPropertyNames: [String] {
+        info.properties.filter(\.isSynced).map(\.name)
+    }
+
+    // MARK: - Internals shared with Scope and observation
+
+    var info: ModelClassInfo { _tracking?.info ?? ModelClassInfo.of(type(of: self)) }
+
+    /// The tracking record, created on first need. Creating it links the children the object
+    /// already holds (set by property defaults or initialisers, which bypass the setter).
+    var tracking: ModelTracking {
+        _tracking ?? makeTracking()
+    }
+
+    /// Creates the tracking record and links the children held now. When property `changed` was
+    /// just set, its previous models `previous` are linked instead of the new ones, so that the
+    /// change itself relinks them.
+    private func makeTracking(changed: Int? = nil, previous: [ModelObject] = []) -> ModelTracking {
+        let tracking = ModelTracking()
+        tracking.info = ModelClassInfo.of(type(of: self))
+        _tracking = tracking
+        for property in tracking.info.properties where property.valueKind != .value {
+            let models = property.index == changed ? previous : property.storage.models(in: self, offset: property.offset)
+            for child in models {
+                child.tracking.parents.append(ParentLink(parent: self, property: property.index))
+            }
+        }
+        return tracking
+    }
+
+    /// The slow path of a property set: resolves the property, then `_didChange`.
+    @usableFromInline
+    final func _propertyDidSet<Model: ModelObject, Value: PropertyValue>(
+        _ storageKeyPath: ReferenceWritableKeyPath<Model, Property<Value>>, old: Value, new: Value
+    ) {
+        guard !ModelClassInfo.isBuildingProbe, let model = self as? Model,
+              let index = info.index(forStorage: storageKeyPath, in: model) else { return }
+        _didChange(index: index, old: old, new: new)
+    }
+
+    /// A property changed from `old` to `new` (already stored): update the tree, notify, record.
+    final func _didChange<Value: PropertyValue>(index: Int, old: Value, new: Value) {
+        let tracking = _tracking ?? makeTracking(changed: index, previous: old.models)
+        if tracking.isProbe {
+            ModelClassInfo.probedIndex = index
+            return
+        }
+        guard !Value.isSame(old, new) else { return }
+        if Value.valueKind != .value {
+            relink(property: index, from: old.models, to: new.models, isCollection: Value.valueKind == .collection)
+        }
+        notifyChange(of: index)
+        if let scope = tracking.scope {
+            scope.record(self, property: index, old: old)
+        }
+    }
+
+    /// Value of a property by index, boxed (used by scopes to revert).
+    func value(at index: Int) -> Any {
+        let property = info.properties[index]
+        return property.storage.value(in: self, offset: property.offset)
+    }
+
+    /// Wire value of a property by index.
+    func wireValue(at index: Int) -> JSON {
+        let property = info.properties[index]
+        return property.storage.wireValue(in: self, offset: property.offset)
+    }
+
+    /// Sets a property by index from a boxed value of its exact type, notifying as a local set does.
+    func setValue(_ value: Any, at index: Int) {
+        let property = info.properties[index]
+        property.storage.store(value, in: self, offset: property.offset, index: index)
+    }
+
+    // MARK: - Tree maintenance
+
+    private func relink(property: Int, from oldModels: [ModelObject], to newModels: [ModelObject], isCollection: Bool) {
+        var removed: [(ModelObject, Int)] = []
+        var inserted: [(ModelObject, Int)] = []
+        if isCollection {
+            let difference = newModels.difference(from: oldModels, by: ===)
+            for change in difference {
+                switch change {
+                case .remove(let offset, let element, _): removed.append((element, offset))
+                case .insert(let offset, let element, _): inserted.append((element, offset))
+                }
+            }
+        } else {
+            if let old = oldModels.first { removed.append((old, 0)) }
+            if let new = newModels.first { inserted.append((new, 0)) }
+        }
+        for (child, _) in removed {
+            let links = child.tracking
+            if let at = links.parents.firstIndex(where: { $0.parent === self && $0.property == property }) {
+                links.parents.remove(at: at)
+            }
+        }
+        for (child, _) in inserted {
+            child.tracking.parents.append(ParentLink(parent: self, property: property))
+        }
+        let key = info.properties[property].name
+        for (child, offset) in removed.reversed() {
+            child.notifyParentChange(added: false, parent: self, key: key)
+            if isCollection { notifyCollection(added: false, property: property, element: child, index: offset) }
+        }
+        for (child, offset) in inserted {
+            child.notifyParentChange(added: true, parent: self, key: key)
+            if isCollection { notifyCollection(added: true, property: property, element: child, index: offset) }
+        }
+        if let scope = _tracking?.scope {
+            for (child, _) in inserted where child.scope == nil { child.attach(to: scope) }
+            let leaving = removed.map(\.0).filter { $0.scope === scope }
+            if !leaving.isEmpty { ModelObject.detachUnreachable(leaving, from: scope) }
+        }
+    }
+
+    /// Attaches this object and everything below it to `scope` (each object once, cycles included).
+    func attach(to scope: Scope) {
+        var attached: [ModelObject] = []
+        var stack: [ModelObject] = [self]
+        while let object = stack.popLast() {
+            let tracking = object.tracking
+            guard tracking.scope == nil else { continue }
+            tracking.scope = scope
+            attached.append(object)
+            scope.didAttach(object)
+            stack.append(contentsOf: object.childObjects.reversed())
+        }
+        for object in attached { object.notifyScope(attached: true, scope: scope) }
+    }
+
+    /// Detaches every object of the subtrees under `candidates` that can no longer be reached from
+    /// the scope's root: an object stays when some parent outside those subtrees is still attached.
+    static func detachUnreachable(_ candidates: [ModelObject], from scope: Scope) {
+        var subtree: [ModelObject] = []
+        var inSubtree = Set<ObjectIdentifier>()
+        var stack = candidates
+        while let object = stack.popLast() {
+            guard object.scope === scope, inSubtree.insert(ObjectIdentifier(object)).inserted else { continue }
+            subtree.append(object)
+            stack.append(contentsOf: object.childObjects)
+        }
+        var kept = Set<ObjectIdentifier>()
+        stack = subtree.filter { object in
+            object === scope.root || object.tracking.parents.contains { link in
+                guard let parent = link.parent else { return false }
+                return parent.scope === scope && !inSubtree.contains(ObjectIdentifier(parent))
+            }
+        }
+        while let object = stack.popLast() {
+            guard kept.insert(ObjectIdentifier(object)).inserted else { continue }
+            stack.append(contentsOf: object.childObjects.filter { inSubtree.contains(ObjectIdentifier($0)) })
+        }
+        let leaving = subtree.filter { !kept.contains(ObjectIdentifier($0)) }
+        for object in leaving {
+            object.tracking.scope = nil
+            scope.didDetach(object)
+        }
+        for object in leaving { object.notifyScope(attached: false, scope: scope) }
+    }
+}

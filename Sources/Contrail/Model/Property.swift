@@ -1,0 +1,46 @@
+/// Declares an observed, synced property of a `ModelObject` subclass.
+///
+/// ```swift
+/// final class Shape: ModelObject {
+///     @Property var x: Double = 0
+///     @Property(local: true) var isSelected = false        // observable, never synced
+///     @Property(minSyncInterval: 0.1) var dragOffset = 0.0  // recorded at most every 100 ms
+/// }
+/// ```
+/// The wire name is the declared name (`x`). A set that leaves the value unchanged notifies nobody.
+@propertyWrapper
+public struct Property<Value: PropertyValue> {
+    @usableFromInline var value: Value
+    @usableFromInline let options: PropertyOptions
+
+    @inlinable
+    public init(wrappedValue: Value, local: Bool = false, minSyncInterval: Double = 0) {
+        value = wrappedValue
+        options = PropertyOptions(local: local, minSyncInterval: minSyncInterval)
+    }
+
+    @available(*, unavailable, message: "@Property can only be used on ModelObject subclasses")
+    public var wrappedValue: Value {
+        get { fatalError("unreachable") }
+        set { fatalError("unreachable") }
+    }
+
+    /// The hot path: an object with no observers, parents or scope just stores the value.
+    @inlinable @MainActor
+    public static subscript<Model: ModelObject>(
+        _enclosingInstance object: Model,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Model, Property<Value>>
+    ) -> Value {
+        get { object[keyPath: storageKeyPath].value }
+        set {
+            if Value.valueKind == .value, object._tracking == nil {
+                object[keyPath: storageKeyPath].value = newValue
+                return
+            }
+            let old = object[keyPath: storageKeyPath].value
+            object[keyPath: storageKeyPath].value = newValue
+            object._propertyDidSet(storageKeyPath, old: old, new: newValue)
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Type-erased access to a `Property<Value>` stored inside a model object, found by field offset.
+/// This is how the scope reads and writes properties by wire name without key paths.
+@MainActor
+protocol PropertyStorage {
+    static var valueKind: PropertyValueKind { get }
+    static var typeName: String { get }
+    static var modelTypes: [ModelObject.Type] { get }
+    static func options(in object: ModelObject, offset: Int) -> PropertyOptions
+    static func wireValue(in object: ModelObject, offset: Int) -> JSON
+    static func models(in object: ModelObject, offset: Int) -> [ModelObject]
+    /// Decodes a wire value without touching the object (validation before any change).
+    static func decode(_ wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Any
+    /// Stores a value made by `decode` (or read by `value(in:offset:)`) and notifies as a local set does.
+    static func store(_ value: Any, in object: ModelObject, offset: Int, index: Int)
+    /// The current value, boxed.
+    static func value(in object: ModelObject, offset: Int) -> Any
+}
+
+extension Property: PropertyStorage {
+    static var valueKind: PropertyValueKind { Value.valueKind }
+    static var typeName: String { Value.typeName }
+    static var modelTypes: [ModelObject.Type] { Value.modelTypes }
+
+    private static func withStorage<R>(_ object: ModelObject, _ offset: Int, _ body: (UnsafeMutablePointer<Property<Value>>) -> R) -> R {
+        withExtendedLifetime(object) {
+            let base = Unmanaged.passUnretained(object).toOpaque()
+            return body((base + offset).assumingMemoryBound(to: Property<Value>.self))
+        }
+    }
+
+    static func options(in object: ModelObject, offset: Int) -> PropertyOptions {
+        withStorage(object, offset) { $0.pointee.options }
+    }
+
+    static func wireValue(in object: ModelObject, offset: Int) -> JSON {
+        withStorage(object, offset) { $0.pointee.value.wireValue() }
+    }
+
+    static func models(in object: ModelObject, offset: Int) -> [ModelObject] {
+        Value.valueKind == .value ? [] : withStorage(object, offset) { $0.pointee.value.models }
+    }
+
+    static func decode(_ wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Any {
+        try Value.decode(wire: wire, property: property, resolver: resolver)
+    }
+
+    static func value(in object: ModelObject, offset: Int) -> Any {
+        withStorage(object, offset) { $0.pointee.value }
+    }
+
+    static func store(_ value: Any, in object: ModelObject, offset: Int, index: Int) {
+        guard let new = value as? Value else { return }
+        let old = withStorage(object, offset) { storage in
+            let old = storage.pointee.value
+            storage.pointee.value = new
+            return old
+        }
+        object._didChange(index: index, old: old, new: new)
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+
+/// Looks up model objects by UUID while wire values are decoded (references and collections).
+public typealias ModelResolver = (UUID) -> ModelObject?
+
+/// A type that a `@Property` can hold: it knows its wire encoding (PROTOCOL.md §3.1) and, for
+/// references and collections, which model objects it holds.
+///
+/// Conformances ship for `String`, `Bool`, every sized integer, `Float`, `Double`, `Date`, `Data`,
+/// `URL`, `UUID`, `Color`, optionals, arrays, model objects; a `RawRepresentable` enum only has to
+/// declare the conformance: `enum Kind: String, PropertyValue { case circle, square }`.
+@MainActor
+public protocol PropertyValue {
+    /// Whether this is a plain value, a model reference, or a model collection.
+    static var valueKind: PropertyValueKind { get }
+    /// A short type name for error messages ("Double", "String?", "[Shape]").
+    static var typeName: String { get }
+    /// The model classes this type can hold (registered with the owning class).
+    static var modelTypes: [ModelObject.Type] { get }
+    /// The wire value.
+    func wireValue() -> JSON
+    /// Decodes a wire value; references resolve through `resolver`.
+    static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Self
+    /// Whether two values are the same (a set of the same value notifies nobody).
+    static func isSame(_ lhs: Self, _ rhs: Self) -> Bool
+    /// The model objects this value holds, in order (empty for plain values).
+    var models: [ModelObject] { get }
+}
+
+extension PropertyValue {
+    public static var valueKind: PropertyValueKind { .value }
+    public static var typeName: String { String(describing: Self.self) }
+    public static var modelTypes: [ModelObject.Type] { [] }
+    public var models: [ModelObject] { [] }
+}
+
+extension PropertyValue where Self: Equatable {
+    @inlinable public static func isSame(_ lhs: Self, _ rhs: Self) -> Bool { lhs == rhs }
+}
+
+@MainActor
+extension JSON {
+    /// A short description of a wire value's type for error messages.
+    var typeDescription: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .int, .uint, .double: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+// MARK: - Strings, booleans, numbers
+
+extension String: PropertyValue {
+    public func wireValue() -> JSON { .string(self) }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> String {
+        guard case .string(let value) = wire else {
+            throw .wrongType(property: property, expected: "a string", got: wire.typeDescription)
+        }
+        return value
+    }
+}
+
+extension Bool: PropertyValue {
+    public func wireValue() -> JSON { .bool(self) }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Bool {
+        guard case .bool(let value) = wire else {
+            throw .wrongType(property: property, expected: "a boolean", got: wire.typeDescription)
+        }
+        return value
+    }
+}
+
+/// Every sized integer encodes as a JSON number and decodes with a range check.
+public protocol IntegerPropertyValue: PropertyValue, FixedWidthInteger {}
+
+extension IntegerPropertyValue {
+    public func wireValue() -> JSON {
+        if Self.isSigned || self <= Int64.max { return .int(Int64(self)) }
+        return .uint(UInt64(self))
+    }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Self {
+        let result: Self?
+        switch wire {
+        case .int(let value): result = Self(exactly: value)
+        case .uint(let value): result = Self(exactly: value)
+        case .double(let value): result = value.isFinite ? Self(exactly: value) : nil
+        default: throw .wrongType(property: property, expected: "an integer", got: wire.typeDescription)
+        }
+        guard let result else {
+            throw .outOfRange(property: property, value: "\(wire)", type: String(describing: Self.self))
+        }
+        return result
+    }
+}
+
+extension Int: IntegerPropertyValue {}
+extension Int8: IntegerPropertyValue {}
+extension Int16: IntegerPropertyValue {}
+extension Int32: IntegerPropertyValue {}
+extension Int64: IntegerPropertyValue {}
+extension UInt: IntegerPropertyValue {}
+extension UInt8: IntegerPropertyValue {}
+extension UInt16: IntegerPropertyValue {}
+extension UInt32: IntegerPropertyValue {}
+extension UInt64: IntegerPropertyValue {}
+
+extension JSON {
+    /// Any JSON number as a Double, or nil.
+    var numberAsDouble: Double? {
+        switch self {
+        case .int(let value): Double(value)
+        case .uint(let value): Double(value)
+        case .double(let value): value
+        default: nil
+        }
+    }
+}
+
+extension Double: PropertyValue {
+    public func wireValue() -> JSON { isFinite ? .double(self) : .null }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Double {
+        guard let value = wire.numberAsDouble else {
+            throw .wrongType(property: property, expected: "a number", got: wire.typeDescription)
+        }
+        return value
+    }
+}
+
+extension Float: PropertyValue {
+    /// Encoded through its shortest decimal form, so `Float(0.1)` goes out as `0.1`.
+    public func wireValue() -> JSON { isFinite ? .double(Double(description) ?? Double(self)) : .null }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Float {
+        guard let value = wire.numberAsDouble else {
+            throw .wrongType(property: property, expected: "a number", got: wire.typeDescription)
+        }
+        return Float(value)
+    }
+}
+
+// MARK: - Foundation values
+
+extension Date: PropertyValue {
+    /// Seconds since the Unix epoch (PROTOCOL.md §8.1); ISO-8601 strings are accepted on input.
+    public func wireValue() -> JSON { .double(timeIntervalSince1970) }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Date {
+        if let seconds = wire.numberAsDouble { return Date(timeIntervalSince1970: seconds) }
+        if case .string(let text) = wire {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            if let date = formatter.date(from: text) { return date }
+            formatter.formatOptions = [.withInternetDateTime]
+            if let date = formatter.date(from: text) { return date }
+        }
+        throw .wrongType(property: property, expected: "epoch seconds or an ISO-8601 date", got: wire.typeDescription)
+    }
+}
+
+extension Data: PropertyValue {
+    /// Base64 (a Contrail extension: Jetstream has no bytes type).
+    public func wireValue() -> JSON { .string(base64EncodedString()) }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Data {
+        guard case .string(let text) = wire, let data = Data(base64Encoded: text) else {
+            throw .wrongType(property: property, expected: "base64 data", got: wire.typeDescription)
+        }
+        return data
+    }
+}
+
+extension URL: PropertyValue {
+    public func wireValue() -> JSON { .string(absoluteString) }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> URL {
+        guard case .string(let text) = wire, let url = URL(string: text) else {
+            throw .wrongType(property: property, expected: "a URL string", got: wire.typeDescription)
+        }
+        return url
+    }
+}
+
+extension UUID: PropertyValue {
+    public func wireValue() -> JSON { .string(uuidString.lowercased()) }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> UUID {
+        guard case .string(let text) = wire, let uuid = UUID(uuidString: text) else {
+            throw .wrongType(property: property, expected: "a UUID string", got: wire.typeDescription)
+        }
+        return uuid
+    }
+}
+
+// MARK: - Enums
+
+extension PropertyValue where Self: RawRepresentable, RawValue: PropertyValue {
+    public func wireValue() -> JSON { rawValue.wireValue() }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Self {
+        let raw = try RawValue.decode(wire: wire, property: property, resolver: resolver)
+        guard let value = Self(rawValue: raw) else {
+            throw .wrongType(property: property, expected: "a case of \(Self.self)", got: "\(wire)")
+        }
+        return value
+    }
+}
+
+// MARK: - Optionals and arrays
+
+extension Optional: PropertyValue where Wrapped: PropertyValue {
+    public static var valueKind: PropertyValueKind { Wrapped.valueKind }
+    public static var typeName: String { Wrapped.typeName + "?" }
+    public static var modelTypes: [ModelObject.Type] { Wrapped.modelTypes }
+    public func wireValue() -> JSON { self?.wireValue() ?? .null }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Wrapped? {
+        if case .null = wire { return nil }
+        return try Wrapped.decode(wire: wire, property: property, resolver: resolver)
+    }
+    public static func isSame(_ lhs: Wrapped?, _ rhs: Wrapped?) -> Bool {
+        switch (lhs, rhs) {
+        case (nil, nil): true
+        case let (l?, r?): Wrapped.isSame(l, r)
+        default: false
+        }
+    }
+    public var models: [ModelObject] { self?.models ?? [] }
+}
+
+extension Array: PropertyValue where Element: PropertyValue {
+    /// `[SomeModel]` is a collection of models; `[Double]` and friends are plain values.
+    public static var valueKind: PropertyValueKind { Element.valueKind == .value ? .value : .collection }
+    public static var typeName: String { "[\(Element.typeName)]" }
+    public static var modelTypes: [ModelObject.Type] { Element.modelTypes }
+    public func wireValue() -> JSON { .array(map { $0.wireValue() }) }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> [Element] {
+        guard case .array(let items) = wire else {
+            throw .wrongType(property: property, expected: "an array", got: wire.typeDescription)
+        }
+        var result: [Element] = []
+        result.reserveCapacity(items.count)
+        for item in items { result.append(try Element.decode(wire: item, property: property, resolver: resolver)) }
+        return result
+    }
+    public static func isSame(_ lhs: [Element], _ rhs: [Element]) -> Bool {
+        lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { Element.isSame($0, $1) }
+    }
+    public var models: [ModelObject] { Element.valueKind == .value ? [] : flatMap(\.models) }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+/// Delivers queued notifications once per turn of the main run loop: however many changes happen
+/// in one turn, each queued observer fires once, after the turn. Scopes flush their change sets here too.
+///
+/// Tests and apps can await delivery instead of sleeping:
+/// ```swift
+/// shape.x = 10
+/// await NotificationQueue.main.drain()   // every queued observer has now fired
+/// ```
+@MainActor
+public final class NotificationQueue {
+    /// The queue of the main actor, the only one Contrail uses.
+    public static let main = NotificationQueue()
+
+    private var entries: [ObserverEntry] = []
+    private var flushers: [ObjectIdentifier: () -> Void] = [:]
+    private var flushOrder: [ObjectIdentifier] = []
+    private var isScheduled = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    private init() {}
+
+    /// Whether anything is waiting for delivery.
+    public var hasPending: Bool { !entries.isEmpty || !flushOrder.isEmpty }
+
+    func enqueue(_ entry: ObserverEntry) {
+        guard !entry.isPending else { return }
+        entry.isPending = true
+        entries.append(entry)
+        schedule()
+    }
+
+    /// Runs `flush` at the end of this turn, once however often it is asked for.
+    func enqueueFlush(for owner: AnyObject, _ flush: @escaping () -> Void) {
+        let id = ObjectIdentifier(owner)
+        if flushers.updateValue(flush, forKey: id) == nil { flushOrder.append(id) }
+        schedule()
+    }
+
+    private func schedule() {
+        guard !isScheduled else { return }
+        isScheduled = true
+        DispatchQueue.main.async {
+            MainActor.assumeIsolated { self.deliverTurn() }
+        }
+    }
+
+    private func deliverTurn() {
+        isScheduled = false
+        deliverPending()
+        if !hasPending {
+            let waiting = waiters
+            waiters.removeAll()
+            for waiter in waiting { waiter.resume() }
+        }
+    }
+
+    /// Delivers what is pending now: scope flushes first, then queued observers. Work queued by the
+    /// callbacks themselves is left for the next turn.
+    public func deliverPending() {
+        let order = flushOrder
+        let flushes = flushers
+        flushOrder.removeAll()
+        flushers.removeAll()
+        for id in order { flushes[id]?() }
+        let batch = entries
+        entries.removeAll()
+        for entry in batch {
+            entry.isPending = false
+            entry.fire()
+        }
+    }
+
+    /// Delivers everything pending, including what the callbacks queue in turn, and returns when
+    /// nothing is left. Gives other main-actor work a chance to run between rounds.
+    public func drain() async {
+        var rounds = 0
+        while hasPending && rounds < 1000 {
+            deliverPending()
+            rounds += 1
+            await Task.yield()
+        }
+    }
+
+    /// Suspends until the next turn's delivery has happened (or returns at once if nothing is pending).
+    public func nextDelivery() async {
+        guard hasPending else { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+
+/// The fragments of one flush of a scope, with what they replaced (for revert and undo).
+///
+/// Local change sets start `syncing` when the scope is synced (and `completed` otherwise); the sync
+/// layer settles them from the server's reply. Observe `state` with `onStateChange` or
+/// `await changeSet.settled()`.
+@MainActor
+public final class ChangeSet {
+    /// Where a change set came from.
+    public enum Origin: String, Sendable, Codable {
+        /// Made by this app (including undo and redo).
+        case local
+        /// Applied from elsewhere (a server, a log).
+        case remote
+    }
+
+    /// Where a change set stands with the server.
+    public enum State: String, Sendable, Codable {
+        case syncing
+        case completed
+        case reverted
+        case partiallyReverted
+    }
+
+    /// One property change: the object, the property index, and the values before and after.
+    struct Change {
+        let object: ModelObject
+        let property: Int
+        let old: Any
+        let new: Any
+    }
+
+    /// The fragments, one per object, in order of first touch.
+    public let fragments: [SyncFragment]
+    /// The message given to `modify(message:)`, if any.
+    public let message: String?
+    /// True for `modifyAtomically`: the server applies all fragments or none.
+    public let isAtomic: Bool
+    public let origin: Origin
+    /// When the change set was made.
+    public let date: Date
+    public private(set) var state: State
+    let changes: [Change]
+    /// The change sets made by reverting or undoing this one, if any.
+    private var stateObservers: [(State) -> Void] = []
+    private var waiters: [CheckedContinuation<State, Never>] = []
+    weak var scope: Scope?
+
+    init(fragments: [SyncFragment], changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State, scope: Scope?) {
+        self.fragments = fragments
+        self.changes = changes
+        self.message = message
+        self.isAtomic = isAtomic
+        self.origin = origin
+        self.state = state
+        self.scope = scope
+        self.date = Date()
+    }
+
+    /// Whether the change set is still waiting for the server.
+    public var isSettled: Bool { state != .syncing }
+
+    /// Calls `body` whenever the state changes.
+    public func onStateChange(_ body: @escaping @MainActor (State) -> Void) {
+        stateObservers.append(body)
+    }
+
+    /// Returns once the change set is completed, reverted or partially reverted.
+    public func settled() async -> State {
+        if isSettled { return state }
+        return await withCheckedContinuation { waiters.append($0) }
+    }
+
+    /// Sets the state (the sync layer calls this) and notifies.
+    public func settle(_ newState: State) {
+        guard newState != state else { return }
+        state = newState
+        for observer in stateObservers { observer(newState) }
+        if isSettled {
+            let waiting = waiters
+            waiters.removeAll()
+            for waiter in waiting { waiter.resume(returning: newState) }
+        }
+    }
+
+    /// Restores the values this change set replaced, without recording anything (the replica goes
+    /// back to what the server holds). Changes to (object, property) pairs in `excluding` stay.
+    /// Marks the change set `reverted`.
+    public func revert() {
+        revert(excluding: [])
+        settle(.reverted)
+    }
+
+    /// Restores originals except for the keys in `excluding` (keys still pending in later change sets).
+    func revert(excluding: Set<ChangeKey>, onlyObjects: Set<UUID>? = nil) {
+        let restore = changes.reversed().filter { change in
+            !excluding.contains(ChangeKey(change.object, change.property))
+                && (onlyObjects?.contains(change.object.uuid) ?? true)
+        }
+        let apply = {
+            for change in restore { change.object.setValue(change.old, at: change.property) }
+        }
+        if let scope { scope.applyingRemote(apply) } else { apply() }
+    }
+
+    /// The (object, property) pairs this change set touched.
+    var keys: Set<ChangeKey> { Set(changes.map { ChangeKey($0.object, $0.property) }) }
+}
+
+/// An (object, property) pair.
+struct ChangeKey: Hashable {
+    let object: ObjectIdentifier
+    let property: Int
+
+    @MainActor init(_ object: ModelObject, _ property: Int) {
+        self.object = ObjectIdentifier(object)
+        self.property = property
+    }
+}

@@ -1,0 +1,426 @@
+import Foundation
+
+/// A named model tree with one root. The scope keeps every attached object by UUID, turns local
+/// changes into change sets of sync fragments (one per object per flush), and applies fragments
+/// that come from elsewhere.
+///
+/// ```swift
+/// let scope = Scope(name: "Canvas")
+/// scope.root = canvas
+/// scope.onChanges(self) { changeSet in print(changeSet.fragments) }
+/// scope.modifyAtomically(message: "add to cart") {
+///     cart.items.append(item)
+///     cart.total += item.price
+/// }
+/// ```
+@MainActor
+public final class Scope {
+    /// The scope's name (what clients fetch).
+    public let name: String
+
+    /// The root of the tree. Setting it attaches the new tree and detaches the old one.
+    public var root: ModelObject? {
+        didSet {
+            guard oldValue !== root else { return }
+            if let oldValue, oldValue.scope === self {
+                ModelObject.detachUnreachable([oldValue], from: self)
+            }
+            if let root {
+                isRecordingAttach = false
+                root.attach(to: self)
+                isRecordingAttach = true
+            }
+        }
+    }
+
+    /// Whether a sync layer settles this scope's change sets (they start `syncing` instead of `completed`).
+    public var isSynced = false
+
+    /// Upper bound of `history` (older change sets are dropped from memory, not from a log).
+    public var historyLimit = 1000
+
+    /// Change sets in the order they were made or applied, oldest first.
+    public private(set) var history: [ChangeSet] = []
+
+    private(set) var objects: [UUID: ModelObject] = [:]
+    private var pending: [ObjectIdentifier: PendingFragment] = [:]
+    private var pendingOrder: [ObjectIdentifier] = []
+    private var remoteDepth = 0
+    private var isRecordingAttach = true
+    private var listeners: [(observer: Weak, body: (ChangeSet) -> Void)] = []
+    private var continuations: [UUID: AsyncStream<ChangeSet>.Continuation] = [:]
+    private var lastRecorded: [ChangeKey: ContinuousClock.Instant] = [:]
+    private var throttled: Set<ChangeKey> = []
+    private var undoStack: [ChangeSet] = []
+    private var redoStack: [ChangeSet] = []
+    private var flushMessage: String?
+    private var flushAtomic = false
+
+    public init(name: String) {
+        self.name = name
+    }
+
+    // MARK: - Lookup
+
+    /// The attached object with this UUID.
+    public func object(for uuid: UUID) -> ModelObject? { objects[uuid] }
+
+    /// Every attached object (unordered).
+    public var allObjects: [ModelObject] { Array(objects.values) }
+
+    /// The number of attached objects.
+    public var count: Int { objects.count }
+
+    // MARK: - Hooks from the model tree
+
+    func didAttach(_ object: ModelObject) {
+        objects[object.uuid] = object
+        guard remoteDepth == 0, isRecordingAttach else { return }
+        let id = ObjectIdentifier(object)
+        if pending[id] == nil { pendingOrder.append(id) }
+        pending[id] = PendingFragment(object: object, kind: .add)
+        scheduleFlush()
+    }
+
+    func didDetach(_ object: ModelObject) {
+        if objects[object.uuid] === object { objects[object.uuid] = nil }
+        let id = ObjectIdentifier(object)
+        if pending.removeValue(forKey: id) != nil {
+            pendingOrder.removeAll { $0 == id }
+        }
+    }
+
+    func record<Value: PropertyValue>(_ object: ModelObject, property: Int, old: Value) {
+        guard remoteDepth == 0 else { return }
+        let descriptor = object.info.properties[property]
+        guard descriptor.isSynced else { return }
+        let key = ChangeKey(object, property)
+        let interval = descriptor.options.minSyncIntervalMilliseconds
+        if interval > 0, pending[ObjectIdentifier(object)]?.kind != .add {
+            if throttled.contains(key) { return }
+            let now = ContinuousClock.now
+            if let last = lastRecorded[key], now - last < .milliseconds(interval) {
+                throttled.insert(key)
+                let due = last + .milliseconds(interval)
+                let boxedOld: Any = old
+                DispatchQueue.main.asyncAfter(deadline: .now() + (due - now).seconds) { [weak self, weak object] in
+                    MainActor.assumeIsolated {
+                        guard let self, let object else { return }
+                        self.throttled.remove(key)
+                        guard object.scope === self else { return }
+                        self.lastRecorded[key] = .now
+                        self.touch(object, property: property, old: boxedOld, base: nil)
+                    }
+                }
+                return
+            }
+            lastRecorded[key] = now
+        }
+        touch(object, property: property, old: old, base: Value.valueKind == .collection ? old.models.map(\.uuid) : nil)
+    }
+
+    private func touch(_ object: ModelObject, property: Int, old: Any, base: [UUID]?) {
+        let id = ObjectIdentifier(object)
+        if pending[id] == nil {
+            pendingOrder.append(id)
+            pending[id] = PendingFragment(object: object, kind: .change)
+        }
+        if pending[id]!.kind == .change, pending[id]!.originals[property] == nil {
+            pending[id]!.touched.append(property)
+            pending[id]!.originals[property] = old
+            if let base { pending[id]!.bases[property] = base }
+        }
+        scheduleFlush()
+    }
+
+    private func scheduleFlush() {
+        NotificationQueue.main.enqueueFlush(for: self) { [weak self] in self?.flush() }
+    }
+
+    // MARK: - Change sets
+
+    /// Ends the current flush now: everything recorded so far becomes one change set, delivered to
+    /// the `onChanges` listeners. Returns it, or nil when nothing was recorded.
+    @discardableResult
+    public func flush() -> ChangeSet? {
+        let order = pendingOrder
+        let building = pending
+        pendingOrder.removeAll()
+        pending.removeAll()
+        let message = flushMessage
+        let atomic = flushAtomic
+        flushMessage = nil
+        flushAtomic = false
+        var fragments: [SyncFragment] = []
+        var changes: [ChangeSet.Change] = []
+        for id in order {
+            guard let entry = building[id] else { continue }
+            let object = entry.object
+            let properties = object.info.properties
+            switch entry.kind {
+            case .add:
+                var values: [String: JSON] = [:]
+                for property in properties where property.isSynced {
+                    values[property.name] = property.storage.wireValue(in: object, offset: property.offset)
+                }
+                fragments.append(SyncFragment(kind: .add, uuid: object.uuid, className: object.className, properties: values))
+            case .change:
+                var values: [String: JSON] = [:]
+                var bases: [String: [UUID]] = [:]
+                for index in entry.touched {
+                    let property = properties[index]
+                    let new = object.value(at: index)
+                    guard let old = entry.originals[index] else { continue }
+                    let oldWire = Self.wire(of: old, storage: property.storage)
+                    let newWire = property.storage.wireValue(in: object, offset: property.offset)
+                    guard oldWire != newWire else { continue }
+                    values[property.name] = newWire
+                    if let base = entry.bases[index] { bases[property.name] = base }
+                    changes.append(ChangeSet.Change(object: object, property: index, old: old, new: new))
+                }
+                guard !values.isEmpty else { continue }
+                fragments.append(SyncFragment(kind: .change, uuid: object.uuid, className: object.className,
+                                              properties: values, bases: bases.isEmpty ? nil : bases))
+            }
+        }
+        guard !fragments.isEmpty else { return nil }
+        let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: atomic,
+                                  origin: .local, state: isSynced ? .syncing : .completed, scope: self)
+        if !isReplaying { undoStack.append(changeSet); redoStack.removeAll() }
+        publish(changeSet)
+        return changeSet
+    }
+
+    private static func wire(of value: Any, storage: any PropertyStorage.Type) -> JSON {
+        (value as? any PropertyValue)?.wireValue() ?? .null
+    }
+
+    private func publish(_ changeSet: ChangeSet) {
+        history.append(changeSet)
+        if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
+        listeners.removeAll { $0.observer.object == nil }
+        for listener in listeners { listener.body(changeSet) }
+        for continuation in continuations.values { continuation.yield(changeSet) }
+    }
+
+    /// Calls `body` with every change set, local and remote, after the turn in which it was made.
+    @discardableResult
+    public func onChanges(_ observer: AnyObject, _ body: @escaping @MainActor (ChangeSet) -> Void) -> ObservationToken {
+        let weak = Weak(observer)
+        listeners.append((weak, body))
+        return ObservationToken(entry: nil) { [weak self] in
+            self?.listeners.removeAll { $0.observer === weak }
+        }
+    }
+
+    /// Every change set from now on, as an `AsyncSequence`.
+    public var changeSets: AsyncStream<ChangeSet> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ChangeSet.self)
+        let id = UUID()
+        continuations[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { @MainActor in self?.continuations[id] = nil }
+        }
+        return stream
+    }
+
+    /// Runs `changes` as one change set with `message` (what is pending is flushed first).
+    @discardableResult
+    public func modify(message: String? = nil, _ changes: () throws -> Void) rethrows -> ChangeSet? {
+        try modify(message: message, atomic: false, changes)
+    }
+
+    /// Runs `changes` as one atomic change set: the server applies all of it or none of it.
+    @discardableResult
+    public func modifyAtomically(message: String? = nil, _ changes: () throws -> Void) rethrows -> ChangeSet? {
+        try modify(message: message, atomic: true, changes)
+    }
+
+    private func modify(message: String?, atomic: Bool, _ changes: () throws -> Void) rethrows -> ChangeSet? {
+        flush()
+        defer { flushMessage = nil; flushAtomic = false }
+        try changes()
+        flushMessage = message
+        flushAtomic = atomic
+        return flush()
+    }
+
+    // MARK: - Undo and redo
+
+    private var isReplaying = false
+
+    /// Whether there is a local change set to undo.
+    public var canUndo: Bool { !undoStack.isEmpty }
+    /// Whether there is an undone change set to redo.
+    public var canRedo: Bool { !redoStack.isEmpty }
+
+    /// Reverts the local user's most recent change set as a new change set that syncs like any
+    /// other. Remote changes are not undone. Returns the new change set.
+    @discardableResult
+    public func undo() -> ChangeSet? {
+        guard let last = undoStack.popLast() else { return nil }
+        let result = replay(last, message: "Undo" + (last.message.map { " \($0)" } ?? ""), values: \.old)
+        if result != nil { redoStack.append(last) }
+        return result
+    }
+
+    /// Re-applies the most recently undone change set as a new change set.
+    @discardableResult
+    public func redo() -> ChangeSet? {
+        guard let last = redoStack.popLast() else { return nil }
+        let result = replay(last, message: "Redo" + (last.message.map { " \($0)" } ?? ""), values: \.new)
+        if result != nil { undoStack.append(last) }
+        return result
+    }
+
+    private func replay(_ changeSet: ChangeSet, message: String, values: KeyPath<ChangeSet.Change, Any>) -> ChangeSet? {
+        flush()
+        isReplaying = true
+        defer { isReplaying = false }
+        let ordered = values == \ChangeSet.Change.old ? changeSet.changes.reversed() : changeSet.changes
+        return modify(message: message, atomic: changeSet.isAtomic) {
+            for change in ordered where change.object.scope === self || change.object === root {
+                change.object.setValue(change[keyPath: values], at: change.property)
+            }
+        }
+    }
+
+    // MARK: - Applying remote fragments
+
+    /// Runs `body` without recording: what it changes produces no outgoing fragments.
+    func applyingRemote(_ body: () -> Void) {
+        remoteDepth += 1
+        defer { remoteDepth -= 1 }
+        body()
+    }
+
+    /// Whether changes are currently being applied from elsewhere (nothing is recorded).
+    public var isApplyingRemote: Bool { remoteDepth > 0 }
+
+    /// Applies fragments received from elsewhere. Objects are created by class name, references to
+    /// objects added in the same batch resolve in any order, observers fire as for local changes,
+    /// and nothing is recorded as outgoing. The whole batch is validated before anything changes:
+    /// a bad batch throws and leaves the tree as it was. Unknown properties and changes to unknown
+    /// objects are skipped and reported.
+    @discardableResult
+    public func apply(_ fragments: [SyncFragment]) throws(ModelError) -> ApplyReport {
+        try apply(fragments, applyDefaults: false)
+    }
+
+    func apply(_ fragments: [SyncFragment], applyDefaults: Bool) throws(ModelError) -> ApplyReport {
+        var report = ApplyReport()
+        // Pass 1: find or create every added object.
+        var created: [UUID: ModelObject] = [:]
+        for fragment in fragments where fragment.kind == .add {
+            if objects[fragment.uuid] != nil || created[fragment.uuid] != nil { continue }
+            created[fragment.uuid] = try ModelRegistry.make(className: fragment.className, uuid: fragment.uuid)
+        }
+        let resolver: ModelResolver = { [objects] uuid in created[uuid] ?? objects[uuid] }
+        // Pass 2: decode every value (validation; nothing changes yet).
+        var writes: [(ModelObject, Int, Any)] = []
+        for fragment in fragments {
+            guard let object = resolver(fragment.uuid) else {
+                report.unknownObjects.append(fragment.uuid)
+                continue
+            }
+            let info = object.info
+            for (name, wire) in fragment.properties.sorted(by: { $0.key < $1.key }) {
+                guard let index = info.indexByName[name], info.properties[index].isSynced else {
+                    report.unknownProperties.append("\(object.className).\(name)")
+                    continue
+                }
+                let storage = info.properties[index].storage
+                writes.append((object, index, try storage.decode(wire, property: name, resolver: resolver)))
+            }
+            if applyDefaults {
+                for property in info.properties where property.isSynced && fragment.properties[property.name] == nil {
+                    writes.append((object, property.index, property.storage.value(in: info.probe, offset: property.offset)))
+                }
+            }
+            report.appliedFragments += 1
+        }
+        // Pass 3: apply.
+        var changes: [ChangeSet.Change] = []
+        applyingRemote {
+            for (object, index, value) in writes {
+                let old = object.value(at: index)
+                object.setValue(value, at: index)
+                changes.append(ChangeSet.Change(object: object, property: index, old: old, new: value))
+            }
+        }
+        if report.appliedFragments > 0 {
+            publish(ChangeSet(fragments: fragments, changes: changes, message: nil, isAtomic: false,
+                              origin: .remote, state: .completed, scope: self))
+        }
+        return report
+    }
+
+    /// Applies a full state (PROTOCOL.md §3.4): the root takes over `rootUUID`, objects the state
+    /// does not mention are detached, and properties a fragment leaves out get their defaults.
+    @discardableResult
+    public func applyState(rootUUID: UUID, fragments: [SyncFragment]) throws(ModelError) -> ApplyReport {
+        guard let root else { return ApplyReport() }
+        flush()
+        if root.uuid != rootUUID {
+            objects[root.uuid] = nil
+            root.uuid = rootUUID
+            objects[rootUUID] = root
+        }
+        let report = try apply(fragments, applyDefaults: true)
+        let mentioned = Set(fragments.map(\.uuid)).union([rootUUID])
+        let strays = objects.values.filter { !mentioned.contains($0.uuid) }
+        if !strays.isEmpty {
+            applyingRemote {
+                for stray in strays {
+                    for link in stray.tracking.parents {
+                        guard let parent = link.parent, mentioned.contains(parent.uuid) else { continue }
+                        // The state says the parent no longer holds it: reset that property.
+                        let property = parent.info.properties[link.property]
+                        if property.valueKind == .reference {
+                            parent.setValue(property.storage.value(in: parent.info.probe, offset: property.offset), at: link.property)
+                        }
+                    }
+                }
+            }
+        }
+        return report
+    }
+
+    // MARK: - State
+
+    /// The whole tree as `add` fragments in pre-order from the root, each object once.
+    public func snapshot() -> [SyncFragment] {
+        guard let root else { return [] }
+        var fragments: [SyncFragment] = []
+        var seen = Set<ObjectIdentifier>()
+        var stack: [ModelObject] = [root]
+        while let object = stack.popLast() {
+            guard seen.insert(ObjectIdentifier(object)).inserted else { continue }
+            var values: [String: JSON] = [:]
+            for property in object.info.properties where property.isSynced {
+                values[property.name] = property.storage.wireValue(in: object, offset: property.offset)
+            }
+            fragments.append(SyncFragment(kind: .add, uuid: object.uuid, className: object.className, properties: values))
+            stack.append(contentsOf: object.childObjects.reversed())
+        }
+        return fragments
+    }
+
+    /// The whole state as one JSON value: `{"root": uuid, "objects": {uuid: {"clsName", "properties"}}}`.
+    /// Two replicas hold the same tree exactly when their states are equal.
+    public func stateJSON() -> JSON {
+        var objects: [String: JSON] = [:]
+        for fragment in snapshot() {
+            objects[fragment.uuid.uuidString.lowercased()] = .object([
+                "clsName": .string(fragment.className), "properties": .object(fragment.properties),
+            ])
+        }
+        return .object(["root": root.map { .string($0.uuid.uuidString.lowercased()) } ?? .null, "objects": .object(objects)])
+    }
+}
+
+/// A weak reference to an observer.
+final class Weak {
+    weak var object: AnyObject?
+    init(_ object: AnyObject) { self.object = object }
+}
