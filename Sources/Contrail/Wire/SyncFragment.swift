@@ -1,13 +1,144 @@
 import Foundation
-// Placeholder: replaced by the full implementation on the wire branch.
-public struct SyncFragment: Sendable, Hashable {
-    public enum Kind: String, Sendable, Codable { case add, change }
+
+/// The wire form of one sync fragment: the delta for one object (PROTOCOL.md §3).
+///
+/// ```json
+/// {"type":"add","uuid":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","clsName":"Shape",
+///  "properties":{"x":10,"y":20,"color":500346879}}
+/// ```
+public struct SyncFragment: Sendable, Hashable, Codable {
+    /// Whether the fragment creates an object or changes an existing one (`"type"` on the wire).
+    public enum Kind: String, Sendable, Hashable, Codable {
+        case add
+        case change
+    }
+
+    /// `add` or `change` (`"type"` on the wire).
     public var kind: Kind
+    /// The object's UUID (sent lowercase).
     public var uuid: UUID
+    /// The bare class name (`"clsName"`).
     public var className: String
+    /// Property name → wire value: strings, numbers, booleans, null, or flat arrays of one type.
     public var properties: [String: JSON]
+    /// Contrail extension (§8.4): for collection keys of a `change`, the collection as it was
+    /// before the local edit, so a server can merge concurrent edits. Omitted from the wire when nil.
     public var bases: [String: [UUID]]?
-    public init(kind: Kind, uuid: UUID, className: String, properties: [String: JSON], bases: [String: [UUID]]? = nil) {
-        self.kind = kind; self.uuid = uuid; self.className = className; self.properties = properties; self.bases = bases
+
+    /// Creates a fragment.
+    public init(kind: Kind, uuid: UUID, className: String, properties: [String: JSON] = [:], bases: [String: [UUID]]? = nil) {
+        self.kind = kind
+        self.uuid = uuid
+        self.className = className
+        self.properties = properties
+        self.bases = bases
+    }
+
+    /// Decodes and checks a fragment as the server does at parse time (§3): `type` is add/change,
+    /// `uuid` a parseable UUID, `clsName` a string, `properties` (if present) an object whose values
+    /// are strings, numbers, booleans, null or flat arrays of one type. Missing `properties` is `{}`.
+    public init(json: JSON) throws(WireError) {
+        guard case .object(let members) = json else {
+            throw WireError.invalidFragment(index: nil, reason: "Fragment is not an object")
+        }
+        guard case .string(let typeName)? = members["type"], let kind = Kind(rawValue: typeName) else {
+            throw WireError.invalidFragment(index: nil, reason: "Invalid type")
+        }
+        guard case .string(let uuidString)? = members["uuid"], let uuid = UUID(wireString: uuidString) else {
+            throw WireError.invalidFragment(index: nil, reason: "Invalid uuid")
+        }
+        guard case .string(let className)? = members["clsName"] else {
+            throw WireError.invalidFragment(index: nil, reason: "Invalid clsName")
+        }
+        var properties: [String: JSON] = [:]
+        switch members["properties"] {
+        case nil, .null?:
+            break
+        case .object(let values)?:
+            for (key, value) in values {
+                if let problem = Self.problem(with: value) {
+                    throw WireError.invalidFragment(index: nil, reason: "Property '\(key)': \(problem)")
+                }
+            }
+            properties = values
+        default:
+            throw WireError.invalidFragment(index: nil, reason: "Invalid properties")
+        }
+        var bases: [String: [UUID]]?
+        switch members["bases"] {
+        case nil, .null?:
+            break
+        case .object(let values)?:
+            var decoded: [String: [UUID]] = [:]
+            decoded.reserveCapacity(values.count)
+            for (key, value) in values {
+                guard case .array(let elements) = value else {
+                    throw WireError.invalidFragment(index: nil, reason: "Base '\(key)' is not an array of UUIDs")
+                }
+                var uuids: [UUID] = []
+                uuids.reserveCapacity(elements.count)
+                for element in elements {
+                    guard case .string(let text) = element, let uuid = UUID(wireString: text) else {
+                        throw WireError.invalidFragment(index: nil, reason: "Base '\(key)' is not an array of UUIDs")
+                    }
+                    uuids.append(uuid)
+                }
+                decoded[key] = uuids
+            }
+            bases = decoded
+        default:
+            throw WireError.invalidFragment(index: nil, reason: "Invalid bases")
+        }
+        self.init(kind: kind, uuid: uuid, className: className, properties: properties, bases: bases)
+    }
+
+    /// The wire form: always has `properties` (maybe `{}`), the UUID lowercase, `bases` only when set.
+    public var json: JSON {
+        var members: [String: JSON] = [
+            "type": .string(kind.rawValue),
+            "uuid": .string(uuid.wireString),
+            "clsName": .string(className),
+            "properties": .object(properties),
+        ]
+        if let bases {
+            members["bases"] = .object(bases.mapValues { .array($0.map { .string($0.wireString) }) })
+        }
+        return .object(members)
+    }
+
+    /// Why `value` is not an acceptable property value, with the server's wording; `nil` if it is.
+    static func problem(with value: JSON) -> String? {
+        switch value {
+        case .null, .bool, .int, .uint, .double, .string:
+            return nil
+        case .object:
+            return "not a string, number, boolean, array, date, null"
+        case .array(let elements):
+            var firstKind: Int?
+            for element in elements {
+                let kind: Int
+                switch element {
+                case .null: kind = 0
+                case .bool: kind = 1
+                case .int, .uint, .double: kind = 2
+                case .string: kind = 3
+                case .array: return "cannot have arrays in an array"
+                case .object: return "not a string, number, boolean, array, date, null"
+                }
+                if let firstKind, firstKind != kind { return "not all array value types match" }
+                firstKind = kind
+            }
+            return nil
+        }
+    }
+
+    /// Encodes as the wire object.
+    public func encode(to encoder: any Encoder) throws {
+        try json.encode(to: encoder)
+    }
+
+    /// Decodes from the wire object, with the same checks as ``init(json:)``.
+    public init(from decoder: any Decoder) throws {
+        try self.init(json: JSON(from: decoder))
     }
 }

@@ -1,0 +1,89 @@
+/// Every Jetstream message (PROTOCOL.md §2).
+///
+/// ```swift
+/// let message = try Message(json: JSON(parsing: #"{"type":"Ping","index":0,"ack":6,"resendMissing":false}"#))
+/// if case .ping(let ping) = message { print(ping.ack) }   // 6
+/// ```
+public enum Message: Sendable, Equatable {
+    case sessionCreate(SessionCreate)
+    case sessionCreateReply(SessionCreateReply)
+    case scopeFetch(ScopeFetch)
+    case scopeFetchReply(ScopeFetchReply)
+    case scopeState(ScopeState)
+    case scopeSync(ScopeSync)
+    case scopeSyncReply(ScopeSyncReply)
+    case ping(Ping)
+
+    /// The message's `index` (0 for unsequenced messages).
+    public var index: Int {
+        switch self {
+        case .sessionCreate(let message): return message.index
+        case .sessionCreateReply(let message): return message.index
+        case .scopeFetch(let message): return message.index
+        case .scopeFetchReply(let message): return message.index
+        case .scopeState(let message): return message.index
+        case .scopeSync(let message): return message.index
+        case .scopeSyncReply(let message): return message.index
+        case .ping(let message): return message.index
+        }
+    }
+
+    /// The wire `type`, e.g. `"ScopeSync"`.
+    public var typeName: String {
+        switch self {
+        case .sessionCreate: return SessionCreate.typeName
+        case .sessionCreateReply: return SessionCreateReply.typeName
+        case .scopeFetch: return ScopeFetch.typeName
+        case .scopeFetchReply: return ScopeFetchReply.typeName
+        case .scopeState: return ScopeState.typeName
+        case .scopeSync: return ScopeSync.typeName
+        case .scopeSyncReply: return ScopeSyncReply.typeName
+        case .ping: return Ping.typeName
+        }
+    }
+
+    /// The `replyTo` of reply messages, `nil` for others.
+    public var replyTo: Int? {
+        switch self {
+        case .scopeFetchReply(let message): return message.replyTo
+        case .scopeSyncReply(let message): return message.replyTo
+        default: return nil
+        }
+    }
+
+    /// Decodes one message object by its `type`, validating it as §2 describes. Unknown extra
+    /// fields are ignored. The abstract `Reply` type is not decoded (`unknownMessageType`).
+    public init(json: JSON) throws(WireError) {
+        guard case .object(let members) = json else {
+            throw WireError.invalidMessage(type: nil, reason: "Message is not an object")
+        }
+        guard case .string(let type)? = members["type"] else {
+            throw WireError.invalidMessage(type: nil, reason: "Message has no type")
+        }
+        switch type {
+        case SessionCreate.typeName: self = .sessionCreate(try SessionCreate(json: json))
+        case SessionCreateReply.typeName: self = .sessionCreateReply(try SessionCreateReply(json: json))
+        case ScopeFetch.typeName: self = .scopeFetch(try ScopeFetch(json: json))
+        case ScopeFetchReply.typeName: self = .scopeFetchReply(try ScopeFetchReply(json: json))
+        case ScopeState.typeName: self = .scopeState(try ScopeState(json: json))
+        case ScopeSync.typeName: self = .scopeSync(try ScopeSync(json: json))
+        case ScopeSyncReply.typeName: self = .scopeSyncReply(try ScopeSyncReply(json: json))
+        case Ping.typeName: self = .ping(try Ping(json: json))
+        default: throw WireError.unknownMessageType(type)
+        }
+    }
+
+    /// The wire object.
+    public var json: JSON {
+        switch self {
+        case .sessionCreate(let message): return message.json
+        case .sessionCreateReply(let message): return message.json
+        case .scopeFetch(let message): return message.json
+        case .scopeFetchReply(let message): return message.json
+        case .scopeState(let message): return message.json
+        case .scopeSync(let message): return message.json
+        case .scopeSyncReply(let message): return message.json
+        case .ping(let message): return message.json
+        }
+    }
+}

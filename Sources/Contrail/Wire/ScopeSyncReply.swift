@@ -1,0 +1,51 @@
+/// `ScopeSyncReply` (server → client, sequenced): one entry per fragment of the answered
+/// `ScopeSync`, in the same order (PROTOCOL.md §2.7).
+///
+/// ```json
+/// {"type":"ScopeSyncReply","index":5,"replyTo":3,"fragmentReplies":[{}, {"error":{"message":"ModelObject not found"}}]}
+/// ```
+public struct ScopeSyncReply: Sendable, Equatable {
+    /// The wire `type`.
+    public static let typeName = "ScopeSyncReply"
+
+    /// The server's sequence number.
+    public var index: Int
+    /// The `index` of the `ScopeSync` this answers.
+    public var replyTo: Int
+    /// One entry per request fragment, in order.
+    public var fragmentReplies: [FragmentReply]
+
+    /// Creates the message.
+    public init(index: Int, replyTo: Int, fragmentReplies: [FragmentReply]) {
+        self.index = index
+        self.replyTo = replyTo
+        self.fragmentReplies = fragmentReplies
+    }
+
+    /// Decodes and validates ("Invalid replyTo", "Invalid fragmentReplies").
+    public init(json: JSON) throws(WireError) {
+        let fields = try WireFields(json, type: Self.typeName)
+        index = try fields.index()
+        replyTo = try fields.unsigned("replyTo", "Invalid replyTo")
+        guard case .array(let elements)? = fields.members["fragmentReplies"] else {
+            throw fields.failure("Invalid fragmentReplies")
+        }
+        var replies: [FragmentReply] = []
+        replies.reserveCapacity(elements.count)
+        for (position, element) in elements.enumerated() {
+            guard let reply = FragmentReply(json: element) else {
+                throw fields.failure("Invalid fragmentReplies entry \(position)")
+            }
+            replies.append(reply)
+        }
+        fragmentReplies = replies
+    }
+
+    /// The wire object.
+    public var json: JSON {
+        [
+            "type": .string(Self.typeName), "index": .int(Int64(index)), "replyTo": .int(Int64(replyTo)),
+            "fragmentReplies": .array(fragmentReplies.map(\.json)),
+        ]
+    }
+}

@@ -1,0 +1,82 @@
+/// The error object carried in replies and close reasons: `{"message": …, "type"?: …}`.
+///
+/// `type` is present only for the server's typed errors (PROTOCOL.md §5.1). The static members
+/// build those errors with the original server's wording.
+public struct WireErrorBody: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Human-readable message.
+    public var message: String
+    /// Machine-readable kind, e.g. `scope-index-not-found`; `nil` for untyped errors.
+    public var type: String?
+
+    /// Creates an error body.
+    public init(message: String, type: String? = nil) {
+        self.message = message
+        self.type = type
+    }
+
+    /// Reads `{"message": string, "type"?: string}`; `nil` if it has another shape.
+    public init?(json: JSON) {
+        guard case .object(let members) = json, case .string(let message)? = members["message"] else { return nil }
+        switch members["type"] {
+        case nil, .null?: self.init(message: message)
+        case .string(let type)?: self.init(message: message, type: type)
+        default: return nil
+        }
+    }
+
+    /// `{"message": …}` plus `"type"` when set.
+    public var json: JSON {
+        var members: [String: JSON] = ["message": .string(message)]
+        if let type { members["type"] = .string(type) }
+        return .object(members)
+    }
+
+    /// The JSON text, as used for a close reason (keys sorted).
+    public var jsonString: String {
+        String(decoding: json.serialized(sortedKeys: true), as: UTF8.self)
+    }
+
+    public var description: String {
+        type.map { "\(message) (\($0))" } ?? message
+    }
+}
+
+// MARK: - Typed server errors (PROTOCOL.md §5.1) and fixed messages (§5.2)
+
+extension WireErrorBody {
+    /// Close 4096: the app's connection hook denied without an error.
+    public static let rejected = WireErrorBody(message: "Connection was rejected", type: "rejected")
+    /// Close 4096: the first frame was valid but not a bare `SessionCreate`.
+    public static let unrecognizedHandshake = WireErrorBody(
+        message: "Unrecognized handshake, should send SessionCreate message as first and only message",
+        type: "unrecognized-handshake")
+    /// Close 4096: a resume named an unknown or expired session token.
+    public static let sessionTokenUnrecognized = WireErrorBody(
+        message: "Session token unrecognized", type: "session-token-unrecognized")
+    /// Close 4096: no `SessionCreate` arrived in time.
+    public static let sessionEstablishTimedOut = WireErrorBody(
+        message: "Session took long to establish and timed out", type: "session-establish-timedout")
+
+    /// Every entry of a `ScopeSyncReply` for a `scopeIndex` the session does not have.
+    public static func scopeIndexNotFound(_ scopeIndex: Int) -> WireErrorBody {
+        WireErrorBody(message: "Scope at index \(scopeIndex) was not found", type: "scope-index-not-found")
+    }
+
+    /// Every entry of a `ScopeSyncReply` whose whole message failed (procedure, storage, …).
+    public static func couldNotApplySyncMessage(_ reason: String) -> WireErrorBody {
+        WireErrorBody(message: "Could not apply SyncMessage: \(reason)", type: "could-not-apply-sync-message")
+    }
+
+    /// `SessionCreateReply` error when the app's session hook denies.
+    public static let sessionCreationDenied = WireErrorBody(message: "Session creation denied")
+
+    /// Contrail extension (close 4098, §8.6/§8.7): the peer sent input that could not be decoded.
+    public static func badInput(_ reason: String) -> WireErrorBody {
+        WireErrorBody(message: reason, type: "bad-input")
+    }
+
+    /// Contrail extension (§8.6): a configured limit was exceeded.
+    public static func limitExceeded(_ reason: String) -> WireErrorBody {
+        WireErrorBody(message: reason, type: "limit-exceeded")
+    }
+}
