@@ -1,0 +1,35 @@
+/// A bidirectional channel of text frames between a sync client and a sync server (each frame is
+/// one JSON message or an array of them, PROTOCOL.md §1.2). WebSocket is the default; an
+/// in-memory pair lets tests and apps run client and server in one process.
+public protocol SyncTransport: AnyObject, Sendable {
+    /// The frames received, in order. Finishes when the peer closes normally; throws
+    /// `TransportClosed` when it closes with a code (4096 denied, 4097 expired, 4098 bad input…)
+    /// or the connection fails.
+    var frames: AsyncThrowingStream<String, any Error> { get }
+    /// Sends one frame. Throws once the transport is closed.
+    func send(_ frame: String) async throws
+    /// Closes the transport with a WebSocket close code and reason.
+    func close(code: UInt16, reason: String) async
+}
+
+/// Opens transports to one server, for the first connection and every reconnect.
+public protocol SyncConnector: Sendable {
+    /// Connects, passing connect-time parameters (PROTOCOL.md §1.3) such as `X-Jetstream-SessionToken`
+    /// as headers.
+    func connect(headers: [(String, String)]) async throws -> any SyncTransport
+}
+
+/// Why a transport ended: the close code and reason the peer sent, if any.
+public struct TransportClosed: Error, Equatable, Sendable, CustomStringConvertible {
+    public var code: UInt16?
+    public var reason: String
+
+    public init(code: UInt16?, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public var description: String {
+        "transport closed" + (code.map { " with code \($0)" } ?? "") + (reason.isEmpty ? "" : ": \(reason)")
+    }
+}
