@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Why a ``LogFile`` operation failed.
+public enum LogFileError: Error, Equatable, CustomStringConvertible {
+    /// A system call failed: `operation` (e.g. "open", "write", "fsync") on `path` set `errno`.
+    case io(path: String, errno: Int32, operation: String)
+    /// The file does not start with a Contrail log header: it is not a log, or its header is damaged.
+    case badHeader(path: String)
+    /// The file is a Contrail log of a format version this build cannot read.
+    case unsupportedVersion(path: String, version: UInt32)
+    /// The record at `offset` is damaged and intact data follows it, so it is not a torn tail;
+    /// or it is intact but unreadable here (unknown kind, longer than `maxRecordSize`).
+    case corruptRecord(offset: Int, reason: String)
+    /// A payload of this many bytes is longer than the log's `maxRecordSize` (or 4 GiB).
+    case recordTooLarge(Int)
+    /// The disk (or the user's quota) is full; nothing of the failed write was kept.
+    case diskFull(path: String)
+    /// Another `LogFile` (in this or another process) has the file open for writing.
+    case locked(path: String)
+    /// The log was closed, or an earlier failed sync left it in an unknown state; reopen it.
+    case unusable(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .io(path, code, operation):
+            "\(operation) failed on \(path): \(String(cString: strerror(code))) (errno \(code))"
+        case let .badHeader(path):
+            "\(path) is not a Contrail log file (missing or damaged header)"
+        case let .unsupportedVersion(path, version):
+            "\(path) is a Contrail log of format version \(version); this build reads version \(LogFormat.version)"
+        case let .corruptRecord(offset, reason):
+            "corrupt log record at offset \(offset): \(reason)"
+        case let .recordTooLarge(size):
+            "a log record of \(size) bytes is larger than the allowed maximum"
+        case let .diskFull(path):
+            "no space left on the device holding \(path)"
+        case let .locked(path):
+            "\(path) is already open for writing by another LogFile or process"
+        case let .unusable(path, reason):
+            "log \(path) can no longer be used: \(reason)"
+        }
+    }
+
+    /// The error for a failed system call, mapping ENOSPC / EDQUOT to ``diskFull(path:)``.
+    static func system(_ code: Int32, _ operation: String, _ path: String) -> LogFileError {
+        if code == ENOSPC || code == EDQUOT { return .diskFull(path: path) }
+        return .io(path: path, errno: code, operation: operation)
+    }
+}

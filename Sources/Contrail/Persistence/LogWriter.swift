@@ -1,0 +1,146 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Appends encoded records to an open file descriptor through an in-memory buffer.
+///
+/// Small records are copied into the buffer and written with one `pwrite` when it fills or on
+/// `flush`; a record larger than the buffer is written straight from the caller's memory.
+/// A failed write is rolled back (`ftruncate` to the last good end), so the file never keeps
+/// a partial record that later appends would bury in the middle.
+final class LogWriter {
+    let fd: Int32
+    let path: String
+    /// Bytes in the file that are fully written (the file's size on disk).
+    private(set) var writtenEnd: Int
+    /// Whether bytes were written since the last `fsync`.
+    private(set) var needsSync = false
+    private let buffer: UnsafeMutableRawBufferPointer
+    private(set) var buffered = 0
+
+    init(fd: Int32, path: String, writtenEnd: Int, bufferCapacity: Int) {
+        self.fd = fd
+        self.path = path
+        self.writtenEnd = writtenEnd
+        buffer = .allocate(byteCount: max(bufferCapacity, 0), alignment: 16)
+    }
+
+    deinit { buffer.deallocate() }
+
+    /// The logical end of the log: written plus buffered bytes.
+    var end: Int { writtenEnd + buffered }
+
+    /// Adds one record. On error nothing of this record is kept; earlier buffered records are.
+    func append(kind: UInt8, payload: UnsafeRawBufferPointer) throws(LogFileError) {
+        let total = LogFormat.recordHeaderSize + payload.count
+        if buffered + total > buffer.count { try flush() }
+        if total <= buffer.count {
+            let destination = buffer.baseAddress.unsafelyUnwrapped + buffered
+            LogFormat.writeRecordHeader(kind: kind, payload: payload, into: destination)
+            if let source = payload.baseAddress {
+                (destination + LogFormat.recordHeaderSize).copyMemory(from: source, byteCount: payload.count)
+            }
+            buffered += total
+        } else {
+            // Larger than the buffer (which is empty now): header, then the payload in place.
+            var header = (UInt64(0), UInt64(0))
+            try withUnsafeMutableBytes(of: &header) { (headerBytes) throws(LogFileError) in
+                LogFormat.writeRecordHeader(kind: kind, payload: payload, into: headerBytes.baseAddress.unsafelyUnwrapped)
+                try writeOrRollBack([UnsafeRawBufferPointer(rebasing: headerBytes[0..<LogFormat.recordHeaderSize]), payload])
+            }
+        }
+    }
+
+    /// Drops buffered bytes past `end` (used to take back a record whose write failed).
+    func discardBuffered(downTo end: Int) {
+        buffered = max(0, min(buffered, end - writtenEnd))
+    }
+
+    /// Writes the buffer out (no fsync). On error the file is rolled back and the buffer kept.
+    func flush() throws(LogFileError) {
+        guard buffered > 0 else { return }
+        try writeOrRollBack([UnsafeRawBufferPointer(rebasing: buffer[0..<buffered])])
+        buffered = 0
+    }
+
+    /// Forces written bytes to stable storage.
+    func sync() throws(LogFileError) {
+        try LogWriter.syncDescriptor(fd, path)
+        needsSync = false
+    }
+
+    /// Writes `parts` one after another at `writtenEnd`; on failure truncates back and throws.
+    private func writeOrRollBack(_ parts: [UnsafeRawBufferPointer]) throws(LogFileError) {
+        var position = writtenEnd
+        for part in parts {
+            guard let base = part.baseAddress else { continue }
+            var done = 0
+            while done < part.count {
+                let n = pwrite(fd, base + done, part.count - done, off_t(position + done))
+                if n < 0 {
+                    let code = errno
+                    if code == EINTR { continue }
+                    if position + done > writtenEnd && ftruncate(fd, off_t(writtenEnd)) != 0 {
+                        throw .unusable(path: path, reason: "a write failed (\(LogFileError.system(code, "write", path))) and the partial record could not be removed")
+                    }
+                    throw LogFileError.system(code, "write", path)
+                }
+                done += n
+            }
+            position += part.count
+        }
+        writtenEnd = position
+        needsSync = true
+    }
+
+    /// Writes all of `bytes` at `offset` (no rollback: for headers of files being created).
+    static func writeAll(_ fd: Int32, _ path: String, _ bytes: [UInt8], at offset: Int) throws(LogFileError) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress.unsafelyUnwrapped + done, $0.count - done, off_t(offset + done)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw LogFileError.system(errno, "write", path)
+            }
+            done += n
+        }
+    }
+
+    /// Calls `body` with the bytes of `array`, keeping the error typed (`withUnsafeBytes` rethrows untyped).
+    static func withBytes<R>(_ array: [UInt8], _ body: (UnsafeRawBufferPointer) throws(LogFileError) -> R) throws(LogFileError) -> R {
+        try array.withUnsafeBytes { bytes in Result { () throws(LogFileError) -> R in try body(bytes) } }.get()
+    }
+
+    /// `open(2)` with permissions 0644 for created files; -1 and `errno` on failure.
+    static func openFile(_ path: String, _ flags: Int32) -> Int32 {
+        #if canImport(Glibc)
+        Glibc.open(path, flags, 0o644)
+        #else
+        Darwin.open(path, flags, 0o644)
+        #endif
+    }
+
+    /// `close(2)`, ignoring errors (nothing useful can be done about them here).
+    static func closeFile(_ fd: Int32) {
+        #if canImport(Glibc)
+        _ = Glibc.close(fd)
+        #else
+        _ = Darwin.close(fd)
+        #endif
+    }
+
+    /// `fdatasync` on Linux (the size update needed to read appended data is included), `fsync` elsewhere.
+    static func syncDescriptor(_ fd: Int32, _ path: String) throws(LogFileError) {
+        while true {
+            #if canImport(Glibc)
+            let result = fdatasync(fd)
+            #else
+            let result = fsync(fd)
+            #endif
+            if result == 0 { return }
+            if errno != EINTR { throw LogFileError.system(errno, "fsync", path) }
+        }
+    }
+}
