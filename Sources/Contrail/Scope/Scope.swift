@@ -359,13 +359,9 @@ public final class Scope {
     /// does not mention are detached, and properties a fragment leaves out get their defaults.
     @discardableResult
     public func applyState(rootUUID: UUID, fragments: [SyncFragment]) throws(ModelError) -> ApplyReport {
-        guard let root else { return ApplyReport() }
+        guard root != nil else { return ApplyReport() }
         flush()
-        if root.uuid != rootUUID {
-            objects[root.uuid] = nil
-            root.uuid = rootUUID
-            objects[rootUUID] = root
-        }
+        adoptRootUUID(rootUUID)
         let report = try apply(fragments, applyDefaults: true)
         let mentioned = Set(fragments.map(\.uuid)).union([rootUUID])
         let strays = objects.values.filter { !mentioned.contains($0.uuid) }
@@ -384,6 +380,14 @@ public final class Scope {
             }
         }
         return report
+    }
+
+    /// The root takes over `uuid` (the server's or the log's root identity).
+    func adoptRootUUID(_ uuid: UUID) {
+        guard let root, root.uuid != uuid else { return }
+        objects[root.uuid] = nil
+        root.uuid = uuid
+        objects[uuid] = root
     }
 
     // MARK: - State

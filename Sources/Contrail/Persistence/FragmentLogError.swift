@@ -1,0 +1,20 @@
+/// Why a fragment log could not be read or written.
+public enum FragmentLogError: Error, Equatable, CustomStringConvertible {
+    /// The file itself is damaged or unreadable (the offset is in the underlying error).
+    case file(LogFileError)
+    /// A record at `offset` holds something that is not a change set.
+    case badRecord(offset: Int, reason: String)
+    /// A record at `offset` could not be applied to the scope.
+    case apply(offset: Int, ModelError)
+    /// The log is not attached to a scope.
+    case notAttached
+
+    public var description: String {
+        switch self {
+        case .file(let error): "fragment log: \(error)"
+        case let .badRecord(offset, reason): "fragment log record at offset \(offset) is not a change set: \(reason)"
+        case let .apply(offset, error): "fragment log record at offset \(offset) cannot be applied: \(error)"
+        case .notAttached: "fragment log is not attached to a scope"
+        }
+    }
+}

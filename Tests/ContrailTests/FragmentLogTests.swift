@@ -1,0 +1,189 @@
+import Contrail
+import Foundation
+import Testing
+
+@MainActor
+@Suite struct FragmentLogTests {
+    func temporaryURL() -> URL {
+        FileManager.default.temporaryDirectory.appending(path: "contrail-fragmentlog-\(UUID().uuidString).log")
+    }
+
+    func makeCanvas() -> (Scope, Canvas) {
+        let scope = Scope(name: "Canvas")
+        let canvas = Canvas()
+        scope.root = canvas
+        return (scope, canvas)
+    }
+
+    /// Writes a log with three change sets after the initial snapshot and returns the final state.
+    func writeSampleLog(at url: URL) throws -> JSON {
+        let (scope, canvas) = makeCanvas()
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        let shape = Shape()
+        canvas.shapes = [shape]
+        scope.flush()
+        shape.x = 42
+        scope.modify(message: "move") { shape.y = 7 }
+        canvas.name = "last"
+        scope.flush()
+        try log.close()
+        return scope.stateJSON()
+    }
+
+    @Test func restoresEverythingIntoAFreshScope() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let state = try writeSampleLog(at: url)
+        let restored = Scope(name: "Canvas")
+        let log = FragmentLog(url: url)
+        let report = try log.attach(to: restored)
+        #expect(report.records == 5)
+        #expect(report.tornTail == nil)
+        #expect(restored.stateJSON() == state)
+        #expect(restored.root is Canvas)
+        try log.close()
+    }
+
+    @Test func existingRootAdoptsTheLoggedIdentity() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let state = try writeSampleLog(at: url)
+        let (scope, _) = makeCanvas()
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        #expect(scope.stateJSON() == state)
+        try log.close()
+    }
+
+    @Test func historyListsChangeSetsWithMessages() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        _ = try writeSampleLog(at: url)
+        let history = try FragmentLog.history(at: url)
+        #expect(history.map(\.message) == [nil, nil, "move", nil])
+        #expect(history.allSatisfy { $0.origin == "local" })
+    }
+
+    @Test func tornLastRecordAtEveryOffsetKeepsEarlierRecords() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        _ = try writeSampleLog(at: url)
+        let bytes = try Data(contentsOf: url)
+        let records = try LogFile.read(at: url).records
+        let lastOffset = try #require(records.last?.offset)
+        // The state after all but the last record.
+        let expected: JSON = try {
+            let cut = temporaryURL()
+            defer { try? FileManager.default.removeItem(at: cut) }
+            try bytes.prefix(lastOffset).write(to: cut)
+            let scope = Scope(name: "Canvas")
+            let log = FragmentLog(url: cut)
+            try log.attach(to: scope)
+            try log.close()
+            return scope.stateJSON()
+        }()
+        for length in lastOffset + 1..<bytes.count {
+            let cut = temporaryURL()
+            defer { try? FileManager.default.removeItem(at: cut) }
+            try bytes.prefix(length).write(to: cut)
+            let scope = Scope(name: "Canvas")
+            let log = FragmentLog(url: cut)
+            let report = try log.attach(to: scope)
+            #expect(report.records == records.count - 1)
+            #expect(report.tornTail?.offset == lastOffset)
+            #expect(scope.stateJSON() == expected)
+            try log.close()
+        }
+    }
+
+    @Test func corruptionInTheMiddleIsATypedErrorWithOffset() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        _ = try writeSampleLog(at: url)
+        let records = try LogFile.read(at: url).records
+        var bytes = try Data(contentsOf: url)
+        let victim = records[1].offset + 12
+        bytes[victim] ^= 0xFF
+        try bytes.write(to: url)
+        let log = FragmentLog(url: url)
+        #expect(throws: FragmentLogError.self) { try log.attach(to: Scope(name: "Canvas")) }
+        do {
+            try log.attach(to: Scope(name: "Canvas"))
+        } catch .file(.corruptRecord(let offset, _)) {
+            #expect(offset == records[1].offset)
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
+    @Test func compactionKeepsStateAndShrinksTheFile() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let (scope, canvas) = makeCanvas()
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        let shape = Shape()
+        canvas.shapes = [shape]
+        for step in 0..<200 {
+            shape.x = Double(step)
+            scope.flush()
+        }
+        let before = try Data(contentsOf: url).count
+        try log.compact()
+        let after = try Data(contentsOf: url).count
+        #expect(after < before / 10)
+        shape.y = 3
+        scope.flush()
+        try log.close()
+        let restored = Scope(name: "Canvas")
+        let reopened = FragmentLog(url: url)
+        try reopened.attach(to: restored)
+        #expect(restored.stateJSON() == scope.stateJSON())
+        try reopened.close()
+    }
+
+    @Test func largeScopeSurvivesSaveCompactAndRestore() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let root = Node()
+        let scope = Scope(name: "Big")
+        scope.root = root
+        let log = FragmentLog(url: url, fsync: .never)
+        try log.attach(to: scope)
+        var groups: [Node] = []
+        for group in 0..<100 {
+            let node = Node()
+            node.label = "group \(group)"
+            node.children = (0..<999).map { index in
+                let leaf = Node()
+                leaf.label = "\(group).\(index)"
+                return leaf
+            }
+            groups.append(node)
+        }
+        root.children = groups
+        scope.flush()
+        #expect(scope.count == 100_001)
+        try log.compact()
+        try log.close()
+        let restored = Scope(name: "Big")
+        let reopened = FragmentLog(url: url, fsync: .never)
+        let report = try reopened.attach(to: restored)
+        #expect(report.records == 1)
+        #expect(restored.count == 100_001)
+        #expect(restored.stateJSON() == scope.stateJSON())
+        try reopened.close()
+    }
+
+    @Test func remoteChangeSetsAreLoggedToo() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let (scope, canvas) = makeCanvas()
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        try scope.apply([SyncFragment(kind: .change, uuid: canvas.uuid, className: "Canvas", properties: ["name": "remote"])])
+        try log.close()
+        #expect(try FragmentLog.history(at: url).map(\.origin) == ["remote"])
+    }
+}
