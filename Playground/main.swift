@@ -1,1 +1,9 @@
-print("Contrail Playground: not built yet")
+import Contrail
+
+// The guided tour of Contrail: each chapter mirrors a part of the README.
+let narrator = await Narrator()
+print("Contrail Playground")
+await observationChapter(narrator)
+await changeSetChapter(narrator)
+try await persistenceChapter(narrator)
+print("\nDone.")

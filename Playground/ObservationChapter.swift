@@ -1,0 +1,45 @@
+import Contrail
+
+/// Chapter 1: models and observation, as in the Jetstream README's quick start.
+@MainActor
+func observationChapter(_ narrator: Narrator) async {
+    narrator.chapter("Models and observation")
+    let canvas = Canvas()
+    let scope = Scope(name: "Canvas")
+    scope.root = canvas
+
+    canvas.observeCollectionAdd(narrator, \.shapes) { shape, index in
+        narrator.say("canvas: shape added at index \(index)")
+        shape.observeChange(narrator, \.x, \.y, \.width, \.height) {
+            narrator.say("shape view: frame is now (\(shape.x), \(shape.y), \(shape.width), \(shape.height))  [queued: once per turn]")
+        }
+        shape.observeChange(narrator, \.color) {
+            narrator.say("shape view: color is now \(shape.color)")
+        }
+        shape.observeDetach(narrator) { scope in
+            narrator.say("shape view: removed from scope '\(scope.name)'")
+        }
+    }
+    canvas.observeTreeChange(narrator) {
+        narrator.say("canvas view: something in the tree changed, re-render")
+    }
+
+    let shape = Shape()
+    canvas.shapes.append(shape)
+    await NotificationQueue.main.drain()
+
+    narrator.say("setting x, y, width and height in one turn…")
+    shape.observeChangeImmediately(narrator, \.x) { narrator.say("immediate observer: x = \(shape.x)") }
+    shape.x = 10
+    shape.y = 20
+    shape.width = 50
+    shape.height = 50
+    await NotificationQueue.main.drain()
+
+    shape.color = Color(rgba: 0x1DD2_AFFF)
+    await NotificationQueue.main.drain()
+
+    narrator.say("removing the shape…")
+    canvas.shapes.removeAll()
+    await NotificationQueue.main.drain()
+}
