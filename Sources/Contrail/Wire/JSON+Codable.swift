@@ -1,5 +1,6 @@
 /// `JSON` encodes and decodes as the value it holds, so it can sit inside `Codable` types.
 extension JSON: Codable {
+    /// Decodes whatever JSON value the decoder holds.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null; return }
@@ -13,6 +14,7 @@ extension JSON: Codable {
         throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a JSON value")
     }
 
+    /// Encodes the value it holds; non-finite doubles as null.
     public func encode(to encoder: any Encoder) throws {
         switch self {
         case .null:
@@ -44,7 +46,7 @@ extension JSON: Codable {
 }
 
 /// A coding key for arbitrary object member names.
-struct JSONCodingKey: CodingKey {
+private struct JSONCodingKey: CodingKey {
     var stringValue: String
     var intValue: Int? { nil }
     init(stringValue: String) { self.stringValue = stringValue }

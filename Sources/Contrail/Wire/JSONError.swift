@@ -14,6 +14,7 @@ public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// `"<reason> at byte <offset>"`.
     public var description: String { "\(reason) at byte \(offset)" }
 
     /// The reason used for input that ends too early.

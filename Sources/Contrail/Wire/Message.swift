@@ -5,13 +5,21 @@
 /// if case .ping(let ping) = message { print(ping.ack) }   // 6
 /// ```
 public enum Message: Sendable, Equatable {
+    /// Client → server: open a session (§2.1).
     case sessionCreate(SessionCreate)
+    /// Server → client: token or denial (§2.2).
     case sessionCreateReply(SessionCreateReply)
+    /// Client → server: fetch a scope by name (§2.3).
     case scopeFetch(ScopeFetch)
+    /// Server → client: the scope's index or an error (§2.4).
     case scopeFetchReply(ScopeFetchReply)
+    /// Server → client: a scope's full state (§2.5).
     case scopeState(ScopeState)
+    /// Both directions: a change set (§2.6).
     case scopeSync(ScopeSync)
+    /// Server → client: one reply per fragment of a ScopeSync (§2.7).
     case scopeSyncReply(ScopeSyncReply)
+    /// Both directions: ack and resend trigger (§2.8).
     case ping(Ping)
 
     /// The message's `index` (0 for unsequenced messages).

@@ -15,6 +15,7 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     /// An element of a batch (an array frame) is invalid; `position` is its 0-based position.
     indirect case batchElement(position: Int, error: WireError)
 
+    /// A sentence a person can act on, e.g. `invalid Ping: Invalid ack`.
     public var description: String {
         switch self {
         case .malformedJSON(let error):

@@ -36,6 +36,7 @@ public struct WireErrorBody: Sendable, Hashable, Codable, CustomStringConvertibl
         String(decoding: json.serialized(sortedKeys: true), as: UTF8.self)
     }
 
+    /// The message, with the type in parentheses when there is one.
     public var description: String {
         type.map { "\(message) (\($0))" } ?? message
     }
