@@ -3,7 +3,7 @@ import Foundation
 /// `contrail bench [model|scope|websocket|sync|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|websocket|sync|all] [--json] [--smoke]
+    usage: contrail bench [model|scope|json|websocket|sync|all] [--json] [--smoke]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline.
       --json   one JSON object per line: {"name","value","unit","baseline","ratio"}
@@ -18,20 +18,21 @@ enum BenchCommand {
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "websocket", "sync": suites.append(argument)
-            case "all": suites += ["model", "scope", "websocket", "sync"]
+            case "model", "scope", "json", "websocket", "sync": suites.append(argument)
+            case "all": suites += ["model", "scope", "json", "websocket", "sync"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
         }
-        if suites.isEmpty { suites = ["model", "scope", "websocket", "sync"] }
+        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "sync"] }
         if !options.json {
-            print(String(repeating: " ", count: 0) + pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
+            print(pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
         }
         for suite in suites {
             let figures: [BenchFigure]
             switch suite {
             case "model": figures = try await ModelBench.run(options)
             case "scope": figures = try await ScopeBench.run(options)
+            case "json": figures = try await JSONBench.run(options)
             case "websocket": figures = try await WebSocketBench.run(options)
             case "sync": figures = try await SyncBench.run(options)
             default: figures = []
