@@ -40,9 +40,9 @@ enum JSONBench {
         let megabytes = Double(document.count) / 1_000_000
         let label = String(format: "%.1fMB", megabytes)
         return [
-            BenchFigure(name: "json.parse.\(label) vs JSONSerialization", value: ours * 1000, unit: "ms", baseline: foundation * 1000),
-            BenchFigure(name: "json.parse+fragments vs JSONSer.", value: oursFragments * 1000, unit: "ms", baseline: foundation * 1000),
-            BenchFigure(name: "json.serialize vs JSONSerialization", value: oursWrite * 1000, unit: "ms", baseline: foundationWrite * 1000),
+            BenchFigure(name: "json.parse", value: ours * 1000, unit: "ms", baseline: foundation * 1000),
+            BenchFigure(name: "json.parse_fragments", value: oursFragments * 1000, unit: "ms", baseline: foundation * 1000),
+            BenchFigure(name: "json.serialize", value: oursWrite * 1000, unit: "ms", baseline: foundationWrite * 1000),
         ]
     }
 
