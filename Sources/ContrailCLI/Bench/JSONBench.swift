@@ -37,8 +37,6 @@ enum JSONBench {
         }
         if sink == 42 { print("") } // keeps the work observable
 
-        let megabytes = Double(document.count) / 1_000_000
-        let label = String(format: "%.1fMB", megabytes)
         return [
             BenchFigure(name: "json.parse", value: ours * 1000, unit: "ms", baseline: foundation * 1000),
             BenchFigure(name: "json.parse_fragments", value: oursFragments * 1000, unit: "ms", baseline: foundation * 1000),
