@@ -37,11 +37,12 @@ public struct CloseCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let internalError = CloseCode(1011)
 
     /// Whether a peer may put this code in a close frame (RFC 6455 §7.4.1 and §7.4.2):
-    /// 1000–1003, 1007–1011 and 3000–4999. 1004, 1005, 1006, 1015 and everything else are invalid.
+    /// 1000–1003, 1007–1011, the IANA-registered 1012–1014 (service restart, try again later, bad gateway)
+    /// and 3000–4999. 1004, 1005, 1006, 1015 and everything else are invalid.
     @inlinable
     public var isValidOnWire: Bool {
         switch rawValue {
-        case 1000...1003, 1007...1011, 3000...4999: true
+        case 1000...1003, 1007...1014, 3000...4999: true
         default: false
         }
     }
@@ -61,6 +62,9 @@ public struct CloseCode: RawRepresentable, Hashable, Sendable, CustomStringConve
             case 1009: "message too big"
             case 1010: "mandatory extension"
             case 1011: "internal error"
+            case 1012: "service restart"
+            case 1013: "try again later"
+            case 1014: "bad gateway"
             case 1015: "TLS handshake"
             default: nil
             }

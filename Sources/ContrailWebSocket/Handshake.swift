@@ -106,9 +106,9 @@ public enum Handshake {
         guard request.method == "GET" else {
             throw .invalidHandshake("method \(request.method ?? "") instead of GET")
         }
-        let version = request.startLine.split(separator: " ").last.map(String.init) ?? ""
-        guard isHTTP11OrLater(version) else {
-            throw .invalidHandshake("\(version) request; WebSocket needs HTTP/1.1 or later")
+        let httpVersion = request.startLine.split(separator: " ").last.map(String.init) ?? ""
+        guard isHTTP11OrLater(httpVersion) else {
+            throw .invalidHandshake("\(httpVersion) request; WebSocket needs HTTP/1.1 or later")
         }
         guard let path = request.path, path.hasPrefix("/") else {
             throw .invalidHandshake("request target '\(request.path ?? "")' is not an absolute path")
