@@ -11,6 +11,13 @@
 ///   our role, a 64-bit length with the top bit set: `protocolError` (1002);
 /// - a frame longer than `maxFrameSize`: `messageTooBig` (1009).
 ///
+/// With `validatesUTF8` on, the decoder also follows message boundaries and fails as early as possible:
+/// - a continuation frame with no message open, or a new text/binary frame while one is open:
+///   `protocolError` (1002), from the first header byte;
+/// - invalid UTF-8 in a text message: `invalidFramePayloadData` (1007), as soon as the offending bytes
+///   arrive, even in the middle of a frame; a text message ending inside a code point: 1007 on its last frame.
+/// Pair it with a `MessageAssembler(maxMessageSize:validatesUTF8: false)` so text is checked only once.
+///
 /// Checks happen as soon as the bytes that decide them arrive, before the payload is read.
 /// After an error the decoder stays failed: every later `next()` throws the same error.
 /// Payloads are unmasked while they are copied out of the input, with one allocation per frame
@@ -37,6 +44,8 @@ public struct FrameDecoder {
     public let role: Role
     /// Frames whose payload is longer than this are refused with `messageTooBig` (1009).
     public var maxFrameSize: Int
+    /// Whether the decoder tracks fragmented messages and validates text as UTF-8 while it arrives.
+    public let validatesUTF8: Bool
 
     private var state: State = .idle
     private var buffer: [UInt8] = []
@@ -44,6 +53,11 @@ public struct FrameDecoder {
     /// The payload of the frame in `.readingPayload`.
     private var payload: [UInt8] = []
     private var failure: WebSocketError?
+    /// With `validatesUTF8`: the opcode of the fragmented data message in progress, nil between messages.
+    private var openMessage: Opcode?
+    /// With `validatesUTF8`: whether the current frame's payload belongs to a text message.
+    private var frameIsText = false
+    private var utf8 = UTF8Validator()
 
     /// Buffers larger than this are released rather than kept for reuse once drained.
     private static let retainedCapacity = 256 * 1024
@@ -51,9 +65,12 @@ public struct FrameDecoder {
     private static let compactThreshold = 4096
 
     /// A decoder for the frames a `role` endpoint receives.
-    public init(role: Role, maxFrameSize: Int) {
+    /// - Parameter validatesUTF8: also check message sequencing and UTF-8 of text, failing fast
+    ///   (see the type's documentation). Off by default.
+    public init(role: Role, maxFrameSize: Int, validatesUTF8: Bool = false) {
         self.role = role
         self.maxFrameSize = max(0, maxFrameSize)
+        self.validatesUTF8 = validatesUTF8
     }
 
     /// Bytes received but not yet decoded (header bytes and payload bytes not yet moved into a frame).
@@ -72,7 +89,12 @@ public struct FrameDecoder {
         // Payload that follows an already decoded header goes straight into the payload array.
         if case .readingPayload(_, let length, let key) = state, readIndex == buffer.count {
             let take = min(length - payload.count, rest.count)
-            appendPayload(UnsafeRawBufferPointer(rebasing: rest[..<take]), maskingKey: key)
+            do {
+                try appendPayload(UnsafeRawBufferPointer(rebasing: rest[..<take]), maskingKey: key)
+            } catch {
+                fail(error)
+                return
+            }
             rest = UnsafeRawBufferPointer(rebasing: rest[take...])
             if rest.isEmpty { return }
         }
@@ -98,12 +120,16 @@ public struct FrameDecoder {
             compact()
             return frame
         } catch {
-            failure = error
-            buffer = []
-            payload = []
-            readIndex = 0
+            fail(error)
             throw error
         }
+    }
+
+    private mutating func fail(_ error: WebSocketError) {
+        failure = error
+        buffer = []
+        payload = []
+        readIndex = 0
     }
 
     // MARK: - State machine
@@ -116,9 +142,10 @@ public struct FrameDecoder {
                 guard first & 0x70 == 0 else {
                     throw .protocolViolation(.protocolError, "reserved bits set (RSV=\((first >> 4) & 7)) but no extension was negotiated")
                 }
-                guard Opcode(rawValue: first & 0x0F) != nil else {
+                guard let opcode = Opcode(rawValue: first & 0x0F) else {
                     throw .protocolViolation(.protocolError, "reserved opcode \(first & 0x0F)")
                 }
+                if validatesUTF8 { try trackMessage(opcode: opcode, fin: first & 0x80 != 0) }
                 state = .haveFirstByte(first: first)
 
             case .haveFirstByte(let first):
@@ -172,18 +199,24 @@ public struct FrameDecoder {
                 let key = UInt32(buffer[readIndex]) << 24 | UInt32(buffer[readIndex + 1]) << 16
                     | UInt32(buffer[readIndex + 2]) << 8 | UInt32(buffer[readIndex + 3])
                 readIndex += 4
-                if let frame = startPayload(first: first, length: length, maskingKey: key) { return frame }
+                if let frame = try startPayload(first: first, length: length, maskingKey: key) { return frame }
 
             case .readingPayload(let first, let length, let key):
                 let take = min(length - payload.count, bufferedByteCount)
                 if take > 0 {
-                    buffer.withUnsafeBytes { all in
-                        appendPayload(UnsafeRawBufferPointer(rebasing: all[readIndex..<readIndex + take]), maskingKey: key)
+                    // Hold the storage in a local so `buffer` is not accessed while `self` is mutated.
+                    let input = buffer
+                    let start = readIndex
+                    let result = input.withUnsafeBytes { all in
+                        Result { () throws(WebSocketError) in
+                            try appendPayload(UnsafeRawBufferPointer(rebasing: all[start..<start + take]), maskingKey: key)
+                        }
                     }
+                    try result.get()
                     readIndex += take
                 }
                 guard payload.count == length else { return nil }
-                return finishFrame(first: first)
+                return try finishFrame(first: first)
             }
         }
     }
@@ -197,13 +230,14 @@ public struct FrameDecoder {
             state = .waitingForMaskingKey(first: first, length: length)
             return nil
         }
-        return startPayload(first: first, length: length, maskingKey: nil)
+        return try startPayload(first: first, length: length, maskingKey: nil)
     }
 
     /// The header is complete. Returns the frame at once when it has no payload.
-    private mutating func startPayload(first: UInt8, length: Int, maskingKey: UInt32?) -> Frame? {
+    private mutating func startPayload(first: UInt8, length: Int, maskingKey: UInt32?) throws(WebSocketError) -> Frame? {
         if length == 0 {
             state = .idle
+            try checkTextComplete(first: first)
             return makeFrame(first: first, payload: [])
         }
         payload = []
@@ -212,11 +246,39 @@ public struct FrameDecoder {
         return nil
     }
 
-    private mutating func finishFrame(first: UInt8) -> Frame {
+    private mutating func finishFrame(first: UInt8) throws(WebSocketError) -> Frame {
         let done = payload
         payload = []
         state = .idle
+        try checkTextComplete(first: first)
         return makeFrame(first: first, payload: done)
+    }
+
+    /// With `validatesUTF8`: follows message boundaries from a data or control frame's first byte.
+    private mutating func trackMessage(opcode: Opcode, fin: Bool) throws(WebSocketError) {
+        switch opcode {
+        case .text, .binary:
+            if let openMessage {
+                throw .protocolViolation(.protocolError, "new \(opcode) frame while a fragmented \(openMessage) message is still open")
+            }
+            frameIsText = opcode == .text
+            if frameIsText { utf8.reset() }
+            openMessage = fin ? nil : opcode
+        case .continuation:
+            guard let open = openMessage else {
+                throw .protocolViolation(.protocolError, "continuation frame without a message to continue")
+            }
+            frameIsText = open == .text
+            if fin { openMessage = nil }
+        case .close, .ping, .pong:
+            frameIsText = false
+        }
+    }
+
+    /// With `validatesUTF8`: the last frame of a text message must end on a code point boundary.
+    private func checkTextComplete(first: UInt8) throws(WebSocketError) {
+        guard frameIsText, first & 0x80 != 0, !utf8.isComplete else { return }
+        throw .protocolViolation(.invalidFramePayloadData, "text message ends in the middle of a UTF-8 sequence")
     }
 
     private func makeFrame(first: UInt8, payload: [UInt8]) -> Frame {
@@ -224,15 +286,19 @@ public struct FrameDecoder {
         Frame(fin: first & 0x80 != 0, opcode: Opcode(rawValue: first & 0x0F) ?? .binary, payload: payload)
     }
 
-    /// Copies `bytes` to the end of `payload`, unmasking them.
-    private mutating func appendPayload(_ bytes: UnsafeRawBufferPointer, maskingKey: UInt32?) {
+    /// Copies `bytes` to the end of `payload`, unmasking them (and validating text with `validatesUTF8`).
+    private mutating func appendPayload(_ bytes: UnsafeRawBufferPointer, maskingKey: UInt32?) throws(WebSocketError) {
         guard bytes.count > 0 else { return }
         let offset = payload.count
         payload.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
-        if let maskingKey {
-            payload.withUnsafeMutableBytes { all in
-                Masking.apply(key: maskingKey, to: UnsafeMutableRawBufferPointer(rebasing: all[offset...]), offset: offset)
-            }
+        guard maskingKey != nil || frameIsText else { return }
+        let valid = payload.withUnsafeMutableBytes { all in
+            let added = UnsafeMutableRawBufferPointer(rebasing: all[offset...])
+            if let maskingKey { Masking.apply(key: maskingKey, to: added, offset: offset) }
+            return frameIsText ? utf8.validate(UnsafeRawBufferPointer(added)) : true
+        }
+        guard valid else {
+            throw .protocolViolation(.invalidFramePayloadData, "text message is not valid UTF-8")
         }
     }
 

@@ -21,9 +21,16 @@ public struct MessageAssembler {
     private var validator = UTF8Validator()
     private var failure: WebSocketError?
 
+    /// Whether text messages are validated here. Turn it off only when a `FrameDecoder` with
+    /// `validatesUTF8` already checked them; close reasons are always validated.
+    public let validatesUTF8: Bool
+
     /// An assembler that refuses messages larger than `maxMessageSize` bytes.
-    public init(maxMessageSize: Int) {
+    /// - Parameter validatesUTF8: validate text messages (default); pass false when the `FrameDecoder`
+    ///   feeding this assembler was made with `validatesUTF8: true`.
+    public init(maxMessageSize: Int, validatesUTF8: Bool = true) {
         self.maxMessageSize = max(0, maxMessageSize)
+        self.validatesUTF8 = validatesUTF8
     }
 
     /// Bytes of the fragmented message received so far.
@@ -66,7 +73,7 @@ public struct MessageAssembler {
                     .protocolError, "new \(frame.opcode) frame while a fragmented \(openMessage) message is still open")
             }
             try checkSize(frame.payload.count)
-            if frame.opcode == .text {
+            if frame.opcode == .text && validatesUTF8 {
                 validator.reset()
                 try validateText(frame.payload)
             }
@@ -81,7 +88,7 @@ public struct MessageAssembler {
                 throw .protocolViolation(.protocolError, "continuation frame without a message to continue")
             }
             try checkSize(fragments.count + frame.payload.count)
-            if openMessage == .text {
+            if openMessage == .text && validatesUTF8 {
                 try validateText(frame.payload)
             }
             fragments.append(contentsOf: frame.payload)
@@ -107,7 +114,7 @@ public struct MessageAssembler {
 
     private func complete(_ opcode: Opcode, _ payload: [UInt8]) throws(WebSocketError) -> WebSocketEvent {
         guard opcode == .text else { return .binary(payload) }
-        guard validator.isComplete else {
+        guard !validatesUTF8 || validator.isComplete else {
             throw .protocolViolation(.invalidFramePayloadData, "text message ends in the middle of a UTF-8 sequence")
         }
         return .text(String(decoding: payload, as: UTF8.self))

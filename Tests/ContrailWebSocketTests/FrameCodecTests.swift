@@ -223,4 +223,101 @@ import ContrailWebSocket
         #expect(frames == [Frame(opcode: .binary, payload: payload(1 << 21))])
         #expect(decoder.isIdle)
     }
+
+    // MARK: Fail-fast UTF-8 and sequencing in the decoder (validatesUTF8)
+
+    /// Feeds `chunks` one at a time to a validating server decoder; returns the frames decoded and,
+    /// if one was thrown, the close code and the index of the chunk after which it was thrown.
+    private func feedValidating(_ chunks: [[UInt8]]) -> (frames: [Frame], code: CloseCode?, chunk: Int?) {
+        var decoder = FrameDecoder(role: .server, maxFrameSize: 1 << 20, validatesUTF8: true)
+        var frames: [Frame] = []
+        for (index, chunk) in chunks.enumerated() {
+            decoder.append(chunk)
+            do {
+                while let frame = try decoder.next() { frames.append(frame) }
+            } catch {
+                guard case .protocolViolation(let code, _) = error else { return (frames, nil, index) }
+                return (frames, code, index)
+            }
+        }
+        return (frames, nil, nil)
+    }
+
+    private func wire(_ frames: [Frame]) -> [UInt8] {
+        var out: [UInt8] = []
+        for frame in frames { FrameEncoder.encode(frame, maskingKey: 0x5A5A_1234, into: &out) }
+        return out
+    }
+
+    @Test func invalidUTF8InsideOneFrameFailsBeforeTheFrameEnds() {
+        // Like Autobahn 6.4.3: one text frame sent in three chops; the second chop holds the bad bytes.
+        let good = Array("κόσμε".utf8)
+        let bad: [UInt8] = [0xF4, 0x90, 0x80, 0x80]
+        let rest = Array("edited".utf8)
+        let bytes = wire([Frame(opcode: .text, payload: good + bad + rest)])
+        let header = FrameEncoder.headerSize(payloadCount: good.count + bad.count + rest.count, masked: true)
+        let cut1 = header + good.count
+        let cut2 = cut1 + bad.count
+        let result = feedValidating([Array(bytes[..<cut1]), Array(bytes[cut1..<cut2]), Array(bytes[cut2...])])
+        #expect(result.code == .invalidFramePayloadData)
+        #expect(result.chunk == 1)
+    }
+
+    @Test func invalidUTF8InALaterFragmentFailsBeforeTheMessageEnds() {
+        // Like Autobahn 6.4.1: the second fragment is bad; the final fragment never needs to arrive.
+        let chunks = [
+            wire([Frame(fin: false, opcode: .text, payload: Array("κόσμε".utf8))]),
+            wire([Frame(opcode: .ping, payload: [1])]),
+            wire([Frame(fin: false, opcode: .continuation, payload: [0xF4, 0x90, 0x80, 0x80])]),
+            wire([Frame(fin: true, opcode: .continuation, payload: Array("edited".utf8))]),
+        ]
+        let result = feedValidating(chunks)
+        #expect(result.code == .invalidFramePayloadData)
+        #expect(result.chunk == 2)
+        #expect(result.frames.count == 2)
+    }
+
+    @Test func validTextSplitAcrossFramesAndChunksIsAccepted() throws {
+        let text = Array("a€𝄞 κόσμε 🎉".utf8)
+        for cut in 1..<text.count {
+            let bytes = wire([
+                Frame(fin: false, opcode: .text, payload: Array(text[..<cut])),
+                Frame(opcode: .pong, payload: []),
+                Frame(fin: true, opcode: .continuation, payload: Array(text[cut...])),
+            ])
+            let result = feedValidating(bytes.map { [$0] })  // byte by byte
+            #expect(result.code == nil, "cut \(cut)")
+            var assembler = MessageAssembler(maxMessageSize: 1000, validatesUTF8: false)
+            var events: [WebSocketEvent] = []
+            for frame in result.frames {
+                if let event = try assembler.push(frame) { events.append(event) }
+            }
+            #expect(events == [.pong([]), .text("a€𝄞 κόσμε 🎉")])
+        }
+    }
+
+    @Test func textEndingInsideACodePointFailsOnTheLastFrame() {
+        #expect(feedValidating([wire([Frame(opcode: .text, payload: [0x61, 0xE2, 0x82])])]).code == .invalidFramePayloadData)
+        let fragmented = feedValidating([
+            wire([Frame(fin: false, opcode: .text, payload: [0xE2, 0x82])]),
+            wire([Frame(fin: true, opcode: .continuation, payload: [])]),
+        ])
+        #expect(fragmented.code == .invalidFramePayloadData)
+        #expect(fragmented.chunk == 1)
+    }
+
+    @Test func binaryIsNotValidatedByTheDecoder() {
+        let result = feedValidating([wire([Frame(fin: false, opcode: .binary, payload: [0xFF]), Frame(fin: true, opcode: .continuation, payload: [0xC0])])])
+        #expect(result.code == nil)
+        #expect(result.frames.count == 2)
+    }
+
+    @Test func sequencingErrorsFailOnTheFirstHeaderByte() {
+        // Continuation with nothing open: only the first byte is needed.
+        #expect(feedValidating([[0x80]]).code == .protocolError)
+        // New text while a binary message is open.
+        let result = feedValidating([wire([Frame(fin: false, opcode: .binary, payload: [1])]), [0x81]])
+        #expect(result.code == .protocolError)
+        #expect(result.chunk == 1)
+    }
 }
