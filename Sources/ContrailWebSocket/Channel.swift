@@ -1,0 +1,278 @@
+import Synchronization
+
+/// Receives a channel's events, on the loop thread.
+protocol ChannelDelegate: AnyObject {
+    /// Bytes arrived. The buffer is the loop's shared read buffer: use or copy it before returning.
+    func channelRead(_ bytes: UnsafeRawBufferPointer)
+    /// The peer closed its side (errno nil) or the socket failed (errno). Reading has stopped;
+    /// the delegate decides when to close.
+    func channelEnded(errno: Int32?)
+    /// The descriptor is closed; called exactly once.
+    func channelClosed()
+}
+
+/// A connected, non-blocking stream socket on an `EventLoop`: reads into the loop's shared buffer and
+/// hands the bytes to its delegate; buffers writes from any thread, writing straight to the socket when
+/// nothing is queued, and tells writers to wait while more than `highWater` bytes are queued.
+///
+/// Reads, `close` and the delegate belong to the loop thread; `write`, `waitForRoom`, `setReading` and the
+/// flush-then-close requests are safe from any thread.
+final class Channel: EventLoopHandler, @unchecked Sendable {
+    /// What became of a write.
+    enum WriteOutcome {
+        /// Queued or written; `pending` bytes are still waiting for the socket.
+        case accepted(pending: Int)
+        /// Refused: the output was sealed (e.g. after a WebSocket close frame).
+        case sealed
+        /// Refused: the channel is closed or broken.
+        case closed
+    }
+
+    let loop: EventLoop
+    let fd: Int32
+    /// Writers wait while more than this many bytes are queued.
+    let highWater: Int
+    /// Waiting writers resume once the queue is at or below this.
+    let lowWater: Int
+    private var id: UInt64 = 0
+    /// Loop-thread only.
+    var delegate: (any ChannelDelegate)?
+
+    private struct State {
+        var out: [UInt8] = []
+        var head = 0
+        var pending: Int { out.count - head }
+        var registered: Interest = []
+        var reading = true
+        var ended = false
+        var sealed = false
+        var closed = false
+        var broken: Int32?
+        var shutdownWhenFlushed = false
+        var didShutdown = false
+        var closeWhenFlushed = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    init(fd: Int32, loop: EventLoop, highWater: Int) {
+        self.fd = fd
+        self.loop = loop
+        self.highWater = max(1, highWater)
+        self.lowWater = max(1, highWater) / 2
+    }
+
+    /// Registers with the loop, reading. Loop thread only.
+    func register() throws(WebSocketError) {
+        id = try loop.register(fd, interest: .read, handler: self)
+        state.withLock { $0.registered = .read }
+    }
+
+    // MARK: Writing (any thread)
+
+    /// Appends bytes with `fill` and writes what the socket takes now.
+    /// - Parameter seal: refuse every later write (the last frame of a protocol).
+    @discardableResult
+    func write(seal: Bool = false, _ fill: (inout [UInt8]) -> Void) -> WriteOutcome {
+        var resume: [CheckedContinuation<Void, Never>] = []
+        var closeNow = false
+        let outcome = state.withLock { s -> WriteOutcome in
+            if s.closed || s.broken != nil { return .closed }
+            if s.sealed { return .sealed }
+            if s.head > 0 && s.head >= s.out.count / 2 {
+                s.out.removeSubrange(0..<s.head)
+                s.head = 0
+            }
+            fill(&s.out)
+            if seal { s.sealed = true }
+            if !s.registered.contains(.write) {
+                (resume, closeNow) = flushLocked(&s)
+            }
+            return .accepted(pending: s.pending)
+        }
+        for waiter in resume { waiter.resume() }
+        if closeNow { loop.enqueue { [self] in close() } }
+        return outcome
+    }
+
+    /// Bytes queued and not yet taken by the socket.
+    var pendingByteCount: Int { state.withLock { $0.pending } }
+
+    /// Suspends while more than `highWater` bytes are queued; returns at once when closed.
+    func waitForRoom() async {
+        if state.withLock({ $0.pending <= highWater || $0.closed || $0.broken != nil }) { return }
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { s -> Bool in
+                if s.pending <= highWater || s.closed || s.broken != nil { return true }
+                s.waiters.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Whether the channel is closed or failed.
+    var isClosed: Bool { state.withLock { $0.closed || $0.broken != nil } }
+
+    /// Starts or stops reading (inbound back-pressure). Any thread.
+    func setReading(_ on: Bool) {
+        state.withLock { s in
+            guard !s.closed, !s.ended, s.reading != on else { return }
+            s.reading = on
+            updateInterestLocked(&s)
+        }
+    }
+
+    /// Sends FIN once everything queued is written (and refuses later writes).
+    func shutdownOutputWhenFlushed() {
+        state.withLock { s in
+            guard !s.closed else { return }
+            s.sealed = true
+            s.shutdownWhenFlushed = true
+            if s.pending == 0 && !s.didShutdown {
+                s.didShutdown = true
+                Socket.shutdownOutput(fd)
+            }
+        }
+    }
+
+    /// Closes the socket once everything queued is written (and refuses later writes).
+    func closeWhenFlushed() {
+        let now = state.withLock { s -> Bool in
+            guard !s.closed else { return false }
+            s.sealed = true
+            s.closeWhenFlushed = true
+            return s.pending == 0 || s.broken != nil
+        }
+        if now { loop.enqueue { [self] in close() } }
+    }
+
+    /// Writes what the socket takes. Returns writers to resume and whether to close now.
+    private func flushLocked(_ s: inout State) -> ([CheckedContinuation<Void, Never>], Bool) {
+        while s.pending > 0 {
+            let result = s.out.withUnsafeBytes { all in
+                Socket.write(fd, UnsafeRawBufferPointer(rebasing: all[s.head...]))
+            }
+            switch result {
+            case .done(let n):
+                s.head += n
+                continue
+            case .wouldBlock:
+                break
+            case .failed(let code):
+                s.broken = code
+                s.out = []
+                s.head = 0
+            }
+            break
+        }
+        if s.pending == 0 {
+            if s.out.capacity > 4 * highWater + 65536 {
+                s.out = []
+            } else {
+                s.out.removeAll(keepingCapacity: true)
+            }
+            s.head = 0
+            if s.shutdownWhenFlushed && !s.didShutdown && s.broken == nil {
+                s.didShutdown = true
+                Socket.shutdownOutput(fd)
+            }
+        }
+        updateInterestLocked(&s)
+        var resume: [CheckedContinuation<Void, Never>] = []
+        if !s.waiters.isEmpty && (s.pending <= lowWater || s.broken != nil) {
+            resume = s.waiters
+            s.waiters.removeAll()
+        }
+        let closeNow = (s.closeWhenFlushed && s.pending == 0) || s.broken != nil
+        return (resume, closeNow)
+    }
+
+    private func updateInterestLocked(_ s: inout State) {
+        guard !s.closed, id != 0 else { return }
+        var wanted: Interest = []
+        if s.reading { wanted.insert(.read) }
+        if s.pending > 0 && s.broken == nil { wanted.insert(.write) }
+        if wanted != s.registered {
+            s.registered = wanted
+            loop.setInterest(fd, id: id, interest: wanted)
+        }
+    }
+
+    // MARK: Loop thread
+
+    func handleReadiness(_ readiness: Readiness) {
+        if readiness.writable || readiness.failed {
+            var resume: [CheckedContinuation<Void, Never>] = []
+            var closeNow = false
+            state.withLock { s in
+                guard !s.closed else { return }
+                (resume, closeNow) = flushLocked(&s)
+            }
+            for waiter in resume { waiter.resume() }
+            if closeNow {
+                if let broken = state.withLock({ $0.broken }) {
+                    delegate?.channelEnded(errno: broken)
+                }
+                close()
+                return
+            }
+        }
+        if readiness.readable || readiness.failed {
+            readAvailable()
+        }
+    }
+
+    private func readAvailable() {
+        let buffer = loop.readBuffer
+        for _ in 0..<8 {
+            guard delegate != nil else { return }
+            switch Socket.read(fd, into: buffer) {
+            case .wouldBlock:
+                return
+            case .done(0):
+                stopReading()
+                delegate?.channelEnded(errno: nil)
+                return
+            case .done(let n):
+                delegate?.channelRead(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+                if n < buffer.count { return }
+                if !state.withLock({ $0.reading && !$0.closed }) { return }
+            case .failed(let code):
+                stopReading()
+                state.withLock { if $0.broken == nil { $0.broken = code } }
+                delegate?.channelEnded(errno: code)
+                return
+            }
+        }
+    }
+
+    private func stopReading() {
+        state.withLock { s in
+            s.reading = false
+            s.ended = true
+            updateInterestLocked(&s)
+        }
+    }
+
+    /// Closes the socket now (queued bytes are dropped) and tells the delegate. Loop thread only.
+    func close() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>]? in
+            guard !s.closed else { return nil }
+            s.closed = true
+            s.registered = []
+            let waiters = s.waiters
+            s.waiters.removeAll()
+            s.out = []
+            s.head = 0
+            return waiters
+        }
+        guard let waiters else { return }
+        if id != 0 { loop.deregister(fd, id: id) }
+        Socket.close(fd)
+        for waiter in waiters { waiter.resume() }
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.channelClosed()
+    }
+}

@@ -1,0 +1,140 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+
+/// Opens a TCP connection without blocking the loop: resolves the host with `getaddrinfo` on a
+/// background queue, then tries each address in turn (IPv4 and IPv6) with a non-blocking `connect`,
+/// all within one deadline.
+final class Connector: EventLoopHandler {
+    private let loop: EventLoop
+    private let host: String
+    private let port: UInt16
+    private let addresses: [SocketAddress]
+    private var index = 0
+    private var fd: Int32 = -1
+    private var id: UInt64 = 0
+    private var lastError: Int32 = ECONNREFUSED
+    private var timer: LoopTimer?
+    private var completion: ((Result<Int32, WebSocketError>) -> Void)?
+
+    private init(loop: EventLoop, host: String, port: UInt16, addresses: [SocketAddress],
+                 completion: @escaping (Result<Int32, WebSocketError>) -> Void) {
+        self.loop = loop
+        self.host = host
+        self.port = port
+        self.addresses = addresses
+        self.completion = completion
+    }
+
+    /// A connected, non-blocking socket descriptor (with `TCP_NODELAY`).
+    /// - Throws: `unknownHost`, `connectionRefused`, `timedOut` or `io`.
+    static func connect(host: String, port: UInt16, loop: EventLoop, timeout: Duration) async throws(WebSocketError) -> Int32 {
+        let start = ContinuousClock.now
+        let resolved = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: Result { () throws(WebSocketError) in
+                    try SocketAddress.resolve(host: host, port: port)
+                })
+            }
+        }
+        let addresses = try resolved.get()
+        let left = timeout - (ContinuousClock.now - start)
+        guard left > .zero else { throw .timedOut("resolving \(host) took longer than \(timeout)") }
+        let result = await withCheckedContinuation { continuation in
+            loop.enqueue {
+                let connector = Connector(loop: loop, host: host, port: port, addresses: addresses) {
+                    continuation.resume(returning: $0)
+                }
+                connector.start(timeout: left, total: timeout)
+            }
+        }
+        return try result.get()
+    }
+
+    private func start(timeout: Duration, total: Duration) {
+        timer = loop.schedule(after: timeout) { [self] in
+            fail(.timedOut("connecting to \(host):\(port) took longer than \(total)"))
+        }
+        tryNext()
+    }
+
+    private func tryNext() {
+        while index < addresses.count {
+            let address = addresses[index]
+            index += 1
+            let socket: Int32
+            do {
+                socket = try Socket.makeTCP(family: address.family)
+            } catch {
+                if case .io(let code, _) = error { lastError = code }
+                continue
+            }
+            let status = Socket.startConnect(socket, to: address)
+            if status == 0 {
+                fd = socket
+                succeed()
+                return
+            }
+            if status == EINPROGRESS {
+                do {
+                    id = try loop.register(socket, interest: .write, handler: self)
+                    fd = socket
+                    return
+                } catch {
+                    if case .io(let code, _) = error { lastError = code }
+                }
+            } else {
+                lastError = status
+            }
+            Socket.close(socket)
+        }
+        let error: WebSocketError =
+            switch lastError {
+            case ECONNREFUSED: .connectionRefused(host: host, port: port)
+            case ETIMEDOUT: .timedOut("connecting to \(host):\(port)")
+            default: .io(errno: lastError, "connect to \(host):\(port)")
+            }
+        fail(error)
+    }
+
+    func handleReadiness(_ readiness: Readiness) {
+        guard fd >= 0 else { return }
+        let status = Socket.pendingError(fd)
+        if status == 0 {
+            succeed()
+            return
+        }
+        lastError = status
+        dropSocket()
+        tryNext()
+    }
+
+    private func dropSocket() {
+        guard fd >= 0 else { return }
+        if id != 0 { loop.deregister(fd, id: id) }
+        id = 0
+        Socket.close(fd)
+        fd = -1
+    }
+
+    private func succeed() {
+        if id != 0 { loop.deregister(fd, id: id) }
+        id = 0
+        timer?.cancel()
+        Socket.setNoDelay(fd)
+        let connected = fd
+        fd = -1
+        completion?(.success(connected))
+        completion = nil
+    }
+
+    private func fail(_ error: WebSocketError) {
+        dropSocket()
+        timer?.cancel()
+        completion?(.failure(error))
+        completion = nil
+    }
+}

@@ -1,1 +1,0 @@
-// ContrailWebSocket: RFC 6455 client and server (in progress).

@@ -1,0 +1,321 @@
+/// An incremental WebSocket frame decoder (RFC 6455 §5.2) written as an explicit state machine.
+///
+/// Feed bytes as they arrive with `append(_:)`, then call `next()` until it returns nil (it needs more
+/// bytes). Each call to `next()` moves every buffered payload byte into the frame being built, so the
+/// internal buffer stays small; call `next()` after every `append` to keep memory bounded.
+///
+/// The decoder checks everything a single frame can get wrong and throws
+/// `WebSocketError.protocolViolation` with the close code to send:
+/// - nonzero RSV1–3 bits (no extensions are negotiated), reserved opcodes 3–7 and 11–15,
+///   a control frame with FIN clear or more than 125 payload bytes, a frame masked the wrong way for
+///   our role, a 64-bit length with the top bit set: `protocolError` (1002);
+/// - a frame longer than `maxFrameSize`: `messageTooBig` (1009).
+///
+/// With `validatesUTF8` on, the decoder also follows message boundaries and fails as early as possible:
+/// - a continuation frame with no message open, or a new text/binary frame while one is open:
+///   `protocolError` (1002), from the first header byte;
+/// - invalid UTF-8 in a text message: `invalidFramePayloadData` (1007), as soon as the offending bytes
+///   arrive, even in the middle of a frame; a text message ending inside a code point: 1007 on its last frame.
+/// Pair it with a `MessageAssembler(maxMessageSize:validatesUTF8: false)` so text is checked only once.
+///
+/// Checks happen as soon as the bytes that decide them arrive, before the payload is read.
+/// After an error the decoder stays failed: every later `next()` throws the same error.
+/// Payloads are unmasked while they are copied out of the input, with one allocation per frame
+/// (the payload array); a payload that arrives after its header is copied straight from `append`'s
+/// input into the payload array.
+public struct FrameDecoder {
+    /// Where the decoder is within the current frame.
+    private enum State {
+        /// Waiting for the first header byte.
+        case idle
+        /// Got the first byte (FIN, RSV, opcode); waiting for the mask bit and 7-bit length.
+        case haveFirstByte(first: UInt8)
+        /// Waiting for a 16-bit extended length.
+        case waitingForLength16(first: UInt8, masked: Bool)
+        /// Waiting for a 64-bit extended length.
+        case waitingForLength64(first: UInt8, masked: Bool)
+        /// Waiting for the 4-byte masking key.
+        case waitingForMaskingKey(first: UInt8, length: Int)
+        /// Reading `length` payload bytes into `payload`.
+        case readingPayload(first: UInt8, length: Int, maskingKey: UInt32?)
+    }
+
+    /// Which end we are: servers require masked frames, clients require unmasked ones.
+    public let role: Role
+    /// Frames whose payload is longer than this are refused with `messageTooBig` (1009).
+    public var maxFrameSize: Int
+    /// Whether the decoder tracks fragmented messages and validates text as UTF-8 while it arrives.
+    public let validatesUTF8: Bool
+
+    private var state: State = .idle
+    private var buffer: [UInt8] = []
+    private var readIndex = 0
+    /// The payload of the frame in `.readingPayload`.
+    private var payload: [UInt8] = []
+    private var failure: WebSocketError?
+    /// With `validatesUTF8`: the opcode of the fragmented data message in progress, nil between messages.
+    private var openMessage: Opcode?
+    /// With `validatesUTF8`: whether the current frame's payload belongs to a text message.
+    private var frameIsText = false
+    private var utf8 = UTF8Validator()
+
+    /// Buffers larger than this are released rather than kept for reuse once drained.
+    private static let retainedCapacity = 256 * 1024
+    /// Consumed bytes at the front of the buffer are compacted away beyond this size.
+    private static let compactThreshold = 4096
+
+    /// A decoder for the frames a `role` endpoint receives.
+    /// - Parameter validatesUTF8: also check message sequencing and UTF-8 of text, failing fast
+    ///   (see the type's documentation). Off by default.
+    public init(role: Role, maxFrameSize: Int, validatesUTF8: Bool = false) {
+        self.role = role
+        self.maxFrameSize = max(0, maxFrameSize)
+        self.validatesUTF8 = validatesUTF8
+    }
+
+    /// Bytes received but not yet decoded (header bytes and payload bytes not yet moved into a frame).
+    public var bufferedByteCount: Int { buffer.count - readIndex }
+
+    /// True when no frame is partly decoded and nothing is buffered.
+    public var isIdle: Bool {
+        if case .idle = state, bufferedByteCount == 0 { return true }
+        return false
+    }
+
+    /// Adds received bytes. Ignored once the decoder has failed.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard failure == nil, bytes.count > 0 else { return }
+        var rest = bytes
+        // Payload that follows an already decoded header goes straight into the payload array.
+        if case .readingPayload(_, let length, let key) = state, readIndex == buffer.count {
+            let take = min(length - payload.count, rest.count)
+            do {
+                try appendPayload(UnsafeRawBufferPointer(rebasing: rest[..<take]), maskingKey: key)
+            } catch {
+                fail(error)
+                return
+            }
+            rest = UnsafeRawBufferPointer(rebasing: rest[take...])
+            if rest.isEmpty { return }
+        }
+        if readIndex == buffer.count {
+            buffer.removeAll(keepingCapacity: buffer.capacity <= Self.retainedCapacity)
+            readIndex = 0
+        }
+        buffer.append(contentsOf: rest.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// Adds received bytes. See `append(_: UnsafeRawBufferPointer)`.
+    public mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// Decodes the next complete frame, unmasked.
+    /// - Returns: the frame, or nil when more bytes are needed.
+    /// - Throws: `WebSocketError.protocolViolation` with the close code to send (see the type's documentation).
+    public mutating func next() throws(WebSocketError) -> Frame? {
+        if let failure { throw failure }
+        do {
+            let frame = try step()
+            compact()
+            return frame
+        } catch {
+            fail(error)
+            throw error
+        }
+    }
+
+    private mutating func fail(_ error: WebSocketError) {
+        failure = error
+        buffer = []
+        payload = []
+        readIndex = 0
+    }
+
+    // MARK: - State machine
+
+    private mutating func step() throws(WebSocketError) -> Frame? {
+        while true {
+            switch state {
+            case .idle:
+                guard let first = readByte() else { return nil }
+                guard first & 0x70 == 0 else {
+                    throw .protocolViolation(.protocolError, "reserved bits set (RSV=\((first >> 4) & 7)) but no extension was negotiated")
+                }
+                guard let opcode = Opcode(rawValue: first & 0x0F) else {
+                    throw .protocolViolation(.protocolError, "reserved opcode \(first & 0x0F)")
+                }
+                if validatesUTF8 { try trackMessage(opcode: opcode, fin: first & 0x80 != 0) }
+                state = .haveFirstByte(first: first)
+
+            case .haveFirstByte(let first):
+                guard let second = readByte() else { return nil }
+                let masked = second & 0x80 != 0
+                let length7 = second & 0x7F
+                if first & 0x08 != 0 {  // control frame
+                    guard first & 0x80 != 0 else {
+                        throw .protocolViolation(.protocolError, "fragmented control frame (FIN clear on opcode \(first & 0x0F))")
+                    }
+                    guard length7 <= 125 else {
+                        throw .protocolViolation(.protocolError, "control frame payload longer than 125 bytes")
+                    }
+                }
+                switch role {
+                case .server where !masked:
+                    throw .protocolViolation(.protocolError, "client sent an unmasked frame")
+                case .client where masked:
+                    throw .protocolViolation(.protocolError, "server sent a masked frame")
+                default:
+                    break
+                }
+                switch length7 {
+                case 126: state = .waitingForLength16(first: first, masked: masked)
+                case 127: state = .waitingForLength64(first: first, masked: masked)
+                default:
+                    if let frame = try lengthKnown(first: first, length: Int(length7), masked: masked) { return frame }
+                }
+
+            case .waitingForLength16(let first, let masked):
+                guard bufferedByteCount >= 2 else { return nil }
+                let length = Int(buffer[readIndex]) << 8 | Int(buffer[readIndex + 1])
+                readIndex += 2
+                if let frame = try lengthKnown(first: first, length: length, masked: masked) { return frame }
+
+            case .waitingForLength64(let first, let masked):
+                guard bufferedByteCount >= 8 else { return nil }
+                var length64: UInt64 = 0
+                for i in 0..<8 { length64 = length64 << 8 | UInt64(buffer[readIndex + i]) }
+                readIndex += 8
+                guard length64 & (1 << 63) == 0 else {
+                    throw .protocolViolation(.protocolError, "64-bit payload length with the most significant bit set")
+                }
+                guard let length = Int(exactly: length64), length <= maxFrameSize else {
+                    throw .protocolViolation(.messageTooBig, "frame of \(length64) bytes exceeds the limit of \(maxFrameSize) bytes")
+                }
+                if let frame = try lengthKnown(first: first, length: length, masked: masked) { return frame }
+
+            case .waitingForMaskingKey(let first, let length):
+                guard bufferedByteCount >= 4 else { return nil }
+                let key = UInt32(buffer[readIndex]) << 24 | UInt32(buffer[readIndex + 1]) << 16
+                    | UInt32(buffer[readIndex + 2]) << 8 | UInt32(buffer[readIndex + 3])
+                readIndex += 4
+                if let frame = try startPayload(first: first, length: length, maskingKey: key) { return frame }
+
+            case .readingPayload(let first, let length, let key):
+                let take = min(length - payload.count, bufferedByteCount)
+                if take > 0 {
+                    // Hold the storage in a local so `buffer` is not accessed while `self` is mutated.
+                    let input = buffer
+                    let start = readIndex
+                    let result = input.withUnsafeBytes { all in
+                        Result { () throws(WebSocketError) in
+                            try appendPayload(UnsafeRawBufferPointer(rebasing: all[start..<start + take]), maskingKey: key)
+                        }
+                    }
+                    try result.get()
+                    readIndex += take
+                }
+                guard payload.count == length else { return nil }
+                return try finishFrame(first: first)
+            }
+        }
+    }
+
+    /// The payload length is known: check it against the limit, then read the masking key or the payload.
+    private mutating func lengthKnown(first: UInt8, length: Int, masked: Bool) throws(WebSocketError) -> Frame? {
+        guard length <= maxFrameSize else {
+            throw .protocolViolation(.messageTooBig, "frame of \(length) bytes exceeds the limit of \(maxFrameSize) bytes")
+        }
+        if masked {
+            state = .waitingForMaskingKey(first: first, length: length)
+            return nil
+        }
+        return try startPayload(first: first, length: length, maskingKey: nil)
+    }
+
+    /// The header is complete. Returns the frame at once when it has no payload.
+    private mutating func startPayload(first: UInt8, length: Int, maskingKey: UInt32?) throws(WebSocketError) -> Frame? {
+        if length == 0 {
+            state = .idle
+            try checkTextComplete(first: first)
+            return makeFrame(first: first, payload: [])
+        }
+        payload = []
+        payload.reserveCapacity(length)
+        state = .readingPayload(first: first, length: length, maskingKey: maskingKey)
+        return nil
+    }
+
+    private mutating func finishFrame(first: UInt8) throws(WebSocketError) -> Frame {
+        let done = payload
+        payload = []
+        state = .idle
+        try checkTextComplete(first: first)
+        return makeFrame(first: first, payload: done)
+    }
+
+    /// With `validatesUTF8`: follows message boundaries from a data or control frame's first byte.
+    private mutating func trackMessage(opcode: Opcode, fin: Bool) throws(WebSocketError) {
+        switch opcode {
+        case .text, .binary:
+            if let openMessage {
+                throw .protocolViolation(.protocolError, "new \(opcode) frame while a fragmented \(openMessage) message is still open")
+            }
+            frameIsText = opcode == .text
+            if frameIsText { utf8.reset() }
+            openMessage = fin ? nil : opcode
+        case .continuation:
+            guard let open = openMessage else {
+                throw .protocolViolation(.protocolError, "continuation frame without a message to continue")
+            }
+            frameIsText = open == .text
+            if fin { openMessage = nil }
+        case .close, .ping, .pong:
+            frameIsText = false
+        }
+    }
+
+    /// With `validatesUTF8`: the last frame of a text message must end on a code point boundary.
+    private func checkTextComplete(first: UInt8) throws(WebSocketError) {
+        guard frameIsText, first & 0x80 != 0, !utf8.isComplete else { return }
+        throw .protocolViolation(.invalidFramePayloadData, "text message ends in the middle of a UTF-8 sequence")
+    }
+
+    private func makeFrame(first: UInt8, payload: [UInt8]) -> Frame {
+        // The opcode was validated when the first byte arrived.
+        Frame(fin: first & 0x80 != 0, opcode: Opcode(rawValue: first & 0x0F) ?? .binary, payload: payload)
+    }
+
+    /// Copies `bytes` to the end of `payload`, unmasking them (and validating text with `validatesUTF8`).
+    private mutating func appendPayload(_ bytes: UnsafeRawBufferPointer, maskingKey: UInt32?) throws(WebSocketError) {
+        guard bytes.count > 0 else { return }
+        let offset = payload.count
+        payload.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        guard maskingKey != nil || frameIsText else { return }
+        let valid = payload.withUnsafeMutableBytes { all in
+            let added = UnsafeMutableRawBufferPointer(rebasing: all[offset...])
+            if let maskingKey { Masking.apply(key: maskingKey, to: added, offset: offset) }
+            return frameIsText ? utf8.validate(UnsafeRawBufferPointer(added)) : true
+        }
+        guard valid else {
+            throw .protocolViolation(.invalidFramePayloadData, "text message is not valid UTF-8")
+        }
+    }
+
+    private mutating func readByte() -> UInt8? {
+        guard readIndex < buffer.count else { return nil }
+        defer { readIndex += 1 }
+        return buffer[readIndex]
+    }
+
+    /// Drops consumed bytes so the buffer never holds more than what is still undecoded (plus slack).
+    private mutating func compact() {
+        if readIndex == buffer.count {
+            buffer.removeAll(keepingCapacity: buffer.capacity <= Self.retainedCapacity)
+            readIndex = 0
+        } else if readIndex >= Self.compactThreshold && readIndex * 2 >= buffer.count {
+            buffer.removeSubrange(0..<readIndex)
+            readIndex = 0
+        }
+    }
+}

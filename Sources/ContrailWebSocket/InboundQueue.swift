@@ -1,0 +1,158 @@
+import Synchronization
+
+/// Received items waiting for their consumer, with read back-pressure: past `highWater` bytes the
+/// producer is told to stop reading the socket, and told to resume once the consumer has taken the
+/// queue down to half of that. Either a pulling consumer (`next()`) or a push `Sink` gets the items.
+final class InboundQueue<Element: Sendable>: Sendable {
+    /// A push consumer: called under the queue's lock, so it must only hand the work on (e.g. `queue.async`).
+    struct Sink: Sendable {
+        var deliver: @Sendable ([Element]) -> Void
+        var end: @Sendable (WebSocketError?) -> Void
+    }
+
+    private struct State {
+        var items: [Element] = []
+        var head = 0
+        var bytes = 0
+        var paused = false
+        var waiter: CheckedContinuation<Result<Element?, any Error>, Never>?
+        var ended = false
+        var endError: WebSocketError?
+        var sink: Sink?
+    }
+    private let state = Mutex(State())
+    private let highWater: Int
+    private let size: @Sendable (Element) -> Int
+    private let setReading: @Sendable (Bool) -> Void
+
+    /// - Parameters:
+    ///   - size: the byte count an item holds.
+    ///   - setReading: called (outside the lock) with false to pause reading and true to resume.
+    init(highWater: Int, size: @escaping @Sendable (Element) -> Int, setReading: @escaping @Sendable (Bool) -> Void) {
+        self.highWater = max(1, highWater)
+        self.size = size
+        self.setReading = setReading
+    }
+
+    /// Adds received items (producer side).
+    func push(_ batch: [Element]) {
+        guard !batch.isEmpty else { return }
+        var wake: (CheckedContinuation<Result<Element?, any Error>, Never>, Element)?
+        let pause = state.withLock { s -> Bool in
+            if s.ended { return false }
+            if let sink = s.sink {
+                sink.deliver(batch)
+                return false
+            }
+            var rest = batch[...]
+            if let waiter = s.waiter, let first = rest.first {
+                s.waiter = nil
+                wake = (waiter, first)
+                rest = rest.dropFirst()
+            }
+            for item in rest {
+                s.items.append(item)
+                s.bytes += size(item) + 64
+            }
+            if s.bytes > highWater && !s.paused {
+                s.paused = true
+                return true
+            }
+            return false
+        }
+        if let (waiter, item) = wake { waiter.resume(returning: .success(item)) }
+        if pause { setReading(false) }
+    }
+
+    /// Marks the end: after the queued items the consumer gets nil (clean end) or `error`.
+    func finish(_ error: WebSocketError?) {
+        let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, any Error>, Never>? in
+            guard !s.ended else { return nil }
+            s.ended = true
+            s.endError = error
+            if let sink = s.sink { sink.end(error) }
+            let waiter = s.waiter
+            s.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: error.map { .failure($0) } ?? .success(nil))
+    }
+
+    /// Switches to push delivery: queued items (and the end, if reached) go to `sink` at once, in order.
+    func setSink(_ sink: Sink) {
+        let resume = state.withLock { s -> Bool in
+            s.sink = sink
+            let queued = Array(s.items[s.head...])
+            s.items.removeAll()
+            s.head = 0
+            s.bytes = 0
+            if !queued.isEmpty { sink.deliver(queued) }
+            if s.ended { sink.end(s.endError) }
+            if let waiter = s.waiter {
+                s.waiter = nil
+                waiter.resume(returning: .success(nil))
+            }
+            let wasPaused = s.paused
+            s.paused = false
+            return wasPaused
+        }
+        if resume { setReading(true) }
+    }
+
+    /// The next item; nil after a clean end. Throws the end error, or `CancellationError` when the
+    /// waiting task is cancelled.
+    func next() async throws -> Element? {
+        if let ready = take() { return try ready.get() }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Element?, any Error>, Never>) in
+                let ready = state.withLock { s -> Result<Element?, any Error>? in
+                    if let ready = takeLocked(&s) { return ready }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    s.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, any Error>, Never>? in
+                let waiter = s.waiter
+                s.waiter = nil
+                return waiter
+            }
+            waiter?.resume(returning: .failure(CancellationError()))
+        }
+        return try result.get()
+    }
+
+    private func take() -> Result<Element?, any Error>? {
+        var resume = false
+        let result = state.withLock { s -> Result<Element?, any Error>? in
+            let result = takeLocked(&s)
+            if s.paused && s.bytes <= highWater / 2 {
+                s.paused = false
+                resume = true
+            }
+            return result
+        }
+        if resume { setReading(true) }
+        return result
+    }
+
+    private func takeLocked(_ s: inout State) -> Result<Element?, any Error>? {
+        if s.head < s.items.count {
+            let item = s.items[s.head]
+            s.head += 1
+            s.bytes -= size(item) + 64
+            if s.head == s.items.count {
+                s.items.removeAll(keepingCapacity: s.items.capacity <= 1024)
+                s.head = 0
+            } else if s.head >= 1024 && s.head * 2 >= s.items.count {
+                s.items.removeSubrange(0..<s.head)
+                s.head = 0
+            }
+            return .success(item)
+        }
+        if s.ended { return s.endError.map { .failure($0) } ?? .success(nil) }
+        return nil
+    }
+}

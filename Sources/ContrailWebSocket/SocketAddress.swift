@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An IPv4 or IPv6 socket address, as `getaddrinfo` returns it.
+struct SocketAddress: Sendable, CustomStringConvertible {
+    /// The raw address (large enough for any family).
+    var storage: sockaddr_storage
+    /// How many bytes of `storage` are used.
+    var length: socklen_t
+
+    /// `AF_INET` or `AF_INET6`.
+    var family: Int32 { Int32(storage.ss_family) }
+
+    /// The port in host byte order.
+    var port: UInt16 {
+        var copy = storage
+        return withUnsafeBytes(of: &copy) { raw in
+            // sin_port and sin6_port sit at the same offset (2) in both layouts.
+            UInt16(raw[2]) << 8 | UInt16(raw[3])
+        }
+    }
+
+    /// The numeric host, e.g. `"127.0.0.1"` or `"::1"`.
+    var host: String {
+        var copy = storage
+        var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        let result = withUnsafePointer(to: &copy) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                getnameinfo(address, length, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST)
+            }
+        }
+        guard result == 0 else { return "?" }
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// Calls `body` with the address as a `sockaddr` pointer and its length.
+    func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        var copy = storage
+        return withUnsafePointer(to: &copy) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+
+    /// Resolves `host` (a name, an IPv4 literal, or an IPv6 literal with or without brackets) with
+    /// `getaddrinfo`, which blocks; call it off the event loop.
+    /// - Parameter passive: resolve for `bind` (an empty host then means every interface).
+    /// - Throws: `WebSocketError.unknownHost` when the name does not resolve.
+    static func resolve(host: String, port: UInt16, passive: Bool = false) throws(WebSocketError) -> [SocketAddress] {
+        var name = host
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #else
+        hints.ai_socktype = SOCK_STREAM
+        #endif
+        hints.ai_protocol = Int32(IPPROTO_TCP)
+        hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status: Int32 =
+            if name.isEmpty && passive {
+                getaddrinfo(nil, String(port), &hints, &list)
+            } else {
+                getaddrinfo(name, String(port), &hints, &list)
+            }
+        guard status == 0, let first = list else {
+            if status == EAI_SYSTEM { throw .io(errno: errno, "getaddrinfo(\(host))") }
+            throw .unknownHost(host)
+        }
+        defer { freeaddrinfo(first) }
+        var addresses: [SocketAddress] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            if let address = entry.pointee.ai_addr,
+               entry.pointee.ai_family == AF_INET || entry.pointee.ai_family == AF_INET6 {
+                var storage = sockaddr_storage()
+                let length = min(Int(entry.pointee.ai_addrlen), MemoryLayout<sockaddr_storage>.size)
+                withUnsafeMutableBytes(of: &storage) { target in
+                    target.copyMemory(from: UnsafeRawBufferPointer(start: address, count: length))
+                }
+                addresses.append(SocketAddress(storage: storage, length: socklen_t(length)))
+            }
+            cursor = entry.pointee.ai_next
+        }
+        guard !addresses.isEmpty else { throw .unknownHost(host) }
+        return addresses
+    }
+
+    /// The local address a socket is bound to.
+    static func local(of fd: Int32) -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard result == 0 else { return nil }
+        return SocketAddress(storage: storage, length: length)
+    }
+}

@@ -1,0 +1,117 @@
+import Synchronization
+
+/// A plain TCP byte stream on the same event loop, sockets and buffers as `WebSocketConnection`, without
+/// WebSocket framing. It is the baseline of `contrail bench websocket` and a tool for tests that need
+/// to misbehave at the byte level (half a handshake, a peer that never reads).
+public final class TCPConnection: @unchecked Sendable {
+    let loop: EventLoop
+    let channel: Channel
+    private let inbound: InboundQueue<[UInt8]>
+    private let closed = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    init(fd: Int32, loop: EventLoop, writeHighWater: Int, readHighWater: Int) {
+        self.loop = loop
+        let channel = Channel(fd: fd, loop: loop, highWater: writeHighWater)
+        self.channel = channel
+        inbound = InboundQueue(highWater: readHighWater, size: { $0.count }, setReading: { channel.setReading($0) })
+        channel.delegate = self
+    }
+
+    /// Connects to `host:port` (any name `getaddrinfo` resolves, IPv4 or IPv6).
+    /// - Throws: `unknownHost`, `connectionRefused`, `timedOut` or `io`.
+    public static func connect(host: String, port: UInt16, eventLoop: EventLoop? = nil, timeout: Duration = .seconds(10),
+                               writeHighWater: Int = 1 << 20, readHighWater: Int = 4 << 20) async throws(WebSocketError)
+        -> TCPConnection
+    {
+        let loop = eventLoop ?? EventLoop.shared
+        let fd = try await Connector.connect(host: host, port: port, loop: loop, timeout: timeout)
+        let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: writeHighWater, readHighWater: readHighWater)
+        let failure = await loop.submit { () -> WebSocketError? in
+            do throws(WebSocketError) {
+                try connection.channel.register()
+                return nil
+            } catch {
+                connection.channel.close()
+                return error
+            }
+        }
+        if let failure { throw failure }
+        return connection
+    }
+
+    /// Writes `bytes`; suspends while more than the write high-water mark is queued.
+    /// - Throws: `.closed` once the connection is closed.
+    public func send(_ bytes: [UInt8]) async throws(WebSocketError) {
+        try await send(count: bytes.count) { $0.append(contentsOf: bytes) }
+    }
+
+    /// Writes `bytes` (copied into the write buffer); suspends like `send(_:)`.
+    public func send(_ bytes: UnsafeRawBufferPointer) async throws(WebSocketError) {
+        try await send(count: bytes.count) { $0.append(contentsOf: bytes) }
+    }
+
+    private func send(count: Int, _ fill: (inout [UInt8]) -> Void) async throws(WebSocketError) {
+        guard case .accepted(let pending) = channel.write(fill) else {
+            throw .closed(nil, "the TCP connection is closed")
+        }
+        if pending > channel.highWater {
+            await channel.waitForRoom()
+            if channel.isClosed { throw .closed(nil, "the TCP connection is closed") }
+        }
+    }
+
+    /// Bytes queued for the socket and not yet written.
+    public var bufferedByteCount: Int { channel.pendingByteCount }
+
+    /// The next chunk of received bytes (as the socket delivered them); nil once the peer has closed.
+    /// - Throws: `WebSocketError.io` if the socket failed, `CancellationError` if the task is cancelled.
+    public func receive() async throws -> [UInt8]? {
+        try await inbound.next()
+    }
+
+    /// Sends FIN once everything queued is written; reading continues.
+    public func shutdownOutput() {
+        channel.shutdownOutputWhenFlushed()
+    }
+
+    /// Closes the socket (queued bytes are dropped) and waits until it is closed.
+    public func close() async {
+        await withCheckedContinuation { continuation in
+            let done = closed.withLock { state -> Bool in
+                if state.done { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() } else { loop.enqueue { [channel] in channel.close() } }
+        }
+    }
+
+    /// Whether the socket is closed.
+    public var isClosed: Bool { closed.withLock { $0.done } }
+}
+
+extension TCPConnection: ChannelDelegate {
+    func channelRead(_ bytes: UnsafeRawBufferPointer) {
+        inbound.push([Array(bytes)])
+    }
+
+    func channelEnded(errno: Int32?) {
+        if let errno {
+            inbound.finish(.io(errno: errno, "reading from the TCP peer"))
+            channel.close()
+        } else {
+            inbound.finish(nil)
+        }
+    }
+
+    func channelClosed() {
+        inbound.finish(nil)
+        let waiters = closed.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.done = true
+            let waiters = state.waiters
+            state.waiters = []
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}

@@ -1,0 +1,73 @@
+import Dispatch
+import Synchronization
+
+/// A plain TCP server on an event loop, handing over each accepted connection as a `TCPConnection`.
+/// The baseline for `contrail bench websocket` and a helper for tests; see `WebSocketServer` for WebSockets.
+public final class TCPServer: Sendable {
+    /// Accepted connections, in order. Finishes when the server stops.
+    public let connections: AsyncStream<TCPConnection>
+    private let continuation: AsyncStream<TCPConnection>.Continuation
+    private let host: String
+    private let requestedPort: UInt16
+    private let eventLoop: EventLoop?
+    private struct State {
+        var loop: EventLoop?
+        var listener: Listener?
+        var port: UInt16?
+    }
+    private let state = Mutex(State())
+
+    /// A server that is not listening yet; `eventLoop` nil gives it a loop of its own.
+    public init(host: String = "127.0.0.1", port: UInt16 = 0, eventLoop: EventLoop? = nil) {
+        self.host = host
+        self.requestedPort = port
+        self.eventLoop = eventLoop
+        (connections, continuation) = AsyncStream.makeStream(of: TCPConnection.self)
+    }
+
+    /// Starts listening and returns the bound port.
+    @discardableResult
+    public func start() throws(WebSocketError) -> UInt16 {
+        if let port = state.withLock({ $0.port }) { return port }
+        let loop: EventLoop
+        if let eventLoop { loop = eventLoop } else { loop = try EventLoop(name: "contrail.tcp.server") }
+        let continuation = self.continuation
+        let listener = try Listener(host: host, port: requestedPort, loop: loop) { fd in
+            let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: 1 << 20, readHighWater: 4 << 20)
+            do {
+                try connection.channel.register()
+                continuation.yield(connection)
+            } catch {
+                connection.channel.close()
+            }
+        }
+        let done = DispatchSemaphore(value: 0)
+        let failure = Mutex<WebSocketError?>(nil)
+        loop.enqueue {
+            do throws(WebSocketError) { try listener.register() } catch { failure.withLock { $0 = error } }
+            done.signal()
+        }
+        done.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+        state.withLock { s in
+            s.loop = loop
+            s.listener = listener
+            s.port = listener.port
+        }
+        return listener.port
+    }
+
+    /// Stops listening (accepted connections stay open until closed) and finishes `connections`.
+    public func stop() async {
+        let (loop, listener) = state.withLock { s in
+            let taken = (s.loop, s.listener)
+            s.loop = nil
+            s.listener = nil
+            return taken
+        }
+        continuation.finish()
+        guard let loop, let listener else { return }
+        await loop.submit { listener.close() }
+        if eventLoop == nil { await loop.stop() }
+    }
+}

@@ -1,0 +1,528 @@
+import Dispatch
+import Synchronization
+
+/// One WebSocket connection, client or server side, running on an `EventLoop`.
+///
+/// Received messages come either through `messages` (async/await) or through handlers set with
+/// `setHandlers(queue:onMessage:onClose:)` (callbacks on a queue such as `.main`). Pings are answered
+/// automatically; optional keep-alive pings detect a dead peer (`WebSocketOptions.pingInterval`).
+///
+/// ```swift
+/// let connection = try await WebSocketConnection.connect(to: "ws://127.0.0.1:8080/chat")
+/// try await connection.send(.text("hello"))
+/// for try await message in connection.messages { print(message) }
+/// ```
+///
+/// Thread model: the socket, the decoder and the protocol state live on the loop thread; `send`,
+/// `close` and the accessors are safe from any thread.
+public final class WebSocketConnection: @unchecked Sendable {
+    /// Whether this end opened the connection (`.client`) or accepted it (`.server`).
+    public let role: Role
+    let loop: EventLoop
+    let options: WebSocketOptions
+    let channel: Channel
+    private let inbound: InboundQueue<WebSocketMessage>
+
+    // Written on the loop thread before the connection is handed out; constant afterwards.
+    /// The request target: the URL's path and query on a client, the requested one on a server.
+    public private(set) var path: String
+    /// The client's handshake request (server side only; nil on a client).
+    public private(set) var requestHeaders: HTTPHead?
+    /// The negotiated subprotocol, if any.
+    public private(set) var subprotocol: String?
+
+    private struct Shared {
+        var closeCode: CloseCode?
+        var closeReason = ""
+        var isClosed = false
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let shared = Mutex(Shared())
+
+    // MARK: Loop-thread state
+    private enum Phase { case handshaking, open, closed }
+    private var phase = Phase.handshaking
+    private var decoder: FrameDecoder
+    private var assembler: MessageAssembler
+    private var head: [UInt8] = []
+    private var sentClose = false
+    private var receivedClose = false
+    private var initiatedClose = false
+    private var peerCode: CloseCode?
+    private var peerReason = ""
+    private var failure: WebSocketError?
+    private var handshakeTimer: LoopTimer?
+    private var closeTimer: LoopTimer?
+    private var pingTimer: LoopTimer?
+    private var pongTimer: LoopTimer?
+    private var batch: [WebSocketMessage] = []
+    private var onHandshake: ((Result<Void, WebSocketError>) -> Void)?
+    private var clientKey = ""
+    private var handshakeHook: (@Sendable (HTTPHead) -> HandshakeDecision)?
+    /// Called on the loop thread once the connection is fully closed.
+    var onFinished: (() -> Void)?
+
+    init(role: Role, fd: Int32, loop: EventLoop, options: WebSocketOptions, path: String) {
+        self.role = role
+        self.loop = loop
+        self.options = options
+        self.path = path
+        let channel = Channel(fd: fd, loop: loop, highWater: options.writeBufferHighWater)
+        self.channel = channel
+        inbound = InboundQueue(highWater: options.readBufferHighWater, size: { $0.byteCount },
+                               setReading: { channel.setReading($0) })
+        decoder = FrameDecoder(role: role, maxFrameSize: options.maxFrameSize)
+        assembler = MessageAssembler(maxMessageSize: options.maxMessageSize)
+        channel.delegate = self
+    }
+
+    // MARK: Client
+
+    /// Opens a connection to a `ws://` URL: DNS, TCP connect, then the opening handshake.
+    ///
+    /// - Throws: `invalidURL`, `unsupportedScheme` (wss), `unknownHost`, `connectionRefused`,
+    ///   `timedOut` (connect or handshake), `handshakeFailed` (the server refused; carries its status
+    ///   line), `invalidHandshake`, or `io`.
+    public static func connect(to url: String, options: WebSocketOptions = .init()) async throws(WebSocketError)
+        -> WebSocketConnection
+    {
+        let target = try WebSocketURL(url)
+        try Handshake.validate(headers: options.headers)
+        let loop = options.eventLoop ?? EventLoop.shared
+        let fd = try await Connector.connect(host: target.host, port: target.port, loop: loop,
+                                             timeout: options.connectTimeout)
+        let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path)
+        let result = await withCheckedContinuation { continuation in
+            loop.enqueue {
+                connection.startClient(url: target) { continuation.resume(returning: $0) }
+            }
+        }
+        try result.get()
+        return connection
+    }
+
+    private func startClient(url: WebSocketURL, completion: @escaping (Result<Void, WebSocketError>) -> Void) {
+        onHandshake = completion
+        do {
+            try channel.register()
+        } catch {
+            failure = error
+            channel.close()
+            return
+        }
+        armHandshakeTimer()
+        clientKey = Handshake.makeKey()
+        let request = Handshake.request(url: url, key: clientKey, headers: options.headers,
+                                        subprotocols: options.subprotocols)
+        channel.write { $0.append(contentsOf: request) }
+    }
+
+    // MARK: Server
+
+    /// Wraps a freshly accepted socket and waits for its handshake request. Loop thread only.
+    static func accept(fd: Int32, loop: EventLoop, options: WebSocketOptions,
+                       hook: @escaping @Sendable (HTTPHead) -> HandshakeDecision,
+                       opened: @escaping (WebSocketConnection) -> Void) -> WebSocketConnection
+    {
+        let connection = WebSocketConnection(role: .server, fd: fd, loop: loop, options: options, path: "/")
+        connection.handshakeHook = hook
+        connection.onHandshake = { [unowned connection] result in
+            if case .success = result { opened(connection) }
+        }
+        do {
+            try connection.channel.register()
+        } catch {
+            connection.failure = error
+            connection.channel.close()
+            return connection
+        }
+        connection.armHandshakeTimer()
+        return connection
+    }
+
+    // MARK: Public API
+
+    /// Received messages, in order. The sequence finishes after a normal close (1000, 1001, a close
+    /// without code, or one this side started) and throws `WebSocketError` otherwise (`.closed` with the
+    /// peer's code, a protocol violation, `.timedOut` for a dead peer, ...).
+    ///
+    /// Reading pauses while more than `readBufferHighWater` bytes are waiting here, so a slow consumer
+    /// slows the sender down instead of growing memory. Use one consumer at a time.
+    public var messages: AsyncThrowingStream<WebSocketMessage, Error> {
+        let inbound = self.inbound
+        return AsyncThrowingStream(unfolding: { try await inbound.next() })
+    }
+
+    /// Sends a message. Returns once it is written or queued; suspends while more than
+    /// `writeBufferHighWater` bytes are queued (a peer that does not read slows us down instead of
+    /// growing memory).
+    /// - Throws: `.closed` once the connection is closing or closed, `.messageTooBig` above
+    ///   `maxMessageSize`.
+    public func send(_ message: WebSocketMessage) async throws(WebSocketError) {
+        let outcome = try enqueue(message)
+        guard case .accepted(let pending) = outcome else { throw closedError() }
+        if pending > channel.highWater {
+            await channel.waitForRoom()
+            if channel.isClosed { throw closedError() }
+        }
+    }
+
+    /// Queues a message without waiting for room in the write buffer: for callback-style code. Check
+    /// `bufferedByteCount` to apply back-pressure yourself.
+    /// - Throws: `.closed` once the connection is closing or closed, `.messageTooBig` above `maxMessageSize`.
+    public func sendWithoutWaiting(_ message: WebSocketMessage) throws(WebSocketError) {
+        guard case .accepted = try enqueue(message) else { throw closedError() }
+    }
+
+    /// Bytes queued for the socket and not yet written.
+    public var bufferedByteCount: Int { channel.pendingByteCount }
+
+    private func enqueue(_ message: WebSocketMessage) throws(WebSocketError) -> Channel.WriteOutcome {
+        let size = message.byteCount
+        guard size <= options.maxMessageSize else { throw .messageTooBig(size) }
+        switch message {
+        case .text(let text):
+            var text = text
+            return text.withUTF8 { writeFrame(.text, UnsafeRawBufferPointer($0)) }
+        case .binary(let bytes):
+            return bytes.withUnsafeBytes { writeFrame(.binary, $0) }
+        }
+    }
+
+    /// Starts the closing handshake and returns once the connection is closed (the peer answered, or
+    /// `closeTimeout` passed). Messages already received stay readable.
+    public func close(code: CloseCode = .normal, reason: String = "") async {
+        await withCheckedContinuation { continuation in
+            let done = shared.withLock { s -> Bool in
+                if s.isClosed { return true }
+                s.closeWaiters.append(continuation)
+                return false
+            }
+            if done {
+                continuation.resume()
+            } else {
+                loop.enqueue { [self] in startClose(code: code, reason: reason) }
+            }
+        }
+    }
+
+    /// The close code once closed: the one the peer sent (`.noStatusReceived` if its close frame had
+    /// none), the one we sent after a protocol violation, or `.abnormalClosure` if the TCP connection
+    /// ended without a closing handshake. Nil while open.
+    public var closeCode: CloseCode? { shared.withLock { $0.closeCode } }
+
+    /// The close reason once closed (the peer's, or what went wrong).
+    public var closeReason: String { shared.withLock { $0.closeReason } }
+
+    /// Whether the connection is fully closed.
+    public var isClosed: Bool { shared.withLock { $0.isClosed } }
+
+    /// Switches to callbacks: every message (including any already received) goes to `onMessage` and the
+    /// end to `onClose(code, reason)`, all on `queue` (e.g. `.main`) and in order. `messages` then
+    /// yields nothing more.
+    public func setHandlers(queue: DispatchQueue, onMessage: @escaping @Sendable (WebSocketMessage) -> Void,
+                            onClose: @escaping @Sendable (CloseCode?, String) -> Void)
+    {
+        inbound.setSink(.init(
+            deliver: { batch in queue.async { for message in batch { onMessage(message) } } },
+            end: { [weak self] _ in
+                let (code, reason) = self?.shared.withLock { ($0.closeCode, $0.closeReason) } ?? (nil, "")
+                queue.async { onClose(code, reason) }
+            }))
+    }
+
+    private func closedError() -> WebSocketError {
+        shared.withLock { s in
+            s.isClosed ? .closed(s.closeCode, s.closeReason) : .closed(nil, "the connection is closing")
+        }
+    }
+
+    private func writeFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, seal: Bool = false)
+        -> Channel.WriteOutcome
+    {
+        let key: UInt32? = role == .client ? MaskingKeyGenerator.random() : nil
+        return channel.write(seal: seal) {
+            FrameEncoder.encode(opcode: opcode, fin: true, payload: payload, maskingKey: key, into: &$0)
+        }
+    }
+
+    // MARK: Loop thread: protocol
+
+    private func armHandshakeTimer() {
+        let limit = options.handshakeTimeout
+        handshakeTimer = loop.schedule(after: limit) { [self] in
+            guard phase == .handshaking else { return }
+            failure = .timedOut("the opening handshake did not complete within \(limit)")
+            channel.close()
+        }
+    }
+
+    private func armCloseTimer() {
+        guard closeTimer == nil, phase != .closed else { return }
+        closeTimer = loop.schedule(after: options.closeTimeout) { [self] in channel.close() }
+    }
+
+    private func handshakeBytes(_ bytes: UnsafeRawBufferPointer) {
+        head.append(contentsOf: bytes)
+        let end = head.withUnsafeBytes { Handshake.headEnd(in: $0) }
+        guard let end else {
+            if head.count > 16 * 1024 {
+                if role == .client {
+                    failure = .invalidHandshake("the response head is larger than 16 KiB")
+                    channel.close()
+                } else {
+                    reject(Handshake.rejection(status: 431, reason: "Request Header Fields Too Large"),
+                           .invalidHandshake("the request head is larger than 16 KiB"))
+                }
+            }
+            return
+        }
+        let headBytes = Array(head[..<end])
+        let rest = Array(head[end...])
+        head = []
+        if role == .client { clientHandshake(headBytes) } else { serverHandshake(headBytes) }
+        if phase == .open && !rest.isEmpty {
+            rest.withUnsafeBytes { frameBytes($0) }
+        }
+    }
+
+    private func clientHandshake(_ headBytes: [UInt8]) {
+        do {
+            let response = try Handshake.parseResponse(headBytes, expectedKey: clientKey,
+                                                       subprotocols: options.subprotocols)
+            subprotocol = response.value(for: "Sec-WebSocket-Protocol")
+            becomeOpen()
+        } catch {
+            failure = error
+            channel.close()
+        }
+    }
+
+    private func serverHandshake(_ headBytes: [UInt8]) {
+        let request: HTTPHead
+        do {
+            request = try Handshake.parseRequest(headBytes)
+        } catch {
+            reject(Handshake.rejection(for: error), error)
+            return
+        }
+        let decision = handshakeHook?(request) ?? .accept
+        switch decision {
+        case .reject(let status, let reason):
+            reject(Handshake.rejection(status: status, reason: reason),
+                   .handshakeFailed(status: "HTTP/1.1 \(status) \(reason)"))
+        case .accept, .acceptWith:
+            var extra: [(String, String)] = []
+            if case .acceptWith(let headers) = decision { extra = headers }
+            var chosen: String?
+            if !extra.contains(where: { $0.0.lowercased() == "sec-websocket-protocol" }) {
+                chosen = Handshake.requestedSubprotocols(request).first(where: options.subprotocols.contains)
+            }
+            path = request.path ?? "/"
+            requestHeaders = request
+            subprotocol = chosen ?? extra.first(where: { $0.0.lowercased() == "sec-websocket-protocol" })?.1
+            let response = Handshake.response(for: request, subprotocol: chosen, extraHeaders: extra)
+            channel.write { $0.append(contentsOf: response) }
+            becomeOpen()
+        }
+    }
+
+    private func reject(_ response: [UInt8], _ error: WebSocketError) {
+        failure = error
+        phase = .handshaking
+        channel.write(seal: true) { $0.append(contentsOf: response) }
+        channel.closeWhenFlushed()
+        armCloseTimer()
+    }
+
+    private func becomeOpen() {
+        phase = .open
+        handshakeTimer?.cancel()
+        handshakeTimer = nil
+        if let interval = options.pingInterval { schedulePing(interval) }
+        let callback = onHandshake
+        onHandshake = nil
+        callback?(.success(()))
+    }
+
+    private func schedulePing(_ interval: Duration) {
+        pingTimer = loop.schedule(after: interval) { [self] in
+            guard phase == .open, !sentClose else { return }
+            _ = writeFrame(.ping, UnsafeRawBufferPointer(start: nil, count: 0))
+            if pongTimer == nil {
+                let limit = options.pongTimeout
+                pongTimer = loop.schedule(after: limit) { [self] in
+                    guard phase == .open else { return }
+                    failure = .timedOut("the peer did not answer a ping within \(limit): the connection is presumed dead")
+                    channel.close()
+                }
+            }
+            schedulePing(interval)
+        }
+    }
+
+    private func frameBytes(_ bytes: UnsafeRawBufferPointer) {
+        guard !receivedClose, failure == nil else { return }
+        if let timer = pongTimer {
+            timer.cancel()
+            pongTimer = nil
+        }
+        decoder.append(bytes)
+        do {
+            while let frame = try decoder.next() {
+                guard let event = try assembler.push(frame) else { continue }
+                switch event {
+                case .text(let text):
+                    batch.append(.text(text))
+                case .binary(let bytes):
+                    batch.append(.binary(bytes))
+                case .ping(let payload):
+                    if !sentClose { _ = payload.withUnsafeBytes { writeFrame(.pong, $0) } }
+                case .pong:
+                    break
+                case .close(let code, let reason):
+                    deliverBatch()
+                    peerClosed(code: code, reason: reason)
+                    return
+                }
+            }
+        } catch {
+            deliverBatch()
+            failProtocol(error)
+            return
+        }
+        deliverBatch()
+    }
+
+    private func deliverBatch() {
+        guard !batch.isEmpty else { return }
+        inbound.push(batch)
+        batch.removeAll(keepingCapacity: true)
+    }
+
+    private func sendClose(code: CloseCode?, reason: String) {
+        guard !sentClose else { return }
+        sentClose = true
+        let payload = FrameEncoder.closePayload(code: code, reason: reason)
+        _ = payload.withUnsafeBytes { writeFrame(.close, $0, seal: true) }
+    }
+
+    /// After both close frames: the server closes TCP first; the client waits for it (bounded).
+    private func closingHandshakeDone() {
+        if role == .server { channel.closeWhenFlushed() }
+        armCloseTimer()
+    }
+
+    private func peerClosed(code: CloseCode?, reason: String) {
+        receivedClose = true
+        peerCode = code ?? .noStatusReceived
+        peerReason = reason
+        sendClose(code: code, reason: "")
+        closingHandshakeDone()
+    }
+
+    private func failProtocol(_ error: WebSocketError) {
+        failure = error
+        let code = error.closeCode ?? .protocolError
+        let reason: String =
+            switch error {
+            case .protocolViolation(_, let why): why
+            default: error.description
+            }
+        sendClose(code: code, reason: reason)
+        closingHandshakeDone()
+    }
+
+    private func startClose(code: CloseCode, reason: String) {
+        switch phase {
+        case .handshaking:
+            if failure == nil { failure = .closed(code, "closed before the opening handshake finished") }
+            channel.close()
+        case .open:
+            if !sentClose {
+                initiatedClose = true
+                sendClose(code: code, reason: reason)
+            }
+            armCloseTimer()
+        case .closed:
+            break
+        }
+    }
+
+    private func finish() {
+        guard !shared.withLock({ $0.isClosed }) else { return }
+        phase = .closed
+        for timer in [handshakeTimer, closeTimer, pingTimer, pongTimer] { timer?.cancel() }
+        handshakeTimer = nil
+        closeTimer = nil
+        pingTimer = nil
+        pongTimer = nil
+        let code: CloseCode
+        let reason: String
+        let error: WebSocketError?
+        if receivedClose, let peerCode {
+            code = peerCode
+            reason = peerReason
+            let normal = peerCode == .normal || peerCode == .goingAway || peerCode == .noStatusReceived
+            error = initiatedClose || normal ? nil : .closed(peerCode, peerReason)
+        } else if let failure {
+            code = failure.closeCode ?? .abnormalClosure
+            reason = failure.description
+            error = failure
+        } else {
+            code = .abnormalClosure
+            reason = "the connection ended without a closing handshake"
+            error = initiatedClose ? nil : .closed(.abnormalClosure, reason)
+        }
+        let waiters = shared.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.closeCode = code
+            s.closeReason = reason
+            s.isClosed = true
+            let waiters = s.closeWaiters
+            s.closeWaiters = []
+            return waiters
+        }
+        inbound.finish(error)
+        for waiter in waiters { waiter.resume() }
+        if let callback = onHandshake {
+            onHandshake = nil
+            callback(.failure(failure ?? error ?? .closed(code, reason)))
+        }
+        let finished = onFinished
+        onFinished = nil
+        finished?()
+    }
+}
+
+extension WebSocketConnection: ChannelDelegate {
+    func channelRead(_ bytes: UnsafeRawBufferPointer) {
+        switch phase {
+        case .handshaking: handshakeBytes(bytes)
+        case .open: frameBytes(bytes)
+        case .closed: break
+        }
+    }
+
+    func channelEnded(errno: Int32?) {
+        if let errno {
+            if failure == nil && !receivedClose { failure = .io(errno: errno, "reading from the peer") }
+            channel.close()
+            return
+        }
+        if phase == .handshaking {
+            if failure == nil {
+                failure = role == .client
+                    ? .invalidHandshake("the server closed the connection during the opening handshake")
+                    : .closed(nil, "the client closed the connection during the opening handshake")
+            }
+            channel.close()
+            return
+        }
+        channel.closeWhenFlushed()
+        armCloseTimer()
+    }
+
+    func channelClosed() {
+        finish()
+    }
+}

@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Everything that can go wrong with a WebSocket, from a bad URL to a peer that breaks the protocol.
+///
+/// Errors found while decoding what the peer sent are `protocolViolation`, carrying the close code
+/// the connection should send back (`closeCode`) and why.
+public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The peer broke RFC 6455 (or one of our limits); close the connection with this code.
+    case protocolViolation(CloseCode, String)
+    /// The URL could not be parsed; the string says what is wrong.
+    case invalidURL(String)
+    /// The URL's scheme is not supported (e.g. `wss`, which is not implemented yet).
+    case unsupportedScheme(String)
+    /// The server refused the upgrade; carries its status line, e.g. `"HTTP/1.1 403 Forbidden"`.
+    case handshakeFailed(status: String)
+    /// The opening handshake was malformed (missing or wrong headers, bad accept key, ...).
+    case invalidHandshake(String)
+    /// Nothing listens at this address.
+    case connectionRefused(host: String, port: UInt16)
+    /// The host name could not be resolved.
+    case unknownHost(String)
+    /// An operation did not finish in time; the string names it.
+    case timedOut(String)
+    /// The connection is closed (with the close code and reason, if any).
+    case closed(CloseCode?, String)
+    /// A system call failed.
+    case io(errno: Int32, String)
+    /// A message we were asked to send is larger than the configured limit (its size in bytes).
+    case messageTooBig(Int)
+
+    /// The close code to send to the peer because of this error, if it is one that ends the connection
+    /// with a close frame: the code of a `protocolViolation`, `messageTooBig` (1009) for an oversized message.
+    public var closeCode: CloseCode? {
+        switch self {
+        case .protocolViolation(let code, _): code
+        case .messageTooBig: .messageTooBig
+        default: nil
+        }
+    }
+
+    /// A sentence a person can act on.
+    public var description: String {
+        switch self {
+        case .protocolViolation(let code, let why):
+            "WebSocket protocol violation (close code \(code)): \(why)"
+        case .invalidURL(let why):
+            "Invalid WebSocket URL: \(why)"
+        case .unsupportedScheme(let scheme):
+            "Unsupported URL scheme '\(scheme)': only ws:// is supported (wss:// is not implemented yet)"
+        case .handshakeFailed(let status):
+            "The server refused the WebSocket handshake: \(status)"
+        case .invalidHandshake(let why):
+            "Invalid WebSocket handshake: \(why)"
+        case .connectionRefused(let host, let port):
+            "Connection refused by \(host):\(port): is the server running and listening on that port?"
+        case .unknownHost(let host):
+            "Unknown host '\(host)': the name could not be resolved"
+        case .timedOut(let what):
+            "Timed out: \(what)"
+        case .closed(let code, let reason):
+            if let code {
+                reason.isEmpty ? "The WebSocket connection is closed (\(code))"
+                    : "The WebSocket connection is closed (\(code)): \(reason)"
+            } else {
+                reason.isEmpty ? "The WebSocket connection is closed" : "The WebSocket connection is closed: \(reason)"
+            }
+        case .io(let errno, let what):
+            "\(what) failed: \(Self.errnoText(errno)) (errno \(errno))"
+        case .messageTooBig(let size):
+            "The message is too big to send (\(size) bytes): raise maxMessageSize or split it"
+        }
+    }
+
+    private static func errnoText(_ code: Int32) -> String {
+        guard let text = strerror(code) else { return "unknown error" }
+        return String(cString: text)
+    }
+}

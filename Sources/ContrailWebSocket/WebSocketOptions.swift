@@ -1,0 +1,43 @@
+/// Settings for a WebSocket connection (client or server side).
+///
+/// ```swift
+/// var options = WebSocketOptions()
+/// options.headers = [("Authorization", "Bearer \(token)")]
+/// options.pingInterval = .seconds(20)
+/// let connection = try await WebSocketConnection.connect(to: "ws://example.com/sync", options: options)
+/// ```
+public struct WebSocketOptions: Sendable {
+    /// How long the TCP connect (including DNS) may take. Client only.
+    public var connectTimeout: Duration = .seconds(10)
+    /// How long the opening handshake may take once TCP is up, on both sides: a server drops a client
+    /// that has not sent a complete request by then.
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// How long to wait for the peer's side of the closing handshake before dropping the connection.
+    public var closeTimeout: Duration = .seconds(5)
+    /// The largest frame payload accepted; larger frames close the connection with 1009.
+    public var maxFrameSize: Int = 16 << 20
+    /// The largest message accepted (after reassembly) or sent; larger ones close the connection with 1009.
+    public var maxMessageSize: Int = 16 << 20
+    /// Extra request headers (e.g. a session token). Client only.
+    public var headers: [(String, String)] = []
+    /// Subprotocols: offered in order by a client; on a server, the ones it supports (the first the
+    /// client offered that is in this list is chosen).
+    public var subprotocols: [String] = []
+    /// Send a ping this often while connected (nil: never).
+    public var pingInterval: Duration? = nil
+    /// With `pingInterval`: if nothing at all arrives within this time after a ping, the peer is presumed
+    /// dead and the connection is dropped with `WebSocketError.timedOut`.
+    public var pongTimeout: Duration = .seconds(10)
+    /// `send` suspends while more than this many bytes wait to be written (back-pressure).
+    public var writeBufferHighWater: Int = 1 << 20
+    /// Reading pauses while more than this many received bytes wait for the app to take them from
+    /// `messages` (TCP then slows the sender down).
+    public var readBufferHighWater: Int = 4 << 20
+
+    /// The event loop to run on: nil means `EventLoop.shared` for clients and a loop of its own for
+    /// each server.
+    public var eventLoop: EventLoop? = nil
+
+    /// Default settings.
+    public init() {}
+}

@@ -1,0 +1,146 @@
+import Dispatch
+import Synchronization
+
+/// A WebSocket server: listens on a host and port, runs the opening handshake (asking an optional hook
+/// that sees the path and headers), and hands each accepted connection over through `connections`.
+///
+/// ```swift
+/// let server = WebSocketServer(port: 0) { request in
+///     request.value(for: "Authorization") == "Bearer secret" ? .accept : .reject(status: 401, reason: "Unauthorized")
+/// }
+/// let port = try server.start()
+/// for await connection in server.connections {
+///     Task { for try await message in connection.messages { try await connection.send(message) } }
+/// }
+/// ```
+///
+/// All its sockets run on one event loop thread (its own unless `options.eventLoop` names one).
+/// A client that does not complete its handshake within `options.handshakeTimeout` is dropped.
+public final class WebSocketServer: Sendable {
+    /// The host (name or address) to listen on.
+    public let host: String
+    private let requestedPort: UInt16
+    private let options: WebSocketOptions
+    private let handshake: @Sendable (HTTPHead) -> HandshakeDecision
+    /// Connections whose handshake succeeded, in order. Finishes when the server stops.
+    public let connections: AsyncStream<WebSocketConnection>
+    private let continuation: AsyncStream<WebSocketConnection>.Continuation
+
+    private struct State {
+        var loop: EventLoop?
+        var ownsLoop = false
+        var listener: Listener?
+        var port: UInt16?
+        var live: [ObjectIdentifier: WebSocketConnection] = [:]
+        var stopped = false
+    }
+    private let state = Mutex(State())
+
+    /// A server that is not listening yet; call `start()`.
+    /// - Parameters:
+    ///   - host: the address to listen on (`"127.0.0.1"`, `"::"`, `"0.0.0.0"`, or a name).
+    ///   - port: the port; 0 picks a free one (`start()` returns it).
+    ///   - handshake: decides per connection from its request (path, headers); called on the loop thread,
+    ///     so keep it quick.
+    public init(host: String = "127.0.0.1", port: UInt16 = 0, options: WebSocketOptions = .init(),
+                handshake: @escaping @Sendable (HTTPHead) -> HandshakeDecision = { _ in .accept })
+    {
+        self.host = host
+        self.requestedPort = port
+        self.options = options
+        self.handshake = handshake
+        (connections, continuation) = AsyncStream.makeStream(of: WebSocketConnection.self)
+    }
+
+    /// Starts listening and returns the bound port. Calling it again returns the same port.
+    /// - Throws: `unknownHost` for a host that does not resolve, `io` when binding fails (e.g. port in use).
+    @discardableResult
+    public func start() throws(WebSocketError) -> UInt16 {
+        if let port = state.withLock({ $0.port }) { return port }
+        let loop: EventLoop
+        let ownsLoop = options.eventLoop == nil
+        if let shared = options.eventLoop {
+            loop = shared
+        } else {
+            loop = try EventLoop(name: "contrail.websocket.server")
+        }
+        let listener: Listener
+        do {
+            listener = try Listener(host: host, port: requestedPort, loop: loop) { [weak self] fd in
+                self?.accepted(fd, loop: loop)
+            }
+        } catch {
+            if ownsLoop { Task { await loop.stop() } }
+            throw error
+        }
+        let registered = DispatchSemaphore(value: 0)
+        let failure = Mutex<WebSocketError?>(nil)
+        loop.enqueue {
+            do throws(WebSocketError) { try listener.register() } catch { failure.withLock { $0 = error } }
+            registered.signal()
+        }
+        registered.wait()
+        if let error = failure.withLock({ $0 }) {
+            loop.enqueue { listener.close() }
+            if ownsLoop { Task { await loop.stop() } }
+            throw error
+        }
+        state.withLock { s in
+            s.loop = loop
+            s.ownsLoop = ownsLoop
+            s.listener = listener
+            s.port = listener.port
+        }
+        return listener.port
+    }
+
+    /// The bound port once started.
+    public var port: UInt16? { state.withLock { $0.port } }
+
+    /// Connections that are open or still handshaking.
+    public var connectionCount: Int { state.withLock { $0.live.count } }
+
+    private func accepted(_ fd: Int32, loop: EventLoop) {
+        if state.withLock({ $0.stopped }) {
+            Socket.close(fd)
+            return
+        }
+        let continuation = self.continuation
+        let connection = WebSocketConnection.accept(fd: fd, loop: loop, options: options, hook: handshake) {
+            continuation.yield($0)
+        }
+        let key = ObjectIdentifier(connection)
+        if connection.isClosed { return }
+        state.withLock { $0.live[key] = connection }
+        connection.onFinished = { [weak self] in
+            _ = self?.state.withLock { $0.live.removeValue(forKey: key) }
+        }
+    }
+
+    /// Stops listening, closes every connection (going away, 1001) and waits for them, finishes
+    /// `connections`, and stops the server's own loop thread.
+    public func stop() async {
+        let (loop, ownsLoop, listener, live) = state.withLock { s in
+            s.stopped = true
+            let taken = (s.loop, s.ownsLoop, s.listener, Array(s.live.values))
+            s.listener = nil
+            s.live = [:]
+            s.loop = nil
+            return taken
+        }
+        guard let loop else {
+            continuation.finish()
+            return
+        }
+        if let listener {
+            await loop.submit { listener.close() }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for connection in live {
+                group.addTask { await connection.close(code: .goingAway, reason: "server shutting down") }
+            }
+        }
+        continuation.finish()
+        if ownsLoop { await loop.stop() }
+    }
+}
