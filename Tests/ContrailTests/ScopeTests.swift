@@ -147,3 +147,131 @@ import Testing
         #expect(shape.x == 10)
     }
 }
+
+@MainActor
+@Suite struct ScopeApplyTests {
+    @Test func applyFiresObserversAndRecordsNothing() async throws {
+        let scope = Scope(name: "s")
+        let canvas = Canvas()
+        scope.root = canvas
+        let counter = Counter()
+        canvas.observeChangeImmediately(counter, \.name) { counter.count += 1 }
+        var added: [Int] = []
+        canvas.observeCollectionAdd(counter, \.shapes) { _, index in added.append(index) }
+        let shape = UUID()
+        let report = try scope.apply([
+            SyncFragment(kind: .change, uuid: canvas.uuid, className: "Canvas",
+                         properties: ["name": "remote", "shapes": .array([.string(shape.uuidString)])]),
+            SyncFragment(kind: .add, uuid: shape, className: "Shape", properties: ["x": 4, "radius": 3]),
+        ])
+        #expect(counter.count == 1)
+        #expect(added == [0])
+        #expect(canvas.shapes.first?.x == 4)
+        #expect(report.unknownProperties == ["Shape.radius"])
+        #expect(scope.flush() == nil)
+        #expect(scope.history.last?.origin == .remote)
+    }
+
+    @Test func wrongValueTypeIsATypedError() async {
+        let scope = Scope(name: "s")
+        let canvas = Canvas()
+        scope.root = canvas
+        #expect(throws: ModelError.wrongType(property: "name", expected: "a string", got: "a number")) {
+            try scope.apply([SyncFragment(kind: .change, uuid: canvas.uuid, className: "Canvas", properties: ["name": 5])])
+        }
+    }
+
+    @Test func unknownClassInABatchIsATypedError() async {
+        let scope = Scope(name: "s")
+        scope.root = Canvas()
+        #expect(throws: ModelError.unknownClass("Hexagon")) {
+            try scope.apply([SyncFragment(kind: .add, uuid: UUID(), className: "Hexagon", properties: [:])])
+        }
+    }
+
+    @Test func changeForUnknownObjectIsSkippedAndReported() async throws {
+        let scope = Scope(name: "s")
+        scope.root = Canvas()
+        let stray = UUID()
+        let report = try scope.apply([SyncFragment(kind: .change, uuid: stray, className: "Canvas", properties: ["name": "x"])])
+        #expect(report.unknownObjects == [stray])
+    }
+
+    @Test func fullStateAdoptsRootUUIDDetachesStraysAndAppliesDefaults() async throws {
+        let scope = Scope(name: "s")
+        let canvas = Canvas()
+        scope.root = canvas
+        let stray = Shape()
+        canvas.highlighted = stray
+        canvas.name = "local"
+        scope.flush()
+        let serverRoot = UUID(), serverShape = UUID()
+        try scope.applyState(rootUUID: serverRoot, fragments: [
+            SyncFragment(kind: .change, uuid: serverRoot, className: "Canvas", properties: ["shapes": .array([.string(serverShape.uuidString)])]),
+            SyncFragment(kind: .add, uuid: serverShape, className: "Shape", properties: ["x": 1]),
+        ])
+        #expect(canvas.uuid == serverRoot)
+        #expect(scope.object(for: serverRoot) === canvas)
+        #expect(canvas.name == nil)
+        #expect(canvas.highlighted == nil)
+        #expect(stray.scope == nil)
+        #expect(canvas.shapes.map(\.uuid) == [serverShape])
+        #expect(canvas.shapes.first?.width == 100)
+    }
+
+    @Test func changeSetsStreamAndSettle() async throws {
+        let scope = Scope(name: "s")
+        let canvas = Canvas()
+        scope.root = canvas
+        scope.isSynced = true
+        let stream = scope.changeSets
+        canvas.name = "a"
+        await NotificationQueue.main.drain()
+        var iterator = stream.makeAsyncIterator()
+        let set = try #require(await iterator.next())
+        #expect(set.state == .syncing)
+        var states: [ChangeSet.State] = []
+        set.onStateChange { states.append($0) }
+        Task { @MainActor in set.settle(.completed) }
+        #expect(await set.settled() == .completed)
+        #expect(states == [.completed])
+    }
+
+    @Test func changeSetJSONCarriesFragmentsAndFlags() async throws {
+        let scope = Scope(name: "s")
+        let canvas = Canvas()
+        scope.root = canvas
+        let set = try #require(scope.modifyAtomically(message: "rename") { canvas.name = "n" })
+        #expect(set.json["atomic"] == true)
+        #expect(set.json["message"] == "rename")
+        #expect(set.json["state"] == "completed")
+        #expect(set.json["fragments"]?[0]?["properties"] == ["name": "n"])
+        let encoded = try JSONEncoder().encode(set)
+        let decoded = try JSON(parsing: encoded)
+        #expect(decoded["fragments"] == set.json["fragments"])
+    }
+
+    @Test func minimumSyncIntervalDefersButKeepsTheLastValue() async throws {
+        final class Slider: ModelObject {
+            @Property(minSyncInterval: 0.05) var value = 0.0
+        }
+        let scope = Scope(name: "s")
+        let slider = Slider()
+        scope.root = slider
+        var sets: [ChangeSet] = []
+        let counter = Counter()
+        scope.onChanges(counter) { sets.append($0) }
+        slider.value = 1
+        scope.flush()
+        slider.value = 2
+        slider.value = 3
+        #expect(scope.flush() == nil)
+        // The deferred value is recorded once the interval has passed.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while sets.count < 2, ContinuousClock.now < deadline {
+            await NotificationQueue.main.nextDelivery()
+            await Task.yield()
+        }
+        #expect(sets.map { $0.fragments.first?.properties["value"] } == [.double(1), .double(3)])
+    }
+}

@@ -3,7 +3,7 @@
 @MainActor
 public final class ObservationToken {
     private weak var entry: ObserverEntry?
-    private let onCancel: (() -> Void)?
+    private var onCancel: (() -> Void)?
 
     init(entry: ObserverEntry?, onCancel: (() -> Void)? = nil) {
         self.entry = entry
@@ -17,8 +17,9 @@ public final class ObservationToken {
             entry.subject?._removeObserverEntries { $0 === entry }
         }
         onCancel?()
+        onCancel = nil
     }
 
     /// Whether `cancel()` was called (or the observed object is gone).
-    public var isCancelled: Bool { entry?.isCancelled ?? true }
+    public var isCancelled: Bool { entry?.isCancelled ?? (onCancel == nil) }
 }

@@ -6,7 +6,7 @@ import Foundation
 /// layer settles them from the server's reply. Observe `state` with `onStateChange` or
 /// `await changeSet.settled()`.
 @MainActor
-public final class ChangeSet {
+public final class ChangeSet: Encodable {
     /// Where a change set came from.
     public enum Origin: String, Sendable, Codable {
         /// Made by this app (including undo and redo).
@@ -32,17 +32,16 @@ public final class ChangeSet {
     }
 
     /// The fragments, one per object, in order of first touch.
-    public let fragments: [SyncFragment]
+    public nonisolated let fragments: [SyncFragment]
     /// The message given to `modify(message:)`, if any.
-    public let message: String?
+    public nonisolated let message: String?
     /// True for `modifyAtomically`: the server applies all fragments or none.
-    public let isAtomic: Bool
-    public let origin: Origin
+    public nonisolated let isAtomic: Bool
+    public nonisolated let origin: Origin
     /// When the change set was made.
-    public let date: Date
+    public nonisolated let date: Date
     public private(set) var state: State
     let changes: [Change]
-    /// The change sets made by reverting or undoing this one, if any.
     private var stateObservers: [(State) -> Void] = []
     private var waiters: [CheckedContinuation<State, Never>] = []
     weak var scope: Scope?
@@ -56,6 +55,21 @@ public final class ChangeSet {
         self.state = state
         self.scope = scope
         self.date = Date()
+    }
+
+    /// Encodes `{"fragments", "atomic", "message"?, "origin"}` (the state is live, so it is left out).
+    public nonisolated func encode(to encoder: any Encoder) throws {
+        try content.encode(to: encoder)
+    }
+
+    private nonisolated var content: JSON {
+        var object: [String: JSON] = [
+            "fragments": .array(fragments.map(\.json)),
+            "atomic": .bool(isAtomic),
+            "origin": .string(origin.rawValue),
+        ]
+        if let message { object["message"] = .string(message) }
+        return .object(object)
     }
 
     /// Whether the change set is still waiting for the server.
@@ -102,6 +116,14 @@ public final class ChangeSet {
             for change in restore { change.object.setValue(change.old, at: change.property) }
         }
         if let scope { scope.applyingRemote(apply) } else { apply() }
+    }
+
+    /// The change set as JSON: `{"fragments": […], "atomic": Bool, "message"?: String, "origin", "state"}`.
+    /// The fragments are exactly those a `ScopeSync` carries (PROTOCOL.md §2.6).
+    public var json: JSON {
+        guard case .object(var object) = content else { return content }
+        object["state"] = .string(state.rawValue)
+        return .object(object)
     }
 
     /// The (object, property) pairs this change set touched.
