@@ -16,6 +16,8 @@ protocol PropertyStorage {
     static func store(_ value: Any, in object: ModelObject, offset: Int, index: Int)
     /// The current value, boxed.
     static func value(in object: ModelObject, offset: Int) -> Any
+    /// The wire value of a boxed value of this property's type.
+    static func wireValue(of value: Any) -> JSON
 }
 
 extension Property: PropertyStorage {
@@ -44,6 +46,10 @@ extension Property: PropertyStorage {
 
     static func decode(_ wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Any {
         try Value.decode(wire: wire, property: property, resolver: resolver)
+    }
+
+    static func wireValue(of value: Any) -> JSON {
+        (value as? Value)?.wireValue() ?? .null
     }
 
     static func value(in object: ModelObject, offset: Int) -> Any {

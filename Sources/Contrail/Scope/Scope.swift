@@ -171,7 +171,7 @@ public final class Scope {
                     let property = properties[index]
                     let new = object.value(at: index)
                     guard let old = entry.originals[index] else { continue }
-                    let oldWire = Self.wire(of: old, storage: property.storage)
+                    let oldWire = property.storage.wireValue(of: old)
                     let newWire = property.storage.wireValue(in: object, offset: property.offset)
                     guard oldWire != newWire else { continue }
                     values[property.name] = newWire
@@ -189,10 +189,6 @@ public final class Scope {
         if !isReplaying { undoStack.append(changeSet); redoStack.removeAll() }
         publish(changeSet)
         return changeSet
-    }
-
-    private static func wire(of value: Any, storage: any PropertyStorage.Type) -> JSON {
-        (value as? any PropertyValue)?.wireValue() ?? .null
     }
 
     private func publish(_ changeSet: ChangeSet) {
