@@ -47,7 +47,7 @@ enum BenchCommand {
             print(pad(figure.name, 34) + pad(format(figure.value), 16) + pad(figure.unit, 10)
                   + pad(format(figure.baseline), 16) + String(format: "%.3f", figure.ratio))
         }
-        fflush(stdout)
+        fflush(nil)
     }
 
     private static func format(_ value: Double) -> String {
