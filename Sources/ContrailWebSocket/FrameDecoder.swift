@@ -61,6 +61,8 @@ public struct FrameDecoder {
 
     /// Buffers larger than this are released rather than kept for reuse once drained.
     private static let retainedCapacity = 256 * 1024
+    /// The most payload capacity reserved before the bytes arrive.
+    private static let maxUpfrontReservation = 64 * 1024 * 1024
     /// Consumed bytes at the front of the buffer are compacted away beyond this size.
     private static let compactThreshold = 4096
 
@@ -241,7 +243,9 @@ public struct FrameDecoder {
             return makeFrame(first: first, payload: [])
         }
         payload = []
-        payload.reserveCapacity(length)
+        // Reserve the whole payload up front (one allocation), but never trust a huge announced
+        // length with memory before the bytes arrive: beyond the cap the array grows as they do.
+        payload.reserveCapacity(min(length, Self.maxUpfrontReservation))
         state = .readingPayload(first: first, length: length, maskingKey: maskingKey)
         return nil
     }

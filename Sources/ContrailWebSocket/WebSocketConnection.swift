@@ -71,8 +71,10 @@ public final class WebSocketConnection: @unchecked Sendable {
         self.channel = channel
         inbound = InboundQueue(highWater: options.readBufferHighWater, size: { $0.byteCount },
                                setReading: { channel.setReading($0) })
-        decoder = FrameDecoder(role: role, maxFrameSize: options.maxFrameSize)
-        assembler = MessageAssembler(maxMessageSize: options.maxMessageSize)
+        // The decoder checks text as bytes arrive (failing fast, even inside a frame), so the
+        // assembler does not validate it a second time.
+        decoder = FrameDecoder(role: role, maxFrameSize: options.maxFrameSize, validatesUTF8: true)
+        assembler = MessageAssembler(maxMessageSize: options.maxMessageSize, validatesUTF8: false)
         channel.delegate = self
     }
 

@@ -1,0 +1,65 @@
+import Foundation
+import Synchronization
+@testable import ContrailWebSocket
+
+/// A bounded wait ran out.
+struct TestTimeout: Error, CustomStringConvertible {
+    var seconds: Double
+    var description: String { "the awaited event did not happen within \(seconds) s" }
+}
+
+/// Runs `body` in the current task, cancelling it and failing with `TestTimeout` if it takes longer
+/// than `seconds` (a bound on a wait, not a delay: a passing test never waits for it).
+func withTimeout<T>(_ seconds: Double = 10, isolation: isolated (any Actor)? = #isolation,
+                    _ body: () async throws -> T) async throws -> T {
+    let fired = Mutex(false)
+    let current = withUnsafeCurrentTask { TaskBox(task: $0) }
+    let watchdog = Task.detached {
+        guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
+        fired.withLock { $0 = true }
+        current.task?.cancel()
+    }
+    defer { watchdog.cancel() }
+    do {
+        let result = try await body()
+        if fired.withLock({ $0 }) { throw TestTimeout(seconds: seconds) }
+        return result
+    } catch {
+        if fired.withLock({ $0 }) { throw TestTimeout(seconds: seconds) }
+        throw error
+    }
+}
+
+/// Lets the watchdog cancel the task it guards (which outlives the watchdog: see `defer`).
+private struct TaskBox: @unchecked Sendable {
+    let task: UnsafeCurrentTask?
+}
+
+/// A started echo server on 127.0.0.1 (port 0): every message comes back on the same connection.
+func startEchoServer(options: WebSocketOptions = .init(),
+                     handshake: @escaping @Sendable (HTTPHead) -> HandshakeDecision = { _ in .accept })
+    throws -> (server: WebSocketServer, port: UInt16)
+{
+    let server = WebSocketServer(host: "127.0.0.1", port: 0, options: options, handshake: handshake)
+    let port = try server.start()
+    Task {
+        for await connection in server.connections {
+            Task {
+                do {
+                    for try await message in connection.messages { try await connection.send(message) }
+                } catch {}
+            }
+        }
+    }
+    return (server, port)
+}
+
+/// Reads from a raw TCP connection until `predicate` holds for everything read so far; nil at EOF first.
+func receive(from connection: TCPConnection, until predicate: ([UInt8]) -> Bool) async throws -> [UInt8]? {
+    var all: [UInt8] = []
+    while !predicate(all) {
+        guard let chunk = try await connection.receive() else { return nil }
+        all += chunk
+    }
+    return all
+}

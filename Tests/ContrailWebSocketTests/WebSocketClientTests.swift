@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+@testable import ContrailWebSocket
+
+@Suite("WebSocket client")
+struct WebSocketClientTests {
+    @Test("echo of text and binary messages")
+    func echo() async throws {
+        let (server, port) = try startEchoServer()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/echo?x=1")
+        #expect(client.path == "/echo?x=1")
+        try await withTimeout {
+            var messages = client.messages.makeAsyncIterator()
+            try await client.send(.text("hello, wörld"))
+            #expect(try await messages.next() == .text("hello, wörld"))
+            try await client.send(.binary([0, 1, 2, 255]))
+            #expect(try await messages.next() == .binary([0, 1, 2, 255]))
+            try await client.send(.text(""))
+            #expect(try await messages.next() == .text(""))
+        }
+        await client.close()
+        #expect(client.closeCode == .normal)
+        await server.stop()
+    }
+
+    @Test("large messages (16-bit and 64-bit lengths) arrive intact", arguments: [70_000, 3_000_000])
+    func largeMessages(size: Int) async throws {
+        let (server, port) = try startEchoServer()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let text = String(repeating: "é", count: size / 2)
+        try await withTimeout {
+            var messages = client.messages.makeAsyncIterator()
+            try await client.send(.binary(payload))
+            #expect(try await messages.next() == .binary(payload))
+            try await client.send(.text(text))
+            #expect(try await messages.next() == .text(text))
+        }
+        await client.close()
+        await server.stop()
+    }
+
+    @Test("connection refused is a typed error")
+    func refused() async throws {
+        // Bind a port, then close it: nothing listens there afterwards.
+        let probe = TCPServer()
+        let port = try probe.start()
+        await probe.stop()
+        await #expect(throws: WebSocketError.connectionRefused(host: "127.0.0.1", port: port)) {
+            _ = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        }
+    }
+
+    @Test("an unknown host is a typed error")
+    func unknownHost() async throws {
+        var options = WebSocketOptions()
+        options.connectTimeout = .seconds(5)
+        do {
+            _ = try await WebSocketConnection.connect(to: "ws://no-such-host.invalid/", options: options)
+            Issue.record("connected to a host that does not exist")
+        } catch {
+            switch error {
+            case .unknownHost(let host): #expect(host == "no-such-host.invalid")
+            case .timedOut: break  // a resolver without network may time out instead
+            default: Issue.record("unexpected error \(error)")
+            }
+        }
+    }
+
+    @Test("wss is refused with a clear error")
+    func wss() async throws {
+        await #expect(throws: WebSocketError.unsupportedScheme("wss")) {
+            _ = try await WebSocketConnection.connect(to: "wss://127.0.0.1/")
+        }
+    }
+
+    @Test("a rejected handshake gives handshakeFailed with the status line")
+    func rejected() async throws {
+        let (server, port) = try startEchoServer { request in
+            request.value(for: "Authorization") == "Bearer good" ? .accept : .reject(status: 403, reason: "Forbidden")
+        }
+        await #expect(throws: WebSocketError.handshakeFailed(status: "HTTP/1.1 403 Forbidden")) {
+            _ = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        }
+        var options = WebSocketOptions()
+        options.headers = [("Authorization", "Bearer good")]
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+        await client.close()
+        await server.stop()
+    }
+
+    @Test("a server that never answers the handshake times the client out")
+    func handshakeTimeout() async throws {
+        let silent = TCPServer()
+        let port = try silent.start()
+        var options = WebSocketOptions()
+        options.handshakeTimeout = .milliseconds(200)
+        let start = ContinuousClock.now
+        do {
+            _ = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+            Issue.record("the handshake succeeded against a silent server")
+        } catch {
+            guard case .timedOut = error else { Issue.record("unexpected error \(error)"); return }
+        }
+        #expect(ContinuousClock.now - start < .seconds(5))
+        await silent.stop()
+    }
+
+    @Test("subprotocols and extra headers reach the server")
+    func subprotocols() async throws {
+        var serverOptions = WebSocketOptions()
+        serverOptions.subprotocols = ["contrail.v2", "contrail.v1"]
+        let (server, port) = try startEchoServer(options: serverOptions)
+        var options = WebSocketOptions()
+        options.subprotocols = ["contrail.v1", "other"]
+        options.headers = [("X-Session", "abc")]
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+        #expect(client.subprotocol == "contrail.v1")
+        await client.close()
+        await server.stop()
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ContrailWebSocket
+
+/// A raw TCP server that answers the WebSocket handshake correctly and then does only what the test says.
+private func startRawPeer() throws -> (TCPServer, UInt16) {
+    let server = TCPServer()
+    return (server, try server.start())
+}
+
+/// Reads a handshake request from `raw` and answers it with 101.
+private func acceptHandshake(on raw: TCPConnection) async throws -> [UInt8] {
+    var all: [UInt8] = []
+    var end: Int?
+    while end == nil {
+        guard let chunk = try await raw.receive() else { throw WebSocketError.closed(nil, "peer left") }
+        all += chunk
+        end = all.withUnsafeBytes { Handshake.headEnd(in: $0) }
+    }
+    let request = try Handshake.parseRequest(Array(all[..<end!]))
+    try await raw.send(Handshake.response(for: request, subprotocol: nil, extraHeaders: []))
+    return Array(all[end!...])
+}
+
+@Suite("WebSocket connection")
+struct WebSocketConnectionTests {
+    @Test("client-initiated close carries code and reason to the server")
+    func clientCloses() async throws {
+        let server = WebSocketServer()
+        let port = try server.start()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        var incoming = server.connections.makeAsyncIterator()
+        let accepted = try #require(await incoming.next())
+        await client.close(code: CloseCode(4001), reason: "bye")
+        // The server's messages end with the peer's (non-normal) close code.
+        do {
+            for try await _ in accepted.messages {}
+            Issue.record("expected the server's messages to throw")
+        } catch let error as WebSocketError {
+            #expect(error == .closed(CloseCode(4001), "bye"))
+        }
+        #expect(accepted.closeCode == CloseCode(4001))
+        #expect(accepted.closeReason == "bye")
+        #expect(client.closeCode == CloseCode(4001))  // the server echoed it
+        // We started the close, so our own messages finish cleanly.
+        for try await _ in client.messages {}
+        await server.stop()
+    }
+
+    @Test("server-initiated close carries code and reason to the client")
+    func serverCloses() async throws {
+        let server = WebSocketServer()
+        let port = try server.start()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        var incoming = server.connections.makeAsyncIterator()
+        let accepted = try #require(await incoming.next())
+        try await accepted.send(.text("last words"))
+        await accepted.close(code: CloseCode(4002), reason: "server bye")
+        var received: [WebSocketMessage] = []
+        do {
+            for try await message in client.messages { received.append(message) }
+            Issue.record("expected the client's messages to throw")
+        } catch let error as WebSocketError {
+            #expect(error == .closed(CloseCode(4002), "server bye"))
+        }
+        #expect(received == [.text("last words")])
+        #expect(client.closeCode == CloseCode(4002))
+        #expect(client.closeReason == "server bye")
+        await #expect(throws: WebSocketError.self) { try await client.send(.text("too late")) }
+        await server.stop()
+    }
+
+    @Test("a normal close finishes the messages sequence without error")
+    func normalClose() async throws {
+        let (server, port) = try startEchoServer()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        await client.close()
+        for try await _ in client.messages {}
+        #expect(client.closeCode == .normal)
+        #expect(client.isClosed)
+        await server.stop()
+    }
+
+    @Test("an unmasked frame from a client is answered with close 1002")
+    func protocolErrorCloseCode() async throws {
+        let (server, port) = try startEchoServer()
+        let raw = try await TCPConnection.connect(host: "127.0.0.1", port: port)
+        let key = Handshake.makeKey()
+        let url = try WebSocketURL("ws://127.0.0.1:\(port)/")
+        try await raw.send(Handshake.request(url: url, key: key, headers: [], subprotocols: []))
+        try await raw.send([0x81, 0x02, 0x68, 0x69])  // "hi", unmasked: illegal from a client
+        var all: [UInt8] = []
+        try await withTimeout {
+            while let chunk = try await raw.receive() { all += chunk }  // until the server closes
+        }
+        let end = try #require(all.withUnsafeBytes { Handshake.headEnd(in: $0) })
+        let frame = Array(all[end...])
+        #expect(frame.count >= 4)
+        #expect(frame.first == 0x88)
+        #expect(Array(frame[2..<4]) == [0x03, 0xEA])  // 1002
+        await raw.close()
+        await server.stop()
+    }
+
+    @Test("callback API delivers messages and the close on the given queue")
+    func callbacks() async throws {
+        let (server, port) = try startEchoServer()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        let queue = DispatchQueue(label: "test.callbacks")
+        let (events, continuation) = AsyncStream.makeStream(of: String.self)
+        client.setHandlers(queue: queue, onMessage: { message in
+            dispatchPrecondition(condition: .onQueue(queue))
+            if case .text(let text) = message { continuation.yield(text) }
+        }, onClose: { code, _ in
+            continuation.yield("closed \(code?.rawValue ?? 0)")
+            continuation.finish()
+        })
+        try client.sendWithoutWaiting(.text("a"))
+        try await client.send(.text("b"))
+        var iterator = events.makeAsyncIterator()
+        let first = try await withTimeout { await iterator.next() }
+        #expect(first == "a")
+        #expect(await iterator.next() == "b")
+        await client.close()
+        #expect(await iterator.next() == "closed 1000")
+        await server.stop()
+    }
+
+    @Test("back-pressure: a peer that does not read makes send suspend with bounded memory")
+    func backPressure() async throws {
+        let (peerServer, port) = try startRawPeer()
+        var options = WebSocketOptions()
+        options.writeBufferHighWater = 256 * 1024
+        let settings = options
+        async let connecting = WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: settings)
+        var incoming = peerServer.connections.makeAsyncIterator()
+        let raw = try #require(await incoming.next())
+        let leftover = try await acceptHandshake(on: raw)
+        let client = try await connecting
+        let messageSize = 60_000
+        let total = 400  // 24 MB: far more than the kernel buffers plus the peer's read limit
+        let sent = Atomic<Int>(0)
+        let sender = Task {
+            let payload = [UInt8](repeating: 0x5A, count: messageSize)
+            for _ in 0..<total {
+                try await client.send(.binary(payload))
+                sent.add(1, ordering: .relaxed)
+            }
+        }
+        // Wait until the write buffer is past the high-water mark: the sender must now be suspended.
+        try await withTimeout {
+            while client.bufferedByteCount <= options.writeBufferHighWater { await Task.yield() }
+        }
+        let stalledAt = sent.load(ordering: .relaxed)
+        #expect(stalledAt < total)
+        for _ in 0..<200 { await Task.yield() }
+        #expect(sent.load(ordering: .relaxed) == stalledAt)
+        #expect(client.bufferedByteCount <= options.writeBufferHighWater + messageSize + 14)
+        // Now the peer reads everything: the sender resumes and every byte arrives.
+        let frameSize = messageSize + 8  // 2-byte header, 16-bit length, 4-byte mask
+        var received = leftover.count
+        try await withTimeout(20) {
+            while received < total * frameSize {
+                guard let chunk = try await raw.receive() else { break }
+                received += chunk.count
+            }
+        }
+        try await sender.value
+        #expect(received == total * frameSize)
+        await raw.close()
+        await client.close()
+        await peerServer.stop()
+    }
+
+    @Test("keep-alive pings detect a dead peer")
+    func keepAliveDetectsDeadPeer() async throws {
+        let (peerServer, port) = try startRawPeer()
+        var options = WebSocketOptions()
+        options.pingInterval = .milliseconds(50)
+        options.pongTimeout = .milliseconds(200)
+        let settings = options
+        async let connecting = WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: settings)
+        var incoming = peerServer.connections.makeAsyncIterator()
+        let raw = try #require(await incoming.next())
+        _ = try await acceptHandshake(on: raw)
+        let client = try await connecting
+        // The peer reads (so TCP stays healthy) but never answers: it is "dead" at the WebSocket level.
+        let drain = Task { while try await raw.receive() != nil {} }
+        do {
+            try await withTimeout {
+                for try await _ in client.messages {}
+            }
+            Issue.record("the dead peer was not detected")
+        } catch let error as WebSocketError {
+            guard case .timedOut = error else { Issue.record("unexpected error \(error)"); return }
+        }
+        #expect(client.closeCode == .abnormalClosure)
+        _ = try? await drain.value
+        await raw.close()
+        await peerServer.stop()
+    }
+
+    @Test("keep-alive pings keep a live connection open")
+    func keepAliveLivePeer() async throws {
+        let (server, port) = try startEchoServer()
+        var options = WebSocketOptions()
+        options.pingInterval = .milliseconds(20)
+        options.pongTimeout = .milliseconds(500)
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+        var messages = client.messages.makeAsyncIterator()
+        for index in 0..<10 {
+            try await client.send(.text("\(index)"))
+            #expect(try await withTimeout { try await messages.next() } == .text("\(index)"))
+        }
+        #expect(!client.isClosed)
+        await client.close()
+        await server.stop()
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ContrailWebSocket
+
+@Suite("WebSocket server")
+struct WebSocketServerTests {
+    @Test("port 0 picks a free port and the hook sees path and headers")
+    func hookSeesRequest() async throws {
+        let seen = Mutex<(String?, String?)>((nil, nil))
+        let server = WebSocketServer(port: 0) { request in
+            seen.withLock { $0 = (request.path, request.value(for: "x-session")) }
+            return .acceptWith(headers: [("X-Server", "contrail")])
+        }
+        let port = try server.start()
+        #expect(port != 0)
+        var options = WebSocketOptions()
+        options.headers = [("X-Session", "token-1")]
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/sync?scope=1", options: options)
+        var incoming = server.connections.makeAsyncIterator()
+        let accepted = try #require(await incoming.next())
+        #expect(accepted.path == "/sync?scope=1")
+        #expect(accepted.requestHeaders?.value(for: "X-Session") == "token-1")
+        #expect(seen.withLock { $0.0 } == "/sync?scope=1")
+        #expect(seen.withLock { $0.1 } == "token-1")
+        await client.close()
+        await server.stop()
+    }
+
+    @Test("a client that sends half a handshake and stalls is dropped")
+    func halfHandshakeTimesOut() async throws {
+        var options = WebSocketOptions()
+        options.handshakeTimeout = .milliseconds(200)
+        let (server, port) = try startEchoServer(options: options)
+        let raw = try await TCPConnection.connect(host: "127.0.0.1", port: port)
+        try await raw.send(Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n".utf8))
+        // The server must close the connection: receive() then reports the end of the stream.
+        let rest = try await withTimeout(5) { try await receive(from: raw) { _ in false } }
+        #expect(rest == nil)
+        await raw.close()
+        #expect(server.connectionCount == 0)
+        await server.stop()
+    }
+
+    @Test("a malformed request gets 400 and is closed")
+    func malformedRequest() async throws {
+        let (server, port) = try startEchoServer()
+        let raw = try await TCPConnection.connect(host: "127.0.0.1", port: port)
+        try await raw.send(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        var all: [UInt8] = []
+        try await withTimeout {
+            while let chunk = try await raw.receive() { all += chunk }
+        }
+        #expect(String(decoding: all, as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+        await raw.close()
+        await server.stop()
+    }
+
+    @Test("200 concurrent connections echo")
+    func manyConnections() async throws {
+        let (server, port) = try startEchoServer()
+        try await withTimeout(20) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<200 {
+                    group.addTask {
+                        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/\(index)")
+                        var messages = client.messages.makeAsyncIterator()
+                        for round in 0..<3 {
+                            try await client.send(.text("\(index)-\(round)"))
+                            #expect(try await messages.next() == .text("\(index)-\(round)"))
+                        }
+                        await client.close()
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        await server.stop()
+    }
+
+    @Test("stop closes open connections with going away")
+    func stopClosesConnections() async throws {
+        let (server, port) = try startEchoServer()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        try await client.send(.text("ping"))
+        var messages = client.messages.makeAsyncIterator()
+        #expect(try await messages.next() == .text("ping"))
+        try await withTimeout { await server.stop() }
+        let end = try await withTimeout { try await messages.next() }
+        #expect(end == nil)
+        #expect(client.closeCode == .goingAway)
+    }
+}
