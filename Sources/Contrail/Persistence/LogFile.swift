@@ -38,7 +38,10 @@ public final class LogFile {
     private let path: String
     private let bufferCapacity: Int
     private var writer: LogWriter
-    private var lastSync: ContinuousClock.Instant
+    /// ``LogClock`` time of the last sync.
+    private var lastSync: Int64
+    /// The sync interval in nanoseconds (``FsyncPolicy/interval(_:)`` only).
+    private let syncInterval: Int64
     /// Set once the log must not be used any more (closed, or a sync failed).
     private var unusableReason: String?
     /// Whether `close()` closed the descriptor.
@@ -51,7 +54,8 @@ public final class LogFile {
         self.fsyncPolicy = fsync
         self.maxRecordSize = maxRecordSize
         self.bufferCapacity = bufferCapacity
-        self.lastSync = .now
+        self.lastSync = LogClock.now()
+        if case .interval(let interval) = fsync { syncInterval = LogClock.nanoseconds(interval) } else { syncInterval = 0 }
     }
 
     deinit {
@@ -167,14 +171,16 @@ public final class LogFile {
     ///
     /// - Throws: ``LogFileError/recordTooLarge(_:)`` for a payload over ``maxRecordSize``,
     ///   ``LogFileError/diskFull(path:)``, or an I/O error.
-    @discardableResult
+    @inlinable @discardableResult
     public func append(_ kind: LogRecord.Kind, _ payload: some Collection<UInt8>) throws(LogFileError) -> Int {
         let contiguous = payload.withContiguousStorageIfAvailable { bytes in
             Result { () throws(LogFileError) -> Int in try append(kind: kind, bytes: UnsafeRawBufferPointer(bytes)) }
         }
         if let contiguous { return try contiguous.get() }
         let copy = Array(payload)
-        return try LogWriter.withBytes(copy) { (bytes) throws(LogFileError) -> Int in try append(kind: kind, bytes: bytes) }
+        return try copy.withUnsafeBytes { bytes in
+            Result { () throws(LogFileError) -> Int in try append(kind: kind, bytes: bytes) }
+        }.get()
     }
 
     /// Appends a record whose payload is in `bytes`; see ``append(_:_:)``.
@@ -195,8 +201,8 @@ public final class LogFile {
                 throw error
             }
             try syncWritten()
-        case .interval(let interval):
-            if ContinuousClock.now - lastSync >= interval { try sync() }
+        case .interval:
+            if LogClock.now() &- lastSync >= syncInterval { try sync() }
         }
         return offset
     }
@@ -220,8 +226,8 @@ public final class LogFile {
     @discardableResult
     public func syncIfDue() throws(LogFileError) -> Bool {
         try checkUsable()
-        guard case .interval(let interval) = fsyncPolicy, writer.buffered > 0 || writer.needsSync,
-              ContinuousClock.now - lastSync >= interval else { return false }
+        guard case .interval = fsyncPolicy, writer.buffered > 0 || writer.needsSync,
+              LogClock.now() &- lastSync >= syncInterval else { return false }
         try sync()
         return true
     }
@@ -264,7 +270,7 @@ public final class LogFile {
         let oldWriter = writer
         writer = newWriter
         LogWriter.closeFile(oldWriter.fd)
-        lastSync = .now
+        lastSync = LogClock.now()
         try LogFile.syncDirectory(of: path)
     }
 
@@ -292,14 +298,14 @@ public final class LogFile {
     /// Syncs written bytes; a failed fsync leaves the page cache in an unknown state, so the log
     /// refuses further use (reopen it to find out what survived).
     private func syncWritten() throws(LogFileError) {
-        guard writer.needsSync else { lastSync = .now; return }
+        guard writer.needsSync else { lastSync = LogClock.now(); return }
         do throws(LogFileError) {
             try writer.sync()
         } catch {
             unusableReason = "fsync failed (\(error)); reopen the log to recover"
             throw error
         }
-        lastSync = .now
+        lastSync = LogClock.now()
     }
 
     static func compactionTempPath(_ path: String) -> String { path + ".compact-tmp" }
