@@ -145,6 +145,22 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
         }
     }
 
+    @Test func openWithAVisitorSeesEveryRecordAndCutsTheTornTail() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("visit.log")
+            let offsets = try makeLog(at: url, [bytes("a"), bytes("bb"), bytes("ccc")])
+            let full = try fileBytes(url)
+            try writeBytes(Array(full.dropLast(2)), to: url)
+            var seen: [(LogRecord.Kind, Int, [UInt8])] = []
+            let (log, tail) = try LogFile.open(at: url) { kind, offset, payload in seen.append((kind, offset, Array(payload))) }
+            #expect(seen.map(\.1) == [offsets[0], offsets[1]])
+            #expect(seen.map(\.2) == [bytes("a"), bytes("bb")])
+            #expect(tail == TornTail(offset: offsets[2], discardedBytes: full.count - 2 - offsets[2], reason: "incomplete record (14 of 16 bytes)"))
+            #expect(log.size == offsets[2])
+            try log.close()
+        }
+    }
+
     // MARK: Torn tails and corruption
 
     @Test func truncationAtEveryByteOfTheLastRecordKeepsEarlierRecords() throws {

@@ -60,7 +60,7 @@ public final class LogFile {
 
     deinit {
         // Best effort for a log that was never closed; call close() to see errors.
-        if unusableReason == nil {
+        if unusableReason == nil && writer.failure == nil {
             try? writer.flush()
             if fsyncPolicy != .never && writer.needsSync { try? writer.sync() }
         }
@@ -194,17 +194,26 @@ public final class LogFile {
         case .never:
             break
         case .everyRecord:
-            do throws(LogFileError) {
-                try writer.flush()
-            } catch {
-                writer.discardBuffered(downTo: offset)  // take this record back: append failed
-                throw error
-            }
+            try flushTakingBack(from: offset)
             try syncWritten()
         case .interval:
-            if LogClock.now() &- lastSync >= syncInterval { try sync() }
+            if LogClock.now() &- lastSync >= syncInterval {
+                try flushTakingBack(from: offset)
+                try syncWritten()
+            }
         }
         return offset
+    }
+
+    /// Flushes; if that fails, drops the record appended at `offset` from the buffer (the append
+    /// fails as a whole) and keeps the records before it for a later retry.
+    private func flushTakingBack(from offset: Int) throws(LogFileError) {
+        do throws(LogFileError) {
+            try writer.flush()
+        } catch {
+            writer.discardBuffered(downTo: offset)
+            throw error
+        }
     }
 
     /// Writes buffered records to the file (the OS page cache) without forcing them to disk.
@@ -278,7 +287,7 @@ public final class LogFile {
     /// file. The log is closed afterwards even if this throws. Closing twice does nothing.
     public func close() throws(LogFileError) {
         guard !isClosed else { return }
-        let wasUsable = unusableReason == nil
+        let wasUsable = unusableReason == nil && writer.failure == nil
         unusableReason = "it was closed"
         defer {
             LogWriter.closeFile(writer.fd)
@@ -292,7 +301,7 @@ public final class LogFile {
     // MARK: Internals
 
     private func checkUsable() throws(LogFileError) {
-        if let unusableReason { throw .unusable(path: path, reason: unusableReason) }
+        if let reason = unusableReason ?? writer.failure { throw .unusable(path: path, reason: reason) }
     }
 
     /// Syncs written bytes; a failed fsync leaves the page cache in an unknown state, so the log
