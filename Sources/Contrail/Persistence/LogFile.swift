@@ -8,7 +8,8 @@ import Foundation
 /// An append-only file of checksummed records: the storage under the fragment log.
 ///
 /// It knows nothing about models: a record is a ``LogRecord/Kind`` tag and payload bytes. The
-/// layout is described in ``LogFormat``. Opening a log reads every record back, cuts off a torn
+/// layout (a 16-byte file header, then records with a 13-byte header each) is described in
+/// `LogFormat.swift`. Opening a log reads every record back, cuts off a torn
 /// tail (a crash in the middle of a write) and reports it; damage in the middle of the file is a
 /// ``LogFileError/corruptRecord(offset:reason:)`` and nothing is cut.
 ///
@@ -110,9 +111,6 @@ public final class LogFile {
             let code = errno
             throw code == EWOULDBLOCK ? .locked(path: path) : LogFileError.system(code, "flock", path)
         }
-        // A compaction that crashed before its rename leaves its temp file; we hold the lock, so it is stale.
-        _ = unlink(compactionTempPath(path))
-
         var fileSize = try sizeOf(fd, path)
         if try needsInitialHeader(fd, path, fileSize) {
             try writeInitialHeader(fd, path)
@@ -120,6 +118,8 @@ public final class LogFile {
         } else {
             try checkHeader(fd, path, fileSize)
         }
+        // A compaction that crashed before its rename leaves its temp file; we hold the lock, so it is stale.
+        _ = unlink(compactionTempPath(path))
 
         let reader = LogReader(fd: fd, path: path, fileSize: fileSize, maxRecordSize: maxRecordSize)
         let outcome = try reader.scan(from: LogFormat.fileHeaderSize) { kind, offset, payload in
