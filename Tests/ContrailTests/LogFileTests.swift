@@ -240,6 +240,27 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
         }
     }
 
+    @Test func truncateCutsAtTheOffsetACorruptRecordErrorNames() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("repair.log")
+            let offsets = try makeLog(at: url, [bytes("keep"), bytes("damaged"), bytes("lost")])
+            var damaged = try fileBytes(url)
+            damaged[offsets[1] + 15] ^= 0xFF
+            try writeBytes(damaged, to: url)
+            let error = logError { _ = try LogFile.open(at: url) }
+            #expect(isCorruptRecord(error, at: offsets[1]))
+            // Not a record boundary: refused, file unchanged.
+            #expect(isCorruptRecord(logError { try LogFile.truncate(at: url, to: offsets[1] - 1) }, at: offsets[0]))
+            #expect(isCorruptRecord(logError { try LogFile.truncate(at: url, to: 3) }, at: 3))
+            #expect(try fileBytes(url) == damaged)
+            try LogFile.truncate(at: url, to: offsets[1])
+            let (log, recovery) = try LogFile.open(at: url)
+            #expect(recovery == LogRecovery(records: [LogRecord(kind: .changeSet, payload: bytes("keep"), offset: offsets[0])], truncatedTail: nil))
+            #expect(logError { try LogFile.truncate(at: url, to: offsets[1]) } == .locked(path: url.path))
+            try log.close()
+        }
+    }
+
     @Test func damagedLengthInTheMiddleIsNotMistakenForATornTail() throws {
         try withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("length.log")

@@ -164,6 +164,34 @@ public final class LogFile {
         }.tornTail
     }
 
+    /// Cuts the log at `url` at `offset`, discarding every record from there on: the way out of a
+    /// ``LogFileError/corruptRecord(offset:reason:)`` (pass the offset it names) when losing the
+    /// records after the damage is acceptable. Records before `offset` must all be intact, so
+    /// `offset` is always the end of an intact record; otherwise this throws and changes nothing.
+    public static func truncate(at url: URL, to offset: Int, maxRecordSize: Int = defaultMaxRecordSize) throws(LogFileError) {
+        let path = url.path(percentEncoded: false)
+        let fd = LogWriter.openFile(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw LogFileError.system(errno, "open", path) }
+        defer { LogWriter.closeFile(fd) }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            throw code == EWOULDBLOCK ? .locked(path: path) : LogFileError.system(code, "flock", path)
+        }
+        let fileSize = try sizeOf(fd, path)
+        try checkHeader(fd, path, fileSize)
+        guard offset >= LogFormat.fileHeaderSize, offset <= fileSize else {
+            throw .corruptRecord(offset: offset, reason: "cannot cut the log there: it is outside the records (\(LogFormat.fileHeaderSize)...\(fileSize))")
+        }
+        // Scan only the part that stays: it must end exactly at `offset` with no damage.
+        let reader = LogReader(fd: fd, path: path, fileSize: offset, maxRecordSize: maxRecordSize)
+        let outcome = try reader.scan(from: LogFormat.fileHeaderSize) { _, _, _ in }
+        if let tail = outcome.tornTail {
+            throw .corruptRecord(offset: tail.offset, reason: "cannot cut the log at \(offset): it is not the end of an intact record")
+        }
+        guard ftruncate(fd, off_t(offset)) == 0 else { throw LogFileError.system(errno, "ftruncate", path) }
+        try LogWriter.syncDescriptor(fd, path)
+    }
+
     // MARK: Writing
 
     /// Appends a record and returns its offset. Whether it is on disk when this returns depends on
