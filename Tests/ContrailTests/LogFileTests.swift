@@ -145,6 +145,22 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
         }
     }
 
+    @Test func openWithAVisitorSeesEveryRecordAndCutsTheTornTail() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("visit.log")
+            let offsets = try makeLog(at: url, [bytes("a"), bytes("bb"), bytes("ccc")])
+            let full = try fileBytes(url)
+            try writeBytes(Array(full.dropLast(2)), to: url)
+            var seen: [(LogRecord.Kind, Int, [UInt8])] = []
+            let (log, tail) = try LogFile.open(at: url) { kind, offset, payload in seen.append((kind, offset, Array(payload))) }
+            #expect(seen.map(\.1) == [offsets[0], offsets[1]])
+            #expect(seen.map(\.2) == [bytes("a"), bytes("bb")])
+            #expect(tail == TornTail(offset: offsets[2], discardedBytes: full.count - 2 - offsets[2], reason: "incomplete record (14 of 16 bytes)"))
+            #expect(log.size == offsets[2])
+            try log.close()
+        }
+    }
+
     // MARK: Torn tails and corruption
 
     @Test func truncationAtEveryByteOfTheLastRecordKeepsEarlierRecords() throws {
@@ -221,6 +237,27 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
                 #expect(readError == error)
                 #expect(seen == [offsets[0]])
             }
+        }
+    }
+
+    @Test func truncateCutsAtTheOffsetACorruptRecordErrorNames() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("repair.log")
+            let offsets = try makeLog(at: url, [bytes("keep"), bytes("damaged"), bytes("lost")])
+            var damaged = try fileBytes(url)
+            damaged[offsets[1] + 15] ^= 0xFF
+            try writeBytes(damaged, to: url)
+            let error = logError { _ = try LogFile.open(at: url) }
+            #expect(isCorruptRecord(error, at: offsets[1]))
+            // Not a record boundary: refused, file unchanged.
+            #expect(isCorruptRecord(logError { try LogFile.truncate(at: url, to: offsets[1] - 1) }, at: offsets[0]))
+            #expect(isCorruptRecord(logError { try LogFile.truncate(at: url, to: 3) }, at: 3))
+            #expect(try fileBytes(url) == damaged)
+            try LogFile.truncate(at: url, to: offsets[1])
+            let (log, recovery) = try LogFile.open(at: url)
+            #expect(recovery == LogRecovery(records: [LogRecord(kind: .changeSet, payload: bytes("keep"), offset: offsets[0])], truncatedTail: nil))
+            #expect(logError { try LogFile.truncate(at: url, to: offsets[1]) } == .locked(path: url.path))
+            try log.close()
         }
     }
 

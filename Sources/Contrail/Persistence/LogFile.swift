@@ -8,7 +8,8 @@ import Foundation
 /// An append-only file of checksummed records: the storage under the fragment log.
 ///
 /// It knows nothing about models: a record is a ``LogRecord/Kind`` tag and payload bytes. The
-/// layout is described in ``LogFormat``. Opening a log reads every record back, cuts off a torn
+/// layout (a 16-byte file header, then records with a 13-byte header each) is described in
+/// `LogFormat.swift`. Opening a log reads every record back, cuts off a torn
 /// tail (a crash in the middle of a write) and reports it; damage in the middle of the file is a
 /// ``LogFileError/corruptRecord(offset:reason:)`` and nothing is cut.
 ///
@@ -38,7 +39,10 @@ public final class LogFile {
     private let path: String
     private let bufferCapacity: Int
     private var writer: LogWriter
-    private var lastSync: ContinuousClock.Instant
+    /// ``LogClock`` time of the last sync.
+    private var lastSync: Int64
+    /// The sync interval in nanoseconds (``FsyncPolicy/interval(_:)`` only).
+    private let syncInterval: Int64
     /// Set once the log must not be used any more (closed, or a sync failed).
     private var unusableReason: String?
     /// Whether `close()` closed the descriptor.
@@ -51,12 +55,13 @@ public final class LogFile {
         self.fsyncPolicy = fsync
         self.maxRecordSize = maxRecordSize
         self.bufferCapacity = bufferCapacity
-        self.lastSync = .now
+        self.lastSync = LogClock.now()
+        if case .interval(let interval) = fsync { syncInterval = LogClock.nanoseconds(interval) } else { syncInterval = 0 }
     }
 
     deinit {
         // Best effort for a log that was never closed; call close() to see errors.
-        if unusableReason == nil {
+        if unusableReason == nil && writer.failure == nil {
             try? writer.flush()
             if fsyncPolicy != .never && writer.needsSync { try? writer.sync() }
         }
@@ -106,9 +111,6 @@ public final class LogFile {
             let code = errno
             throw code == EWOULDBLOCK ? .locked(path: path) : LogFileError.system(code, "flock", path)
         }
-        // A compaction that crashed before its rename leaves its temp file; we hold the lock, so it is stale.
-        _ = unlink(compactionTempPath(path))
-
         var fileSize = try sizeOf(fd, path)
         if try needsInitialHeader(fd, path, fileSize) {
             try writeInitialHeader(fd, path)
@@ -116,6 +118,8 @@ public final class LogFile {
         } else {
             try checkHeader(fd, path, fileSize)
         }
+        // A compaction that crashed before its rename leaves its temp file; we hold the lock, so it is stale.
+        _ = unlink(compactionTempPath(path))
 
         let reader = LogReader(fd: fd, path: path, fileSize: fileSize, maxRecordSize: maxRecordSize)
         let outcome = try reader.scan(from: LogFormat.fileHeaderSize) { kind, offset, payload in
@@ -160,6 +164,34 @@ public final class LogFile {
         }.tornTail
     }
 
+    /// Cuts the log at `url` at `offset`, discarding every record from there on: the way out of a
+    /// ``LogFileError/corruptRecord(offset:reason:)`` (pass the offset it names) when losing the
+    /// records after the damage is acceptable. Records before `offset` must all be intact, so
+    /// `offset` is always the end of an intact record; otherwise this throws and changes nothing.
+    public static func truncate(at url: URL, to offset: Int, maxRecordSize: Int = defaultMaxRecordSize) throws(LogFileError) {
+        let path = url.path(percentEncoded: false)
+        let fd = LogWriter.openFile(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw LogFileError.system(errno, "open", path) }
+        defer { LogWriter.closeFile(fd) }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            throw code == EWOULDBLOCK ? .locked(path: path) : LogFileError.system(code, "flock", path)
+        }
+        let fileSize = try sizeOf(fd, path)
+        try checkHeader(fd, path, fileSize)
+        guard offset >= LogFormat.fileHeaderSize, offset <= fileSize else {
+            throw .corruptRecord(offset: offset, reason: "cannot cut the log there: it is outside the records (\(LogFormat.fileHeaderSize)...\(fileSize))")
+        }
+        // Scan only the part that stays: it must end exactly at `offset` with no damage.
+        let reader = LogReader(fd: fd, path: path, fileSize: offset, maxRecordSize: maxRecordSize)
+        let outcome = try reader.scan(from: LogFormat.fileHeaderSize) { _, _, _ in }
+        if let tail = outcome.tornTail {
+            throw .corruptRecord(offset: tail.offset, reason: "cannot cut the log at \(offset): it is not the end of an intact record")
+        }
+        guard ftruncate(fd, off_t(offset)) == 0 else { throw LogFileError.system(errno, "ftruncate", path) }
+        try LogWriter.syncDescriptor(fd, path)
+    }
+
     // MARK: Writing
 
     /// Appends a record and returns its offset. Whether it is on disk when this returns depends on
@@ -167,14 +199,16 @@ public final class LogFile {
     ///
     /// - Throws: ``LogFileError/recordTooLarge(_:)`` for a payload over ``maxRecordSize``,
     ///   ``LogFileError/diskFull(path:)``, or an I/O error.
-    @discardableResult
+    @inlinable @discardableResult
     public func append(_ kind: LogRecord.Kind, _ payload: some Collection<UInt8>) throws(LogFileError) -> Int {
         let contiguous = payload.withContiguousStorageIfAvailable { bytes in
             Result { () throws(LogFileError) -> Int in try append(kind: kind, bytes: UnsafeRawBufferPointer(bytes)) }
         }
         if let contiguous { return try contiguous.get() }
         let copy = Array(payload)
-        return try LogWriter.withBytes(copy) { (bytes) throws(LogFileError) -> Int in try append(kind: kind, bytes: bytes) }
+        return try copy.withUnsafeBytes { bytes in
+            Result { () throws(LogFileError) -> Int in try append(kind: kind, bytes: bytes) }
+        }.get()
     }
 
     /// Appends a record whose payload is in `bytes`; see ``append(_:_:)``.
@@ -188,17 +222,26 @@ public final class LogFile {
         case .never:
             break
         case .everyRecord:
-            do throws(LogFileError) {
-                try writer.flush()
-            } catch {
-                writer.discardBuffered(downTo: offset)  // take this record back: append failed
-                throw error
-            }
+            try flushTakingBack(from: offset)
             try syncWritten()
-        case .interval(let interval):
-            if ContinuousClock.now - lastSync >= interval { try sync() }
+        case .interval:
+            if LogClock.now() &- lastSync >= syncInterval {
+                try flushTakingBack(from: offset)
+                try syncWritten()
+            }
         }
         return offset
+    }
+
+    /// Flushes; if that fails, drops the record appended at `offset` from the buffer (the append
+    /// fails as a whole) and keeps the records before it for a later retry.
+    private func flushTakingBack(from offset: Int) throws(LogFileError) {
+        do throws(LogFileError) {
+            try writer.flush()
+        } catch {
+            writer.discardBuffered(downTo: offset)
+            throw error
+        }
     }
 
     /// Writes buffered records to the file (the OS page cache) without forcing them to disk.
@@ -220,8 +263,8 @@ public final class LogFile {
     @discardableResult
     public func syncIfDue() throws(LogFileError) -> Bool {
         try checkUsable()
-        guard case .interval(let interval) = fsyncPolicy, writer.buffered > 0 || writer.needsSync,
-              ContinuousClock.now - lastSync >= interval else { return false }
+        guard case .interval = fsyncPolicy, writer.buffered > 0 || writer.needsSync,
+              LogClock.now() &- lastSync >= syncInterval else { return false }
         try sync()
         return true
     }
@@ -264,7 +307,7 @@ public final class LogFile {
         let oldWriter = writer
         writer = newWriter
         LogWriter.closeFile(oldWriter.fd)
-        lastSync = .now
+        lastSync = LogClock.now()
         try LogFile.syncDirectory(of: path)
     }
 
@@ -272,7 +315,7 @@ public final class LogFile {
     /// file. The log is closed afterwards even if this throws. Closing twice does nothing.
     public func close() throws(LogFileError) {
         guard !isClosed else { return }
-        let wasUsable = unusableReason == nil
+        let wasUsable = unusableReason == nil && writer.failure == nil
         unusableReason = "it was closed"
         defer {
             LogWriter.closeFile(writer.fd)
@@ -286,20 +329,20 @@ public final class LogFile {
     // MARK: Internals
 
     private func checkUsable() throws(LogFileError) {
-        if let unusableReason { throw .unusable(path: path, reason: unusableReason) }
+        if let reason = unusableReason ?? writer.failure { throw .unusable(path: path, reason: reason) }
     }
 
     /// Syncs written bytes; a failed fsync leaves the page cache in an unknown state, so the log
     /// refuses further use (reopen it to find out what survived).
     private func syncWritten() throws(LogFileError) {
-        guard writer.needsSync else { lastSync = .now; return }
+        guard writer.needsSync else { lastSync = LogClock.now(); return }
         do throws(LogFileError) {
             try writer.sync()
         } catch {
             unusableReason = "fsync failed (\(error)); reopen the log to recover"
             throw error
         }
-        lastSync = .now
+        lastSync = LogClock.now()
     }
 
     static func compactionTempPath(_ path: String) -> String { path + ".compact-tmp" }

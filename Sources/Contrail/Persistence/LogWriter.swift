@@ -17,6 +17,8 @@ final class LogWriter {
     private(set) var writtenEnd: Int
     /// Whether bytes were written since the last `fsync`.
     private(set) var needsSync = false
+    /// Set when a failed write could not be rolled back: the file end is unknown, stop writing.
+    private(set) var failure: String?
     private let buffer: UnsafeMutableRawBufferPointer
     private(set) var buffered = 0
 
@@ -83,7 +85,9 @@ final class LogWriter {
                     let code = errno
                     if code == EINTR { continue }
                     if position + done > writtenEnd && ftruncate(fd, off_t(writtenEnd)) != 0 {
-                        throw .unusable(path: path, reason: "a write failed (\(LogFileError.system(code, "write", path))) and the partial record could not be removed")
+                        let reason = "a write failed (\(LogFileError.system(code, "write", path))) and the partial record could not be removed; reopen the log to recover"
+                        failure = reason
+                        throw .unusable(path: path, reason: reason)
                     }
                     throw LogFileError.system(code, "write", path)
                 }
