@@ -12,7 +12,6 @@ final class ModelClassInfo {
     let indexByName: [String: Int]
     /// A fresh instance: holds every property's default value, and answers key-path probes.
     let probe: ModelObject
-    private var indexByStorage: [ObjectIdentifier: Int] = [:]
     private var indicesByKeyPath: [AnyKeyPath: [Int]] = [:]
 
     private static var infos: [ObjectIdentifier: ModelClassInfo] = [:]
@@ -54,15 +53,10 @@ final class ModelClassInfo {
         probe._tracking?.info = self
     }
 
-    /// The property whose storage the key path reaches (found by offset once, then cached).
-    func index<Model: ModelObject, Value>(forStorage keyPath: ReferenceWritableKeyPath<Model, Property<Value>>, in object: Model) -> Int? {
-        let id = ObjectIdentifier(keyPath)
-        if let index = indexByStorage[id] { return index }
-        let base = UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())
-        let offset = withUnsafeMutablePointer(to: &object[keyPath: keyPath]) { UnsafeRawPointer($0) - base }
-        guard let index = properties.first(where: { $0.offset == offset })?.index else { return nil }
-        indexByStorage[id] = index
-        return index
+    /// The property stored at `offset` bytes into the object.
+    func index(forOffset offset: Int) -> Int? {
+        for property in properties where property.offset == offset { return property.index }
+        return nil
     }
 
     /// The properties a key path names: one `@Property`, or a composite's dependencies.

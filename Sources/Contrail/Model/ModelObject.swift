@@ -93,13 +93,10 @@ open class ModelObject: Identifiable {
         return tracking
     }
 
-    /// The slow path of a property set: resolves the property, then `_didChange`.
+    /// The slow path of a property set: resolves the property from its storage offset, then `_didChange`.
     @usableFromInline
-    final func _propertyDidSet<Model: ModelObject, Value: PropertyValue>(
-        _ storageKeyPath: ReferenceWritableKeyPath<Model, Property<Value>>, old: Value, new: Value
-    ) {
-        guard !ModelClassInfo.isBuildingProbe, let model = self as? Model,
-              let index = info.index(forStorage: storageKeyPath, in: model) else { return }
+    final func _propertyDidSet<Value: PropertyValue>(storageOffset: Int, old: Value, new: Value) {
+        guard !ModelClassInfo.isBuildingProbe, let index = info.index(forOffset: storageOffset) else { return }
         _didChange(index: index, old: old, new: new)
     }
 

@@ -40,7 +40,16 @@ public struct Property<Value: PropertyValue> {
             }
             let old = object[keyPath: storageKeyPath].value
             object[keyPath: storageKeyPath].value = newValue
-            object._propertyDidSet(storageKeyPath, old: old, new: newValue)
+            // The slow path is told the storage's offset, not the key path: the optimizer folds
+            // both into constants, so no key-path object is made (`swift_getKeyPath`) on any set.
+            let offset = Self._offset(of: &object[keyPath: storageKeyPath], in: object)
+            object._propertyDidSet(storageOffset: offset, old: old, new: newValue)
         }
+    }
+
+    /// The byte offset of a property's storage inside its object.
+    @inlinable
+    static func _offset(of storage: UnsafeMutablePointer<Property<Value>>, in object: AnyObject) -> Int {
+        UnsafeMutableRawPointer(storage) - UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
     }
 }

@@ -1,4 +1,124 @@
-/// Not built yet: reports no figures.
+import Contrail
+import Foundation
+
+/// `contrail bench scope`: recording local changes on an attached tree, and decoding + applying
+/// remote fragments, each against the same work without Contrail's part (unattached sets, a
+/// `JSONSerialization` parse of the same bytes).
+@MainActor
 enum ScopeBench {
-    static func run(_ options: BenchOptions) async throws -> [BenchFigure] { [] }
+    /// A benchmark whose own sanity check failed.
+    struct CheckFailed: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
+        let figures = [try record(options), try applyJSON(options)]
+        // lead: log figures (scope.log_append, scope.log_restore) go here.
+        return figures
+    }
+
+    /// A scope whose root holds `count` points.
+    static func makeTree(points count: Int) -> (Scope, BenchCanvas) {
+        let scope = Scope(name: "bench")
+        let canvas = BenchCanvas()
+        canvas.points = (0..<count).map { _ in BenchPoint() }
+        scope.root = canvas
+        scope.historyLimit = 16
+        return (scope, canvas)
+    }
+
+    // MARK: - scope.record
+
+    /// Sets per second of `x` on the points of an attached tree (1,000 sets per turn, each turn
+    /// ending in the scope's flush into one change set), against the same sets on unattached points.
+    static func record(_ options: BenchOptions) throws -> BenchFigure {
+        let pointCount = options.smoke ? 10 : 1_000
+        let perTurn = 1_000
+        let turns = options.iterations(100, smoke: 2)
+        let (scope, canvas) = makeTree(points: pointCount)
+        scope.flush()
+        var changeSets = 0
+        let counter = BenchObserver()
+        scope.onChanges(counter) { changeSet in
+            changeSets += 1
+            counter.count += changeSet.fragments.count
+        }
+        let unattached = (0..<pointCount).map { _ in BenchPoint() }
+        var rounds = 0
+        let attachedTime = Stopwatch.best(rounds: 3) {
+            setPoints(canvas.points, turns: turns, perTurn: perTurn, deliver: true)
+            rounds += 1
+        }
+        guard changeSets == rounds * turns, counter.count == rounds * turns * min(perTurn, pointCount) else {
+            throw CheckFailed(description: "scope.record: \(changeSets) change sets with \(counter.count) fragments, expected \(rounds * turns) with \(rounds * turns * min(perTurn, pointCount))")
+        }
+        let unattachedTime = Stopwatch.best(rounds: 3) {
+            setPoints(unattached, turns: turns, perTurn: perTurn, deliver: false)
+        }
+        BenchSink.consume(canvas.points[0].x + unattached[0].x)
+        let sets = Double(turns * perTurn)
+        return BenchFigure(name: "scope.record", value: sets / attachedTime, unit: "sets/s", baseline: sets / unattachedTime)
+    }
+
+    /// `perTurn` sets of `x` round-robin over `points`, then (with `deliver`) the end of the turn.
+    @inline(never)
+    static func setPoints(_ points: [BenchPoint], turns: Int, perTurn: Int, deliver: Bool) {
+        var value = 0.5
+        for _ in 0..<turns {
+            for index in 0..<perTurn {
+                points[index % points.count].x = value
+                value += 1
+            }
+            if deliver { NotificationQueue.main.deliverPending() }
+        }
+    }
+
+    // MARK: - scope.apply_json
+
+    /// Fragments per second decoded from a `ScopeSync` frame's bytes (our parser, `MessageFrame`,
+    /// `SyncFragment(json:)`) and applied with `scope.apply`, against `JSONSerialization` parsing
+    /// the same bytes into Foundation objects and nothing else.
+    static func applyJSON(_ options: BenchOptions) throws -> BenchFigure {
+        let pointCount = options.smoke ? 10 : 1_000
+        let applies = options.iterations(40, smoke: 2)
+        let (scope, canvas) = makeTree(points: pointCount)
+        scope.flush()
+        // Two frames with different values, applied alternately, so every apply changes the tree.
+        let frames = [1.0, 2.0].map { base in
+            let fragments = canvas.points.enumerated().map { index, point in
+                SyncFragment(kind: .change, uuid: point.uuid, className: BenchPoint.className,
+                             properties: ["x": .double(base + Double(index)), "y": .double(base * 0.5 + Double(index))])
+            }
+            return MessageFrame.encodedBytes([.scopeSync(ScopeSync(index: 1, scopeIndex: 0, fragments: fragments))], asArray: false)
+        }
+        let datas = frames.map { Data($0) }
+        var applied = 0
+        let oursTime = try Stopwatch.best(rounds: 3) {
+            for turn in 0..<applies {
+                let messages = try MessageFrame.decode(frames[turn & 1])
+                guard case .scopeSync(let sync)? = messages.first else {
+                    throw CheckFailed(description: "scope.apply_json: the frame did not decode to a ScopeSync")
+                }
+                applied += try scope.apply(sync.fragments).appliedFragments
+            }
+        }
+        let expectedX = Double((applies - 1) & 1) + 1 + Double(pointCount - 1)
+        guard canvas.points[pointCount - 1].x == expectedX, applied % (applies * pointCount) == 0 else {
+            throw CheckFailed(description: "scope.apply_json: last point has x \(canvas.points[pointCount - 1].x), expected \(expectedX)")
+        }
+        var parsed = 0
+        let theirsTime = try Stopwatch.best(rounds: 3) {
+            for turn in 0..<applies {
+                let object = try JSONSerialization.jsonObject(with: datas[turn & 1])
+                if let message = object as? [String: Any], let fragments = message["fragments"] as? [Any] {
+                    parsed += fragments.count
+                }
+            }
+        }
+        guard parsed % (applies * pointCount) == 0, parsed > 0 else {
+            throw CheckFailed(description: "scope.apply_json baseline: JSONSerialization found \(parsed) fragments")
+        }
+        let fragments = Double(applies * pointCount)
+        return BenchFigure(name: "scope.apply_json", value: fragments / oursTime, unit: "frags/s", baseline: fragments / theirsTime)
+    }
 }
