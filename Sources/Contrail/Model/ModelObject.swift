@@ -43,7 +43,7 @@ open class ModelObject: Identifiable {
     open class var compositeProperties: [CompositeProperty] { [] }
 
     /// The wire name of the object's class.
-    public var className: String { Self.className }
+    public var className: String { info.className }
 
     /// The scope the object is attached to, if any.
     public var scope: Scope? { _tracking?.scope }
@@ -141,13 +141,7 @@ open class ModelObject: Identifiable {
         var removed: [(ModelObject, Int)] = []
         var inserted: [(ModelObject, Int)] = []
         if isCollection {
-            let difference = newModels.difference(from: oldModels, by: ===)
-            for change in difference {
-                switch change {
-                case .remove(let offset, let element, _): removed.append((element, offset))
-                case .insert(let offset, let element, _): inserted.append((element, offset))
-                }
-            }
+            (removed, inserted) = Self.collectionEdit(from: oldModels, to: newModels)
         } else {
             if let old = oldModels.first { removed.append((old, 0)) }
             if let new = newModels.first { inserted.append((new, 0)) }
@@ -175,6 +169,27 @@ open class ModelObject: Identifiable {
             let leaving = removed.map(\.0).filter { $0.scope === scope }
             if !leaving.isEmpty { ModelObject.detachUnreachable(leaving, from: scope) }
         }
+    }
+
+    /// The removals (with indices in the old contents) and insertions (with indices in the new
+    /// contents) that turn `old` into `new`. Appends, truncations and whole replacements take a
+    /// linear path; anything else is diffed.
+    private static func collectionEdit(from old: [ModelObject], to new: [ModelObject]) -> (removed: [(ModelObject, Int)], inserted: [(ModelObject, Int)]) {
+        let common = zip(old, new).prefix { $0 === $1 }.count
+        if common == old.count || common == new.count {
+            let removed = old[common...].enumerated().map { ($1, common + $0) }
+            let inserted = new[common...].enumerated().map { ($1, common + $0) }
+            return (removed, inserted)
+        }
+        var removed: [(ModelObject, Int)] = []
+        var inserted: [(ModelObject, Int)] = []
+        for change in new.difference(from: old, by: ===) {
+            switch change {
+            case .remove(let offset, let element, _): removed.append((element, offset))
+            case .insert(let offset, let element, _): inserted.append((element, offset))
+            }
+        }
+        return (removed, inserted)
     }
 
     /// Attaches this object and everything below it to `scope` (each object once, cycles included).

@@ -17,6 +17,7 @@ extension ModelObject {
 
     /// Queues the tree-change observers of this object and of every ancestor (each once).
     func notifyTreeChange() {
+        guard let tracking = _tracking, !tracking.observers.isEmpty || !tracking.parents.isEmpty else { return }
         var visited = Set<ObjectIdentifier>()
         var stack: [ModelObject] = [self]
         while let object = stack.popLast() {

@@ -36,7 +36,7 @@ public final class Scope {
     /// Whether a sync layer settles this scope's change sets (they start `syncing` instead of `completed`).
     public var isSynced = false
 
-    /// Upper bound of `history` (older change sets are dropped from memory, not from a log).
+    /// Upper bound of `history` and of the undo stack (older change sets are dropped from memory, not from a log).
     public var historyLimit = 1000
 
     /// Change sets in the order they were made or applied, oldest first.
@@ -186,7 +186,11 @@ public final class Scope {
         guard !fragments.isEmpty else { return nil }
         let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: atomic,
                                   origin: .local, state: isSynced ? .syncing : .completed, scope: self)
-        if !isReplaying { undoStack.append(changeSet); redoStack.removeAll() }
+        if !isReplaying {
+            undoStack.append(changeSet)
+            if undoStack.count > historyLimit { undoStack.removeFirst(undoStack.count - historyLimit) }
+            redoStack.removeAll()
+        }
         publish(changeSet)
         return changeSet
     }
