@@ -1,2 +1,0 @@
-// ContrailServer: the sync server (in progress).
-import Contrail
