@@ -7,8 +7,8 @@ import Foundation
 /// concurrent edit already applied there survives.
 enum CollectionMerge {
     /// `current` with the base → new edit applied. Elements keep the order of `current`; inserted
-    /// and moved elements go right after their nearest predecessor in `new` that is present
-    /// (or first, when there is none). An element never appears twice because of the merge.
+    /// and moved elements go after their nearest predecessor in `new` that is present (or
+    /// first, when there is none) and after elements inserted there concurrently. An element never appears twice because of the merge.
     static func merge(base: [UUID], new: [UUID], current: [UUID]) -> [UUID] {
         if base == current { return new }
         if base == new { return current }
@@ -34,12 +34,15 @@ enum CollectionMerge {
         for element in new {
             defer { previous = element }
             if placed.contains(element) { continue }
-            let position: Int
+            var position = 0
             if let anchor = predecessor(of: element, in: new, placed: placed, hint: previous),
                let anchorIndex = result.firstIndex(of: anchor) {
                 position = anchorIndex + 1
-            } else {
-                position = 0
+            }
+            // Step over elements inserted concurrently elsewhere (unknown to this edit), so a
+            // later insert at the same spot lands after an earlier one.
+            while position < result.count, !baseSet.contains(result[position]), !newSet.contains(result[position]) {
+                position += 1
             }
             result.insert(element, at: position)
             placed.insert(element)
