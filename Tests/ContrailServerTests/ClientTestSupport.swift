@@ -177,12 +177,12 @@ final class SwitchableConnector: SyncConnector {
 @MainActor
 func eventually(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
-    while !condition() {
+    while true {
+        await NotificationQueue.main.drain()   // flush local edits and deliver observers first
+        if condition() { return true }
         if ContinuousClock.now > deadline { return false }
-        await NotificationQueue.main.drain()
         try? await Task.sleep(for: .milliseconds(1))
     }
-    return true
 }
 
 /// Options for fast tests: quick reconnects, short timeouts.
