@@ -399,6 +399,73 @@ import Testing
         await client.close()
     }
 
+    @Test func keepAlivePingsCarryTheAcknowledgement() async throws {
+        let connector = ScriptedConnector()
+        var options = testOptions()
+        options.pingInterval = .milliseconds(20)
+        let (client, session, peer) = try await connect(connector, options: options)
+        let (scope, _) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        var ack: Int?
+        while let message = await peer.next(timeout: .seconds(2)) {
+            if case .ping(let ping) = message, !ping.resendMissing { ack = ping.ack; break }
+        }
+        #expect(ack == 2)
+        await client.close()
+    }
+
+    @Test func lateReplyLeadsToResendThenToANewSession() async throws {
+        let connector = ScriptedConnector()
+        var options = testOptions()
+        options.pingInterval = .milliseconds(20)
+        options.replyTimeout = .milliseconds(60)
+        let (client, session, peer) = try await connect(connector, options: options)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        board.score = 1
+        let pending = try #require(scope.flush())
+        let sync = try await nextSync(peer)
+        // No reply: the client resumes and resends.
+        let peer2 = try await connector.nextPeer()
+        guard case .ping(let resume)? = await peer2.next() else { Issue.record("expected resend Ping"); return }
+        #expect(resume.resendMissing)
+        await peer2.send(.ping(Ping(ack: 1, resendMissing: true)))
+        #expect(try await nextSync(peer2) == sync)
+        // Still no reply: a new session, a refetch, and the change set sent again.
+        let peer3 = try await connector.nextPeer()
+        guard case .sessionCreate? = await peer3.next() else { Issue.record("expected SessionCreate"); return }
+        await peer3.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-3")))
+        guard case .scopeFetch? = await peer3.nextNonPing() else { Issue.record("expected refetch"); return }
+        await peer3.send(.scopeFetchReply(ScopeFetchReply(index: 1, replyTo: 1, scopeIndex: 0)),
+                         .scopeState(ScopeState(index: 2, scopeIndex: 0, rootUUID: rootUUID, fragments: [
+                            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["score": 7]),
+                         ])))
+        let again = try await nextSync(peer3)
+        #expect(again.fragments == sync.fragments)
+        await peer3.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: again.index, fragmentReplies: [.accepted])))
+        #expect(await pending.settled() == .completed)
+        #expect(board.score == 1)
+        await client.close()
+    }
+
+    @Test func pendingChangeSetsAreBounded() async throws {
+        let connector = ScriptedConnector()
+        var options = testOptions()
+        options.maxPendingMessages = 2
+        let (client, session, peer) = try await connect(connector, options: options)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        for value in 1...3 { board.score = value; scope.flush() }
+        let first = try await nextSync(peer)
+        _ = try await nextSync(peer)
+        #expect(await peer.nothing(), "the third waits until a reply frees a slot")
+        #expect(session.pendingChangeSets == 3)
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: first.index, fragmentReplies: [.accepted])))
+        let third = try await nextSync(peer)
+        #expect(third.fragments.first?.properties["score"] == 3)
+        await client.close()
+    }
+
     @Test func statusEventsFollowTheConnection() async throws {
         let connector = ScriptedConnector()
         let client = Client(connector: connector, options: testOptions())
