@@ -154,6 +154,11 @@ import Testing
         }
         let converged = await converge(replicas)
         #expect(converged, "replicas diverged; seed \(seed), \(clients) clients")
+        if !converged {
+            let server = await server.state(ofScope: "Board")
+            print("seed \(seed) pending \(replicas.map { $0.0.session?.pendingChangeSets ?? -1 })")
+            for replica in replicas { print(Self.differences(replica.1.stateJSON(), server ?? .null)) }
+        }
         if converged, let server = try? #require(await server.state(ofScope: "Board")) {
             let local = replicas[0].1.stateJSON()
             for (uuid, object) in server["objects"]?.objectValue ?? [:] {
@@ -165,6 +170,23 @@ import Testing
         }
         for replica in replicas { await replica.0.close() }
         await server.stop()
+    }
+
+    /// Where a replica's state differs from the server's (for failure messages).
+    static func differences(_ local: JSON, _ server: JSON) -> String {
+        var lines: [String] = []
+        let localObjects = local["objects"]?.objectValue ?? [:]
+        let serverObjects = server["objects"]?.objectValue ?? [:]
+        for uuid in Set(localObjects.keys).union(serverObjects.keys).sorted() {
+            guard let mine = localObjects[uuid], let theirs = serverObjects[uuid] else {
+                lines.append("\(uuid): only \(localObjects[uuid] == nil ? "server" : "replica")")
+                continue
+            }
+            for (key, value) in theirs["properties"]?.objectValue ?? [:] where mine["properties"]?[key] != value {
+                lines.append("\(uuid).\(key): replica \(mine["properties"]?[key].map { "\($0)" } ?? "nil") server \(value)")
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 
     static func randomEdit(_ board: Board, scope: Scope, random: inout SeededRandom) {

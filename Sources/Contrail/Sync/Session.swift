@@ -327,7 +327,7 @@ public final class Session {
     private func settle(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, fragments: [SyncFragment], reply: Message) {
         let queue = subscription.queue
         guard case .scopeSyncReply(let syncReply) = reply, syncReply.fragmentReplies.count == fragments.count else {
-            queue.revert(entry)
+            revert(entry, of: subscription, objects: nil)
             queue.remove(entry)
             entry.changeSet.settle(.reverted)
             reportSyncStatus()
@@ -339,12 +339,10 @@ public final class Session {
         let state: ChangeSet.State
         if rejected.isEmpty {
             state = .completed
-        } else if replies.allSatisfy({ !$0.isAccepted }) {
-            queue.revert(entry)
-            state = .reverted
         } else {
-            queue.revert(entry, objects: rejected)
-            state = .partiallyReverted
+            let all = replies.allSatisfy { !$0.isAccepted }
+            revert(entry, of: subscription, objects: all ? nil : rejected)
+            state = all ? .reverted : .partiallyReverted
         }
         for (fragment, fragmentReply) in zip(fragments, replies) {
             if let modifications = fragmentReply.modifications, !modifications.isEmpty {
@@ -355,6 +353,17 @@ public final class Session {
         entry.changeSet.settle(state)
         reportSyncStatus()
         pump()
+    }
+
+    /// Reverts `entry` locally. Objects a revert brings back into the tree missed the remote changes
+    /// made while they were out of it, so the scope is fetched again when that happens.
+    private func revert(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, objects: Set<UUID>?) {
+        let scope = subscription.scope
+        let before = scope.count
+        let known = Set(scope.allObjects.map(ObjectIdentifier.init))
+        subscription.queue.revert(entry, objects: objects)
+        let returned = scope.count > before || scope.allObjects.contains { !known.contains(ObjectIdentifier($0)) }
+        if returned { requestFetch(subscription) }
     }
 
     // MARK: - Helpers
