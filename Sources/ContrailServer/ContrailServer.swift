@@ -1,2 +1,71 @@
-// ContrailServer: the sync server (in progress).
 import Contrail
+import Foundation
+
+/// A schema-agnostic Jetstream sync server (PROTOCOL.md, with every §8 improvement): hosts any
+/// number of scopes, each an actor holding objects by UUID; sessions survive reconnects; change
+/// sets are applied in one order per scope and broadcast to the other subscribed sessions;
+/// scopes persist to `dataDirectory`.
+///
+/// ```swift
+/// let server = try ContrailServer(options: ServerOptions())
+/// let client = Client(connector: server.connector())    // in-process, no sockets
+/// let port = try await server.start()                    // or over WebSocket
+/// ```
+public final class ContrailServer: Sendable {
+    private let core: ServerCore
+
+    /// Creates a server; creates `options.dataDirectory` if needed. Nothing listens until ``start()``.
+    public init(options: ServerOptions = .init()) throws {
+        if let directory = options.dataDirectory {
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw ServerError.dataDirectory(path: directory.path(percentEncoded: false), reason: error.localizedDescription)
+            }
+        }
+        core = ServerCore(options: options)
+    }
+
+    /// The options the server runs with.
+    public var options: ServerOptions { core.options }
+
+    /// Starts the WebSocket listener on `options.host`/`options.port` and returns the bound port.
+    public func start() async throws -> UInt16 {
+        // The WebSocket module (ContrailWebSocket) is not merged into this branch yet.
+        throw ServerError.listener("the WebSocket listener is not available in this build")
+    }
+
+    /// Serves one connected transport (in-memory or WebSocket) with its connect-time headers
+    /// (e.g. `X-Jetstream-SessionToken` to resume). Returns at once; the connection runs on its own.
+    public func accept(_ transport: any SyncTransport, headers: [(String, String)]) {
+        let connection = ServerConnection(transport: transport, headers: headers, core: core)
+        Task { await connection.run() }
+    }
+
+    /// A connector making in-memory connections to this server: for tests, the Playground and
+    /// apps that embed client and server in one process.
+    public func connector() -> any SyncConnector {
+        InMemoryServerConnector(server: self)
+    }
+
+    /// Closes every connection (code 1001), stops all sessions and writes out and closes every
+    /// scope's log. The server accepts nothing afterwards.
+    public func stop() async {
+        let (sessions, scopes, connections) = core.stopAll()
+        for session in sessions { await session.shutDown() }
+        for connection in connections { await connection.close(code: 1001, reason: "server is stopping") }
+        for scope in scopes { await scope.close() }
+        core.log.write("stopped")
+    }
+
+    /// The state of scope `name` in the shape of `Scope.stateJSON()`
+    /// (`{"root": uuid, "objects": {uuid: {"clsName", "properties"}}}`); nil if no session has
+    /// fetched it since the server started (and it is not on disk).
+    public func state(ofScope name: String) async -> JSON? {
+        if let scope = core.existingScope(named: name) { return await scope.stateJSON() }
+        guard let directory = core.options.dataDirectory, !core.isStopped else { return nil }
+        let file = directory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
+        guard FileManager.default.fileExists(atPath: file.path(percentEncoded: false)) else { return nil }
+        return await core.scope(named: name).stateJSON()
+    }
+}

@@ -27,7 +27,9 @@ public final class ChangeSet: Encodable {
     struct Change {
         let object: ModelObject
         let property: Int
-        let old: Any
+        /// What the property held before; the sync layer rewrites it when a remote value or a
+        /// rebase replaces the original (PROTOCOL.md §8.3, §4.9).
+        var old: Any
         let new: Any
     }
 
@@ -41,7 +43,7 @@ public final class ChangeSet: Encodable {
     /// When the change set was made.
     public nonisolated let date: Date
     public private(set) var state: State
-    let changes: [Change]
+    var changes: [Change]
     private var stateObservers: [(State) -> Void] = []
     private var waiters: [CheckedContinuation<State, Never>] = []
     weak var scope: Scope?

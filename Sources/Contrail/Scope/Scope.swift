@@ -307,7 +307,11 @@ public final class Scope {
         try apply(fragments, applyDefaults: false)
     }
 
-    func apply(_ fragments: [SyncFragment], applyDefaults: Bool) throws(ModelError) -> ApplyReport {
+    /// `redirect`, when given, sees every write first: it returns the value to store (maybe the
+    /// remote one, maybe a merge) or nil to leave the property alone (a key a pending local change
+    /// set holds, PROTOCOL.md §8.3).
+    func apply(_ fragments: [SyncFragment], applyDefaults: Bool,
+               redirect: ((ModelObject, Int, Any) -> Any?)? = nil) throws(ModelError) -> ApplyReport {
         var report = ApplyReport()
         // Pass 1: find or create every added object.
         var created: [UUID: ModelObject] = [:]
@@ -342,7 +346,8 @@ public final class Scope {
         // Pass 3: apply.
         var changes: [ChangeSet.Change] = []
         applyingRemote {
-            for (object, index, value) in writes {
+            for (object, index, remote) in writes {
+                guard let value = redirect.map({ $0(object, index, remote) }) ?? remote else { continue }
                 let old = object.value(at: index)
                 object.setValue(value, at: index)
                 changes.append(ChangeSet.Change(object: object, property: index, old: old, new: value))
@@ -359,10 +364,16 @@ public final class Scope {
     /// does not mention are detached, and properties a fragment leaves out get their defaults.
     @discardableResult
     public func applyState(rootUUID: UUID, fragments: [SyncFragment]) throws(ModelError) -> ApplyReport {
+        try applyState(rootUUID: rootUUID, fragments: fragments, redirect: nil)
+    }
+
+    /// `applyState` with a `redirect` as in `apply(_:applyDefaults:redirect:)`.
+    func applyState(rootUUID: UUID, fragments: [SyncFragment],
+                    redirect: ((ModelObject, Int, Any) -> Any?)?) throws(ModelError) -> ApplyReport {
         guard root != nil else { return ApplyReport() }
         flush()
         adoptRootUUID(rootUUID)
-        let report = try apply(fragments, applyDefaults: true)
+        let report = try apply(fragments, applyDefaults: true, redirect: redirect)
         let mentioned = Set(fragments.map(\.uuid)).union([rootUUID])
         let strays = objects.values.filter { !mentioned.contains($0.uuid) }
         if !strays.isEmpty {
@@ -373,7 +384,9 @@ public final class Scope {
                         // The state says the parent no longer holds it: reset that property.
                         let property = parent.info.properties[link.property]
                         if property.valueKind == .reference {
-                            parent.setValue(property.storage.value(in: parent.info.probe, offset: property.offset), at: link.property)
+                            let reset = property.storage.value(in: parent.info.probe, offset: property.offset)
+                            guard let value = redirect.map({ $0(parent, link.property, reset) }) ?? reset else { continue }
+                            parent.setValue(value, at: link.property)
                         }
                     }
                 }

@@ -1,0 +1,101 @@
+import Foundation
+
+/// The local change sets of one scope that the server has not settled yet, oldest first
+/// (Jetstream's ChangeSetQueue, PROTOCOL.md §4.9, with the rebase done right).
+///
+/// The queue answers "which pending change set holds this (object, property)?" so that remote
+/// values never overwrite a pending local edit (§8.3): the remote value becomes that change set's
+/// original instead. When a change set is reverted, the next change set holding each of its keys
+/// takes over its original, so reverting that one too goes back to what was there before both.
+@MainActor
+final class ChangeSetQueue {
+    /// One pending change set.
+    @MainActor
+    final class Entry {
+        let changeSet: ChangeSet
+        /// The index of the `ScopeSync` that carries it on the current wire session, once sent.
+        var index: Int?
+        /// Where each key's change sits in `changeSet.changes`.
+        let positions: [ChangeKey: Int]
+
+        init(_ changeSet: ChangeSet) {
+            self.changeSet = changeSet
+            var positions: [ChangeKey: Int] = [:]
+            for (position, change) in changeSet.changes.enumerated() {
+                positions[ChangeKey(change.object, change.property)] = position
+            }
+            self.positions = positions
+        }
+
+        func holds(_ key: ChangeKey) -> Bool { positions[key] != nil }
+
+        /// The value the key had before this change set (as far as the server knows).
+        func original(_ key: ChangeKey) -> Any? {
+            positions[key].map { changeSet.changes[$0].old }
+        }
+
+        func setOriginal(_ key: ChangeKey, _ value: Any) {
+            guard let position = positions[key] else { return }
+            changeSet.changes[position].old = value
+        }
+    }
+
+    private(set) var entries: [Entry] = []
+
+    var count: Int { entries.count }
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// Adds a change set at the end.
+    @discardableResult
+    func append(_ changeSet: ChangeSet) -> Entry {
+        let entry = Entry(changeSet)
+        entries.append(entry)
+        return entry
+    }
+
+    /// The oldest pending change set that holds `key`.
+    func firstHolder(of key: ChangeKey) -> Entry? {
+        entries.first { $0.holds(key) }
+    }
+
+    /// The first change set after `entry` that holds `key`.
+    func holder(of key: ChangeKey, after entry: Entry) -> Entry? {
+        guard let position = entries.firstIndex(where: { $0 === entry }) else { return firstHolder(of: key) }
+        return entries[(position + 1)...].first { $0.holds(key) }
+    }
+
+    /// Every key held by change sets after `entry`.
+    func keys(after entry: Entry) -> Set<ChangeKey> {
+        guard let position = entries.firstIndex(where: { $0 === entry }) else { return [] }
+        var keys = Set<ChangeKey>()
+        for later in entries[(position + 1)...] { keys.formUnion(later.positions.keys) }
+        return keys
+    }
+
+    /// Reverts `entry` locally: keys of the objects in `objects` (all when nil) go back to their
+    /// originals, except keys later change sets hold, which instead take `entry`'s original as
+    /// their own (the rebase).
+    func revert(_ entry: Entry, objects: Set<UUID>? = nil) {
+        let later = keys(after: entry)
+        for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
+            let key = ChangeKey(change.object, change.property)
+            if later.contains(key), let next = holder(of: key, after: entry) {
+                next.setOriginal(key, change.old)
+            }
+        }
+        entry.changeSet.revert(excluding: later, onlyObjects: objects)
+    }
+
+    /// Removes `entry` from the queue.
+    func remove(_ entry: Entry) {
+        entries.removeAll { $0 === entry }
+    }
+
+    /// Forgets every send (a new wire session numbers from 1 again).
+    func markAllUnsent() {
+        for entry in entries { entry.index = nil }
+    }
+
+    /// The change sets not yet sent on this wire session, oldest first.
+    var unsent: [Entry] { entries.filter { $0.index == nil } }
+}

@@ -1,0 +1,30 @@
+/// How a `Client` connects, keeps its session alive and reconnects.
+///
+/// ```swift
+/// var options = ClientOptions()
+/// options.sessionParams = ["token": "secret"]
+/// let client = Client(url: "ws://127.0.0.1:3000", options: options)
+/// ```
+public struct ClientOptions: Sendable {
+    /// Parameters of `SessionCreate`, handed to the server's session hook (an auth token, say).
+    public var sessionParams: [String: JSON] = [:]
+    /// Extra headers on every connect (`X-Jetstream-…` parameters, PROTOCOL.md §1.3).
+    public var headers: [(String, String)] = []
+    /// The protocol version sent in `SessionCreate` (semver).
+    public var version = "0.2.0"
+    /// How often the client pings (with its acknowledgement).
+    public var pingInterval: Duration = .seconds(10)
+    /// How long a request (session create, fetch, sync) may wait for its reply before the client
+    /// reconnects and resends; a second timeout of the same request starts a new session.
+    public var replyTimeout: Duration = .seconds(30)
+    /// Backoff between reconnect attempts.
+    public var reconnect = ReconnectPolicy()
+    /// At most this many change sets wait for replies at once; later ones wait in the queue.
+    public var maxPendingMessages = 1000
+    /// After a fatal close (4096 denied, 4097 expired), open a new session, refetch every scope and
+    /// re-send pending change sets. Without it the client goes offline.
+    public var restartSessionOnFatalError = true
+
+    /// Default options.
+    public init() {}
+}

@@ -1,0 +1,92 @@
+/// The three-way merge of a collection of references (PROTOCOL.md §8.4): the edit from `base` to
+/// `new` (removals, inserts, moves) applied to `current`, so concurrent edits of one collection all
+/// survive. Clients and servers must merge alike to reach the same order.
+///
+/// ```swift
+/// CollectionMerge.merge(base: [a], new: [a, b], current: [a, c])   // [a, b, c]
+/// ```
+public enum CollectionMerge {
+    /// `current` with the base → new edit applied. Elements keep the order of `current`; inserted
+    /// and moved elements go right after their nearest predecessor in `new` that is present
+    /// (or first, when there is none). An element never appears twice because of the merge.
+    /// Moved elements are those outside a longest run of common elements whose order did not change.
+    public static func merge<Element: Hashable>(base: [Element], new: [Element], current: [Element]) -> [Element] {
+        if base == current { return new }
+        if base == new { return current }
+        let newSet = Set(new)
+        let baseSet = Set(base)
+        // Elements kept in place: common to base and new, in the longest run whose relative order
+        // did not change. The other common elements were moved and are placed again like inserts.
+        let stable = stableElements(base: base, new: new, newSet: newSet)
+        var placed: Set<Element> = []
+        var result: [Element] = []
+        result.reserveCapacity(current.count + new.count)
+        for element in current {
+            if baseSet.contains(element) {
+                // Removed by the edit, or moved (placed below).
+                guard newSet.contains(element), stable.contains(element) else { continue }
+            } else if newSet.contains(element) {
+                continue  // The edit inserts it too: placed below, once.
+            }
+            if placed.insert(element).inserted { result.append(element) }
+        }
+        // Place inserts and moves in `new` order, each after its nearest placed predecessor.
+        var previous: Element?
+        for element in new {
+            defer { previous = element }
+            if placed.contains(element) { continue }
+            let position: Int
+            if let anchor = predecessor(of: element, in: new, placed: placed, hint: previous),
+               let anchorIndex = result.firstIndex(of: anchor) {
+                position = anchorIndex + 1
+            } else {
+                position = 0
+            }
+            result.insert(element, at: position)
+            placed.insert(element)
+        }
+        return result
+    }
+
+    /// The nearest element before `element` in `new` that is already placed.
+    private static func predecessor<Element: Hashable>(of element: Element, in new: [Element], placed: Set<Element>, hint: Element?) -> Element? {
+        if let hint, placed.contains(hint) { return hint }
+        guard let index = new.firstIndex(of: element) else { return nil }
+        var cursor = index - 1
+        while cursor >= 0 {
+            if placed.contains(new[cursor]) { return new[cursor] }
+            cursor -= 1
+        }
+        return nil
+    }
+
+    /// The common elements of base and new that form a longest subsequence in the same relative
+    /// order in both (longest increasing subsequence of base positions, O(n log n)).
+    private static func stableElements<Element: Hashable>(base: [Element], new: [Element], newSet: Set<Element>) -> Set<Element> {
+        var basePosition: [Element: Int] = [:]
+        basePosition.reserveCapacity(base.count)
+        for (position, element) in base.enumerated() where newSet.contains(element) && basePosition[element] == nil {
+            basePosition[element] = position
+        }
+        let sequence = new.compactMap { element in basePosition[element].map { (element, $0) } }
+        guard !sequence.isEmpty else { return [] }
+        var tails: [Int] = []            // index into `sequence` of the smallest tail for each length
+        var parents = Array(repeating: -1, count: sequence.count)
+        for (index, item) in sequence.enumerated() {
+            var low = 0, high = tails.count
+            while low < high {
+                let middle = (low + high) / 2
+                if sequence[tails[middle]].1 < item.1 { low = middle + 1 } else { high = middle }
+            }
+            if low > 0 { parents[index] = tails[low - 1] }
+            if low == tails.count { tails.append(index) } else { tails[low] = index }
+        }
+        var stable: Set<Element> = []
+        var cursor = tails.last ?? -1
+        while cursor >= 0 {
+            stable.insert(sequence[cursor].0)
+            cursor = parents[cursor]
+        }
+        return stable
+    }
+}

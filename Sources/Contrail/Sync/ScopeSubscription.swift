@@ -1,0 +1,136 @@
+import Foundation
+
+/// One fetched scope inside a session: its scope index on the current wire session, its sync
+/// mode, its queue of pending local change sets, and how remote fragments are applied to it.
+@MainActor
+final class ScopeSubscription {
+    let scope: Scope
+    let params: [String: JSON]
+    var mode: SyncMode
+    /// The scope's handle on the current wire session (from `ScopeFetchReply`).
+    var scopeIndex: Int?
+    /// Whether the server's state has been applied on the current wire session.
+    var isAttached = false
+    /// Remote changes were dropped while the mode did not apply them: refetch before applying again.
+    var missedRemote = false
+    /// Whether a fetch is on its way.
+    var isFetching = false
+    let queue = ChangeSetQueue()
+    /// Fires once the state of the latest fetch is applied (or the fetch fails).
+    var attached = ReplyWaiter<Void>()
+    /// UUIDs the local root had before it took over the server's root UUID.
+    private var rootAliases: [UUID: UUID] = [:]
+    private var changeToken: ObservationToken?
+
+    init(scope: Scope, params: [String: JSON], mode: SyncMode) {
+        self.scope = scope
+        self.params = params
+        self.mode = mode
+    }
+
+    /// Starts queueing the scope's local change sets.
+    func listen(_ onLocal: @escaping @MainActor (ChangeSet) -> Void) {
+        changeToken = scope.onChanges(self) { changeSet in
+            guard changeSet.origin == .local, changeSet.state == .syncing else { return }
+            onLocal(changeSet)
+        }
+    }
+
+    func stopListening() {
+        changeToken?.cancel()
+        changeToken = nil
+    }
+
+    /// The fragments to send for `entry`, with old root UUIDs replaced by the server's.
+    func fragments(of entry: ChangeSetQueue.Entry) -> [SyncFragment] {
+        guard !rootAliases.isEmpty else { return entry.changeSet.fragments }
+        return entry.changeSet.fragments.map { fragment in
+            var fragment = fragment
+            if let alias = rootAliases[fragment.uuid] { fragment.uuid = alias }
+            return fragment
+        }
+    }
+
+    // MARK: - Applying remote changes
+
+    /// Applies the server's full state. Keys held by pending local change sets keep their local
+    /// values (the state's values become their originals).
+    func applyState(_ state: ScopeState) throws(SyncError) {
+        guard let root = scope.root else { throw .scopeHasNoRoot(scope.name) }
+        if root.uuid != state.rootUUID { rootAliases[root.uuid] = state.rootUUID }
+        scope.flush()
+        do {
+            _ = try scope.applyState(rootUUID: state.rootUUID, fragments: state.fragments, redirect: redirect)
+        } catch {
+            throw .invalidState(error.description)
+        }
+        isAttached = true
+        missedRemote = false
+    }
+
+    /// Applies a remote change set. Returns false when it could not be applied (refetch then).
+    func applyRemote(_ fragments: [SyncFragment]) -> Bool {
+        guard !fragments.isEmpty else { return true }
+        scope.flush()
+        do {
+            _ = try scope.apply(fragments, applyDefaults: false, redirect: redirect)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Applies values the server set on an accepted fragment (`modifications`, §4.8), as the
+    /// server's value after `entry`: a later pending change set holding the key keeps its value.
+    func applyModifications(_ values: [String: JSON], to uuid: UUID, after entry: ChangeSetQueue.Entry) {
+        guard let object = scope.object(for: uuid) else { return }
+        let info = object.info
+        let resolver: ModelResolver = { [scope] in scope.object(for: $0) }
+        scope.applyingRemote {
+            for (name, wire) in values {
+                guard let index = info.indexByName[name], info.properties[index].isSynced,
+                      let value = try? info.properties[index].storage.decode(wire, property: name, resolver: resolver)
+                else { continue }
+                let key = ChangeKey(object, index)
+                if let next = queue.holder(of: key, after: entry) {
+                    let original = next.original(key)
+                    next.setOriginal(key, value)
+                    if let merged = merge(object, index, original: original, remote: value) {
+                        object.setValue(merged, at: index)
+                    }
+                } else {
+                    object.setValue(value, at: index)
+                }
+            }
+        }
+    }
+
+    /// The write `Scope.apply` should do for a remote value (§8.3): the value itself when no
+    /// pending change set holds the key; otherwise the value becomes that set's original, and the
+    /// property keeps the local value (collections: the local edit rebased onto the remote value).
+    private func redirect(_ object: ModelObject, _ index: Int, _ remote: Any) -> Any? {
+        let key = ChangeKey(object, index)
+        guard let holder = queue.firstHolder(of: key) else { return remote }
+        let original = holder.original(key)
+        holder.setOriginal(key, remote)
+        return merge(object, index, original: original, remote: remote)
+    }
+
+    /// For a collection: the local edit (original → current) applied to `remote`. Nil otherwise.
+    private func merge(_ object: ModelObject, _ index: Int, original: Any?, remote: Any) -> Any? {
+        let property = object.info.properties[index]
+        guard property.valueKind == .collection else { return nil }
+        let base = Self.models(original)
+        let local = Self.models(object.value(at: index))
+        let theirs = Self.models(remote)
+        var byUUID: [UUID: ModelObject] = [:]
+        for model in base + theirs + local { byUUID[model.uuid] = model }
+        let merged = CollectionMerge.merge(base: base.map(\.uuid), new: local.map(\.uuid), current: theirs.map(\.uuid))
+        let wire = JSON.array(merged.map { .string($0.wireString) })
+        return try? property.storage.decode(wire, property: property.name, resolver: { byUUID[$0] ?? self.scope.object(for: $0) })
+    }
+
+    private static func models(_ value: Any?) -> [ModelObject] {
+        (value as? any PropertyValue)?.models ?? []
+    }
+}

@@ -1,0 +1,389 @@
+import Foundation
+
+/// A session with a sync server: fetch scopes into it, and their changes flow both ways.
+///
+/// A session outlives reconnects (the server keeps it by token). When the server forgets it (a
+/// fatal close, or replies that never come) the client opens a new one behind the same `Session`:
+/// every scope is fetched again and pending change sets are sent again, so nothing is lost.
+///
+/// ```swift
+/// let session = try await client.connect()
+/// try await session.fetch(scope)              // realtime from here on
+/// session.setMode(.manual, for: scope)
+/// await session.sync(scope)                    // send and receive now
+/// ```
+@MainActor
+public final class Session {
+    private weak var client: Client?
+    /// The server's token for this session (a bearer secret: never log it).
+    var token: String
+    private var nextIndex = 1
+    private var lastServerIndex = 0
+    /// Sequenced messages the server has not acknowledged, in index order.
+    private var resendBuffer: [Message] = []
+    /// Reply handlers by request index.
+    private var awaiting: [Int: (Message) -> Void] = [:]
+    /// When each awaited request was (re)sent, and how often its reply timed out.
+    private var sentAt: [Int: ContinuousClock.Instant] = [:]
+    private var strikes: [Int: Int] = [:]
+    private var connection: Connection?
+    /// After a resume, new messages wait until the server's resend frame (§8.5).
+    private var isHolding = false
+    private var subscriptions: [ScopeSubscription] = []
+    private var byScopeIndex: [Int: ScopeSubscription] = [:]
+    private var paused: [Message]?
+    private var inFlight = 0
+    private var syncStatusObservers: [(observer: Weak, body: @MainActor (SyncStatus) -> Void)] = []
+    private var lastSyncStatus = SyncStatus.synced
+
+    init(client: Client, token: String) {
+        self.client = client
+        self.token = token
+    }
+
+    var options: ClientOptions { client?.options ?? ClientOptions() }
+
+    // MARK: - Public API
+
+    /// Fetches `scope` (by its name) from the server and keeps it in sync from then on. The scope
+    /// needs a root object; it takes over the server's root UUID, objects the server does not have
+    /// are detached, and properties the state leaves out get their defaults (PROTOCOL.md §3.4).
+    /// Fetching a scope again refreshes it. A refused fetch throws `SyncError.fetchFailed`.
+    public func fetch(_ scope: Scope, params: [String: JSON] = [:], mode: SyncMode = .realtime) async throws(SyncError) {
+        guard client != nil else { throw .closed }
+        guard scope.root != nil else { throw .scopeHasNoRoot(scope.name) }
+        let subscription: ScopeSubscription
+        if let existing = subscriptions.first(where: { $0.scope === scope }) {
+            subscription = existing
+            subscription.mode = mode
+        } else {
+            scope.flush()
+            scope.isSynced = true
+            subscription = ScopeSubscription(scope: scope, params: params, mode: mode)
+            subscriptions.append(subscription)
+            subscription.listen { [weak self, weak subscription] changeSet in
+                guard let self, let subscription else { return }
+                self.enqueue(changeSet, in: subscription)
+            }
+        }
+        requestFetch(subscription)
+        let result = await subscription.attached.wait(timeout: options.replyTimeout)
+        if case .failure(let error) = result {
+            if !subscription.isAttached { remove(subscription) }
+            throw error
+        }
+    }
+
+    /// Changes how `scope` syncs. Going back to a mode that applies remote changes fetches the
+    /// scope again if remote changes were skipped meanwhile.
+    public func setMode(_ mode: SyncMode, for scope: Scope) {
+        guard let subscription = subscription(for: scope) else { return }
+        subscription.mode = mode
+        if mode.applies, subscription.missedRemote { requestFetch(subscription) }
+        pump()
+    }
+
+    /// The sync mode of `scope`, if it was fetched.
+    public func mode(of scope: Scope) -> SyncMode? { subscription(for: scope)?.mode }
+
+    /// Syncs `scope` now (for `manual` and the other non-realtime modes): catches up with remote
+    /// changes, sends the local change sets that wait, and returns once the server has settled them.
+    public func sync(_ scope: Scope) async {
+        guard let subscription = subscription(for: scope) else { return }
+        scope.flush()
+        if subscription.missedRemote || !subscription.isAttached {
+            requestFetch(subscription)
+            _ = await subscription.attached.wait(timeout: options.replyTimeout)
+        }
+        let waiting = subscription.queue.entries.map(\.changeSet)
+        pump(forcing: subscription)
+        for changeSet in waiting { _ = await changeSet.settled() }
+    }
+
+    /// Holds every incoming message until `resumeIncoming()` (as Jetstream's `pauseIncoming`).
+    public func pauseIncoming() {
+        if paused == nil { paused = [] }
+    }
+
+    /// Processes the held messages in order and goes back to processing messages as they come.
+    public func resumeIncoming() {
+        guard let held = paused else { return }
+        paused = nil
+        receive(held)
+    }
+
+    /// Calls `body` whenever the number of unsettled local change sets changes (sync-status events).
+    @discardableResult
+    public func onSyncStatus(_ observer: AnyObject, _ body: @escaping @MainActor (SyncStatus) -> Void) -> ObservationToken {
+        let weak = Weak(observer)
+        syncStatusObservers.append((weak, body))
+        return ObservationToken(entry: nil) { [weak self] in
+            self?.syncStatusObservers.removeAll { $0.observer === weak }
+        }
+    }
+
+    /// The current sync status.
+    public var syncStatus: SyncStatus { lastSyncStatus }
+
+    /// The number of local change sets not yet settled, over every scope.
+    public var pendingChangeSets: Int { subscriptions.reduce(0) { $0 + $1.queue.count } }
+
+    // MARK: - Connection events (from the client)
+
+    /// A resumed connection: ask the server to resend and hold new messages until it has.
+    func didResume(_ connection: Connection) {
+        self.connection = connection
+        isHolding = true
+        connection.send(.ping(Ping(ack: lastServerIndex, resendMissing: true)))
+    }
+
+    /// A new wire session (after a fatal close or replies that never came): number from 1 again,
+    /// fetch every scope again and send every pending change set again.
+    func renew(token: String, connection: Connection) {
+        self.token = token
+        self.connection = connection
+        nextIndex = 1
+        lastServerIndex = 0
+        resendBuffer.removeAll()
+        awaiting.removeAll()
+        sentAt.removeAll()
+        strikes.removeAll()
+        inFlight = 0
+        isHolding = false
+        byScopeIndex.removeAll()
+        for subscription in subscriptions {
+            subscription.scopeIndex = nil
+            subscription.isAttached = false
+            subscription.isFetching = false
+            subscription.queue.markAllUnsent()
+        }
+        for subscription in subscriptions { requestFetch(subscription) }
+    }
+
+    func connectionLost() {
+        connection = nil
+        isHolding = false
+    }
+
+    /// The client was closed: waiting callers fail, pending change sets stay pending.
+    func clientClosed() {
+        connection = nil
+        for subscription in subscriptions { subscription.attached.resolve(.failure(.closed)) }
+    }
+
+    /// Sends a keep-alive ping with the acknowledgement, and checks reply deadlines. Returns
+    /// `.reconnect` or `.renew` when a reply is overdue.
+    func tick() -> TickAction {
+        guard let connection else { return .none }
+        connection.send(.ping(Ping(ack: lastServerIndex, resendMissing: false)))
+        let now = ContinuousClock.now
+        guard let overdue = sentAt.filter({ now - $0.value > options.replyTimeout }).keys.min() else { return .none }
+        let count = (strikes[overdue] ?? 0) + 1
+        strikes[overdue] = count
+        for index in sentAt.keys { sentAt[index] = now }
+        return count >= 2 ? .renew : .reconnect
+    }
+
+    enum TickAction { case none, reconnect, renew }
+
+    // MARK: - Receiving
+
+    func receive(_ messages: [Message]) {
+        for (position, message) in messages.enumerated() {
+            if paused != nil {
+                paused?.append(contentsOf: messages[position...])
+                return
+            }
+            guard process(message) else { return }
+        }
+    }
+
+    /// Handles one message; false when the rest of the frame must be dropped (out of order).
+    private func process(_ message: Message) -> Bool {
+        let index = message.index
+        if index > 0 {
+            if index <= lastServerIndex { return true }
+            if index != lastServerIndex + 1 {
+                client?.forceReconnect()
+                return false
+            }
+            lastServerIndex = index
+        }
+        switch message {
+        case .ping(let ping):
+            prune(ack: ping.ack)
+            if ping.resendMissing {
+                isHolding = false
+                client?.resumeConfirmed()
+                let now = ContinuousClock.now
+                for message in resendBuffer {
+                    connection?.send(message)
+                    if sentAt[message.index] != nil { sentAt[message.index] = now }
+                }
+                pump()
+            }
+        case .scopeFetchReply(let reply):
+            settleRequest(reply.replyTo, with: message)
+        case .scopeSyncReply(let reply):
+            settleRequest(reply.replyTo, with: message)
+        case .scopeState(let state):
+            guard let subscription = byScopeIndex[state.scopeIndex] else { break }
+            subscription.isFetching = false
+            do {
+                try subscription.applyState(state)
+                subscription.attached.resolve(.success(()))
+            } catch {
+                subscription.attached.resolve(.failure(error))
+            }
+            pump()
+        case .scopeSync(let sync):
+            guard let subscription = byScopeIndex[sync.scopeIndex], subscription.isAttached else { break }
+            if subscription.mode.applies {
+                if !subscription.applyRemote(sync.fragments) { requestFetch(subscription) }
+            } else if !sync.fragments.isEmpty {
+                subscription.missedRemote = true
+            }
+        case .sessionCreate, .sessionCreateReply, .scopeFetch:
+            break
+        }
+        return true
+    }
+
+    private func prune(ack: Int) {
+        resendBuffer.removeAll { $0.index <= ack }
+    }
+
+    private func settleRequest(_ index: Int, with reply: Message) {
+        resendBuffer.removeAll { $0.index == index }
+        sentAt[index] = nil
+        strikes[index] = nil
+        awaiting.removeValue(forKey: index)?(reply)
+    }
+
+    // MARK: - Sending
+
+    /// Sends a sequenced request now (or when the connection is back) and calls `onReply` with its reply.
+    private func request(_ make: (Int) -> Message, onReply: @escaping (Message) -> Void) -> Int {
+        let index = nextIndex
+        nextIndex += 1
+        let message = make(index)
+        resendBuffer.append(message)
+        awaiting[index] = onReply
+        sentAt[index] = .now
+        if !isHolding { connection?.send(message) }
+        return index
+    }
+
+    private func requestFetch(_ subscription: ScopeSubscription) {
+        guard !subscription.isFetching else { return }
+        subscription.isFetching = true
+        if subscription.attached.isResolved { subscription.attached = ReplyWaiter() }
+        _ = request({ .scopeFetch(ScopeFetch(index: $0, name: subscription.scope.name, params: subscription.params)) }) {
+            [weak self, weak subscription] reply in
+            guard let self, let subscription else { return }
+            guard case .scopeFetchReply(let fetchReply) = reply else { return }
+            if let scopeIndex = fetchReply.scopeIndex {
+                subscription.scopeIndex = scopeIndex
+                self.byScopeIndex[scopeIndex] = subscription
+            } else {
+                subscription.isFetching = false
+                subscription.attached.resolve(.failure(.fetchFailed(fetchReply.error ?? WireErrorBody(message: "Fetch failed"))))
+            }
+        }
+    }
+
+    private func enqueue(_ changeSet: ChangeSet, in subscription: ScopeSubscription) {
+        subscription.queue.append(changeSet)
+        pump()
+        reportSyncStatus()
+    }
+
+    /// Sends the change sets that may go now, oldest first, up to `maxPendingMessages` in flight.
+    private func pump(forcing forced: ScopeSubscription? = nil) {
+        for subscription in subscriptions where subscription.isAttached && (subscription.mode.sends || subscription === forced) {
+            guard let scopeIndex = subscription.scopeIndex else { continue }
+            for entry in subscription.queue.unsent {
+                guard inFlight < options.maxPendingMessages else { return }
+                send(entry, of: subscription, scopeIndex: scopeIndex)
+            }
+        }
+    }
+
+    private func send(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, scopeIndex: Int) {
+        let fragments = subscription.fragments(of: entry)
+        let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
+        inFlight += 1
+        entry.index = request({ .scopeSync(ScopeSync(index: $0, scopeIndex: scopeIndex, fragments: fragments, atomic: atomic)) }) {
+            [weak self, weak subscription, weak entry] reply in
+            guard let self else { return }
+            self.inFlight -= 1
+            guard let subscription, let entry else { return }
+            self.settle(entry, of: subscription, fragments: fragments, reply: reply)
+        }
+    }
+
+    /// Settles a change set from its reply (§4.8): completed, reverted, or partially reverted, then
+    /// the server's modifications.
+    private func settle(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, fragments: [SyncFragment], reply: Message) {
+        let queue = subscription.queue
+        guard case .scopeSyncReply(let syncReply) = reply, syncReply.fragmentReplies.count == fragments.count else {
+            revert(entry, of: subscription, objects: nil)
+            queue.remove(entry)
+            entry.changeSet.settle(.reverted)
+            reportSyncStatus()
+            pump()
+            return
+        }
+        let replies = syncReply.fragmentReplies
+        let rejected = Set(zip(fragments, replies).filter { !$0.1.isAccepted }.map(\.0.uuid))
+        let state: ChangeSet.State
+        if rejected.isEmpty {
+            state = .completed
+        } else {
+            let all = replies.allSatisfy { !$0.isAccepted }
+            revert(entry, of: subscription, objects: all ? nil : rejected)
+            state = all ? .reverted : .partiallyReverted
+        }
+        for (fragment, fragmentReply) in zip(fragments, replies) {
+            if let modifications = fragmentReply.modifications, !modifications.isEmpty {
+                subscription.applyModifications(modifications, to: fragment.uuid, after: entry)
+            }
+        }
+        queue.remove(entry)
+        entry.changeSet.settle(state)
+        reportSyncStatus()
+        pump()
+    }
+
+    /// Reverts `entry` locally. Objects a revert brings back into the tree missed the remote changes
+    /// made while they were out of it, so the scope is fetched again when that happens.
+    private func revert(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, objects: Set<UUID>?) {
+        let scope = subscription.scope
+        let before = scope.count
+        let known = Set(scope.allObjects.map(ObjectIdentifier.init))
+        subscription.queue.revert(entry, objects: objects)
+        let returned = scope.count > before || scope.allObjects.contains { !known.contains(ObjectIdentifier($0)) }
+        if returned { requestFetch(subscription) }
+    }
+
+    // MARK: - Helpers
+
+    private func subscription(for scope: Scope) -> ScopeSubscription? {
+        subscriptions.first { $0.scope === scope }
+    }
+
+    private func remove(_ subscription: ScopeSubscription) {
+        subscription.stopListening()
+        subscriptions.removeAll { $0 === subscription }
+        if let index = subscription.scopeIndex { byScopeIndex[index] = nil }
+    }
+
+    private func reportSyncStatus() {
+        let pending = pendingChangeSets
+        let status: SyncStatus = pending == 0 ? .synced : .syncing(pending: pending)
+        guard status != lastSyncStatus else { return }
+        lastSyncStatus = status
+        syncStatusObservers.removeAll { $0.observer.object == nil }
+        for observer in syncStatusObservers { observer.body(status) }
+    }
+}

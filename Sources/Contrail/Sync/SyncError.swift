@@ -1,0 +1,33 @@
+/// Why a sync operation failed.
+public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The server denied the session (its session hook said no); the server's message.
+    case sessionDenied(String)
+    /// The server refused a scope fetch with this error (its fetch hook said no).
+    case fetchFailed(WireErrorBody)
+    /// The client was closed, or the session ended before the operation finished.
+    case closed
+    /// The server did not answer in time.
+    case timedOut
+    /// The transport could not connect or failed; the underlying reason.
+    case transport(String)
+    /// The server closed the connection with a WebSocket close code and reason.
+    case closedByServer(code: UInt16, reason: String)
+    /// The scope has no root object, so a fetched state has nowhere to go.
+    case scopeHasNoRoot(String)
+    /// The fetched state could not be applied to the local model (unknown class, bad value…).
+    case invalidState(String)
+
+    public var description: String {
+        switch self {
+        case .sessionDenied(let message): return "session denied by the server: \(message)"
+        case .fetchFailed(let error): return "scope fetch failed: \(error)"
+        case .closed: return "the client is closed"
+        case .timedOut: return "the server did not answer in time"
+        case .transport(let reason): return "transport failed: \(reason)"
+        case .closedByServer(let code, let reason):
+            return "the server closed the connection with code \(code)" + (reason.isEmpty ? "" : ": \(reason)")
+        case .scopeHasNoRoot(let name): return "scope '\(name)' has no root object: set scope.root before fetching"
+        case .invalidState(let reason): return "the server's scope state could not be applied: \(reason)"
+        }
+    }
+}

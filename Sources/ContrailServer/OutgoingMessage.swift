@@ -1,0 +1,71 @@
+import Contrail
+
+/// A server → client message waiting in a session's outbox or resend buffer. Broadcasts and full
+/// states share their (large) fragment text between sessions; only the small envelope with the
+/// session's own `index` and `scopeIndex` is written per session, when the frame is sent.
+enum OutgoingMessage: Sendable {
+    /// Any message, serialised when sent.
+    case message(Message)
+    /// `ScopeSync` whose `fragments` array is already JSON text.
+    case scopeSync(index: Int, scopeIndex: Int, fragments: String)
+    /// `ScopeState` whose `fragments` array is already JSON text.
+    case scopeState(index: Int, scopeIndex: Int, rootUUID: String, fragments: String)
+
+    /// The message's `index` (0 for unsequenced ones).
+    var index: Int {
+        switch self {
+        case .message(let message): return message.index
+        case .scopeSync(let index, _, _): return index
+        case .scopeState(let index, _, _, _): return index
+        }
+    }
+
+    /// A rough size in bytes, for reserving frame capacity.
+    var estimatedSize: Int {
+        switch self {
+        case .message: return 128
+        case .scopeSync(_, _, let fragments): return fragments.utf8.count + 64
+        case .scopeState(_, _, _, let fragments): return fragments.utf8.count + 128
+        }
+    }
+
+    /// Appends the message's JSON object to `text`.
+    func write(to text: inout String) {
+        switch self {
+        case .message(let message):
+            text += String(decoding: message.json.serialized(), as: UTF8.self)
+        case .scopeSync(let index, let scopeIndex, let fragments):
+            text += #"{"type":"ScopeSync","index":"#
+            text += String(index)
+            text += #","scopeIndex":"#
+            text += String(scopeIndex)
+            text += #","fragments":"#
+            text += fragments
+            text += "}"
+        case .scopeState(let index, let scopeIndex, let rootUUID, let fragments):
+            text += #"{"type":"ScopeState","index":"#
+            text += String(index)
+            text += #","scopeIndex":"#
+            text += String(scopeIndex)
+            text += #","rootUUID":""#
+            text += rootUUID
+            text += #"","fragments":"#
+            text += fragments
+            text += "}"
+        }
+    }
+
+    /// One frame holding `messages`: servers always send an array (§1.2).
+    static func frame(_ messages: some Collection<OutgoingMessage>) -> String {
+        var text = "["
+        text.reserveCapacity(messages.reduce(2) { $0 + $1.estimatedSize })
+        var first = true
+        for message in messages {
+            if !first { text += "," }
+            first = false
+            message.write(to: &text)
+        }
+        text += "]"
+        return text
+    }
+}

@@ -1,0 +1,75 @@
+import Contrail
+import Foundation
+
+extension ScopeStore {
+    /// The whole tree as fragments for `ScopeState` (§3.4): pre-order from the root, the root as
+    /// `change`, every other object once as `add`, null single references left out.
+    func stateFragments() -> [SyncFragment] {
+        var fragments: [SyncFragment] = []
+        fragments.reserveCapacity(objects.count)
+        var seen: Set<UUID> = []
+        var stack: [UUID] = [rootUUID]
+        while let uuid = stack.popLast() {
+            guard let object = objects[uuid], seen.insert(uuid).inserted else { continue }
+            var properties = object.properties
+            for (key, value) in object.properties where value.isNull {
+                if kinds[KindKey(className: object.className, property: key)] == .reference { properties[key] = nil }
+            }
+            fragments.append(SyncFragment(kind: uuid == rootUUID ? .change : .add, uuid: uuid,
+                                          className: object.className, properties: properties))
+            var children: [UUID] = []
+            forEachReference(of: object) { children.append($0) }
+            stack.append(contentsOf: children.reversed())
+        }
+        return fragments
+    }
+
+    /// The state as `{"root": uuid, "objects": {uuid: {"clsName", "properties"}}}`, the shape of
+    /// `Scope.stateJSON()`.
+    func stateJSON() -> JSON {
+        var members: [String: JSON] = [:]
+        members.reserveCapacity(objects.count)
+        for (uuid, object) in objects {
+            members[uuid.wireString] = .object(["clsName": .string(object.className), "properties": .object(object.properties)])
+        }
+        return .object(["root": .string(rootUUID.wireString), "objects": .object(members)])
+    }
+
+    /// The snapshot record persisted in the scope's log: the state plus the learnt kinds.
+    func snapshotJSON(name: String) -> JSON {
+        var kindMembers: [String: JSON] = [:]
+        for (key, kind) in kinds {
+            var perClass = kindMembers[key.className]?.objectValue ?? [:]
+            perClass[key.property] = .string(kind.rawValue)
+            kindMembers[key.className] = .object(perClass)
+        }
+        guard case .object(var members) = stateJSON() else { return .null }
+        members["name"] = .string(name)
+        members["kinds"] = .object(kindMembers)
+        return .object(members)
+    }
+
+    /// Restores a store from ``snapshotJSON(name:)``; nil if the record has another shape.
+    init?(snapshot: JSON) {
+        guard case .string(let rootText)? = snapshot["root"], let root = UUID(wireString: rootText),
+              case .object(let objectMembers)? = snapshot["objects"] else { return nil }
+        var objects: [UUID: StoredObject] = [:]
+        objects.reserveCapacity(objectMembers.count)
+        for (uuidText, value) in objectMembers {
+            guard let uuid = UUID(wireString: uuidText), case .string(let className)? = value["clsName"],
+                  case .object(let properties)? = value["properties"] else { return nil }
+            objects[uuid] = StoredObject(className: className, properties: properties)
+        }
+        var kinds: [KindKey: PropertyKind] = [:]
+        if case .object(let classes)? = snapshot["kinds"] {
+            for (className, perClass) in classes {
+                guard case .object(let properties) = perClass else { return nil }
+                for (property, kindValue) in properties {
+                    guard case .string(let text) = kindValue, let kind = PropertyKind(rawValue: text) else { return nil }
+                    kinds[KindKey(className: className, property: property)] = kind
+                }
+            }
+        }
+        self.init(rootUUID: root, objects: objects, kinds: kinds)
+    }
+}

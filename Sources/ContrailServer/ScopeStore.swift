@@ -1,0 +1,204 @@
+import Contrail
+import Foundation
+
+/// The state of one scope on a schema-agnostic server: objects by UUID (class name + properties),
+/// the root, and the kind learnt for each (class, property). Applies change sets as §4.5 and §8
+/// describe. A value type: ``ServerScope`` owns one and serialises access to it.
+struct ScopeStore: Sendable {
+    /// The root object's UUID.
+    private(set) var rootUUID: UUID
+    /// Every object of the scope (all reachable from the root).
+    private(set) var objects: [UUID: StoredObject]
+    /// The kind learnt for each (class, property).
+    private(set) var kinds: [KindKey: PropertyKind]
+
+    /// A new scope: a root with a fresh UUID and no class name yet (the first fragment naming the
+    /// root fills it in).
+    init(rootUUID: UUID = UUID()) {
+        self.rootUUID = rootUUID
+        self.objects = [rootUUID: StoredObject(className: "", properties: [:])]
+        self.kinds = [:]
+    }
+
+    /// A scope restored from a snapshot.
+    init(rootUUID: UUID, objects: [UUID: StoredObject], kinds: [KindKey: PropertyKind]) {
+        self.rootUUID = rootUUID
+        self.objects = objects
+        self.kinds = kinds
+        if self.objects[rootUUID] == nil { self.objects[rootUUID] = StoredObject(className: "", properties: [:]) }
+    }
+
+    /// The number of objects, the root included.
+    var objectCount: Int { objects.count }
+
+    // MARK: Applying a change set
+
+    /// Applies one change set in message order. A fragment that fails changes nothing; with
+    /// `atomic` any failure rejects them all. Orphans are collected afterwards (§3.3).
+    mutating func apply(_ fragments: [SyncFragment], atomic: Bool, maxObjects: Int) -> SyncOutcome {
+        var forced: [Int: WireErrorBody] = [:]
+        var pass = validate(fragments, forced: forced, maxObjects: maxObjects)
+        // Rejections can cascade (a rejected add leaves references to it dangling, or a new object
+        // without a parent): repeat until nothing new fails. Each round rejects at least one more.
+        while true {
+            var newFailures = pass.followUpFailures(fragments: fragments)
+            if atomic, let first = pass.firstFailure(among: fragments.count, extra: newFailures) {
+                let error = WireErrorBody.couldNotApplySyncMessage(
+                    "atomic change set rejected, fragment \(first.index) failed: \(first.error.message)")
+                for index in fragments.indices where pass.plans[index].error == nil && newFailures[index] == nil {
+                    newFailures[index] = error
+                }
+            }
+            if newFailures.isEmpty { break }
+            forced.merge(newFailures) { old, _ in old }
+            pass = validate(fragments, forced: forced, maxObjects: maxObjects)
+        }
+        return commit(pass, fragments: fragments)
+    }
+
+    private mutating func commit(_ pass: ValidationPass, fragments: [SyncFragment]) -> SyncOutcome {
+        var replies: [FragmentReply] = []
+        replies.reserveCapacity(fragments.count)
+        var accepted: [SyncFragment] = []
+        accepted.reserveCapacity(fragments.count)
+        for (index, plan) in pass.plans.enumerated() {
+            if let error = plan.error {
+                replies.append(.rejected(error))
+                continue
+            }
+            replies.append(FragmentReply(error: nil, modifications: plan.modifications.isEmpty ? nil : plan.modifications))
+            let fragment = fragments[index]
+            accepted.append(SyncFragment(kind: fragment.kind, uuid: fragment.uuid, className: plan.className, properties: plan.values))
+        }
+        guard !accepted.isEmpty else { return SyncOutcome(replies: replies, accepted: []) }
+        for (uuid, object) in pass.working { objects[uuid] = object }
+        kinds.merge(pass.kinds) { _, new in new }
+        if pass.mayOrphan { collectGarbage() }
+        return SyncOutcome(replies: replies, accepted: accepted)
+    }
+
+    /// Removes every object not reachable from the root through reference properties.
+    mutating func collectGarbage() {
+        var reachable: Set<UUID> = [rootUUID]
+        var stack: [UUID] = [rootUUID]
+        while let uuid = stack.popLast() {
+            guard let object = objects[uuid] else { continue }
+            forEachReference(of: object) { child in
+                if objects[child] != nil, reachable.insert(child).inserted { stack.append(child) }
+            }
+        }
+        if reachable.count < objects.count {
+            objects = objects.filter { reachable.contains($0.key) }
+        }
+    }
+
+    /// Calls `body` with each object `object` references, in property-name order.
+    func forEachReference(of object: StoredObject, _ body: (UUID) -> Void) {
+        for key in object.properties.keys.sorted() {
+            guard let kind = kinds[KindKey(className: object.className, property: key)], kind.isReference else { continue }
+            switch object.properties[key] {
+            case .string(let text)?:
+                if let uuid = UUID(wireString: text) { body(uuid) }
+            case .array(let elements)?:
+                for case .string(let text) in elements { if let uuid = UUID(wireString: text) { body(uuid) } }
+            default:
+                break
+            }
+        }
+    }
+
+    // MARK: Validation
+
+    private func validate(_ fragments: [SyncFragment], forced: [Int: WireErrorBody], maxObjects: Int) -> ValidationPass {
+        var pass = ValidationPass(count: fragments.count)
+        // Pass 1: adds of unknown UUIDs become temporaries, so references within the message resolve.
+        for (index, fragment) in fragments.enumerated() where fragment.kind == .add && objects[fragment.uuid] == nil {
+            if forced[index] != nil { continue }
+            if pass.temporaries[fragment.uuid] == nil {
+                if objects.count + pass.temporaries.count >= maxObjects {
+                    pass.plans[index].error = WireErrorBody.limitExceeded("Scope holds the maximum of \(maxObjects) objects")
+                    continue
+                }
+                pass.temporaries[fragment.uuid] = fragment.className
+            }
+        }
+        let temporaries = pass.temporaries
+        let objects = self.objects
+        let exists: (UUID) -> Bool = { uuid in objects[uuid] != nil || temporaries[uuid] != nil }
+        // Pass 2: each fragment in message order against the state left by the earlier ones.
+        for (index, fragment) in fragments.enumerated() {
+            if let error = forced[index] { pass.plans[index].error = error; continue }
+            if pass.plans[index].error != nil { continue }
+            var target: StoredObject
+            if let existing = pass.working[fragment.uuid] ?? objects[fragment.uuid] {
+                target = existing
+            } else if fragment.kind == .add, pass.temporaries[fragment.uuid] != nil {
+                target = StoredObject(className: fragment.className, properties: [:])
+                pass.plans[index].isNew = true
+            } else {
+                pass.plans[index].error = WireErrorBody(message: "ModelObject not found")
+                continue
+            }
+            if target.className.isEmpty { target.className = fragment.className }
+            pass.plans[index].className = target.className
+            var plan = pass.plans[index]
+            var localKinds: [KindKey: PropertyKind] = [:]
+            var failed = false
+            for key in fragment.properties.keys.sorted() {
+                guard var value = fragment.properties[key] else { continue }
+                let kindKey = KindKey(className: target.className, property: key)
+                let known = localKinds[kindKey] ?? pass.kinds[kindKey] ?? kinds[kindKey]
+                switch PropertyKind.check(value, key: key, known: known, exists: exists) {
+                case .failure(let error):
+                    plan.error = error
+                    failed = true
+                case .success(let checked):
+                    value = checked.value
+                    let kind = checked.kind ?? known
+                    if let kind, kind != known { localKinds[kindKey] = kind }
+                    if kind?.isReference == true {
+                        if let base = fragment.bases?[key], kind == .collection,
+                           let merged = merge(value, base: base, current: target.properties[key]) {
+                            if merged != value { plan.modifications[key] = merged }
+                            value = merged
+                        }
+                        if target.properties[key] != nil && target.properties[key] != value { pass.mayOrphan = true }
+                        for uuid in referencedUUIDs(value) { plan.references.append((key, uuid)) }
+                    }
+                    target.properties[key] = value
+                    plan.values[key] = value
+                }
+                if failed { break }
+            }
+            if failed {
+                plan.values = [:]
+                plan.modifications = [:]
+                plan.references = []
+                pass.plans[index] = plan
+                continue
+            }
+            pass.kinds.merge(localKinds) { _, new in new }
+            pass.working[fragment.uuid] = target
+            pass.plans[index] = plan
+        }
+        return pass
+    }
+
+    /// The three-way merge of a collection value, or nil when it does not apply.
+    private func merge(_ value: JSON, base: [UUID], current: JSON?) -> JSON? {
+        let new = referencedUUIDs(value)
+        let currentUUIDs = current.map(referencedUUIDs) ?? []
+        let merged = CollectionMerge.merge(base: base, new: new, current: currentUUIDs)
+            .filter { uuid in objects[uuid] != nil || new.contains(uuid) }
+        return .array(merged.map { .string($0.wireString) })
+    }
+
+    private func referencedUUIDs(_ value: JSON) -> [UUID] {
+        switch value {
+        case .string(let text): return UUID(wireString: text).map { [$0] } ?? []
+        case .array(let elements):
+            return elements.compactMap { element in element.stringValue.flatMap(UUID.init(wireString:)) }
+        default: return []
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Contrail
+import Foundation
+import Synchronization
+
+/// The state a server shares between its connections: sessions by token, scopes by name, live
+/// connections. Lookups take a short lock; all real work happens in the scope and session actors.
+final class ServerCore: Sendable {
+    let options: ServerOptions
+    let limits: ServerLimits
+    let log: ServerLog
+
+    private struct State {
+        var sessions: [String: ServerSession] = [:]
+        var scopes: [String: ServerScope] = [:]
+        var connections: [ObjectIdentifier: ServerConnection] = [:]
+        var nextSessionNumber = 1
+        var isStopped = false
+    }
+
+    private let state = Mutex(State())
+
+    init(options: ServerOptions) {
+        self.options = options
+        self.limits = options.limits
+        self.log = ServerLog(sink: options.log)
+    }
+
+    var isStopped: Bool { state.withLock { $0.isStopped } }
+
+    // MARK: Sessions
+
+    /// Creates and registers a session with a fresh token; nil once stopped.
+    func makeSession() -> ServerSession? {
+        let token = SessionToken.make()
+        let number: Int? = state.withLock { state in
+            guard !state.isStopped else { return nil }
+            defer { state.nextSessionNumber += 1 }
+            return state.nextSessionNumber
+        }
+        guard let number else { return nil }
+        let session = ServerSession(number: number, token: token, core: self)
+        state.withLock { $0.sessions[token] = session }
+        return session
+    }
+
+    /// The live session with `token`, if any.
+    func session(token: String) -> ServerSession? {
+        state.withLock { $0.sessions[token] }
+    }
+
+    /// Forgets a session (expiry).
+    func removeSession(token: String) {
+        _ = state.withLock { $0.sessions.removeValue(forKey: token) }
+    }
+
+    /// Ends the session with `token` (its resend buffer overflowed).
+    func expireSession(token: String, reason: WireErrorBody) {
+        guard let session = session(token: token) else { return }
+        Task { await session.expire(reason: reason) }
+    }
+
+    // MARK: Scopes
+
+    /// The scope named `name`, created on first use.
+    func scope(named name: String) -> ServerScope {
+        state.withLock { state in
+            if let scope = state.scopes[name] { return scope }
+            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, fsync: options.fsync, log: log)
+            state.scopes[name] = scope
+            return scope
+        }
+    }
+
+    /// The scope named `name` if it exists in memory.
+    func existingScope(named name: String) -> ServerScope? {
+        state.withLock { $0.scopes[name] }
+    }
+
+    // MARK: Connections
+
+    /// Registers a live connection; false once stopped.
+    func register(_ connection: ServerConnection) -> Bool {
+        state.withLock { state in
+            guard !state.isStopped else { return false }
+            state.connections[ObjectIdentifier(connection)] = connection
+            return true
+        }
+    }
+
+    func unregister(_ connection: ServerConnection) {
+        _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+    }
+
+    /// Marks the server stopped and hands back everything to shut down.
+    func stopAll() -> (sessions: [ServerSession], scopes: [ServerScope], connections: [ServerConnection]) {
+        state.withLock { state in
+            state.isStopped = true
+            defer {
+                state.sessions = [:]
+                state.connections = [:]
+                state.scopes = [:]
+            }
+            return (Array(state.sessions.values), Array(state.scopes.values), Array(state.connections.values))
+        }
+    }
+}

@@ -1,0 +1,7 @@
+/// The limits a server enforces (§8.6), copied from ``ServerOptions``.
+struct ServerLimits: Sendable {
+    var maxMessageBytes: Int
+    var maxFragmentsPerMessage: Int
+    var maxObjectsPerScope: Int
+    var maxResendBuffer: Int
+}

@@ -1,0 +1,230 @@
+import Contrail
+import Foundation
+
+/// One client's session on the server: outlives reconnects, found by its token. Handles the
+/// client's messages in arrival order: sequencing (§8.5), acks and resends (§1.6), fetches and
+/// syncs (handed to the scope actors). Its outgoing side is the ``SessionOutbox``.
+actor ServerSession {
+    /// What the connection should do after a frame.
+    enum Verdict: Sendable {
+        case proceed
+        /// Close the connection (the session survives).
+        case close(code: UInt16, reason: WireErrorBody)
+    }
+
+    /// A number for log lines (the token is never logged).
+    nonisolated let number: Int
+    nonisolated let token: String
+    nonisolated let outbox: SessionOutbox
+    private let core: ServerCore
+    private var lastClientIndex = 0
+    /// The `lastClientIndex` at which we last asked for a resend, so a gap is reported once.
+    private var resendRequestedAt: Int?
+    private var scopes: [ServerScope] = []
+    private var scopeIndexByName: [String: Int] = [:]
+    private var lastActivity = ContinuousClock.now
+    private var connection: ServerConnection?
+    private var expiryTask: Task<Void, Never>?
+    private(set) var isEnded = false
+
+    init(number: Int, token: String, core: ServerCore) {
+        self.number = number
+        self.token = token
+        self.core = core
+        let limits = core.limits
+        self.outbox = SessionOutbox(limit: limits.maxResendBuffer) { [token] in
+            core.expireSession(token: token, reason: .limitExceeded(
+                "Resend buffer is full (\(limits.maxResendBuffer) unacknowledged messages); start a new session"))
+        }
+    }
+
+    // MARK: Connections
+
+    /// Makes `connection` the one the session sends on. Returns the connection it replaces, which
+    /// the caller closes. Returns nil and `false` if the session has ended.
+    func attach(_ connection: ServerConnection) -> (accepted: Bool, previous: ServerConnection?) {
+        guard !isEnded else { return (false, nil) }
+        let previous = self.connection
+        self.connection = connection
+        lastActivity = .now
+        if expiryTask == nil { startExpiryTimer() }
+        return (true, previous === connection ? nil : previous)
+    }
+
+    /// Forgets `connection` if it is the current one.
+    func detach(_ connection: ServerConnection) {
+        if self.connection === connection { self.connection = nil }
+    }
+
+    private func startExpiryTimer() {
+        let expiry = core.options.sessionExpiry
+        expiryTask = Task { [weak self] in
+            while let self, !Task.isCancelled {
+                let deadline = await self.lastActivity + expiry
+                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+                if await self.expireIfIdle(expiry) { return }
+            }
+        }
+    }
+
+    private func expireIfIdle(_ expiry: Duration) async -> Bool {
+        guard ContinuousClock.now - lastActivity >= expiry else { return false }
+        await expire(reason: nil)
+        return true
+    }
+
+    /// Ends the session: forgets its token, leaves its scopes and closes its connection with 4097.
+    func expire(reason: WireErrorBody?) async {
+        guard !isEnded else { return }
+        isEnded = true
+        expiryTask?.cancel()
+        core.removeSession(token: token)
+        core.log.write("session \(number) ended: \(reason?.message ?? "expired")")
+        let connection = self.connection
+        self.connection = nil
+        for scope in scopes { await scope.unsubscribe(outbox) }
+        await connection?.close(code: JetstreamCloseCode.expired, reason: reason?.jsonString ?? "")
+    }
+
+    /// Stops timers without closing anything (server stop).
+    func shutDown() {
+        isEnded = true
+        expiryTask?.cancel()
+    }
+
+    // MARK: Incoming frames
+
+    /// Handles one frame from the client.
+    func handle(_ frame: String) async -> Verdict {
+        lastActivity = .now
+        let limits = core.limits
+        guard frame.utf8.count <= limits.maxMessageBytes else {
+            return .close(code: JetstreamCloseCode.badInput, reason: .limitExceeded(
+                "Message of \(frame.utf8.count) bytes is over the limit of \(limits.maxMessageBytes) bytes"))
+        }
+        let json: JSON
+        do {
+            json = try JSON(parsing: frame, limits: JSONLimits(maxBytes: limits.maxMessageBytes))
+        } catch {
+            return .close(code: JetstreamCloseCode.badInput, reason: .badInput("Could not parse message input, input was not JSON: \(error)"))
+        }
+        let results: [Result<Message, WireError>]
+        do { results = try MessageFrame.decodeEach(json) } catch {
+            return .close(code: JetstreamCloseCode.badInput, reason: .badInput(error.description))
+        }
+        var items: [IncomingItem] = []
+        items.reserveCapacity(results.count)
+        for result in results {
+            switch result {
+            case .success(let message):
+                items.append(.message(message))
+            case .failure(.invalidScopeSyncFragments(let index, _, let reasons)):
+                items.append(.invalidSync(index: index, reasons: reasons))
+            case .failure(let error):
+                return .close(code: JetstreamCloseCode.badInput, reason: .badInput(error.description))
+            }
+        }
+        if items.count > 1 { items = stableSortedByIndex(items) }
+        for item in items {
+            if case .close(let code, let reason) = await process(item) { return .close(code: code, reason: reason) }
+        }
+        return .proceed
+    }
+
+    private func stableSortedByIndex(_ items: [IncomingItem]) -> [IncomingItem] {
+        items.enumerated().sorted { ($0.element.index, $0.offset) < ($1.element.index, $1.offset) }.map(\.element)
+    }
+
+    private func process(_ item: IncomingItem) async -> Verdict {
+        switch item {
+        case .message(.ping(let ping)):
+            if ping.resendMissing { outbox.resend(after: ping.ack) } else { outbox.acknowledge(ping.ack) }
+            return .proceed
+        case .message(.sessionCreate):
+            core.log.write("session \(number): ignored a SessionCreate on an established session")
+            return .proceed
+        case .message(.scopeFetch(let fetch)):
+            guard accept(sequenced: fetch.index) else { return sequenceVerdict(fetch.index) }
+            await handleFetch(fetch)
+            return .proceed
+        case .message(.scopeSync(let sync)):
+            guard accept(sequenced: sync.index) else { return sequenceVerdict(sync.index) }
+            await handleSync(sync)
+            return .proceed
+        case .invalidSync(let index, let reasons):
+            guard accept(sequenced: index) else { return sequenceVerdict(index) }
+            core.log.write("session \(number): ScopeSync \(index) has invalid fragments")
+            let replies = reasons.map { reason in
+                FragmentReply.rejected(reason.map { WireErrorBody(message: $0) }
+                    ?? .couldNotApplySyncMessage("other fragments of this message are invalid"))
+            }
+            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: index, fragmentReplies: replies))) }
+            return .proceed
+        case .message(let other):
+            return .close(code: JetstreamCloseCode.badInput, reason: .badInput("A client may not send \(other.typeName)"))
+        }
+    }
+
+    /// The strict index rule (§8.5): only `last + 1` is processed.
+    private func accept(sequenced index: Int) -> Bool {
+        guard index == lastClientIndex + 1 else { return false }
+        lastClientIndex = index
+        resendRequestedAt = nil
+        outbox.setClientIndex(index)
+        return true
+    }
+
+    /// What to do with a sequenced message that is not `last + 1`.
+    private func sequenceVerdict(_ index: Int) -> Verdict {
+        if index == 0 {
+            return .close(code: JetstreamCloseCode.badInput, reason: .badInput("ScopeFetch and ScopeSync need an index of 1 or more"))
+        }
+        if index > lastClientIndex + 1, resendRequestedAt != lastClientIndex {
+            // Something was lost: ask the client to resend everything after our last index.
+            resendRequestedAt = lastClientIndex
+            core.log.write("session \(number): got message \(index) after \(lastClientIndex); asked for a resend")
+            outbox.enqueueResendRequest()
+        }
+        return .proceed  // lower: a duplicate, ignored
+    }
+
+    private func handleFetch(_ fetch: ScopeFetch) async {
+        if let denial = await core.options.fetchHook(fetch.name, fetch.params) {
+            core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
+            return
+        }
+        let scopeIndex: Int
+        let scope: ServerScope
+        if let existing = scopeIndexByName[fetch.name] {
+            scopeIndex = existing
+            scope = scopes[existing]
+        } else {
+            scope = core.scope(named: fetch.name)
+            scopeIndex = scopes.count
+            scopes.append(scope)
+            scopeIndexByName[fetch.name] = scopeIndex
+            core.log.write("session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
+        }
+        await scope.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: fetch.index)
+    }
+
+    private func handleSync(_ sync: ScopeSync) async {
+        let limit = core.limits.maxFragmentsPerMessage
+        let error: WireErrorBody?
+        if !scopes.indices.contains(sync.scopeIndex) {
+            error = .scopeIndexNotFound(sync.scopeIndex)
+        } else if sync.fragments.count > limit {
+            error = .limitExceeded("ScopeSync has \(sync.fragments.count) fragments, over the limit of \(limit)")
+        } else {
+            error = nil
+        }
+        if let error {
+            core.log.write("session \(number): ScopeSync \(sync.index) rejected: \(error.message)")
+            let replies = Array(repeating: FragmentReply.rejected(error), count: sync.fragments.count)
+            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: sync.index, fragmentReplies: replies))) }
+            return
+        }
+        await scopes[sync.scopeIndex].sync(sync, from: outbox)
+    }
+}

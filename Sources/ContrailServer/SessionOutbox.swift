@@ -1,0 +1,153 @@
+import Contrail
+import Synchronization
+
+/// A session's outgoing side, safe to use from any task: numbers sequenced messages, keeps them
+/// until the client acknowledges them (the resend buffer, bounded), and queues them for the
+/// writer of the connection currently attached. Scopes enqueue broadcasts here synchronously,
+/// so each session sees a scope's changes in the scope's order without awaiting anything.
+final class SessionOutbox: Sendable {
+    private struct State {
+        var nextIndex = 1
+        /// Sent or queued sequenced messages not yet acknowledged, in index order, from `start`.
+        var unacked: [OutgoingMessage] = []
+        var start = 0
+        /// Messages queued for the next frame.
+        var pending: [OutgoingMessage] = []
+        /// Wakes the attached connection's writer.
+        var wake: AsyncStream<Void>.Continuation?
+        /// Counts attachments, so a late detach of an old connection does not detach a newer one.
+        var generation = 0
+        var overflowed = false
+        /// The highest client index accepted (what our pings acknowledge).
+        var clientIndex = 0
+    }
+
+    private let state = Mutex(State())
+    private let limit: Int
+    /// Called once, when the resend buffer goes over its limit.
+    private let onOverflow: @Sendable () -> Void
+
+    /// An outbox whose resend buffer holds at most `limit` unacknowledged messages.
+    init(limit: Int, onOverflow: @escaping @Sendable () -> Void) {
+        self.limit = max(1, limit)
+        self.onOverflow = onOverflow
+    }
+
+    /// Numbers a sequenced message (`make` gets its index) and queues it. Returns false (and
+    /// queues nothing) once the resend buffer has overflowed.
+    @discardableResult
+    func enqueue(_ make: (Int) -> OutgoingMessage) -> Bool {
+        let (accepted, overflowNow) = state.withLock { state -> (Bool, Bool) in
+            if state.overflowed { return (false, false) }
+            if state.unacked.count - state.start >= limit {
+                state.overflowed = true
+                return (false, true)
+            }
+            let message = make(state.nextIndex)
+            state.nextIndex += 1
+            state.unacked.append(message)
+            state.pending.append(message)
+            if state.pending.count == 1 { state.wake?.yield() }
+            return (true, false)
+        }
+        if overflowNow { onOverflow() }
+        return accepted
+    }
+
+    /// Queues an unsequenced message (`SessionCreateReply`, `Ping`): not buffered for resend.
+    func enqueueUnsequenced(_ message: OutgoingMessage) {
+        state.withLock { state in
+            state.pending.append(message)
+            if state.pending.count == 1 { state.wake?.yield() }
+        }
+    }
+
+    /// Queues a keep-alive `Ping` acknowledging the client's last index.
+    func enqueuePing() {
+        state.withLock { state in
+            state.pending.append(.message(.ping(Ping(ack: state.clientIndex, resendMissing: false))))
+            if state.pending.count == 1 { state.wake?.yield() }
+        }
+    }
+
+    /// Asks the client to resend what we are missing (§8.5): `Ping{resendMissing:true}`.
+    func enqueueResendRequest() {
+        state.withLock { state in
+            state.pending.append(.message(.ping(Ping(ack: state.clientIndex, resendMissing: true))))
+            if state.pending.count == 1 { state.wake?.yield() }
+        }
+    }
+
+    /// Records the highest client index accepted.
+    func setClientIndex(_ index: Int) {
+        state.withLock { $0.clientIndex = index }
+    }
+
+    /// Drops the messages the client acknowledged (`index <= ack`).
+    func acknowledge(_ ack: Int) {
+        state.withLock { state in Self.prune(&state, ack: ack) }
+    }
+
+    /// The resend exchange (§1.6): prunes by `ack`, then replaces whatever is queued with one
+    /// frame: our `Ping{resendMissing:true}` and every message still unacknowledged.
+    func resend(after ack: Int) {
+        state.withLock { state in
+            Self.prune(&state, ack: ack)
+            state.pending.removeAll(keepingCapacity: true)
+            state.pending.append(.message(.ping(Ping(ack: state.clientIndex, resendMissing: true))))
+            state.pending.append(contentsOf: state.unacked[state.start...])
+            state.wake?.yield()
+        }
+    }
+
+    /// Takes everything queued, for one frame; empty when nothing is.
+    func takePending() -> [OutgoingMessage] {
+        state.withLock { state in
+            guard !state.pending.isEmpty else { return [] }
+            let taken = state.pending
+            state.pending.removeAll(keepingCapacity: true)
+            return taken
+        }
+    }
+
+    /// Connects the writer of a newly attached connection (replacing the previous one) and
+    /// returns the attachment's generation, for ``detach(generation:)``.
+    func attach(_ wake: AsyncStream<Void>.Continuation) -> Int {
+        let (previous, generation) = state.withLock { state -> (AsyncStream<Void>.Continuation?, Int) in
+            let previous = state.wake
+            state.wake = wake
+            state.generation += 1
+            if !state.pending.isEmpty { wake.yield() }
+            return (previous, state.generation)
+        }
+        previous?.finish()
+        return generation
+    }
+
+    /// Disconnects the writer of attachment `generation` if it is still the current one (messages
+    /// stay queued and buffered for the next connection).
+    func detach(generation: Int) {
+        let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            guard state.generation == generation else { return nil }
+            defer { state.wake = nil }
+            return state.wake
+        }
+        wake?.finish()
+    }
+
+    /// The number of unacknowledged messages (for tests and logs).
+    var unackedCount: Int { state.withLock { $0.unacked.count - $0.start } }
+
+    private static func prune(_ state: inout State, ack: Int) {
+        while state.start < state.unacked.count, state.unacked[state.start].index <= ack {
+            state.start += 1
+        }
+        if state.start == state.unacked.count {
+            state.unacked.removeAll(keepingCapacity: true)
+            state.start = 0
+        } else if state.start > 1024, state.start * 2 > state.unacked.count {
+            state.unacked.removeFirst(state.start)
+            state.start = 0
+        }
+    }
+}

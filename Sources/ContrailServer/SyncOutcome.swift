@@ -1,0 +1,10 @@
+import Contrail
+
+/// What applying one `ScopeSync` to a ``ScopeStore`` did.
+struct SyncOutcome: Sendable {
+    /// One entry per request fragment, in order.
+    var replies: [FragmentReply]
+    /// The accepted fragments as they took effect (references lowercased, collections merged,
+    /// no `bases`), in message order: what is broadcast and logged.
+    var accepted: [SyncFragment]
+}

@@ -1,0 +1,195 @@
+import Contrail
+import Foundation
+import Synchronization
+import Testing
+
+// Models and helpers for the client and sync tests.
+
+final class Board: ModelObject {
+    @Property var title = ""
+    @Property var score = 0
+    @Property var cards: [Card] = []
+    @Property var pinned: Card?
+}
+
+final class Card: ModelObject {
+    @Property var text = ""
+    @Property var votes = 0
+}
+
+/// The peer end of an in-memory transport, scripted by a test: reads what the client sends, with
+/// bounded waits, and sends raw messages back.
+actor ScriptedPeer {
+    let transport: InMemoryTransport
+    let headers: [(String, String)]
+    private var buffer: [Message] = []
+    private var waiter: (id: Int, continuation: CheckedContinuation<Message?, Never>)?
+    private var nextWaiter = 0
+    private(set) var isFinished = false
+
+    init(transport: InMemoryTransport, headers: [(String, String)]) {
+        self.transport = transport
+        self.headers = headers
+        Task { await self.pump() }
+    }
+
+    private func pump() async {
+        do {
+            for try await frame in transport.frames {
+                let messages = (try? MessageFrame.decode(frame)) ?? []
+                for message in messages { deliver(message) }
+            }
+        } catch {}
+        isFinished = true
+        if let waiter { self.waiter = nil; waiter.continuation.resume(returning: nil) }
+    }
+
+    private func deliver(_ message: Message) {
+        if let waiter {
+            self.waiter = nil
+            waiter.continuation.resume(returning: message)
+        } else {
+            buffer.append(message)
+        }
+    }
+
+    /// The next message from the client, or nil after `timeout` (or when the transport ended).
+    func next(timeout: Duration = .seconds(5)) async -> Message? {
+        if !buffer.isEmpty { return buffer.removeFirst() }
+        if isFinished { return nil }
+        nextWaiter += 1
+        let id = nextWaiter
+        Task {
+            try? await Task.sleep(for: timeout)
+            self.expire(id)
+        }
+        return await withCheckedContinuation { waiter = (id, $0) }
+    }
+
+    /// The next message that is not a keep-alive Ping.
+    func nextNonPing(timeout: Duration = .seconds(5)) async -> Message? {
+        while let message = await next(timeout: timeout) {
+            if case .ping(let ping) = message, !ping.resendMissing { continue }
+            return message
+        }
+        return nil
+    }
+
+    private func expire(_ id: Int) {
+        guard let waiter, waiter.id == id else { return }
+        self.waiter = nil
+        waiter.continuation.resume(returning: nil)
+    }
+
+    /// Whether nothing arrives within `window` (a bounded negative check).
+    func nothing(within window: Duration = .milliseconds(100)) async -> Bool {
+        await nextNonPing(timeout: window) == nil
+    }
+
+    /// Sends messages as one array frame, as servers do.
+    func send(_ messages: Message...) async {
+        try? await transport.send(MessageFrame.encode(messages, asArray: true))
+    }
+
+    func close(code: UInt16, reason: String = "") async {
+        await transport.close(code: code, reason: reason)
+    }
+
+    var header: String? {
+        headers.first { $0.0.lowercased() == "x-jetstream-sessiontoken" }?.1
+    }
+}
+
+/// A connector whose peers a test scripts: every connect yields a new `ScriptedPeer`.
+final class ScriptedConnector: SyncConnector {
+    private let queue = PeerQueue()
+    private let failing = Mutex(false)
+
+    /// Makes connects fail (the server is unreachable) or succeed again.
+    func setFailing(_ value: Bool) { failing.withLock { $0 = value } }
+
+    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
+        if failing.withLock({ $0 }) { throw TransportClosed(code: nil, reason: "unreachable") }
+        let (client, server) = InMemoryTransport.pair()
+        await queue.push(ScriptedPeer(transport: server, headers: headers))
+        return client
+    }
+
+    /// The next connection the client opened (bounded wait).
+    func nextPeer(timeout: Duration = .seconds(5)) async throws -> ScriptedPeer {
+        try #require(await queue.next(timeout: timeout))
+    }
+}
+
+actor PeerQueue {
+    private var buffer: [ScriptedPeer] = []
+    private var waiter: (id: Int, continuation: CheckedContinuation<ScriptedPeer?, Never>)?
+    private var nextID = 0
+
+    func push(_ peer: ScriptedPeer) {
+        if let waiter { self.waiter = nil; waiter.continuation.resume(returning: peer) } else { buffer.append(peer) }
+    }
+
+    func next(timeout: Duration) async -> ScriptedPeer? {
+        if !buffer.isEmpty { return buffer.removeFirst() }
+        nextID += 1
+        let id = nextID
+        Task { try? await Task.sleep(for: timeout); self.expire(id) }
+        return await withCheckedContinuation { waiter = (id, $0) }
+    }
+
+    private func expire(_ id: Int) {
+        guard let waiter, waiter.id == id else { return }
+        self.waiter = nil
+        waiter.continuation.resume(returning: nil)
+    }
+}
+
+/// A connector to another connector that a test can cut (closing every open transport and failing
+/// connects) and restore, to take a client offline.
+final class SwitchableConnector: SyncConnector {
+    private let inner: any SyncConnector
+    private let state = Mutex<(offline: Bool, open: [any SyncTransport])>((false, []))
+
+    init(_ inner: any SyncConnector) { self.inner = inner }
+
+    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
+        if state.withLock({ $0.offline }) { throw TransportClosed(code: nil, reason: "offline") }
+        let transport = try await inner.connect(headers: headers)
+        state.withLock { $0.open.append(transport) }
+        return transport
+    }
+
+    /// Goes offline: closes every open transport, and connects fail until `restore()`.
+    func cut() async {
+        let open = state.withLock { state -> [any SyncTransport] in
+            state.offline = true
+            defer { state.open.removeAll() }
+            return state.open
+        }
+        for transport in open { await transport.close(code: 1001, reason: "network down") }
+    }
+
+    func restore() { state.withLock { $0.offline = false } }
+}
+
+/// Waits (bounded) until `condition` holds, letting the main actor run in between.
+@MainActor
+func eventually(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        await NotificationQueue.main.drain()   // flush local edits and deliver observers first
+        if condition() { return true }
+        if ContinuousClock.now > deadline { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+}
+
+/// Options for fast tests: quick reconnects, short timeouts.
+func testOptions() -> ClientOptions {
+    var options = ClientOptions()
+    options.reconnect = ReconnectPolicy(initial: .milliseconds(1), maximum: .milliseconds(20), jitter: 0.5)
+    options.replyTimeout = .seconds(5)
+    options.pingInterval = .seconds(30)
+    return options
+}

@@ -1,0 +1,500 @@
+import Contrail
+import Foundation
+import Testing
+
+/// The client state machine against a server scripted with raw messages over an in-memory transport.
+@MainActor
+@Suite struct ClientTests {
+    let rootUUID = UUID(uuidString: "11111111-2222-3333-4444-555555555555")!
+
+    /// Connects a client and answers its handshake; returns the client, its session and the peer.
+    func connect(_ connector: ScriptedConnector, options: ClientOptions = testOptions()) async throws -> (Client, Session, ScriptedPeer) {
+        let client = Client(connector: connector, options: options)
+        let task = Task { _ = try await client.connect() }
+        let peer = try await connector.nextPeer()
+        let create = await peer.next()
+        guard case .sessionCreate(let message)? = create else {
+            Issue.record("expected SessionCreate, got \(String(describing: create))")
+            throw SyncError.closed
+        }
+        #expect(message.index == 0)
+        #expect(message.version == "0.2.0")
+        await peer.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-1")))
+        try await task.value
+        return (client, try #require(client.session), peer)
+    }
+
+    /// Fetches `scope` through `peer`, answering with a state of `fragments` (root first).
+    func fetch(_ scope: Scope, session: Session, peer: ScriptedPeer, fetchIndex: Int = 1, serverIndex: Int = 1,
+               scopeIndex: Int = 0, fragments: [SyncFragment]? = nil) async throws {
+        let task = Task { try await session.fetch(scope) }
+        guard case .scopeFetch(let fetch)? = await peer.nextNonPing() else {
+            Issue.record("expected ScopeFetch")
+            throw SyncError.closed
+        }
+        #expect(fetch.index == fetchIndex)
+        #expect(fetch.name == scope.name)
+        let state = fragments ?? [SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["title": "server", "score": 7])]
+        await peer.send(.scopeFetchReply(ScopeFetchReply(index: serverIndex, replyTo: fetch.index, scopeIndex: scopeIndex)),
+                        .scopeState(ScopeState(index: serverIndex + 1, scopeIndex: scopeIndex, rootUUID: rootUUID, fragments: state)))
+        try await task.value
+    }
+
+    func makeScope() -> (Scope, Board) {
+        let scope = Scope(name: "Board")
+        let board = Board()
+        scope.root = board
+        return (scope, board)
+    }
+
+    /// The next ScopeSync the client sends.
+    func nextSync(_ peer: ScriptedPeer) async throws -> ScopeSync {
+        let message = await peer.nextNonPing()
+        guard case .scopeSync(let sync)? = message else {
+            Issue.record("expected ScopeSync, got \(String(describing: message))")
+            throw SyncError.closed
+        }
+        return sync
+    }
+
+    @Test func handshakeSendsSessionCreateAloneAndFetchAppliesState() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        #expect(client.status == .online)
+        #expect(await peer.nothing())
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        #expect(board.uuid == rootUUID)
+        #expect(board.title == "server")
+        #expect(board.score == 7)
+        #expect(scope.isSynced)
+        await client.close()
+        #expect(client.status == .offline)
+    }
+
+    @Test func deniedSessionIsATypedError() async throws {
+        let connector = ScriptedConnector()
+        let client = Client(connector: connector, options: testOptions())
+        let task = Task { () -> SyncError? in
+            do { _ = try await client.connect(); return nil } catch { return error as? SyncError }
+        }
+        let peer = try await connector.nextPeer()
+        _ = await peer.next()
+        await peer.send(.sessionCreateReply(SessionCreateReply(error: .sessionCreationDenied)))
+        #expect(await task.value == .sessionDenied("Session creation denied"))
+        #expect(client.status == .offline)
+        #expect(client.session == nil)
+    }
+
+    @Test func deniedFetchIsATypedError() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, _) = makeScope()
+        let task = Task { () -> SyncError? in
+            do { try await session.fetch(scope); return nil } catch { return error as? SyncError }
+        }
+        guard case .scopeFetch(let fetch)? = await peer.nextNonPing() else { Issue.record("no fetch"); return }
+        let denial = WireErrorBody(message: "No such scope", type: "denied")
+        await peer.send(.scopeFetchReply(ScopeFetchReply(index: 1, replyTo: fetch.index, error: denial)))
+        #expect(await task.value == .fetchFailed(denial))
+        await client.close()
+    }
+
+    @Test func localChangeSetGoesOutAndCompletes() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        var statuses: [SyncStatus] = []
+        session.onSyncStatus(connector) { statuses.append($0) }
+        board.score = 8
+        let sync = try await nextSync(peer)
+        #expect(sync.index == 2)
+        #expect(sync.atomic == nil)
+        #expect(sync.fragments == [SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["score": 8])])
+        let changeSet = try #require(scope.history.last)
+        #expect(changeSet.state == .syncing)
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: 2, fragmentReplies: [.accepted])))
+        #expect(await changeSet.settled() == .completed)
+        #expect(board.score == 8)
+        #expect(statuses == [.syncing(pending: 1), .synced])
+        await client.close()
+    }
+
+    @Test func atomicChangeSetIsSentAtomic() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        let changeSet = try #require(scope.modifyAtomically { board.score = 1; board.title = "t" })
+        let sync = try await nextSync(peer)
+        #expect(sync.atomic == true)
+        let error = WireErrorBody.couldNotApplySyncMessage("nope")
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: [.rejected(error)])))
+        #expect(await changeSet.settled() == .reverted)
+        #expect(board.score == 7 && board.title == "server")
+        await client.close()
+    }
+
+    @Test func rejectedChangeSetRevertsAndLaterOneIsRebased() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        board.score = 1
+        let first = try #require(scope.flush())
+        board.score = 2
+        board.title = "second"
+        let second = try #require(scope.flush())
+        let sync1 = try await nextSync(peer)
+        let sync2 = try await nextSync(peer)
+        let rejected = FragmentReply.rejected(WireErrorBody(message: "ModelObject not found"))
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync1.index, fragmentReplies: [rejected])))
+        #expect(await first.settled() == .reverted)
+        #expect(board.score == 2, "a later pending change set keeps its value")
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 4, replyTo: sync2.index, fragmentReplies: [rejected])))
+        #expect(await second.settled() == .reverted)
+        #expect(board.score == 7, "rebased onto the first set's original: back to before both")
+        #expect(board.title == "server")
+        await client.close()
+    }
+
+    @Test func partiallyRevertedChangeSetRevertsOnlyRejectedFragments() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        let card = UUID()
+        try await fetch(scope, session: session, peer: peer, fragments: [
+            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["cards": .array([.string(card.wireString)])]),
+            SyncFragment(kind: .add, uuid: card, className: "Card", properties: ["text": "a"]),
+        ])
+        let cardObject = try #require(board.cards.first)
+        let changeSet = try #require(scope.modify { board.score = 3; cardObject.text = "b" })
+        let sync = try await nextSync(peer)
+        #expect(sync.fragments.count == 2)
+        let replies = sync.fragments.map { $0.uuid == card ? FragmentReply.rejected(WireErrorBody(message: "no")) : .accepted }
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: replies)))
+        #expect(await changeSet.settled() == .partiallyReverted)
+        #expect(board.score == 3)
+        #expect(cardObject.text == "a")
+        await client.close()
+    }
+
+    @Test func remoteValueNeverOverwritesAPendingKeyAndBecomesItsOriginal() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        board.score = 1
+        let mine = try #require(scope.flush())
+        let sync = try await nextSync(peer)
+        await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["score": 50, "title": "remote"]),
+        ])))
+        #expect(await eventually { board.title == "remote" })
+        #expect(board.score == 1)
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 4, replyTo: sync.index, fragmentReplies: [.rejected(WireErrorBody(message: "no"))])))
+        #expect(await mine.settled() == .reverted)
+        #expect(board.score == 50)
+        await client.close()
+    }
+
+    @Test func remoteInsertIntoAPendingCollectionIsMergedLocally() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        let local = Card()
+        board.cards.append(local)
+        let mine = try #require(scope.flush())
+        let sync = try await nextSync(peer)
+        let remote = UUID()
+        await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["cards": .array([.string(remote.wireString)])]),
+            SyncFragment(kind: .add, uuid: remote, className: "Card", properties: ["text": "theirs"]),
+        ])))
+        #expect(await eventually { board.cards.count == 2 })
+        #expect(Set(board.cards.map(\.uuid)) == [local.uuid, remote])
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 4, replyTo: sync.index, fragmentReplies: [.accepted, .accepted])))
+        #expect(await mine.settled() == .completed)
+        #expect(board.cards.count == 2)
+        await client.close()
+    }
+
+    @Test func modificationsInTheReplyAreApplied() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        board.title = "mine"
+        let mine = try #require(scope.flush())
+        let sync = try await nextSync(peer)
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index,
+                                                       fragmentReplies: [FragmentReply(modifications: ["title": "server's"])])))
+        #expect(await mine.settled() == .completed)
+        #expect(board.title == "server's")
+        await client.close()
+    }
+
+    @Test func reconnectResumesWithTokenAndHoldsNewMessagesUntilResend() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        board.score = 1
+        let first = try #require(scope.flush())
+        let sync1 = try await nextSync(peer)
+        await peer.close(code: 1006, reason: "gone")
+        let peer2 = try await connector.nextPeer()
+        #expect(await peer2.header == "token-1")
+        guard case .ping(let ping)? = await peer2.next() else { Issue.record("expected resend Ping"); return }
+        #expect(ping.resendMissing)
+        #expect(ping.ack == 2)
+        board.score = 2
+        let second = try #require(scope.flush())
+        #expect(await peer2.nothing(), "held until the server's resend frame")
+        await peer2.send(.ping(Ping(ack: 0, resendMissing: true)))
+        let resent = try await nextSync(peer2)
+        #expect(resent == sync1)
+        let sync2 = try await nextSync(peer2)
+        #expect(sync2.index == 3)
+        await peer2.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: 2, fragmentReplies: [.accepted])),
+                         .scopeSyncReply(ScopeSyncReply(index: 4, replyTo: 3, fragmentReplies: [.accepted])))
+        #expect(await first.settled() == .completed)
+        #expect(await second.settled() == .completed)
+        #expect(client.status == .online)
+        await client.close()
+    }
+
+    @Test func acknowledgedMessagesAreNotResent() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        board.score = 1
+        _ = try await nextSync(peer)
+        await peer.send(.ping(Ping(ack: 2)))
+        await peer.close(code: 1006)
+        let peer2 = try await connector.nextPeer()
+        _ = await peer2.next()
+        await peer2.send(.ping(Ping(ack: 2, resendMissing: true)))
+        #expect(await peer2.nothing())
+        await client.close()
+    }
+
+    @Test func fatalCloseStartsANewSessionRefetchesAndResendsPendingChangeSets() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        board.score = 99
+        let pending = try #require(scope.flush())
+        _ = try await nextSync(peer)
+        await peer.close(code: JetstreamCloseCode.expired)
+        let peer2 = try await connector.nextPeer()
+        #expect(await peer2.header == nil)
+        guard case .sessionCreate? = await peer2.next() else { Issue.record("expected SessionCreate"); return }
+        await peer2.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-2")))
+        guard case .scopeFetch(let fetch)? = await peer2.nextNonPing() else { Issue.record("expected refetch"); return }
+        #expect(fetch.index == 1)
+        await peer2.send(.scopeFetchReply(ScopeFetchReply(index: 1, replyTo: 1, scopeIndex: 4)),
+                         .scopeState(ScopeState(index: 2, scopeIndex: 4, rootUUID: rootUUID, fragments: [
+                            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["title": "fresh", "score": 7]),
+                         ])))
+        let resent = try await nextSync(peer2)
+        #expect(resent.index == 2 && resent.scopeIndex == 4)
+        #expect(resent.fragments.first?.properties["score"] == 99)
+        #expect(board.score == 99, "the pending key keeps its local value")
+        #expect(await eventually { board.title == "fresh" })
+        await peer2.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: 2, fragmentReplies: [.accepted])))
+        #expect(await pending.settled() == .completed)
+        await client.close()
+    }
+
+    @Test func outOfOrderMessageForcesAResume() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        await peer.send(.scopeSync(ScopeSync(index: 5, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["score": 1]),
+        ])))
+        let peer2 = try await connector.nextPeer()
+        guard case .ping(let ping)? = await peer2.next() else { Issue.record("expected resend Ping"); return }
+        #expect(ping.resendMissing && ping.ack == 2)
+        #expect(board.score == 7)
+        await client.close()
+    }
+
+    @Test func offlineEditsAreQueuedAndSentOnReconnect() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        connector.setFailing(true)
+        await peer.close(code: 1006)
+        #expect(await eventually { client.status == .connecting })
+        board.score = 42
+        let offline = try #require(scope.flush())
+        connector.setFailing(false)
+        let peer2 = try await connector.nextPeer(timeout: .seconds(5))
+        _ = await peer2.next()
+        await peer2.send(.ping(Ping(ack: 1, resendMissing: true)))
+        let sync = try await nextSync(peer2)
+        #expect(sync.fragments.first?.properties["score"] == 42)
+        await peer2.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: [.accepted])))
+        #expect(await offline.settled() == .completed)
+        await client.close()
+    }
+
+    @Test func syncOffAndManualModesHoldChangesUntilSync() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        session.setMode(.manual, for: scope)
+        board.score = 5
+        let held = try #require(scope.flush())
+        #expect(await peer.nothing())
+        // A remote change is not applied in manual mode.
+        await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["title": "remote"]),
+        ])))
+        #expect(await peer.nothing())
+        #expect(board.title == "server")
+        let syncTask = Task { await session.sync(scope) }
+        // sync() catches up with a refetch first, then sends.
+        guard case .scopeFetch(let fetch)? = await peer.nextNonPing() else { Issue.record("expected refetch"); return }
+        await peer.send(.scopeFetchReply(ScopeFetchReply(index: 4, replyTo: fetch.index, scopeIndex: 0)),
+                        .scopeState(ScopeState(index: 5, scopeIndex: 0, rootUUID: rootUUID, fragments: [
+                            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["title": "remote", "score": 7]),
+                        ])))
+        let sync = try await nextSync(peer)
+        #expect(board.title == "remote" && board.score == 5)
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 6, replyTo: sync.index, fragmentReplies: [.accepted])))
+        await syncTask.value
+        #expect(held.state == .completed)
+        session.setMode(.syncOff, for: scope)
+        board.score = 6
+        #expect(await peer.nothing())
+        session.setMode(.realtime, for: scope)
+        let resumed = try await nextSync(peer)
+        #expect(resumed.fragments.first?.properties["score"] == 6)
+        await client.close()
+    }
+
+    @Test func pausedIncomingMessagesAreAppliedOnResume() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        session.pauseIncoming()
+        await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["score": 70]),
+        ])))
+        #expect(await peer.nothing())
+        #expect(board.score == 7)
+        session.resumeIncoming()
+        #expect(board.score == 70)
+        await client.close()
+    }
+
+    @Test func keepAlivePingsCarryTheAcknowledgement() async throws {
+        let connector = ScriptedConnector()
+        var options = testOptions()
+        options.pingInterval = .milliseconds(20)
+        let (client, session, peer) = try await connect(connector, options: options)
+        let (scope, _) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        var ack: Int?
+        while let message = await peer.next(timeout: .seconds(2)) {
+            if case .ping(let ping) = message, !ping.resendMissing { ack = ping.ack; break }
+        }
+        #expect(ack == 2)
+        await client.close()
+    }
+
+    @Test func lateReplyLeadsToResendThenToANewSession() async throws {
+        let connector = ScriptedConnector()
+        var options = testOptions()
+        options.pingInterval = .milliseconds(20)
+        options.replyTimeout = .milliseconds(60)
+        let (client, session, peer) = try await connect(connector, options: options)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        board.score = 1
+        let pending = try #require(scope.flush())
+        let sync = try await nextSync(peer)
+        // No reply: the client resumes and resends.
+        let peer2 = try await connector.nextPeer()
+        guard case .ping(let resume)? = await peer2.next() else { Issue.record("expected resend Ping"); return }
+        #expect(resume.resendMissing)
+        await peer2.send(.ping(Ping(ack: 1, resendMissing: true)))
+        #expect(try await nextSync(peer2) == sync)
+        // Still no reply: a new session, a refetch, and the change set sent again.
+        let peer3 = try await connector.nextPeer()
+        guard case .sessionCreate? = await peer3.next() else { Issue.record("expected SessionCreate"); return }
+        await peer3.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-3")))
+        guard case .scopeFetch? = await peer3.nextNonPing() else { Issue.record("expected refetch"); return }
+        await peer3.send(.scopeFetchReply(ScopeFetchReply(index: 1, replyTo: 1, scopeIndex: 0)),
+                         .scopeState(ScopeState(index: 2, scopeIndex: 0, rootUUID: rootUUID, fragments: [
+                            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["score": 7]),
+                         ])))
+        let again = try await nextSync(peer3)
+        #expect(again.fragments == sync.fragments)
+        await peer3.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: again.index, fragmentReplies: [.accepted])))
+        #expect(await pending.settled() == .completed)
+        #expect(board.score == 1)
+        await client.close()
+    }
+
+    @Test func pendingChangeSetsAreBounded() async throws {
+        let connector = ScriptedConnector()
+        var options = testOptions()
+        options.maxPendingMessages = 2
+        let (client, session, peer) = try await connect(connector, options: options)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        for value in 1...3 { board.score = value; scope.flush() }
+        let first = try await nextSync(peer)
+        _ = try await nextSync(peer)
+        #expect(await peer.nothing(), "the third waits until a reply frees a slot")
+        #expect(session.pendingChangeSets == 3)
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: first.index, fragmentReplies: [.accepted])))
+        let third = try await nextSync(peer)
+        #expect(third.fragments.first?.properties["score"] == 3)
+        await client.close()
+    }
+
+    @Test func statusEventsFollowTheConnection() async throws {
+        let connector = ScriptedConnector()
+        let client = Client(connector: connector, options: testOptions())
+        var seen: [Client.Status] = []
+        client.onStatusChange(connector) { seen.append($0) }
+        let task = Task { _ = try await client.connect() }
+        let peer = try await connector.nextPeer()
+        _ = await peer.next()
+        await peer.send(.sessionCreateReply(SessionCreateReply(sessionToken: "t")))
+        try await task.value
+        await peer.close(code: 1006)
+        let peer2 = try await connector.nextPeer()
+        _ = await peer2.next()
+        #expect(await eventually { seen == [.connecting, .online, .connecting, .online] })
+        await client.close()
+        #expect(seen.last == .offline)
+    }
+}
+
+@Suite struct CollectionMergeTests {
+    @Test func concurrentInsertsBothSurvive() {
+        #expect(CollectionMerge.merge(base: [1], new: [1, 2], current: [1, 3]) == [1, 2, 3])
+        #expect(CollectionMerge.merge(base: [], new: [2], current: [3]) == [2, 3])
+    }
+
+    @Test func removalsAndMovesApplyToTheCurrentValue() {
+        #expect(CollectionMerge.merge(base: [1, 2, 3], new: [1, 3], current: [1, 2, 3, 4]) == [1, 3, 4])
+        #expect(CollectionMerge.merge(base: [1, 2, 3], new: [3, 1, 2], current: [1, 2, 3, 4]) == [3, 1, 2, 4])
+        #expect(CollectionMerge.merge(base: [1, 2], new: [1, 2], current: [5]) == [5])
+        #expect(CollectionMerge.merge(base: [1, 2], new: [1, 2, 9], current: [1, 2]) == [1, 2, 9])
+    }
+}

@@ -1,0 +1,91 @@
+import Contrail
+import ContrailServer
+import Foundation
+import Testing
+
+@Suite("Server hooks")
+struct ServerHookTests {
+    @Test func deniedSessionIsAnsweredWithTheProtocolError() async throws {
+        var options = Wire.options()
+        options.sessionHook = { params, _ in params["token"] == "secret" }
+        let server = try ContrailServer(options: options)
+        let client = ServerTestClient(server: server)
+        try await client.send(["type": "SessionCreate", "index": 0, "version": "0.2.0", "params": ["token": "wrong"]])
+        let reply = try await client.next()
+        #expect(reply["type"] == "SessionCreateReply")
+        #expect(reply["sessionToken"] == nil)
+        #expect(reply["error"] == ["message": "Session creation denied"])
+        // The connection may try again with the right params.
+        let token = try await client.createSession(params: ["token": "secret"])
+        #expect(!token.isEmpty)
+        await server.stop()
+    }
+
+    @Test func deniedFetchCarriesTheHooksError() async throws {
+        var options = Wire.options()
+        options.fetchHook = { name, _ in name == "Secret" ? WireErrorBody(message: "No such scope", type: "not-found") : nil }
+        let server = try ContrailServer(options: options)
+        let client = ServerTestClient(server: server)
+        try await client.createSession()
+        try await client.send(#"{"type":"ScopeFetch","index":1,"name":"Secret","params":{}}"#)
+        let reply = try await client.next()
+        #expect(reply["type"] == "ScopeFetchReply")
+        #expect(reply["replyTo"] == 1)
+        #expect(reply["scopeIndex"] == nil)
+        #expect(reply["error"] == ["message": "No such scope", "type": "not-found"])
+        // The next fetch is fine and gets scope index 0 (the denied one took none).
+        let (ok, _) = try await client.fetch("Open", index: 2)
+        #expect(ok["scopeIndex"] == 0)
+        await server.stop()
+    }
+
+    @Test func connectionHookRunsForNewAndResumingConnections() async throws {
+        var options = Wire.options()
+        options.connectionHook = { headers in !headers.contains { $0.0.lowercased() == "x-jetstream-block" } }
+        let server = try ContrailServer(options: options)
+        let blocked = ServerTestClient(server: server, headers: [("X-Jetstream-Block", "1")])
+        let closed = try await blocked.awaitClose()
+        #expect(closed?.code == 4096)
+        #expect(closed?.reason.contains("rejected") == true)
+
+        let client = ServerTestClient(server: server)
+        let token = try await client.createSession()
+        let resume = ServerTestClient(server: server, headers: [("X-Jetstream-SessionToken", token), ("x-jetstream-block", "1")])
+        #expect(try await resume.awaitClose()?.code == 4096)
+        await server.stop()
+    }
+
+    @Test func unknownResumeTokenIsClosedWith4096() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let client = ServerTestClient(server: server, headers: [("x-jetstream-sessiontoken", "nope")])
+        let closed = try await client.awaitClose()
+        #expect(closed?.code == 4096)
+        #expect(closed?.reason.contains("session-token-unrecognized") == true)
+        await server.stop()
+    }
+
+    @Test func handshakeMustBeABareSessionCreate() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let array = ServerTestClient(server: server)
+        try await array.send(#"[{"type":"SessionCreate","index":0,"version":"0.2.0"}]"#)
+        let closed = try await array.awaitClose()
+        #expect(closed?.code == 4096)
+        #expect(closed?.reason.contains("unrecognized-handshake") == true)
+
+        let garbage = ServerTestClient(server: server)
+        try await garbage.send("{not json")
+        #expect(try await garbage.awaitClose()?.code == 4096)
+        await server.stop()
+    }
+
+    @Test func sessionMustBeEstablishedInTime() async throws {
+        var options = Wire.options()
+        options.establishTimeout = .milliseconds(50)
+        let server = try ContrailServer(options: options)
+        let client = ServerTestClient(server: server)
+        let closed = try await client.awaitClose()
+        #expect(closed?.code == 4096)
+        #expect(closed?.reason.contains("session-establish-timedout") == true)
+        await server.stop()
+    }
+}

@@ -1,0 +1,149 @@
+import Contrail
+import ContrailServer
+import Foundation
+import Testing
+
+/// Drives a server with raw JSON frames over an in-memory transport, as a wire peer would.
+final class ServerTestClient: @unchecked Sendable {
+    let transport: InMemoryTransport
+    private var iterator: AsyncThrowingStream<String, any Error>.Iterator
+    /// Messages received but not yet taken.
+    private var buffered: [JSON] = []
+    /// How the transport ended, once it has.
+    private(set) var closed: TransportClosed?
+    private(set) var finished = false
+
+    init(server: ContrailServer, headers: [(String, String)] = []) {
+        let (client, serverEnd) = InMemoryTransport.pair()
+        transport = client
+        iterator = client.frames.makeAsyncIterator()
+        server.accept(serverEnd, headers: headers)
+    }
+
+    func send(_ text: String) async throws {
+        try await transport.send(text)
+    }
+
+    func send(_ json: JSON) async throws {
+        try await transport.send(json.jsonString)
+    }
+
+    /// The next frame's text, or nil when the transport ended (see `closed`).
+    func nextFrame(timeout: Duration = .seconds(5)) async throws -> String? {
+        if finished { return nil }
+        let box = IteratorBox(iterator)
+        let frame: String? = try await withThrowingTaskGroup(of: String?.self) { group in
+            group.addTask { try await box.next() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw TestTimeout()
+            }
+            defer { group.cancelAll() }
+            do {
+                let first = try await group.next() ?? nil
+                return first
+            } catch let error as TransportClosed {
+                self.closed = error
+                return nil
+            }
+        }
+        iterator = box.iterator
+        if frame == nil { finished = true }
+        return frame
+    }
+
+    /// The next message (any type), unwrapping array frames.
+    func nextMessage(timeout: Duration = .seconds(5)) async throws -> JSON? {
+        while buffered.isEmpty {
+            guard let frame = try await nextFrame(timeout: timeout) else { return nil }
+            let json = try JSON(parsing: frame)
+            #expect(json.arrayValue != nil, "server frames are arrays: \(frame)")
+            buffered = json.arrayValue ?? [json]
+        }
+        return buffered.removeFirst()
+    }
+
+    /// The next message that is not a keep-alive Ping.
+    func next(timeout: Duration = .seconds(5)) async throws -> JSON {
+        while true {
+            guard let message = try await nextMessage(timeout: timeout) else {
+                throw TransportEnded(closed: closed)
+            }
+            if message["type"] == "Ping", message["resendMissing"] == false { continue }
+            return message
+        }
+    }
+
+    /// Waits until the server closes the transport; returns how.
+    func awaitClose(timeout: Duration = .seconds(5)) async throws -> TransportClosed? {
+        while try await nextMessage(timeout: timeout) != nil {}
+        return closed
+    }
+
+    /// SessionCreate, and the token from the reply.
+    @discardableResult
+    func createSession(params: JSON = [:]) async throws -> String {
+        try await send(["type": "SessionCreate", "index": 0, "version": "0.2.0", "params": params])
+        let reply = try await next()
+        #expect(reply["type"] == "SessionCreateReply")
+        return try #require(reply["sessionToken"]?.stringValue)
+    }
+
+    /// Fetches `name` with `index`; returns (ScopeFetchReply, ScopeState).
+    func fetch(_ name: String, index: Int) async throws -> (JSON, JSON) {
+        try await send(["type": "ScopeFetch", "index": .int(Int64(index)), "name": .string(name), "params": [:]])
+        let reply = try await next()
+        #expect(reply["type"] == "ScopeFetchReply")
+        let state = try await next()
+        #expect(state["type"] == "ScopeState")
+        return (reply, state)
+    }
+
+    /// Sends a ScopeSync and returns its reply (skipping broadcasts, which are returned separately).
+    func sync(index: Int, scopeIndex: Int = 0, fragments: [JSON], atomic: Bool? = nil) async throws -> JSON {
+        var message: [String: JSON] = ["type": "ScopeSync", "index": .int(Int64(index)), "scopeIndex": .int(Int64(scopeIndex)),
+                                       "fragments": .array(fragments)]
+        if let atomic { message["atomic"] = .bool(atomic) }
+        try await send(.object(message))
+        while true {
+            let reply = try await next()
+            if reply["type"] == "ScopeSyncReply" { return reply }
+        }
+    }
+}
+
+/// Lets the iterator be advanced from a child task.
+final class IteratorBox: @unchecked Sendable {
+    var iterator: AsyncThrowingStream<String, any Error>.Iterator
+    init(_ iterator: AsyncThrowingStream<String, any Error>.Iterator) { self.iterator = iterator }
+    func next() async throws -> String? { try await iterator.next() }
+}
+
+struct TestTimeout: Error, CustomStringConvertible {
+    var description: String { "timed out waiting for the server" }
+}
+
+struct TransportEnded: Error, CustomStringConvertible {
+    var closed: TransportClosed?
+    var description: String { "transport ended: \(closed.map(\.description) ?? "normally")" }
+}
+
+/// Fragment builders.
+enum Wire {
+    static func uuid() -> String { UUID().uuidString.lowercased() }
+
+    static func fragment(_ type: String, _ uuid: String, _ cls: String, _ properties: [String: JSON], bases: [String: [String]]? = nil) -> JSON {
+        var members: [String: JSON] = ["type": .string(type), "uuid": .string(uuid), "clsName": .string(cls), "properties": .object(properties)]
+        if let bases { members["bases"] = .object(bases.mapValues { .array($0.map(JSON.string)) }) }
+        return .object(members)
+    }
+
+    static func array(_ uuids: [String]) -> JSON { .array(uuids.map(JSON.string)) }
+
+    /// Server options for tests: silent, in memory.
+    static func options() -> ServerOptions {
+        var options = ServerOptions()
+        options.log = nil
+        return options
+    }
+}
