@@ -1,5 +1,7 @@
 import Contrail
+import ContrailWebSocket
 import Foundation
+import Synchronization
 
 /// A schema-agnostic Jetstream sync server (PROTOCOL.md, with every §8 improvement): hosts any
 /// number of scopes, each an actor holding objects by UUID; sessions survive reconnects; change
@@ -13,6 +15,7 @@ import Foundation
 /// ```
 public final class ContrailServer: Sendable {
     private let core: ServerCore
+    private let listener = Mutex<WebSocketListener?>(nil)
 
     /// Creates a server; creates `options.dataDirectory` if needed. Nothing listens until ``start()``.
     public init(options: ServerOptions = .init()) throws {
@@ -30,9 +33,20 @@ public final class ContrailServer: Sendable {
     public var options: ServerOptions { core.options }
 
     /// Starts the WebSocket listener on `options.host`/`options.port` and returns the bound port.
+    /// Calling it again returns the same port.
+    /// - Throws: ``ServerError/listener(_:)`` when the address cannot be bound, ``ServerError/stopped``.
     public func start() async throws -> UInt16 {
-        // The WebSocket module (ContrailWebSocket) is not merged into this branch yet.
-        throw ServerError.listener("the WebSocket listener is not available in this build")
+        guard !core.isStopped else { throw ServerError.stopped }
+        let options = core.options
+        let listener = listener.withLock { current in
+            if let current { return current }
+            let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes)
+            current = created
+            return created
+        }
+        let port = try listener.start { [self] transport, headers in accept(transport, headers: headers) }
+        core.log.write("listening on \(options.host):\(port)")
+        return port
     }
 
     /// Serves one connected transport (in-memory or WebSocket) with its connect-time headers
@@ -52,6 +66,7 @@ public final class ContrailServer: Sendable {
     /// scope's log. The server accepts nothing afterwards.
     public func stop() async {
         let (sessions, scopes, connections) = core.stopAll()
+        if let listener = listener.withLock({ $0 }) { await listener.stop() }
         for session in sessions { await session.shutDown() }
         for connection in connections { await connection.close(code: 1001, reason: "server is stopping") }
         for scope in scopes { await scope.close() }
