@@ -54,7 +54,7 @@ actor ScriptedPeer {
     }
 
     /// The next message from the client, or nil after `timeout` (or when the transport ended).
-    func next(timeout: Duration = .seconds(5)) async -> Message? {
+    func next(timeout: Duration = .seconds(30)) async -> Message? {
         if !buffer.isEmpty { return buffer.removeFirst() }
         if isFinished { return nil }
         nextWaiter += 1
@@ -67,7 +67,7 @@ actor ScriptedPeer {
     }
 
     /// The next message that is not a keep-alive Ping.
-    func nextNonPing(timeout: Duration = .seconds(5)) async -> Message? {
+    func nextNonPing(timeout: Duration = .seconds(30)) async -> Message? {
         while let message = await next(timeout: timeout) {
             if case .ping(let ping) = message, !ping.resendMissing { continue }
             return message
@@ -116,7 +116,7 @@ final class ScriptedConnector: SyncConnector {
     }
 
     /// The next connection the client opened (bounded wait).
-    func nextPeer(timeout: Duration = .seconds(5)) async throws -> ScriptedPeer {
+    func nextPeer(timeout: Duration = .seconds(30)) async throws -> ScriptedPeer {
         try #require(await queue.next(timeout: timeout))
     }
 }
@@ -175,7 +175,7 @@ final class SwitchableConnector: SyncConnector {
 
 /// Waits (bounded) until `condition` holds, letting the main actor run in between.
 @MainActor
-func eventually(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+func eventually(_ timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while true {
         await NotificationQueue.main.drain()   // flush local edits and deliver observers first
@@ -189,7 +189,7 @@ func eventually(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) asyn
 func testOptions() -> ClientOptions {
     var options = ClientOptions()
     options.reconnect = ReconnectPolicy(initial: .milliseconds(1), maximum: .milliseconds(20), jitter: 0.5)
-    options.replyTimeout = .seconds(5)
+    options.replyTimeout = .seconds(60)
     options.pingInterval = .seconds(30)
     return options
 }

@@ -337,7 +337,7 @@ import Testing
         board.score = 42
         let offline = try #require(scope.flush())
         connector.setFailing(false)
-        let peer2 = try await connector.nextPeer(timeout: .seconds(5))
+        let peer2 = try await connector.nextPeer(timeout: .seconds(30))
         _ = await peer2.next()
         await peer2.send(.ping(Ping(ack: 1, resendMissing: true)))
         let sync = try await nextSync(peer2)
@@ -407,7 +407,7 @@ import Testing
         let (scope, _) = makeScope()
         try await fetch(scope, session: session, peer: peer)
         var ack: Int?
-        while let message = await peer.next(timeout: .seconds(2)) {
+        while let message = await peer.next(timeout: .seconds(30)) {
             if case .ping(let ping) = message, !ping.resendMissing { ack = ping.ack; break }
         }
         #expect(ack == 2)

@@ -24,7 +24,7 @@ import Testing
     }
 
     /// Waits until every pending change set has settled and every replica shows the same state.
-    func converge(_ replicas: [(Client, Scope, Board)], timeout: Duration = .seconds(10)) async -> Bool {
+    func converge(_ replicas: [(Client, Scope, Board)], timeout: Duration = .seconds(60)) async -> Bool {
         await eventually(timeout) {
             replicas.allSatisfy { ($0.0.session?.pendingChangeSets ?? 1) == 0 }
                 && Set(replicas.map { $0.1.stateJSON() }).count == 1

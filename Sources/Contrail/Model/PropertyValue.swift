@@ -243,5 +243,9 @@ extension Array: PropertyValue where Element: PropertyValue {
     public static func isSame(_ lhs: [Element], _ rhs: [Element]) -> Bool {
         lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { Element.isSame($0, $1) }
     }
-    public var models: [ModelObject] { Element.valueKind == .value ? [] : flatMap(\.models) }
+    public var models: [ModelObject] {
+        if Element.valueKind == .value { return [] }
+        if let objects = self as? [ModelObject] { return objects }
+        return flatMap(\.models)
+    }
 }
