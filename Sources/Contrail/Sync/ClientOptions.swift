@@ -27,4 +27,10 @@ public struct ClientOptions: Sendable {
 
     /// Default options.
     public init() {}
+
+    /// Options with session parameters (an auth token, say) and extra connect headers.
+    public init(sessionParams: [String: JSON], headers: [(String, String)] = []) {
+        self.sessionParams = sessionParams
+        self.headers = headers
+    }
 }
