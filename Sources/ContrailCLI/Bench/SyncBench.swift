@@ -2,77 +2,41 @@ import Contrail
 import ContrailServer
 import Foundation
 
-/// `contrail bench sync`: end-to-end sync latency and server fan-out, with clients and an embedded
-/// server in this process.
+/// `contrail bench sync`: end-to-end sync latency and server fan-out over real WebSockets on
+/// loopback, with the clients and the server in this process.
 ///
-/// - `sync.latency.p50/p99.c2/c100`: from a change in client A to the observer firing in the other
-///   clients (every receiver is a sample), as a ratio to the transport's echo round trip measured
-///   in the same run. The transport is the in-memory one until the WebSocket module is merged
-///   into the sync branch.
-/// - `sync.fanout.c100`: fragments per second one server delivers to 100 clients, as a ratio to
-///   the frames per second one transport carries.
+/// - `sync.latency.p50/p99.cN`: from a change in client A to the observer firing in each of the
+///   other N-1 clients (every receiver is a sample). Baseline: the WebSocket echo round trip of a
+///   frame of the same size with N-1 connections echoing at the same time, measured in the same
+///   run: the transport doing the same number of deliveries at once, without sync.
+/// - `sync.fanout.c100`: fragments per second one server delivers to 99 clients, as a ratio to the
+///   frames per second a bare WebSocket server pushes to 99 connections.
 @MainActor
 enum SyncBench {
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
-        let echo = try await echoRoundTrip(samples: options.iterations(2000, smoke: 20))
+        let echo = try await EchoServer.start()
+        defer { Task { await echo.server.stop() } }
         var figures: [BenchFigure] = []
         for clients in [2, 100] {
             let rounds = clients == 2 ? options.iterations(1000, smoke: 5) : options.iterations(100, smoke: 2)
             let samples = try await latency(clients: clients, rounds: rounds)
-            figures.append(BenchFigure(name: "sync.latency.p50.c\(clients)", value: Stopwatch.percentile(samples, 0.5) * 1e6,
-                                       unit: "us", baseline: echo * 1e6))
-            figures.append(BenchFigure(name: "sync.latency.p99.c\(clients)", value: Stopwatch.percentile(samples, 0.99) * 1e6,
-                                       unit: "us", baseline: echo * 1e6))
+            let connections = try await WebSocketBench.openWebSockets(clients - 1, port: echo.port, options: .init())
+            let baseline = try await WebSocketBench.latencyWebSocket(connections, payload: Array(sampleFrame().utf8), trips: rounds)
+            for connection in connections { await connection.close() }
+            for (label, p) in [("p50", 0.5), ("p99", 0.99)] {
+                figures.append(BenchFigure(name: "sync.latency.\(label).c\(clients)",
+                                           value: Stopwatch.percentile(samples, p) * 1e6, unit: "us",
+                                           baseline: Stopwatch.percentile(baseline, p) * 1e6))
+            }
         }
-        let carried = try await transportThroughput(frames: options.iterations(20_000, smoke: 200))
-        let fanout = try await fanout(clients: 100, changeSets: options.iterations(200, smoke: 3))
-        figures.append(BenchFigure(name: "sync.fanout.c100", value: fanout, unit: "frag/s", baseline: carried))
+        let changeSets = options.iterations(200, smoke: 3)
+        let pushed = try await EchoServer.pushRate(receivers: 99, frames: changeSets, frame: sampleFrame())
+        let fanout = try await fanout(clients: 100, changeSets: changeSets)
+        figures.append(BenchFigure(name: "sync.fanout.c100", value: fanout, unit: "frag/s", baseline: pushed))
         return figures
     }
 
-    // MARK: - Baselines
-
-    /// Median round trip of a sync-sized frame through an echoing transport pair, in seconds.
-    static func echoRoundTrip(samples count: Int) async throws -> Double {
-        let (client, server) = InMemoryTransport.pair()
-        let echo = Task.detached {
-            for try await frame in server.frames { try await server.send(frame) }
-        }
-        defer { echo.cancel() }
-        let frame = sampleFrame()
-        var iterator = client.frames.makeAsyncIterator()
-        var samples: [Double] = []
-        samples.reserveCapacity(count)
-        for _ in 0..<count {
-            let start = ContinuousClock.now
-            try await client.send(frame)
-            guard try await iterator.next() != nil else { throw SyncBenchError("echo transport ended") }
-            samples.append(Stopwatch.seconds(ContinuousClock.now - start))
-        }
-        await client.close(code: 1000, reason: "")
-        return Stopwatch.percentile(samples, 0.5)
-    }
-
-    /// Frames per second one transport carries one way.
-    static func transportThroughput(frames count: Int) async throws -> Double {
-        let (client, server) = InMemoryTransport.pair()
-        let frame = sampleFrame()
-        let start = ContinuousClock.now
-        let reader = Task.detached { () -> Int in
-            var received = 0
-            for try await _ in server.frames {
-                received += 1
-                if received == count { break }
-            }
-            return received
-        }
-        for _ in 0..<count { try await client.send(frame) }
-        _ = try await reader.value
-        let seconds = Stopwatch.seconds(ContinuousClock.now - start)
-        await client.close(code: 1000, reason: "")
-        return Double(count) / seconds
-    }
-
+    /// A frame like the ones a one-fragment change set produces.
     static func sampleFrame() -> String {
         let fragment = SyncFragment(kind: .change, uuid: UUID(), className: "BenchBoard", properties: ["score": 1])
         return MessageFrame.encode([.scopeSync(ScopeSync(index: 1, scopeIndex: 0, fragments: [fragment]))], asArray: true)
@@ -86,7 +50,7 @@ enum SyncBench {
         let board: BenchBoard
     }
 
-    static func replicas(_ count: Int, server: ContrailServer) async throws -> [Replica] {
+    static func replicas(_ count: Int, port: UInt16) async throws -> [Replica] {
         var options = ClientOptions()
         options.maxPendingMessages = 100_000
         var replicas: [Replica] = []
@@ -94,7 +58,7 @@ enum SyncBench {
             let scope = Scope(name: "bench")
             let board = BenchBoard()
             scope.root = board
-            let client = try await Client.sync(scope, connector: server.connector(), options: options)
+            let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: options)
             replicas.append(Replica(client: client, scope: scope, board: board))
         }
         return replicas
@@ -109,7 +73,7 @@ enum SyncBench {
     /// Seconds from a change in the first client to each other client's observer firing.
     static func latency(clients: Int, rounds: Int) async throws -> [Double] {
         let server = try makeServer()
-        let replicas = try await replicas(clients, server: server)
+        let replicas = try await replicas(clients, port: try await server.start())
         let arrivals = SyncArrivals()
         var tokens: [ObservationToken] = []
         for replica in replicas.dropFirst() {
@@ -133,7 +97,7 @@ enum SyncBench {
     /// Fragments per second the server delivers to `clients - 1` receivers of one sender.
     static func fanout(clients: Int, changeSets: Int) async throws -> Double {
         let server = try makeServer()
-        let replicas = try await replicas(clients, server: server)
+        let replicas = try await replicas(clients, port: try await server.start())
         let target = replicas[0].board.score + changeSets
         let done = SyncArrivals()
         var tokens: [ObservationToken] = []

@@ -113,7 +113,7 @@ enum WebSocketBench {
         return best
     }
 
-    private static func openWebSockets(_ count: Int, port: UInt16, options: WebSocketOptions) async throws
+    static func openWebSockets(_ count: Int, port: UInt16, options: WebSocketOptions) async throws
         -> [WebSocketConnection]
     {
         var list: [WebSocketConnection] = []
@@ -168,7 +168,7 @@ enum WebSocketBench {
         }
     }
 
-    private static func latencyWebSocket(_ connections: [WebSocketConnection], payload: [UInt8], trips: Int) async throws
+    static func latencyWebSocket(_ connections: [WebSocketConnection], payload: [UInt8], trips: Int) async throws
         -> [Double]
     {
         try await withThrowingTaskGroup(of: [Double].self) { group in
