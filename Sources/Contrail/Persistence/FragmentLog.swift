@@ -65,7 +65,7 @@ public final class FragmentLog {
         self.file = file
         self.scope = scope
         if recovery.records.isEmpty, scope.root != nil { compactNow() }
-        token = scope.onChanges(self) { [weak self] changeSet in self?.append(changeSet) }
+        token = scope.onChanges(self) { [weak self] changeSet in self?.record(changeSet) }
         return report
     }
 
@@ -96,17 +96,17 @@ public final class FragmentLog {
 
     // MARK: - Records
 
-    private func append(_ changeSet: ChangeSet) {
-        guard let file, let scope else { return }
+    /// Appends one change set (the attached scope's own are appended automatically; this is for
+    /// change sets from elsewhere, such as another scope or a replay). Compacts past the threshold.
+    public func append(_ changeSet: ChangeSet) throws(FragmentLogError) {
+        guard let file, let scope else { throw .notAttached }
         let payload = Self.encode(root: scope.root?.uuid, fragments: changeSet.fragments, changeSet: changeSet)
-        do {
-            _ = try file.append(.changeSet, payload)
-            if file.size > compactionThreshold { try compact() }
-        } catch let error as LogFileError {
-            report(.file(error))
-        } catch let error as FragmentLogError {
-            report(error)
-        } catch {}
+        do { _ = try file.append(.changeSet, payload) } catch { throw .file(error) }
+        if file.size > compactionThreshold { try compact() }
+    }
+
+    private func record(_ changeSet: ChangeSet) {
+        do { try append(changeSet) } catch { report(error) }
     }
 
     private func compactNow() {

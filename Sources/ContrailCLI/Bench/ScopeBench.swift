@@ -12,9 +12,7 @@ enum ScopeBench {
     }
 
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
-        let figures = [try record(options), try applyJSON(options)]
-        // lead: log figures (scope.log_append, scope.log_restore) go here.
-        return figures
+        [try record(options), try applyJSON(options)] + (try logFigures(options))
     }
 
     /// A scope whose root holds `count` points.
@@ -25,6 +23,71 @@ enum ScopeBench {
         scope.root = canvas
         scope.historyLimit = 16
         return (scope, canvas)
+    }
+
+    // MARK: - scope.log_append, scope.log_restore
+
+    /// MB/s of change sets appended to a `FragmentLog` (encoding and checksummed records, no
+    /// fsync) and of restoring a scope from that file (reading, decoding and applying), against
+    /// `FileHandle` writing the same bytes record by record and reading them back.
+    static func logFigures(_ options: BenchOptions) throws -> [BenchFigure] {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "contrail-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Change sets of 100 point moves each, made by a scope of their own.
+        let (source, canvas) = makeTree(points: options.smoke ? 10 : 1_000)
+        source.flush()
+        var changeSets: [ChangeSet] = []
+        for turn in 0..<options.iterations(2_000, smoke: 5) {
+            for index in 0..<100 { canvas.points[(turn * 100 + index) % canvas.points.count].x = Double(turn) }
+            if let changeSet = source.flush() { changeSets.append(changeSet) }
+        }
+        var round = 0
+        var logURL = directory
+        var payloads: [Int] = []
+        let appendTime = try Stopwatch.best(rounds: 3) {
+            round += 1
+            logURL = directory.appending(path: "log-\(round)")
+            let scope = Scope(name: "bench")
+            scope.root = BenchCanvas()
+            let log = FragmentLog(url: logURL, fsync: .never)
+            try log.attach(to: scope)
+            for changeSet in changeSets { try log.append(changeSet) }
+            try log.close()
+        }
+        let bytes = try Data(contentsOf: logURL)
+        for record in try LogFile.read(at: logURL).records { payloads.append(record.payload.count + 13) }
+        let handleAppendTime = try Stopwatch.best(rounds: 3) {
+            let url = directory.appending(path: "plain-\(UUID().uuidString)")
+            FileManager.default.createFile(atPath: url.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: url)
+            var offset = 0
+            for size in payloads {
+                handle.write(bytes[offset..<offset + size])
+                offset += size
+            }
+            try handle.close()
+        }
+        var restoredCount = 0
+        let restoreTime = try Stopwatch.best(rounds: 3) {
+            let scope = Scope(name: "bench")
+            let log = FragmentLog(url: logURL, fsync: .never)
+            restoredCount = try log.attach(to: scope).records
+            try log.close()
+        }
+        guard restoredCount == changeSets.count + 1 else {
+            throw CheckFailed(description: "scope.log_restore: restored \(restoredCount) records, expected \(changeSets.count + 1)")
+        }
+        let readTime = try Stopwatch.best(rounds: 3) {
+            let handle = try FileHandle(forReadingFrom: logURL)
+            BenchSink.consume(Double(try handle.readToEnd()?.count ?? 0))
+            try handle.close()
+        }
+        let megabytes = Double(bytes.count) / 1e6
+        return [
+            BenchFigure(name: "scope.log_append", value: megabytes / appendTime, unit: "MB/s", baseline: megabytes / handleAppendTime),
+            BenchFigure(name: "scope.log_restore", value: megabytes / restoreTime, unit: "MB/s", baseline: megabytes / readTime),
+        ]
     }
 
     // MARK: - scope.record
