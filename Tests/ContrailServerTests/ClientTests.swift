@@ -486,9 +486,10 @@ import Testing
 }
 
 @Suite struct CollectionMergeTests {
+    /// An insert lands after what was inserted at the same spot concurrently (applied earlier).
     @Test func concurrentInsertsBothSurvive() {
-        #expect(CollectionMerge.merge(base: [1], new: [1, 2], current: [1, 3]) == [1, 2, 3])
-        #expect(CollectionMerge.merge(base: [], new: [2], current: [3]) == [2, 3])
+        #expect(CollectionMerge.merge(base: [1], new: [1, 2], current: [1, 3]) == [1, 3, 2])
+        #expect(CollectionMerge.merge(base: [], new: [2], current: [3]) == [3, 2])
     }
 
     @Test func removalsAndMovesApplyToTheCurrentValue() {

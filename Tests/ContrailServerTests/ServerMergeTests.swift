@@ -1,3 +1,4 @@
+import Contrail
 @testable import ContrailServer
 import Foundation
 import Testing

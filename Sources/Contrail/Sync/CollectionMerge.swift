@@ -1,15 +1,15 @@
-/// The three-way merge of a collection of references (PROTOCOL.md §8.4): the edit from `base` to
-/// `new` (removals, inserts, moves) applied to `current`, so concurrent edits of one collection all
-/// survive. Clients and servers must merge alike to reach the same order.
+/// The three-way merge of an ordered collection (PROTOCOL.md §8.4): the edit from `base` to `new`
+/// (removals, inserts, moves) applied to `current`, so concurrent edits of one collection all
+/// survive. The client (to merge remote values into pending local edits) and the server (to apply a
+/// `change` that carries `bases`) use this one function, so both reach the same order.
 ///
 /// ```swift
-/// CollectionMerge.merge(base: [a], new: [a, b], current: [a, c])   // [a, b, c]
+/// CollectionMerge.merge(base: [a], new: [a, b], current: [a, c])   // [a, c, b]
 /// ```
 public enum CollectionMerge {
     /// `current` with the base → new edit applied. Elements keep the order of `current`; inserted
-    /// and moved elements go right after their nearest predecessor in `new` that is present
-    /// (or first, when there is none). An element never appears twice because of the merge.
-    /// Moved elements are those outside a longest run of common elements whose order did not change.
+    /// and moved elements go after their nearest predecessor in `new` that is present (or
+    /// first, when there is none) and after elements inserted there concurrently. An element never appears twice because of the merge.
     public static func merge<Element: Hashable>(base: [Element], new: [Element], current: [Element]) -> [Element] {
         if base == current { return new }
         if base == new { return current }
@@ -35,12 +35,15 @@ public enum CollectionMerge {
         for element in new {
             defer { previous = element }
             if placed.contains(element) { continue }
-            let position: Int
+            var position = 0
             if let anchor = predecessor(of: element, in: new, placed: placed, hint: previous),
                let anchorIndex = result.firstIndex(of: anchor) {
                 position = anchorIndex + 1
-            } else {
-                position = 0
+            }
+            // Step over elements inserted concurrently elsewhere (unknown to this edit), so a
+            // later insert at the same spot lands after an earlier one.
+            while position < result.count, !baseSet.contains(result[position]), !newSet.contains(result[position]) {
+                position += 1
             }
             result.insert(element, at: position)
             placed.insert(element)
