@@ -137,7 +137,56 @@ import Testing
         await a.0.close(); await b.0.close(); await second.stop()
     }
 
-    @Test(arguments: [(2, UInt64(1)), (2, 2), (2, 3), (3, 4), (3, 5), (3, 6)])
+    @Test func unsentChangeSetsSurviveAProcessRestartThroughTheFragmentLog() async throws {
+        let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-client-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: logURL) }
+        let server = try makeServer()
+        let observer = try await makeReplica(server.connector())
+        // The first "process": fetches, goes offline, edits, and dies without having sent the edit.
+        do {
+            let switchable = SwitchableConnector(server.connector())
+            let scope = Scope(name: "Board")
+            let board = Board()
+            scope.root = board
+            let log = FragmentLog(url: logURL)
+            try log.attach(to: scope)
+            let client = try await Client.sync(scope, connector: switchable, options: testOptions())
+            await switchable.cut()
+            board.title = "written offline"
+            board.cards.append(Card())
+            await NotificationQueue.main.drain()
+            #expect(client.session?.pendingChangeSets == 1)
+            try log.close()
+            await client.close()
+        }
+        // The second "process": restores from the log and sends what the server never acknowledged.
+        let scope = Scope(name: "Board")
+        let log = FragmentLog(url: logURL)
+        let report = try log.attach(to: scope)
+        #expect(report.pendingChangeSets == 1)
+        let board = try #require(scope.root as? Board)
+        #expect(board.title == "written offline")
+        let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
+        let replica = (client, scope, board)
+        let converged = await converge([replica, observer], timeout: .seconds(5))
+        #expect(converged)
+        if !converged {
+            print("pending", client.session?.pendingChangeSets as Any, observer.0.session?.pendingChangeSets as Any)
+            print(Self.differences(scope.stateJSON(), observer.1.stateJSON()))
+            print(board.title, board.cards.count, observer.2.title)
+        }
+        #expect(observer.2.title == "written offline")
+        #expect(observer.2.cards.count == 1)
+        try log.close()
+        // Settled now: a third start has nothing left to send.
+        let third = Scope(name: "Board")
+        let reopened = FragmentLog(url: logURL)
+        #expect(try reopened.attach(to: third).pendingChangeSets == 0)
+        try reopened.close()
+        await client.close(); await observer.0.close(); await server.stop()
+    }
+
+    @Test(arguments: (1...12).map { (Int($0 % 2) + 2, UInt64($0)) })
     func replicasConvergeAfterRandomConcurrentEdits(clients: Int, seed: UInt64) async throws {
         let server = try makeServer()
         var replicas: [(Client, Scope, Board)] = []

@@ -176,6 +176,36 @@ import Testing
         try reopened.close()
     }
 
+    @Test func unsettledLocalChangeSetsAreRestoredAsPendingAndSurviveCompaction() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let (scope, canvas) = makeCanvas()
+        scope.isSynced = true
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        canvas.name = "acknowledged"
+        let first = try #require(scope.flush())
+        first.settle(.completed)
+        canvas.name = "unsent"
+        canvas.shapes.append(Shape())
+        let second = try #require(scope.flush())
+        #expect(second.state == .syncing)
+        try log.close()
+
+        let restored = Scope(name: "Canvas")
+        let reopened = FragmentLog(url: url)
+        #expect(try reopened.attach(to: restored).pendingChangeSets == 1)
+        #expect((restored.root as? Canvas)?.name == "unsent")
+        try reopened.compact()
+        try reopened.close()
+
+        let afterCompaction = Scope(name: "Canvas")
+        let third = FragmentLog(url: url)
+        #expect(try third.attach(to: afterCompaction).pendingChangeSets == 1)
+        #expect(afterCompaction.stateJSON() == scope.stateJSON())
+        try third.close()
+    }
+
     @Test func remoteChangeSetsAreLoggedToo() async throws {
         let url = temporaryURL()
         defer { try? FileManager.default.removeItem(at: url) }

@@ -22,6 +22,9 @@ public final class FragmentLog {
         public var records = 0
         /// The damaged end that was cut off, if the last write was interrupted.
         public var tornTail: TornTail?
+        /// Local change sets the server had not acknowledged when the log was written; a sync
+        /// client sends them again once it has fetched the scope.
+        public var pendingChangeSets = 0
     }
 
     /// The file's location.
@@ -37,6 +40,10 @@ public final class FragmentLog {
     private var file: LogFile?
     private weak var scope: Scope?
     private var token: ObservationToken?
+    /// Local change sets still syncing, by sequence number: kept through compaction, and handed
+    /// back to the scope on restore so the sync layer sends them again.
+    private var unsettled: [Int: Decoded] = [:]
+    private var nextSequence = 1
 
     public init(url: URL, fsync: FsyncPolicy = .everyRecord, compactionThreshold: Int = 64 << 20) {
         self.url = url
@@ -60,10 +67,19 @@ public final class FragmentLog {
             }
         } catch {
             try? file.close()
+            unsettled.removeAll()
             throw error
         }
         self.file = file
         self.scope = scope
+        for (sequence, pending) in unsettled.sorted(by: { $0.key < $1.key }) {
+            if let changeSet = scope.restorePending(pending.fragments, message: pending.message, isAtomic: pending.isAtomic) {
+                watch(changeSet, sequence: sequence)
+                report.pendingChangeSets += 1
+            } else {
+                unsettled[sequence] = nil
+            }
+        }
         if recovery.records.isEmpty, scope.root != nil { compactNow() }
         token = scope.onChanges(self) { [weak self] changeSet in self?.record(changeSet) }
         return report
@@ -80,18 +96,26 @@ public final class FragmentLog {
     /// Replaces the file's contents with one snapshot of the scope (temp file + rename, atomic).
     public func compact() throws(FragmentLogError) {
         guard let file, let scope else { throw .notAttached }
-        let payload = Self.encode(root: scope.root?.uuid, fragments: scope.snapshot(), changeSet: nil)
-        do { try file.compact(snapshot: payload) } catch { throw .file(error) }
+        let payload = Self.encode(Decoded(root: scope.root?.uuid, fragments: scope.snapshot()))
+        let tail = unsettled.sorted { $0.key < $1.key }.map { sequence, pending in
+            var kept = pending
+            kept.sequence = sequence
+            kept.isCompacted = true
+            return (LogRecord.Kind.changeSet, Self.encode(kept))
+        }
+        do { try file.compact(snapshot: payload, keeping: tail) } catch { throw .file(error) }
     }
 
     /// The change sets in a log file, oldest first, with their messages (read-only).
     public static func history(at url: URL) throws(FragmentLogError) -> [(message: String?, origin: String, fragments: [SyncFragment])] {
         let recovery: LogRecovery
         do { recovery = try LogFile.read(at: url) } catch { throw .file(error) }
-        return try recovery.records.filter { $0.kind == .changeSet }.map { record throws(FragmentLogError) in
+        var entries: [(message: String?, origin: String, fragments: [SyncFragment])] = []
+        for record in recovery.records where record.kind == .changeSet {
             let decoded = try decode(record)
-            return (decoded.message, decoded.origin, decoded.fragments)
+            if decoded.settled == nil, !decoded.isCompacted { entries.append((decoded.message, decoded.origin, decoded.fragments)) }
         }
+        return entries
     }
 
     // MARK: - Records
@@ -100,9 +124,28 @@ public final class FragmentLog {
     /// change sets from elsewhere, such as another scope or a replay). Compacts past the threshold.
     public func append(_ changeSet: ChangeSet) throws(FragmentLogError) {
         guard let file, let scope else { throw .notAttached }
-        let payload = Self.encode(root: scope.root?.uuid, fragments: changeSet.fragments, changeSet: changeSet)
-        do { _ = try file.append(.changeSet, payload) } catch { throw .file(error) }
+        var entry = Decoded(root: scope.root?.uuid, fragments: changeSet.fragments, message: changeSet.message,
+                            origin: changeSet.origin.rawValue, isAtomic: changeSet.isAtomic)
+        if changeSet.origin == .local, changeSet.state == .syncing {
+            entry.sequence = nextSequence
+            nextSequence += 1
+        }
+        do { _ = try file.append(.changeSet, Self.encode(entry)) } catch { throw .file(error) }
+        if let sequence = entry.sequence {
+            unsettled[sequence] = entry
+            watch(changeSet, sequence: sequence)
+        }
         if file.size > compactionThreshold { try compact() }
+    }
+
+    /// Once `changeSet` settles, a marker record says so (it will not be sent again after a restart).
+    private func watch(_ changeSet: ChangeSet, sequence: Int) {
+        changeSet.onStateChange { [weak self] state in
+            guard state != .syncing, let self, self.unsettled.removeValue(forKey: sequence) != nil, let file = self.file else { return }
+            var marker = Decoded(root: nil, fragments: [])
+            marker.settled = sequence
+            do throws(LogFileError) { _ = try file.append(.changeSet, Self.encode(marker)) } catch { self.report(.file(error)) }
+        }
     }
 
     private func record(_ changeSet: ChangeSet) {
@@ -118,24 +161,35 @@ public final class FragmentLog {
         onError?(error)
     }
 
-    private static func encode(root: UUID?, fragments: [SyncFragment], changeSet: ChangeSet?) -> [UInt8] {
-        var object: [String: JSON] = [
-            "fragments": .array(fragments.map(\.json)),
-            "root": root.map { .string($0.uuidString.lowercased()) } ?? .null,
-        ]
-        if let changeSet {
-            object["origin"] = .string(changeSet.origin.rawValue)
-            object["atomic"] = .bool(changeSet.isAtomic)
-            if let message = changeSet.message { object["message"] = .string(message) }
-        }
-        return JSON.object(object).serialized()
-    }
-
+    /// One record: `{"root", "fragments", "origin"?, "atomic"?, "message"?, "seq"?, "compacted"?, "settled"?}`.
     private struct Decoded {
         var root: UUID?
         var fragments: [SyncFragment]
         var message: String?
-        var origin: String
+        var origin = "snapshot"
+        var isAtomic = false
+        /// Set on local change sets that were still syncing when written.
+        var sequence: Int?
+        /// A pending change set kept by compaction: its values are already in the snapshot.
+        var isCompacted = false
+        /// A marker: the change set with this sequence number has settled.
+        var settled: Int?
+    }
+
+    private static func encode(_ entry: Decoded) -> [UInt8] {
+        var object: [String: JSON] = [
+            "fragments": .array(entry.fragments.map(\.json)),
+            "root": entry.root.map { .string($0.uuidString.lowercased()) } ?? .null,
+        ]
+        if entry.origin != "snapshot" {
+            object["origin"] = .string(entry.origin)
+            object["atomic"] = .bool(entry.isAtomic)
+        }
+        if let message = entry.message { object["message"] = .string(message) }
+        if let sequence = entry.sequence { object["seq"] = .int(Int64(sequence)) }
+        if entry.isCompacted { object["compacted"] = true }
+        if let settled = entry.settled { object["settled"] = .int(Int64(settled)) }
+        return JSON.object(object).serialized()
     }
 
     private static func decode(_ record: LogRecord) throws(FragmentLogError) -> Decoded {
@@ -153,13 +207,26 @@ public final class FragmentLog {
                 throw .badRecord(offset: record.offset, reason: "\(error)")
             }
         }
-        let root = json["root"]?.stringValue.flatMap(UUID.init(uuidString:))
-        return Decoded(root: root, fragments: fragments, message: json["message"]?.stringValue,
-                       origin: json["origin"]?.stringValue ?? "snapshot")
+        var entry = Decoded(root: json["root"]?.stringValue.flatMap(UUID.init(uuidString:)), fragments: fragments,
+                            message: json["message"]?.stringValue, origin: json["origin"]?.stringValue ?? "snapshot",
+                            isAtomic: json["atomic"]?.boolValue ?? false)
+        entry.sequence = json["seq"]?.int64Value.map(Int.init)
+        entry.isCompacted = json["compacted"]?.boolValue ?? false
+        entry.settled = json["settled"]?.int64Value.map(Int.init)
+        return entry
     }
 
     private func restore(_ record: LogRecord, into scope: Scope) throws(FragmentLogError) {
         let decoded = try Self.decode(record)
+        if let settled = decoded.settled {
+            unsettled[settled] = nil
+            return
+        }
+        if let sequence = decoded.sequence {
+            unsettled[sequence] = decoded
+            nextSequence = max(nextSequence, sequence + 1)
+            if decoded.isCompacted { return }
+        }
         do {
             if let rootUUID = decoded.root {
                 if scope.root == nil, let fragment = decoded.fragments.first(where: { $0.uuid == rootUUID }) {

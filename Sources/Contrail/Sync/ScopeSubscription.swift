@@ -68,13 +68,15 @@ final class ScopeSubscription {
         missedRemote = false
     }
 
-    /// Applies a remote change set. Returns false when it could not be applied (refetch then).
+    /// Applies a remote change set. Returns false when the replica may now differ from the server
+    /// (refetch then): the batch could not be applied, or it changed objects this replica holds
+    /// outside its tree (taken out by a pending local edit that may yet be undone or merged away).
     func applyRemote(_ fragments: [SyncFragment]) -> Bool {
         guard !fragments.isEmpty else { return true }
         scope.flush()
         do {
-            _ = try scope.apply(fragments, applyDefaults: false, redirect: redirect)
-            return true
+            let report = try scope.apply(fragments, applyDefaults: false, redirect: redirect)
+            return report.unknownObjects.isEmpty
         } catch {
             return false
         }

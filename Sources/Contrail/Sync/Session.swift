@@ -65,6 +65,9 @@ public final class Session {
                 guard let self, let subscription else { return }
                 self.enqueue(changeSet, in: subscription)
             }
+            // Change sets a fragment log restored unacknowledged go out first, once the scope is fetched.
+            for changeSet in scope.restoredPending { _ = subscription.queue.append(changeSet) }
+            scope.restoredPending.removeAll()
         }
         requestFetch(subscription)
         let result = await subscription.attached.wait(timeout: options.replyTimeout)
