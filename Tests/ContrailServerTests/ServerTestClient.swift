@@ -143,6 +143,7 @@ enum Wire {
     /// Server options for tests: silent, in memory.
     static func options() -> ServerOptions {
         var options = ServerOptions()
+        options.establishTimeout = .seconds(120)  // the main actor may be busy with a large test for a while
         options.log = nil
         return options
     }

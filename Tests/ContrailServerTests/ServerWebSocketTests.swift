@@ -15,6 +15,7 @@ struct ServerWebSocketTests {
 
     @Test func sessionAndFetchOverLoopbackAndResumeByQueryToken() async throws {
         var options = ServerOptions()
+        options.establishTimeout = .seconds(120)  // the main actor may be busy with a large test for a while
         options.log = nil
         let server = try ContrailServer(options: options)
         let port = try await server.start()

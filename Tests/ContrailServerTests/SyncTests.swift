@@ -9,6 +9,7 @@ import Testing
 @Suite struct SyncTests {
     func makeServer(_ configure: (inout ServerOptions) -> Void = { _ in }) throws -> ContrailServer {
         var options = ServerOptions()
+        options.establishTimeout = .seconds(120)  // the main actor may be busy with a large test for a while
         options.log = nil
         configure(&options)
         return try ContrailServer(options: options)
