@@ -77,6 +77,9 @@ public final class EventLoop: @unchecked Sendable {
         var tasks: [Work] = []
         var wakeRequested = false
         var stopping = false
+        /// The loop has exited and closed its poller: nothing may wake it any more (its eventfd
+        /// number may already belong to another socket).
+        var isClosed = false
     }
 
     // Loop-thread state.
@@ -140,13 +143,19 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Like `execute`, for work that is only ever handed to the loop (not `Sendable`-checked).
     func enqueue(_ work: @escaping () -> Void) {
-        let wake = pending.withLock { state -> Bool in
+        pending.withLock { state in
+            guard !state.isClosed else { return }
             state.tasks.append(Work(body: work))
-            if state.wakeRequested { return false }
-            state.wakeRequested = true
-            return true
+            requestWake(&state)
         }
-        if wake { poller.wake() }
+    }
+
+    /// Wakes the loop thread once. Called with the lock held, so the loop cannot close its
+    /// poller in between (a wake after the close would write into a reused descriptor).
+    private func requestWake(_ state: inout PendingWork) {
+        guard !state.wakeRequested, !state.isClosed else { return }
+        state.wakeRequested = true
+        poller.wake()
     }
 
     /// Runs `work` on the loop thread and returns its result.
@@ -159,13 +168,10 @@ public final class EventLoop: @unchecked Sendable {
     /// Stops the loop after the work already submitted; returns once its thread has finished.
     /// Descriptors still registered are not closed: their owners close them first.
     public func stop() async {
-        let wake = pending.withLock { state -> Bool in
+        pending.withLock { state in
             state.stopping = true
-            if state.wakeRequested { return false }
-            state.wakeRequested = true
-            return true
+            requestWake(&state)
         }
-        if wake { poller.wake() }
         await withCheckedContinuation { continuation in
             let done = finished.withLock { waiters -> Bool in
                 guard waiters != nil else { return true }
@@ -234,7 +240,10 @@ public final class EventLoop: @unchecked Sendable {
         }
         handlers.removeAll()
         timers = TimerHeap()
-        poller.close()
+        pending.withLock { state in
+            state.isClosed = true
+            poller.close()
+        }
         let waiters = finished.withLock { waiters -> [CheckedContinuation<Void, Never>] in
             let list = waiters ?? []
             waiters = nil

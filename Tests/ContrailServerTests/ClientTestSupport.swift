@@ -190,6 +190,7 @@ func testOptions() -> ClientOptions {
     var options = ClientOptions()
     options.reconnect = ReconnectPolicy(initial: .milliseconds(1), maximum: .milliseconds(20), jitter: 0.5)
     options.replyTimeout = .seconds(60)
+    options.connectTimeout = .seconds(60)
     options.pingInterval = .seconds(30)
     return options
 }

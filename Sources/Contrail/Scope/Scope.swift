@@ -47,7 +47,7 @@ public final class Scope {
     private var pendingOrder: [ObjectIdentifier] = []
     private var remoteDepth = 0
     private var isRecordingAttach = true
-    private var listeners: [(observer: Weak, body: (ChangeSet) -> Void)] = []
+    private let listeners = ObserverList<ChangeSet>()
     private var continuations: [UUID: AsyncStream<ChangeSet>.Continuation] = [:]
     private var lastRecorded: [ChangeKey: ContinuousClock.Instant] = [:]
     private var throttled: Set<ChangeKey> = []
@@ -198,19 +198,14 @@ public final class Scope {
     private func publish(_ changeSet: ChangeSet) {
         history.append(changeSet)
         if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
-        listeners.removeAll { $0.observer.object == nil }
-        for listener in listeners { listener.body(changeSet) }
+        listeners.notify(changeSet)
         for continuation in continuations.values { continuation.yield(changeSet) }
     }
 
     /// Calls `body` with every change set, local and remote, after the turn in which it was made.
     @discardableResult
     public func onChanges(_ observer: AnyObject, _ body: @escaping @MainActor (ChangeSet) -> Void) -> ObservationToken {
-        let weak = Weak(observer)
-        listeners.append((weak, body))
-        return ObservationToken(entry: nil) { [weak self] in
-            self?.listeners.removeAll { $0.observer === weak }
-        }
+        listeners.add(observer, body)
     }
 
     /// Every change set from now on, as an `AsyncSequence`.
@@ -483,10 +478,4 @@ public final class Scope {
         }
         return .object(["root": root.map { .string($0.uuid.uuidString.lowercased()) } ?? .null, "objects": .object(objects)])
     }
-}
-
-/// A weak reference to an observer.
-final class Weak {
-    weak var object: AnyObject?
-    init(_ object: AnyObject) { self.object = object }
 }

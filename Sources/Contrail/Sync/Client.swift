@@ -31,8 +31,7 @@ public final class Client {
     public private(set) var status: Status = .offline {
         didSet {
             guard status != oldValue else { return }
-            statusObservers.removeAll { $0.observer.object == nil }
-            for observer in statusObservers { observer.body(status) }
+            statusObservers.notify(status)
         }
     }
     /// The session, once `connect()` succeeded.
@@ -48,7 +47,7 @@ public final class Client {
     private var reconnectTask: Task<Void, Never>?
     private var pingTask: Task<Void, Never>?
     private var failures = 0
-    private var statusObservers: [(observer: Weak, body: @MainActor (Status) -> Void)] = []
+    private let statusObservers = ObserverList<Status>()
 
     /// A client for a WebSocket server at `url` (`ws://host:port/path`).
     public convenience init(url: String, options: ClientOptions = .init()) {
@@ -64,11 +63,7 @@ public final class Client {
     /// Calls `body` with every status change (connection-status events).
     @discardableResult
     public func onStatusChange(_ observer: AnyObject, _ body: @escaping @MainActor (Status) -> Void) -> ObservationToken {
-        let weak = Weak(observer)
-        statusObservers.append((weak, body))
-        return ObservationToken(entry: nil) { [weak self] in
-            self?.statusObservers.removeAll { $0.observer === weak }
-        }
+        statusObservers.add(observer, body)
     }
 
     /// Connects and creates a session with `options.sessionParams`. A denied session throws
@@ -138,7 +133,7 @@ public final class Client {
         let waiter = ReplyWaiter<String>()
         handshake = waiter
         connection.send(.sessionCreate(SessionCreate(version: options.version, params: options.sessionParams)))
-        let result = await waiter.wait(timeout: options.replyTimeout)
+        let result = await waiter.wait(timeout: options.connectTimeout)
         if handshake === waiter { handshake = nil }
         switch result {
         case .success(let token):

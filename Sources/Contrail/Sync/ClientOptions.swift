@@ -14,9 +14,12 @@ public struct ClientOptions: Sendable {
     public var version = "0.2.0"
     /// How often the client pings (with its acknowledgement).
     public var pingInterval: Duration = .seconds(10)
-    /// How long a request (session create, fetch, sync) may wait for its reply before the client
-    /// reconnects and resends; a second timeout of the same request starts a new session.
+    /// How long a change set may wait for its reply before the client reconnects and resends; a
+    /// second timeout of the same request starts a new session.
     public var replyTimeout: Duration = .seconds(30)
+    /// How long `connect()` waits for the session and `fetch` for the scope's state before they
+    /// throw `SyncError.timedOut`.
+    public var connectTimeout: Duration = .seconds(30)
     /// Backoff between reconnect attempts.
     public var reconnect = ReconnectPolicy()
     /// At most this many change sets wait for replies at once; later ones wait in the queue.

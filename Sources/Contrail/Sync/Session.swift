@@ -33,7 +33,7 @@ public final class Session {
     private var byScopeIndex: [Int: ScopeSubscription] = [:]
     private var paused: [Message]?
     private var inFlight = 0
-    private var syncStatusObservers: [(observer: Weak, body: @MainActor (SyncStatus) -> Void)] = []
+    private let syncStatusObservers = ObserverList<SyncStatus>()
     private var lastSyncStatus = SyncStatus.synced
 
     init(client: Client, token: String) {
@@ -70,7 +70,7 @@ public final class Session {
             scope.restoredPending.removeAll()
         }
         requestFetch(subscription)
-        let result = await subscription.attached.wait(timeout: options.replyTimeout)
+        let result = await subscription.attached.wait(timeout: options.connectTimeout)
         if case .failure(let error) = result {
             if !subscription.isAttached { remove(subscription) }
             throw error
@@ -96,7 +96,7 @@ public final class Session {
         scope.flush()
         if subscription.missedRemote || !subscription.isAttached {
             requestFetch(subscription)
-            _ = await subscription.attached.wait(timeout: options.replyTimeout)
+            _ = await subscription.attached.wait(timeout: options.connectTimeout)
         }
         let waiting = subscription.queue.entries.map(\.changeSet)
         pump(forcing: subscription)
@@ -118,11 +118,7 @@ public final class Session {
     /// Calls `body` whenever the number of unsettled local change sets changes (sync-status events).
     @discardableResult
     public func onSyncStatus(_ observer: AnyObject, _ body: @escaping @MainActor (SyncStatus) -> Void) -> ObservationToken {
-        let weak = Weak(observer)
-        syncStatusObservers.append((weak, body))
-        return ObservationToken(entry: nil) { [weak self] in
-            self?.syncStatusObservers.removeAll { $0.observer === weak }
-        }
+        syncStatusObservers.add(observer, body)
     }
 
     /// The current sync status.
@@ -386,7 +382,6 @@ public final class Session {
         let status: SyncStatus = pending == 0 ? .synced : .syncing(pending: pending)
         guard status != lastSyncStatus else { return }
         lastSyncStatus = status
-        syncStatusObservers.removeAll { $0.observer.object == nil }
-        for observer in syncStatusObservers { observer.body(status) }
+        syncStatusObservers.notify(status)
     }
 }
