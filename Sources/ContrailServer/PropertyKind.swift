@@ -24,9 +24,13 @@ enum PropertyKind: String, Sendable, Equatable {
 extension PropertyKind {
     /// Checks `value` for property `key` whose kind is `known` (nil: not seen yet) and infers the
     /// kind when it is open. `exists` says whether a UUID names an object of the scope (or one
-    /// added by the same message). Returns the §5.2 message on failure.
+    /// added by the same message); `wasRemoved` whether it named one that has been collected. A
+    /// value naming a collected object is a dangling reference, even while the kind is open (so
+    /// a late reference cannot teach the server that the property holds plain strings). Returns the
+    /// §5.2 message on failure.
     static func check(
-        _ value: JSON, key: String, known: PropertyKind?, exists: (UUID) -> Bool
+        _ value: JSON, key: String, known: PropertyKind?, exists: (UUID) -> Bool,
+        wasRemoved: (UUID) -> Bool = { _ in false }
     ) -> PropertyCheck {
         switch value {
         case .null:
@@ -35,14 +39,14 @@ extension PropertyKind {
             }
             return .success(CheckedValue(value: .null, kind: nil, references: []))
         case .array(let elements):
-            return checkArray(elements, key: key, known: known, exists: exists)
+            return checkArray(elements, key: key, known: known, exists: exists, wasRemoved: wasRemoved)
         default:
-            return checkScalar(value, key: key, known: known, exists: exists)
+            return checkScalar(value, key: key, known: known, exists: exists, wasRemoved: wasRemoved)
         }
     }
 
     private static func checkScalar(
-        _ value: JSON, key: String, known: PropertyKind?, exists: (UUID) -> Bool
+        _ value: JSON, key: String, known: PropertyKind?, exists: (UUID) -> Bool, wasRemoved: (UUID) -> Bool
     ) -> PropertyCheck {
         if let known, known.isArray {
             return .failure(WireErrorBody(message: "Collection type without array value at '\(key)'"))
@@ -64,15 +68,20 @@ extension PropertyKind {
             return .success(CheckedValue(value: value, kind: nil, references: []))
         default:
             // Not seen yet: a string naming an object is a reference.
-            if case .string(let text) = value, let uuid = UUID(wireString: text), exists(uuid) {
-                return .success(CheckedValue(value: .string(uuid.wireString), kind: .reference, references: [uuid]))
+            if case .string(let text) = value, let uuid = UUID(wireString: text) {
+                if exists(uuid) {
+                    return .success(CheckedValue(value: .string(uuid.wireString), kind: .reference, references: [uuid]))
+                }
+                if wasRemoved(uuid) {
+                    return .failure(WireErrorBody(message: "No such ModelObject '\(uuid.wireString)' at '\(key)'"))
+                }
             }
             return .success(CheckedValue(value: value, kind: scalarKind(of: value), references: []))
         }
     }
 
     private static func checkArray(
-        _ elements: [JSON], key: String, known: PropertyKind?, exists: (UUID) -> Bool
+        _ elements: [JSON], key: String, known: PropertyKind?, exists: (UUID) -> Bool, wasRemoved: (UUID) -> Bool
     ) -> PropertyCheck {
         switch known {
         case .collection?:
@@ -93,7 +102,7 @@ extension PropertyKind {
                 return .success(CheckedValue(value: .array(elements), kind: known == nil ? .array : nil, references: []))
             }
             if case .string = first, elements.contains(where: { element in
-                if case .string(let text) = element, let uuid = UUID(wireString: text) { return exists(uuid) }
+                if case .string(let text) = element, let uuid = UUID(wireString: text) { return exists(uuid) || wasRemoved(uuid) }
                 return false
             }) {
                 var checked = checkCollection(elements, key: key, exists: exists)

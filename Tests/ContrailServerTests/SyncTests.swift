@@ -216,7 +216,9 @@ import Testing
                     #expect(local["objects"]?[uuid]?["properties"]?[key] == value, "server and replicas differ at \(uuid).\(key); seed \(seed)")
                 }
             }
-            #expect(local["objects"]?.objectValue?.count == server["objects"]?.objectValue?.count, "seed \(seed)")
+            let counts = (local["objects"]?.objectValue?.count, server["objects"]?.objectValue?.count)
+            #expect(counts.0 == counts.1, "seed \(seed)")
+            if counts.0 != counts.1 { print("seed \(seed)\n" + Self.differences(local, server)) }
         }
         for replica in replicas { await replica.0.close() }
         await server.stop()
@@ -234,6 +236,9 @@ import Testing
             }
             for (key, value) in theirs["properties"]?.objectValue ?? [:] where mine["properties"]?[key] != value {
                 lines.append("\(uuid).\(key): replica \(mine["properties"]?[key].map { "\($0)" } ?? "nil") server \(value)")
+            }
+            for (key, value) in mine["properties"]?.objectValue ?? [:] where theirs["properties"]?[key] == nil && value != .null {
+                lines.append("\(uuid).\(key): replica \(value) server has none")
             }
         }
         return lines.joined(separator: "\n")
