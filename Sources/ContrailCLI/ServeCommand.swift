@@ -9,7 +9,7 @@ enum ServeCommand {
     usage: contrail serve [--host ADDRESS] [--port PORT] [--data DIR] [options]
 
     Runs a Jetstream-compatible sync server over WebSocket. Scopes are schema-agnostic and are
-    created on their first fetch. Logs one line per session and per error to stderr. Stop it
+    created on their first fetch, or up front with --scope. Logs one line per session and per error to stderr. Stop it
     with Ctrl-C (SIGINT) or SIGTERM: logs are written out before it exits.
 
       --host ADDRESS          address to bind (default 127.0.0.1; put TLS in front of the server
@@ -23,6 +23,8 @@ enum ServeCommand {
       --max-fragments N       most fragments per ScopeSync (default 10000)
       --max-objects N         most objects per scope (default 1000000)
       --max-resend N          most unacknowledged messages kept per session (default 100000)
+      --scope NAME            create scope NAME up front (repeatable; others are created on
+                              their first fetch)
       --token TOKEN           require SessionCreate params to hold {"token": TOKEN}
       --quiet                 do not log
       -h, --help              show this help
@@ -73,6 +75,7 @@ enum ServeCommand {
             case "--max-fragments": options.maxFragmentsPerMessage = try number(flag, Int.self)
             case "--max-objects": options.maxObjectsPerScope = try number(flag, Int.self)
             case "--max-resend": options.maxResendBuffer = try number(flag, Int.self)
+            case "--scope": options.scopes.append(try value(flag))
             case "--token":
                 let token = try value(flag)
                 options.sessionHook = { params, _ in params["token"] == .string(token) }

@@ -27,6 +27,7 @@ public final class ContrailServer: Sendable {
             }
         }
         core = ServerCore(options: options)
+        for name in options.scopes { _ = core.scope(named: name) }
     }
 
     /// The options the server runs with.

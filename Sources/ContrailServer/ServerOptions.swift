@@ -41,6 +41,9 @@ public struct ServerOptions: Sendable {
     /// Decides on every connection, new or resuming (§8.8), from its headers; false closes it
     /// with 4096 `rejected`.
     public var connectionHook: @Sendable (_ headers: [(String, String)]) async -> Bool = { _ in true }
+    /// Scopes to create (or restore from `dataDirectory`) when the server is made, before any
+    /// fetch. Other scopes are created on their first allowed fetch.
+    public var scopes: [String] = []
     /// Decides on `ScopeFetch`; return an error to deny, nil to allow. Scopes are created on
     /// their first allowed fetch.
     public var fetchHook: @Sendable (_ scopeName: String, _ params: [String: JSON]) async -> WireErrorBody? = { _, _ in nil }

@@ -19,6 +19,21 @@ struct ServerSessionTests {
         await server.stop()
     }
 
+    @Test func scopesConfiguredUpFrontExistBeforeAnyFetch() async throws {
+        var options = Wire.options()
+        options.scopes = ["Lobby"]
+        let server = try ContrailServer(options: options)
+        let state = try #require(await server.state(ofScope: "Lobby"))
+        let root = try #require(state["root"]?.stringValue)
+        #expect(state["objects"]?[root] != nil)
+        #expect(await server.state(ofScope: "Elsewhere") == nil)
+        let client = ServerTestClient(server: server)
+        try await client.createSession()
+        let (_, fetched) = try await client.fetch("Lobby", index: 1)
+        #expect(fetched["rootUUID"]?.stringValue == root)
+        await server.stop()
+    }
+
     @Test func fetchOfANewScopeSendsReplyThenStateWithARoot() async throws {
         let server = try ContrailServer(options: Wire.options())
         let client = ServerTestClient(server: server)
