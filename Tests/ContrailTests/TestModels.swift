@@ -30,35 +30,6 @@ final class Node: ModelObject {
     @Property var children: [Node] = []
 }
 
-/// Every supported value type.
-final class Everything: ModelObject {
-    @Property var string = ""
-    @Property var bool = false
-    @Property var int = 0
-    @Property var int8: Int8 = 0
-    @Property var int16: Int16 = 0
-    @Property var int32: Int32 = 0
-    @Property var int64: Int64 = 0
-    @Property var uint: UInt = 0
-    @Property var uint8: UInt8 = 0
-    @Property var uint16: UInt16 = 0
-    @Property var uint32: UInt32 = 0
-    @Property var uint64: UInt64 = 0
-    @Property var float: Float = 0
-    @Property var double: Double = 0
-    @Property var date = Date(timeIntervalSince1970: 0)
-    @Property var data = Data()
-    @Property var url = URL(string: "https://example.com")!
-    @Property var uuidValue = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
-    @Property var color = Color.black
-    @Property var kind = ShapeKind.rectangle
-    @Property var optionalString: String?
-    @Property var optionalInt: Int?
-    @Property var numbers: [Double] = []
-    @Property var owner: Node?
-    @Property var nodes: [Node] = []
-}
-
 /// Counts callbacks.
 @MainActor
 final class Counter {
