@@ -127,6 +127,25 @@ struct WebSocketConnectionTests {
         await server.stop()
     }
 
+    @Test("callback connect reports the connection or the typed error on the queue")
+    func callbackConnect() async throws {
+        let (server, port) = try startEchoServer()
+        let queue = DispatchQueue(label: "test.connect")
+        let connected = await withCheckedContinuation { continuation in
+            WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", queue: queue) { result in
+                dispatchPrecondition(condition: .onQueue(queue))
+                continuation.resume(returning: result)
+            }
+        }
+        let client = try connected.get()
+        await client.close()
+        await server.stop()
+        let failed = await withCheckedContinuation { continuation in
+            WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", queue: queue) { continuation.resume(returning: $0) }
+        }
+        #expect(throws: WebSocketError.connectionRefused(host: "127.0.0.1", port: port)) { try failed.get() }
+    }
+
     @Test("back-pressure: a peer that does not read makes send suspend with bounded memory")
     func backPressure() async throws {
         let (peerServer, port) = try startRawPeer()
