@@ -103,6 +103,22 @@ public final class WebSocketConnection: @unchecked Sendable {
         return connection
     }
 
+    /// Callback form of `connect(to:options:)`: `completion` runs on `queue` (e.g. `.main`) with the open
+    /// connection or the typed error.
+    public static func connect(to url: String, options: WebSocketOptions = .init(), queue: DispatchQueue,
+                               completion: @escaping @Sendable (Result<WebSocketConnection, WebSocketError>) -> Void)
+    {
+        Task {
+            let result: Result<WebSocketConnection, WebSocketError>
+            do throws(WebSocketError) {
+                result = .success(try await connect(to: url, options: options))
+            } catch {
+                result = .failure(error)
+            }
+            queue.async { completion(result) }
+        }
+    }
+
     private func startClient(url: WebSocketURL, completion: @escaping (Result<Void, WebSocketError>) -> Void) {
         onHandshake = completion
         do {

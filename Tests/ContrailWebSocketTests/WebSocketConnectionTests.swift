@@ -5,7 +5,7 @@ import Testing
 
 /// A raw TCP server that answers the WebSocket handshake correctly and then does only what the test says.
 private func startRawPeer() throws -> (TCPServer, UInt16) {
-    let server = TCPServer()
+    let server = TCPServer(readHighWater: 64 * 1024)
     return (server, try server.start())
 }
 
@@ -127,6 +127,25 @@ struct WebSocketConnectionTests {
         await server.stop()
     }
 
+    @Test("callback connect reports the connection or the typed error on the queue")
+    func callbackConnect() async throws {
+        let (server, port) = try startEchoServer()
+        let queue = DispatchQueue(label: "test.connect")
+        let connected = await withCheckedContinuation { continuation in
+            WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", queue: queue) { result in
+                dispatchPrecondition(condition: .onQueue(queue))
+                continuation.resume(returning: result)
+            }
+        }
+        let client = try connected.get()
+        await client.close()
+        await server.stop()
+        let failed = await withCheckedContinuation { continuation in
+            WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", queue: queue) { continuation.resume(returning: $0) }
+        }
+        #expect(throws: WebSocketError.connectionRefused(host: "127.0.0.1", port: port)) { try failed.get() }
+    }
+
     @Test("back-pressure: a peer that does not read makes send suspend with bounded memory")
     func backPressure() async throws {
         let (peerServer, port) = try startRawPeer()
@@ -152,20 +171,13 @@ struct WebSocketConnectionTests {
         try await withTimeout {
             while client.bufferedByteCount <= options.writeBufferHighWater { await Task.yield() }
         }
-        // The kernel may still absorb some bytes (its socket buffers grow), letting a few more sends
-        // through; once they are full the sender stays suspended. Memory stays bounded throughout.
-        var stalledAt = sent.load(ordering: .relaxed)
-        var unchanged = 0
-        try await withTimeout {
-            while unchanged < 500 {
-                await Task.yield()
-                #expect(client.bufferedByteCount <= options.writeBufferHighWater + messageSize + 14)
-                let now = sent.load(ordering: .relaxed)
-                unchanged = now == stalledAt ? unchanged + 1 : 0
-                stalledAt = now
-            }
+        // However long we look, the buffer stays bounded, and the sender cannot have finished: 24 MB do not
+        // fit in the kernel's socket buffers plus the peer's small read queue.
+        for _ in 0..<500 {
+            #expect(client.bufferedByteCount <= options.writeBufferHighWater + messageSize + 14)
+            await Task.yield()
         }
-        #expect(stalledAt < total)
+        #expect(sent.load(ordering: .relaxed) < total)
         // Now the peer reads everything: the sender resumes and every byte arrives.
         let frameSize = messageSize + 8  // 2-byte header, 16-bit length, 4-byte mask
         var received = leftover.count
@@ -180,6 +192,63 @@ struct WebSocketConnectionTests {
         await raw.close()
         await client.close()
         await peerServer.stop()
+    }
+
+    @Test("read back-pressure: an app that does not consume messages stops the socket being read")
+    func readBackPressure() async throws {
+        var serverOptions = WebSocketOptions()
+        serverOptions.writeBufferHighWater = 128 * 1024
+        let server = WebSocketServer(options: serverOptions)
+        let port = try server.start()
+        var options = WebSocketOptions()
+        options.readBufferHighWater = 256 * 1024
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+        var incoming = server.connections.makeAsyncIterator()
+        let accepted = try #require(await incoming.next())
+        let total = 400
+        let payload = [UInt8](repeating: 7, count: 60_000)
+        let sender = Task {
+            for _ in 0..<total { try await accepted.send(.binary(payload)) }
+        }
+        // The client app reads nothing: its queue fills, reading pauses, the kernel buffers fill, and the
+        // server's write buffer climbs past its high-water mark, where its sender waits.
+        try await withTimeout {
+            while accepted.bufferedByteCount <= serverOptions.writeBufferHighWater { await Task.yield() }
+        }
+        #expect(accepted.bufferedByteCount <= serverOptions.writeBufferHighWater + payload.count + 14)
+        // Consuming resumes the flow; every message arrives.
+        var count = 0
+        try await withTimeout(20) {
+            for try await message in client.messages {
+                #expect(message.byteCount == payload.count)
+                count += 1
+                if count == total { break }
+            }
+        }
+        try await sender.value
+        #expect(count == total)
+        await client.close()
+        await server.stop()
+    }
+
+    @Test("echo over the poll(2) backend")
+    func pollBackend() async throws {
+        let loop = try EventLoop(name: "test.poll", backend: .poll)
+        var options = WebSocketOptions()
+        options.eventLoop = loop
+        let (server, port) = try startEchoServer(options: options)
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+        var messages = client.messages.makeAsyncIterator()
+        let big = [UInt8](repeating: 1, count: 500_000)
+        try await withTimeout {
+            try await client.send(.text("over poll"))
+            #expect(try await messages.next() == .text("over poll"))
+            try await client.send(.binary(big))
+            #expect(try await messages.next() == .binary(big))
+        }
+        await client.close()
+        await server.stop()
+        await loop.stop()
     }
 
     @Test("keep-alive pings detect a dead peer")

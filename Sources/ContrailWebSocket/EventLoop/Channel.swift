@@ -218,6 +218,12 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
                 return
             }
         }
+        if readiness.failed && state.withLock({ $0.ended && $0.pending == 0 }) {
+            // Hang-up after the end of input: both directions are done, and epoll would keep
+            // reporting it, so close now.
+            close()
+            return
+        }
         if readiness.readable || readiness.failed {
             readAvailable()
         }

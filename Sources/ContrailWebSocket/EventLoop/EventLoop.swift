@@ -77,10 +77,11 @@ public final class EventLoop: @unchecked Sendable {
         var tasks: [Work] = []
         var wakeRequested = false
         var stopping = false
-        /// The loop has exited and closed its poller: nothing may wake it any more (its eventfd
-        /// number may already belong to another socket).
-        var isClosed = false
+        /// The thread has exited: work is run by the caller instead (serialized by `afterlife`).
+        var finished = false
     }
+    /// Serializes work submitted after the loop thread has exited (it may re-enter, hence recursive).
+    private let afterlife = NSRecursiveLock()
 
     // Loop-thread state.
     private var handlers: [UInt64: any EventLoopHandler] = [:]
@@ -117,6 +118,9 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     deinit {
+        // The poller's descriptors live as long as the loop object, so a late `wake()` or `modify()`
+        // from another thread never touches a descriptor number that was reused.
+        poller.close()
         readBuffer.deallocate()
     }
 
@@ -143,19 +147,21 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Like `execute`, for work that is only ever handed to the loop (not `Sendable`-checked).
     func enqueue(_ work: @escaping () -> Void) {
-        pending.withLock { state in
-            guard !state.isClosed else { return }
+        let wake = pending.withLock { state -> Bool? in
+            if state.finished { return nil }
             state.tasks.append(Work(body: work))
-            requestWake(&state)
+            if state.wakeRequested { return false }
+            state.wakeRequested = true
+            return true
         }
-    }
-
-    /// Wakes the loop thread once. Called with the lock held, so the loop cannot close its
-    /// poller in between (a wake after the close would write into a reused descriptor).
-    private func requestWake(_ state: inout PendingWork) {
-        guard !state.wakeRequested, !state.isClosed else { return }
-        state.wakeRequested = true
-        poller.wake()
+        guard let wake else {
+            // The loop has stopped: run the work here so that closes and their waiters still complete.
+            afterlife.lock()
+            work()
+            afterlife.unlock()
+            return
+        }
+        if wake { poller.wake() }
     }
 
     /// Runs `work` on the loop thread and returns its result.
@@ -168,10 +174,13 @@ public final class EventLoop: @unchecked Sendable {
     /// Stops the loop after the work already submitted; returns once its thread has finished.
     /// Descriptors still registered are not closed: their owners close them first.
     public func stop() async {
-        pending.withLock { state in
+        let wake = pending.withLock { state -> Bool in
             state.stopping = true
-            requestWake(&state)
+            if state.wakeRequested { return false }
+            state.wakeRequested = true
+            return true
         }
+        if wake { poller.wake() }
         await withCheckedContinuation { continuation in
             let done = finished.withLock { waiters -> Bool in
                 guard waiters != nil else { return true }
@@ -186,6 +195,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Registers `fd` with `handler`; returns the registration id. Loop thread only.
     func register(_ fd: Int32, interest: Interest, handler: any EventLoopHandler) throws(WebSocketError) -> UInt64 {
+        if pending.withLock({ $0.finished }) { throw .closed(nil, "the event loop has stopped") }
         let id = nextID
         nextID += 1
         try poller.add(fd, id: id, interest: interest)
@@ -240,10 +250,15 @@ public final class EventLoop: @unchecked Sendable {
         }
         handlers.removeAll()
         timers = TimerHeap()
-        pending.withLock { state in
-            state.isClosed = true
-            poller.close()
+        afterlife.lock()
+        let leftover = pending.withLock { state -> [Work] in
+            state.finished = true
+            let tasks = state.tasks
+            state.tasks = []
+            return tasks
         }
+        for task in leftover { task.body() }
+        afterlife.unlock()
         let waiters = finished.withLock { waiters -> [CheckedContinuation<Void, Never>] in
             let list = waiters ?? []
             waiters = nil
@@ -255,9 +270,9 @@ public final class EventLoop: @unchecked Sendable {
     private func runDueTimers() {
         let now = ContinuousClock.now
         while let timer = timers.popDue(now: now) {
-            if !timer.isCancelled {
-                timer.isCancelled = true
-                timer.body()
+            if let body = timer.body {
+                timer.body = nil
+                body()
             }
         }
     }
@@ -266,8 +281,9 @@ public final class EventLoop: @unchecked Sendable {
 /// A one-shot timer on an `EventLoop`; create and cancel it on the loop thread.
 final class LoopTimer {
     let deadline: ContinuousClock.Instant
-    let body: () -> Void
-    fileprivate(set) var isCancelled = false
+    /// Dropped on cancel, so a cancelled timer waiting in the heap does not keep its captures alive.
+    fileprivate var body: (() -> Void)?
+    var isCancelled: Bool { body == nil }
 
     init(deadline: ContinuousClock.Instant, body: @escaping () -> Void) {
         self.deadline = deadline
@@ -275,7 +291,7 @@ final class LoopTimer {
     }
 
     /// Stops the timer from firing (no effect once it fired).
-    func cancel() { isCancelled = true }
+    func cancel() { body = nil }
 }
 
 /// A binary min-heap of timers by deadline; cancelled timers are dropped when they surface.

@@ -27,7 +27,8 @@ final class InboundQueue<Element: Sendable>: Sendable {
 
     /// - Parameters:
     ///   - size: the byte count an item holds.
-    ///   - setReading: called (outside the lock) with false to pause reading and true to resume.
+    ///   - setReading: called (under the lock: it must not call back into the queue) with false to pause
+    ///     reading and true to resume.
     init(highWater: Int, size: @escaping @Sendable (Element) -> Int, setReading: @escaping @Sendable (Bool) -> Void) {
         self.highWater = max(1, highWater)
         self.size = size
@@ -38,11 +39,11 @@ final class InboundQueue<Element: Sendable>: Sendable {
     func push(_ batch: [Element]) {
         guard !batch.isEmpty else { return }
         var wake: (CheckedContinuation<Result<Element?, any Error>, Never>, Element)?
-        let pause = state.withLock { s -> Bool in
-            if s.ended { return false }
+        state.withLock { s in
+            if s.ended { return }
             if let sink = s.sink {
                 sink.deliver(batch)
-                return false
+                return
             }
             var rest = batch[...]
             if let waiter = s.waiter, let first = rest.first {
@@ -56,12 +57,11 @@ final class InboundQueue<Element: Sendable>: Sendable {
             }
             if s.bytes > highWater && !s.paused {
                 s.paused = true
-                return true
+                // Under the lock, so a consumer's resume cannot overtake this pause.
+                setReading(false)
             }
-            return false
         }
         if let (waiter, item) = wake { waiter.resume(returning: .success(item)) }
-        if pause { setReading(false) }
     }
 
     /// Marks the end: after the queued items the consumer gets nil (clean end) or `error`.
@@ -80,7 +80,7 @@ final class InboundQueue<Element: Sendable>: Sendable {
 
     /// Switches to push delivery: queued items (and the end, if reached) go to `sink` at once, in order.
     func setSink(_ sink: Sink) {
-        let resume = state.withLock { s -> Bool in
+        state.withLock { s in
             s.sink = sink
             let queued = Array(s.items[s.head...])
             s.items.removeAll()
@@ -92,11 +92,11 @@ final class InboundQueue<Element: Sendable>: Sendable {
                 s.waiter = nil
                 waiter.resume(returning: .success(nil))
             }
-            let wasPaused = s.paused
-            s.paused = false
-            return wasPaused
+            if s.paused {
+                s.paused = false
+                setReading(true)
+            }
         }
-        if resume { setReading(true) }
     }
 
     /// The next item; nil after a clean end. Throws the end error, or `CancellationError` when the
@@ -125,20 +125,18 @@ final class InboundQueue<Element: Sendable>: Sendable {
     }
 
     private func take() -> Result<Element?, any Error>? {
-        var resume = false
-        let result = state.withLock { s -> Result<Element?, any Error>? in
-            let result = takeLocked(&s)
-            if s.paused && s.bytes <= highWater / 2 {
-                s.paused = false
-                resume = true
-            }
-            return result
+        return state.withLock { s -> Result<Element?, any Error>? in
+            takeLocked(&s)
         }
-        if resume { setReading(true) }
-        return result
     }
 
+    /// Takes the next item or the end, and restarts reading once the queue is down to half the mark
+    /// (under the lock, so a producer's pause cannot overtake it).
     private func takeLocked(_ s: inout State) -> Result<Element?, any Error>? {
+        if s.paused && s.bytes <= highWater / 2 {
+            s.paused = false
+            setReading(true)
+        }
         if s.head < s.items.count {
             let item = s.items[s.head]
             s.head += 1
@@ -149,6 +147,10 @@ final class InboundQueue<Element: Sendable>: Sendable {
             } else if s.head >= 1024 && s.head * 2 >= s.items.count {
                 s.items.removeSubrange(0..<s.head)
                 s.head = 0
+            }
+            if s.paused && s.bytes <= highWater / 2 {
+                s.paused = false
+                setReading(true)
             }
             return .success(item)
         }

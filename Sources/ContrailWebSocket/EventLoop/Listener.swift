@@ -38,7 +38,14 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
             switch Socket.accept(fd) {
             case nil: return
             case .success(let connection)?: onAccept(connection)
-            case .failure?: return
+            case .failure?:
+                // Out of descriptors (EMFILE) or similar: the socket stays readable, so stop watching it
+                // for a moment instead of spinning, then try again.
+                loop.setInterest(fd, id: id, interest: [])
+                loop.schedule(after: .milliseconds(100)) { [self] in
+                    if id != 0 { loop.setInterest(fd, id: id, interest: .read) }
+                }
+                return
             }
         }
     }

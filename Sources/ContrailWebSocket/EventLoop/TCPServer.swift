@@ -17,8 +17,12 @@ public final class TCPServer: Sendable {
     }
     private let state = Mutex(State())
 
-    /// A server that is not listening yet; `eventLoop` nil gives it a loop of its own.
-    public init(host: String = "127.0.0.1", port: UInt16 = 0, eventLoop: EventLoop? = nil) {
+    private let readHighWater: Int
+
+    /// A server that is not listening yet; `eventLoop` nil gives it a loop of its own. Each connection
+    /// stops reading while more than `readHighWater` received bytes wait for `receive()`.
+    public init(host: String = "127.0.0.1", port: UInt16 = 0, eventLoop: EventLoop? = nil, readHighWater: Int = 4 << 20) {
+        self.readHighWater = readHighWater
         self.host = host
         self.requestedPort = port
         self.eventLoop = eventLoop
@@ -32,8 +36,9 @@ public final class TCPServer: Sendable {
         let loop: EventLoop
         if let eventLoop { loop = eventLoop } else { loop = try EventLoop(name: "contrail.tcp.server") }
         let continuation = self.continuation
+        let readHighWater = self.readHighWater
         let listener = try Listener(host: host, port: requestedPort, loop: loop) { fd in
-            let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: 1 << 20, readHighWater: 4 << 20)
+            let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: 1 << 20, readHighWater: readHighWater)
             do {
                 try connection.channel.register()
                 continuation.yield(connection)
