@@ -17,6 +17,22 @@ import Testing
         #expect(try SyncFragment(json: JSON(parsing: fragment.json.serialized())) == fragment)
     }
 
+    @Test func streamedWritingMatchesTheJSONValue() throws {
+        let fragments = [
+            SyncFragment(kind: .add, uuid: UUID(), className: "Shape",
+                         properties: ["x": 1.5, "name": "quote \" and \\ slash", "tags": ["a", "b"], "none": .null]),
+            SyncFragment(kind: .change, uuid: UUID(), className: "Canvas",
+                         properties: ["shapes": .array([.string(UUID().wireString)])], bases: ["shapes": [UUID(), UUID()]]),
+        ]
+        for fragment in fragments {
+            var writer = JSONWriter(sortedKeys: false)
+            fragment.write(into: &writer)
+            #expect(try JSON(parsing: writer.bytes) == fragment.json)
+        }
+        #expect(try JSON(parsing: SyncFragment.serialized(fragments)) == .array(fragments.map(\.json)))
+        #expect(try JSON(parsing: SyncFragment.serialized([])) == .array([]))
+    }
+
     @Test func uuidsGoOutLowercase() throws {
         let json: JSON = ["type": "change", "uuid": .string(Self.shapeUUID.uppercased()), "clsName": "Shape", "properties": [:]]
         let fragment = try SyncFragment(json: json)

@@ -177,19 +177,36 @@ public final class FragmentLog {
     }
 
     private static func encode(_ entry: Decoded) -> [UInt8] {
-        var object: [String: JSON] = [
-            "fragments": .array(entry.fragments.map(\.json)),
-            "root": entry.root.map { .string($0.uuidString.lowercased()) } ?? .null,
-        ]
+        var writer = JSONWriter(sortedKeys: false, capacity: 128 + entry.fragments.count * 160)
+        writer.append("{")
+        writer.writeKey("fragments", first: true)
+        SyncFragment.write(entry.fragments, into: &writer)
+        writer.writeKey("root")
+        writer.write(entry.root.map { .string($0.uuidString.lowercased()) } ?? .null)
         if entry.origin != "snapshot" {
-            object["origin"] = .string(entry.origin)
-            object["atomic"] = .bool(entry.isAtomic)
+            writer.writeKey("origin")
+            writer.writeString(entry.origin)
+            writer.writeKey("atomic")
+            writer.write(.bool(entry.isAtomic))
         }
-        if let message = entry.message { object["message"] = .string(message) }
-        if let sequence = entry.sequence { object["seq"] = .int(Int64(sequence)) }
-        if entry.isCompacted { object["compacted"] = true }
-        if let settled = entry.settled { object["settled"] = .int(Int64(settled)) }
-        return JSON.object(object).serialized()
+        if let message = entry.message {
+            writer.writeKey("message")
+            writer.writeString(message)
+        }
+        if let sequence = entry.sequence {
+            writer.writeKey("seq")
+            writer.write(.int(Int64(sequence)))
+        }
+        if entry.isCompacted {
+            writer.writeKey("compacted")
+            writer.write(.bool(true))
+        }
+        if let settled = entry.settled {
+            writer.writeKey("settled")
+            writer.write(.int(Int64(settled)))
+        }
+        writer.append("}")
+        return writer.bytes
     }
 
     private static func decode(_ record: LogRecord) throws(FragmentLogError) -> Decoded {

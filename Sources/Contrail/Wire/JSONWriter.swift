@@ -51,8 +51,17 @@ struct JSONWriter {
         }
     }
 
+    /// Writes `"key":`, preceded by a comma unless it is the object's first member (for writers
+    /// that stream an object without building a `JSON.object` first).
+    mutating func writeKey(_ key: StaticString, first: Bool = false) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(UInt8(ascii: "\""))
+        append(key)
+        append("\":")
+    }
+
     @inline(__always)
-    private mutating func append(_ literal: StaticString) {
+    mutating func append(_ literal: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 

@@ -106,6 +106,41 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         return .object(members)
     }
 
+    /// The JSON array of `fragments`, written straight to bytes (the same text as serializing
+    /// `JSON.array(fragments.map(\.json))`, without building those values first).
+    public static func serialized(_ fragments: [SyncFragment]) -> [UInt8] {
+        var writer = JSONWriter(sortedKeys: false, capacity: 2 + fragments.count * 160)
+        write(fragments, into: &writer)
+        return writer.bytes
+    }
+
+    static func write(_ fragments: [SyncFragment], into writer: inout JSONWriter) {
+        writer.append("[")
+        for (position, fragment) in fragments.enumerated() {
+            if position > 0 { writer.append(",") }
+            fragment.write(into: &writer)
+        }
+        writer.append("]")
+    }
+
+    /// Writes the same object as `json`, without building it first.
+    func write(into writer: inout JSONWriter) {
+        writer.append("{")
+        writer.writeKey("type", first: true)
+        writer.writeString(kind.rawValue)
+        writer.writeKey("uuid")
+        writer.writeString(uuid.wireString)
+        writer.writeKey("clsName")
+        writer.writeString(className)
+        writer.writeKey("properties")
+        writer.write(.object(properties))
+        if let bases {
+            writer.writeKey("bases")
+            writer.write(.object(bases.mapValues { .array($0.map { .string($0.wireString) }) }))
+        }
+        writer.append("}")
+    }
+
     /// Why `value` is not an acceptable property value, with the server's wording; `nil` if it is.
     static func problem(with value: JSON) -> String? {
         switch value {

@@ -61,7 +61,7 @@ final class ScopePersistence {
 
     /// Appends an accepted change set and writes it out to the OS before returning.
     func append(_ fragments: [SyncFragment]) throws(ServerError) {
-        let payload = JSON.object(["fragments": .array(fragments.map(\.json))]).serialized()
+        let payload = Array(#"{"fragments":"#.utf8) + SyncFragment.serialized(fragments) + [UInt8(ascii: "}")]
         do {
             try log.append(.changeSet, payload)
             try log.flush()

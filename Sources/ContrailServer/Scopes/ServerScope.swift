@@ -62,7 +62,7 @@ actor ServerScope {
             return
         }
         subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
-        let fragments = cachedState ?? String(decoding: JSON.array(store.stateFragments().map(\.json)).serialized(), as: UTF8.self)
+        let fragments = cachedState ?? String(decoding: SyncFragment.serialized(store.stateFragments()), as: UTF8.self)
         cachedState = fragments
         let root = store.rootUUID.wireString
         outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
@@ -109,7 +109,7 @@ actor ServerScope {
     /// fragment text for all.
     private func broadcast(_ fragments: [SyncFragment], except origin: SessionOutbox) {
         guard subscribers.count > 1 || subscribers[ObjectIdentifier(origin)] == nil else { return }
-        let text = String(decoding: JSON.array(fragments.map(\.json)).serialized(), as: UTF8.self)
+        let text = String(decoding: SyncFragment.serialized(fragments), as: UTF8.self)
         let originID = ObjectIdentifier(origin)
         for (id, subscriber) in subscribers where id != originID {
             let scopeIndex = subscriber.scopeIndex
