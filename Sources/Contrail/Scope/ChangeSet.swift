@@ -128,8 +128,6 @@ public final class ChangeSet: Encodable {
         return .object(object)
     }
 
-    /// The (object, property) pairs this change set touched.
-    var keys: Set<ChangeKey> { Set(changes.map { ChangeKey($0.object, $0.property) }) }
 }
 
 /// An (object, property) pair.

@@ -121,15 +121,14 @@ public final class Scope {
 
     private func touch(_ object: ModelObject, property: Int, old: Any, base: [UUID]?) {
         let id = ObjectIdentifier(object)
-        if pending[id] == nil {
-            pendingOrder.append(id)
-            pending[id] = PendingFragment(object: object, kind: .change)
+        if pending[id] == nil { pendingOrder.append(id) }
+        var entry = pending[id] ?? PendingFragment(object: object, kind: .change)
+        if entry.kind == .change, entry.originals[property] == nil {
+            entry.touched.append(property)
+            entry.originals[property] = old
+            if let base { entry.bases[property] = base }
         }
-        if pending[id]!.kind == .change, pending[id]!.originals[property] == nil {
-            pending[id]!.touched.append(property)
-            pending[id]!.originals[property] = old
-            if let base { pending[id]!.bases[property] = base }
-        }
+        pending[id] = entry
         scheduleFlush()
     }
 
@@ -159,11 +158,7 @@ public final class Scope {
             let properties = object.info.properties
             switch entry.kind {
             case .add:
-                var values: [String: JSON] = [:]
-                for property in properties where property.isSynced {
-                    values[property.name] = property.storage.wireValue(in: object, offset: property.offset)
-                }
-                fragments.append(SyncFragment(kind: .add, uuid: object.uuid, className: object.className, properties: values))
+                fragments.append(object.addFragment())
             case .change:
                 var values: [String: JSON] = [:]
                 var bases: [String: [UUID]] = [:]
@@ -457,11 +452,7 @@ public final class Scope {
         var stack: [ModelObject] = [root]
         while let object = stack.popLast() {
             guard seen.insert(ObjectIdentifier(object)).inserted else { continue }
-            var values: [String: JSON] = [:]
-            for property in object.info.properties where property.isSynced {
-                values[property.name] = property.storage.wireValue(in: object, offset: property.offset)
-            }
-            fragments.append(SyncFragment(kind: .add, uuid: object.uuid, className: object.className, properties: values))
+            fragments.append(object.addFragment())
             stack.append(contentsOf: object.childObjects.reversed())
         }
         return fragments

@@ -23,12 +23,11 @@ public final class Session {
     private var resendBuffer: [Message] = []
     /// Reply handlers by request index.
     private var awaiting: [Int: (Message) -> Void] = [:]
-    /// When each awaited request was (re)sent, and how often its reply timed out.
-    private var sentAt: [Int: ContinuousClock.Instant] = [:]
-    /// Ticks since each awaited request was (re)sent: a reply is overdue only after enough ticks
-    /// as well as enough time, so a main actor that was busy for a while (one late tick) does not
-    /// count as a silent server.
-    private var ticksWaited: [Int: Int] = [:]
+    /// When each awaited request was (re)sent, and the keep-alive ticks since: a reply is overdue
+    /// only after enough ticks as well as enough time, so a main actor that was busy for a while
+    /// (one late tick) does not count as a silent server.
+    private var sentAt: [Int: (time: ContinuousClock.Instant, ticks: Int)] = [:]
+    /// How often each request's reply timed out.
     private var strikes: [Int: Int] = [:]
     private var connection: Connection?
     /// After a resume, new messages wait until the server's resend frame (§8.5).
@@ -150,7 +149,6 @@ public final class Session {
         resendBuffer.removeAll()
         awaiting.removeAll()
         sentAt.removeAll()
-        ticksWaited.removeAll()
         strikes.removeAll()
         inFlight = 0
         isHolding = false
@@ -181,15 +179,13 @@ public final class Session {
         guard let connection else { return .none }
         connection.send(.ping(Ping(ack: lastServerIndex, resendMissing: false)))
         let now = ContinuousClock.now
-        for index in sentAt.keys { ticksWaited[index, default: 0] += 1 }
+        for index in sentAt.keys { sentAt[index]?.ticks += 1 }
         let minimumTicks = max(2, Int((options.replyTimeout / options.pingInterval).rounded(.up)))
-        let overdue = sentAt.filter { index, since in
-            now - since > options.replyTimeout && ticksWaited[index, default: 0] >= minimumTicks
-        }
+        let overdue = sentAt.filter { now - $0.value.time > options.replyTimeout && $0.value.ticks >= minimumTicks }
         guard let first = overdue.keys.min() else { return .none }
         let count = (strikes[first] ?? 0) + 1
         strikes[first] = count
-        for index in sentAt.keys { sentAt[index] = now; ticksWaited[index] = 0 }
+        for index in sentAt.keys { sentAt[index] = (now, 0) }
         return count >= 2 ? .renew : .reconnect
     }
 
@@ -227,7 +223,7 @@ public final class Session {
                 let now = ContinuousClock.now
                 for message in resendBuffer {
                     connection?.send(message)
-                    if sentAt[message.index] != nil { sentAt[message.index] = now; ticksWaited[message.index] = 0 }
+                    if sentAt[message.index] != nil { sentAt[message.index] = (now, 0) }
                 }
                 pump()
             }
@@ -265,7 +261,6 @@ public final class Session {
     private func settleRequest(_ index: Int, with reply: Message) {
         resendBuffer.removeAll { $0.index == index }
         sentAt[index] = nil
-        ticksWaited[index] = nil
         strikes[index] = nil
         awaiting.removeValue(forKey: index)?(reply)
     }
@@ -279,7 +274,7 @@ public final class Session {
         let message = make(index)
         resendBuffer.append(message)
         awaiting[index] = onReply
-        sentAt[index] = .now
+        sentAt[index] = (.now, 0)
         if !isHolding { connection?.send(message) }
         return index
     }
