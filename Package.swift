@@ -17,10 +17,12 @@ let package = Package(
         .target(name: "ContrailWebSocket", dependencies: ["CContrailSystem"]),
         .target(name: "Contrail", dependencies: ["ContrailWebSocket"]),
         .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"]),
-        .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
+        // The convergence fuzzer, shared by `contrail fuzz` and the tests (not a product).
+        .target(name: "ContrailFuzz", dependencies: ["Contrail", "ContrailServer"]),
+        .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
         .testTarget(name: "ContrailTests", dependencies: ["Contrail"]),
-        .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
+        .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
     ]
 )

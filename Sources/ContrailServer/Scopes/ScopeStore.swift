@@ -72,7 +72,9 @@ struct ScopeStore: Sendable {
             }
             replies.append(FragmentReply(error: nil, modifications: plan.modifications.isEmpty ? nil : plan.modifications))
             let fragment = fragments[index]
-            accepted.append(SyncFragment(kind: fragment.kind, uuid: fragment.uuid, className: plan.className, properties: plan.values))
+            let kind: SyncFragment.Kind = plan.isNew ? .add : .change
+            if kind == .change, plan.values.isEmpty { continue }
+            accepted.append(SyncFragment(kind: kind, uuid: fragment.uuid, className: plan.className, properties: plan.values))
         }
         guard !accepted.isEmpty else { return SyncOutcome(replies: replies, accepted: []) }
         for (uuid, object) in pass.working { objects[uuid] = object }
@@ -152,8 +154,16 @@ struct ScopeStore: Sendable {
             var plan = pass.plans[index]
             var localKinds: [KindKey: PropertyKind] = [:]
             var failed = false
+            // An `add` of an object the scope already holds (a resend, or an object that came back
+            // while another reference kept it) never overwrites: properties the object has keep their
+            // values, and the reply tells the sender what they are.
+            let keepsExisting = fragment.kind == .add && !plan.isNew
             for key in fragment.properties.keys.sorted() {
                 guard var value = fragment.properties[key] else { continue }
+                if keepsExisting, let existing = target.properties[key] {
+                    if existing != value { plan.modifications[key] = existing }
+                    continue
+                }
                 let kindKey = KindKey(className: target.className, property: key)
                 let known = localKinds[kindKey] ?? pass.kinds[kindKey] ?? kinds[kindKey]
                 switch PropertyKind.check(value, key: key, known: known, exists: exists, wasRemoved: wasRemoved) {
