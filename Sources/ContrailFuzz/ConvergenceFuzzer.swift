@@ -7,7 +7,7 @@ import Foundation
 /// comes back online and the run checks that
 /// - nothing is pending and every client is online,
 /// - every replica equals the server's state and a fresh fetch,
-/// - every insert the server acknowledged is there, unless an edit removed it.
+/// - every insert the server acknowledged is there, unless an edit unlinked it (or its item).
 ///
 /// ```swift
 /// let fuzzer = ConvergenceFuzzer(server: .inMemory)
@@ -155,16 +155,16 @@ public final class ConvergenceFuzzer {
         switch operation {
         case .edit(let client, let edit):
             let replica = replica(client)
-            let before = replica.reachable()
+            let before = replica.links()
             apply(edit, to: replica, parents: &parents)
-            removed.formUnion(before.subtracting(replica.reachable()))
+            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
         case .atomic(let client, let edits):
             let replica = replica(client)
-            let before = replica.reachable()
+            let before = replica.links()
             replica.scope.modifyAtomically {
                 for edit in edits { apply(edit, to: replica, parents: &parents) }
             }
-            removed.formUnion(before.subtracting(replica.reachable()))
+            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
         case .mode(let client, let mode):
             let replica = replica(client)
             let modes: [SyncMode] = [.realtime, .pushOnly, .syncOff, .manual]
@@ -188,9 +188,9 @@ public final class ConvergenceFuzzer {
             replica(client).connector.restore()
         case .undo(let client), .redo(let client):
             let replica = replica(client)
-            let before = replica.reachable()
+            let before = replica.links()
             if case .undo = operation { replica.scope.undo() } else { replica.scope.redo() }
-            removed.formUnion(before.subtracting(replica.reachable()))
+            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
         case .restartServer:
             let target = try await host.restart()
             for replica in replicas { replica.connector.route(to: target) }

@@ -44,15 +44,35 @@ final class FuzzReplica {
         return items.isEmpty ? nil : items[position % items.count]
     }
 
-    /// Every item and note reachable from the board, by UUID.
-    func reachable() -> Set<UUID> {
+    /// Every link from an object to an item or note reachable from the board, as (parent, property, child).
+    func links() -> Set<FuzzLink> {
+        var links = Set<FuzzLink>()
         var seen = Set<UUID>()
-        var stack: [FuzzItem] = board.items + board.shelf + [board.pinned].compactMap { $0 }
+        var stack: [FuzzItem] = []
+        func link(_ parent: ModelObject, _ key: String, _ child: ModelObject) {
+            links.insert(FuzzLink(parent: parent.uuid, property: key, child: child.uuid))
+        }
+        for item in board.items { link(board, "items", item); stack.append(item) }
+        for item in board.shelf { link(board, "shelf", item); stack.append(item) }
+        if let pinned = board.pinned { link(board, "pinned", pinned); stack.append(pinned) }
         while let item = stack.popLast() {
             guard seen.insert(item.uuid).inserted else { continue }
-            for note in item.notes { seen.insert(note.uuid) }
-            if let link = item.link { stack.append(link) }
+            for note in item.notes { link(item, "notes", note) }
+            if let target = item.link { link(item, "link", target); stack.append(target) }
         }
-        return seen
+        return links
     }
+
+    /// The objects an edit unlinked: a link to them went away and the edit made no new one.
+    static func unlinked(before: Set<FuzzLink>, after: Set<FuzzLink>) -> Set<UUID> {
+        let gained = Set(after.subtracting(before).map(\.child))
+        return Set(before.subtracting(after).map(\.child)).subtracting(gained)
+    }
+}
+
+/// A link from a parent's property to a child, by UUID.
+struct FuzzLink: Hashable {
+    let parent: UUID
+    let property: String
+    let child: UUID
 }
