@@ -5,7 +5,7 @@ import Foundation
 enum FuzzCommand {
     static let usage = """
     usage: contrail fuzz convergence [--seeds N] [--start S] [--websocket | --child-server]
-                                     [--steps MIN-MAX] [--shrink] [--timeout SECONDS]
+                                     [--steps MIN-MAX] [--shrink] [--timeout SECONDS] [--no-restarts]
       Runs N seeded convergence runs (default 1000, seeds S..S+N-1, default S = 1): 2-5 clients on one
       scope make random edits, switch modes, pause, drop connections, undo and redo while the server
       restarts; then every replica must equal the server and a fresh fetch, nothing may stay pending,
@@ -13,6 +13,7 @@ enum FuzzCommand {
       --websocket      clients and an in-process server talk over WebSocket on 127.0.0.1
       --child-server   the server is `contrail serve` in a child process, SIGKILLed at each restart
       --timeout        how long a run may take to settle at the end (default 20)
+      --no-restarts    never restart the server
     Exit status 1 when any seed failed.
     """
 
@@ -25,6 +26,7 @@ enum FuzzCommand {
         var shrink = false
         var steps: ClosedRange<Int>?
         var timeout = 20
+        var restarts = true
         var rest = arguments.dropFirst()
         func number(_ flag: String) throws -> UInt64 {
             guard let text = rest.popFirst(), let value = UInt64(text) else { throw CLIError.usage("\(flag) needs a number\n\(usage)") }
@@ -38,6 +40,7 @@ enum FuzzCommand {
             case "--websocket": server = .webSocket
             case "--child-server": server = .childProcess(executable: CommandLine.arguments[0])
             case "--shrink": shrink = true
+            case "--no-restarts": restarts = false
             case "--steps":
                 let parts = (rest.popFirst() ?? "").split(separator: "-").compactMap { Int($0) }
                 guard parts.count == 2, parts[0] >= 1, parts[0] <= parts[1] else { throw CLIError.usage("--steps needs MIN-MAX\n\(usage)") }
@@ -48,6 +51,7 @@ enum FuzzCommand {
         }
         let fuzzer = ConvergenceFuzzer(server: server)
         fuzzer.settleTimeout = .seconds(timeout)
+        fuzzer.restarts = restarts
         if let steps { fuzzer.steps = steps }
         var counts: [String: Int] = [:]
         let began = ContinuousClock.now

@@ -43,6 +43,8 @@ public final class ConvergenceFuzzer {
     public var settleTimeout: Duration = .seconds(20)
     /// Steps per run.
     public var steps: ClosedRange<Int> = 20...80
+    /// Whether runs restart the server.
+    public var restarts = true
 
     public init(server: Server) {
         self.server = server
@@ -60,7 +62,7 @@ public final class ConvergenceFuzzer {
         var random = SplitMix64(seed: seed)
         let clients = Int.random(in: 2...5, using: &random)
         let count = Int.random(in: steps, using: &random)
-        return (clients, FuzzOperation.randomRun(clients: clients, count: count, restarts: true, using: &random))
+        return (clients, FuzzOperation.randomRun(clients: clients, count: count, restarts: restarts, using: &random))
     }
 
     /// Reduces a failing run to a short list of operations that still fails (each candidate is tried
@@ -77,7 +79,7 @@ public final class ConvergenceFuzzer {
                 var candidate = operations
                 candidate.removeSubrange(start..<min(start + chunk, candidate.count))
                 var found: FuzzFailure?
-                for _ in 0..<2 where found == nil {
+                for _ in 0..<4 where found == nil {
                     replays += 1
                     found = await run(candidate, clients: example.clients)
                 }
@@ -278,16 +280,20 @@ public final class ConvergenceFuzzer {
                 }.joined(separator: ", "))
             }
         }
-        guard let reference = await freshState(host: host) else {
-            return FuzzFailure(kind: .divergent, details: "a fresh fetch failed")
+        let reference: JSON
+        switch await freshState(host: host) {
+        case .success(let state): reference = state
+        case .failure(let error): return FuzzFailure(kind: .divergent, details: "a fresh fetch failed: \(error)")
         }
         // The server stores what was sent; a replica also shows defaults for what never was.
         if let server = await host.state(ofScope: Self.scopeName), let difference = StateDifference.serverMismatch(server, reference) {
             return FuzzFailure(kind: .divergent, details: "a fresh fetch differs from the server:\n" + difference)
         }
-        for replica in replicas where replica.scope.stateJSON() != reference {
-            return FuzzFailure(kind: .divergent, details: "c\(replica.index) differs from a fresh fetch:\n"
-                               + StateDifference.describe(replica.scope.stateJSON(), reference))
+        let divergent = replicas.filter { $0.scope.stateJSON() != reference }
+        if !divergent.isEmpty {
+            return FuzzFailure(kind: .divergent, details: divergent.map { replica in
+                "c\(replica.index) differs from a fresh fetch:\n" + StateDifference.describe(replica.scope.stateJSON(), reference)
+            }.joined(separator: "\n"))
         }
         let present = Set((reference["objects"]?.objectValue ?? [:]).keys.compactMap { UUID(uuidString: $0) })
         for replica in replicas {
@@ -300,16 +306,16 @@ public final class ConvergenceFuzzer {
     }
 
     /// What a new client fetches.
-    private func freshState(host: FuzzServerHost) async -> JSON? {
-        guard let target = host.connector else { return nil }
+    private func freshState(host: FuzzServerHost) async -> Result<JSON, SyncError> {
+        guard let target = host.connector else { return .failure(.closed) }
         let replica = FuzzReplica(index: -1, connector: FuzzConnector(target), options: Self.clientOptions)
-        var state: JSON?
+        let state: Result<JSON, SyncError>
         do {
             let session = try await replica.client.connect()
             try await session.fetch(replica.scope)
-            state = replica.scope.stateJSON()
+            state = .success(replica.scope.stateJSON())
         } catch {
-            state = nil
+            state = .failure(error)
         }
         await replica.client.close()
         return state
