@@ -6,6 +6,7 @@ enum FuzzCommand {
     static let usage = """
     usage: contrail fuzz convergence [--seeds N] [--start S] [--websocket | --child-server]
                                      [--steps MIN-MAX] [--shrink] [--timeout SECONDS] [--no-restarts]
+                                     [--replay FILE]
       Runs N seeded convergence runs (default 1000, seeds S..S+N-1, default S = 1): 2-5 clients on one
       scope make random edits, switch modes, pause, drop connections, undo and redo while the server
       restarts; then every replica must equal the server and a fresh fetch, nothing may stay pending,
@@ -14,6 +15,7 @@ enum FuzzCommand {
       --child-server   the server is `contrail serve` in a child process, SIGKILLed at each restart
       --timeout        how long a run may take to settle at the end (default 20)
       --no-restarts    never restart the server
+      --replay FILE    replays one run printed after a failure (CONTRAIL_FUZZ_TRACE=1 prints its frames)
     Exit status 1 when any seed failed.
     """
 
@@ -27,6 +29,7 @@ enum FuzzCommand {
         var steps: ClosedRange<Int>?
         var timeout = 20
         var restarts = true
+        var replay: String?
         var rest = arguments.dropFirst()
         func number(_ flag: String) throws -> UInt64 {
             guard let text = rest.popFirst(), let value = UInt64(text) else { throw CLIError.usage("\(flag) needs a number\n\(usage)") }
@@ -41,6 +44,9 @@ enum FuzzCommand {
             case "--child-server": server = .childProcess(executable: CommandLine.arguments[0])
             case "--shrink": shrink = true
             case "--no-restarts": restarts = false
+            case "--replay":
+                guard let path = rest.popFirst() else { throw CLIError.usage("--replay needs a file\n\(usage)") }
+                replay = path
             case "--steps":
                 let parts = (rest.popFirst() ?? "").split(separator: "-").compactMap { Int($0) }
                 guard parts.count == 2, parts[0] >= 1, parts[0] <= parts[1] else { throw CLIError.usage("--steps needs MIN-MAX\n\(usage)") }
@@ -53,6 +59,15 @@ enum FuzzCommand {
         fuzzer.settleTimeout = .seconds(timeout)
         fuzzer.restarts = restarts
         if let steps { fuzzer.steps = steps }
+        if let replay {
+            // A shrunk run as printed after FAIL: {"clients": N, "operations": [...]}.
+            let data = try Data(contentsOf: URL(fileURLWithPath: replay))
+            let run = try JSONDecoder().decode(ConvergenceFuzzer.Replay.self, from: data)
+            let failure = await fuzzer.run(run.operations, clients: run.clients)
+            print(failure.map { "FAIL \($0)" } ?? "converged")
+            if failure != nil { exit(1) }
+            return
+        }
         var counts: [String: Int] = [:]
         let began = ContinuousClock.now
         for seed in start..<(start + seeds) {

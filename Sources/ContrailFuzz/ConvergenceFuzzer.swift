@@ -33,9 +33,18 @@ public final class ConvergenceFuzzer {
         public let failure: FuzzFailure
 
         public var description: String {
-            "seed \(seed), \(clients) clients, \(operations.count) steps: \(failure)\n"
+            let replay = (try? JSONEncoder().encode(Replay(clients: clients, operations: operations)))
+                .map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return "seed \(seed), \(clients) clients, \(operations.count) steps: \(failure)\n"
                 + operations.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
+                + "\n  replay: \(replay)"
         }
+    }
+
+    /// A run that `contrail fuzz convergence --replay FILE` replays.
+    public struct Replay: Codable, Sendable {
+        public var clients: Int
+        public var operations: [FuzzOperation]
     }
 
     let server: Server
@@ -114,7 +123,7 @@ public final class ConvergenceFuzzer {
         do {
             let target = try await host.start()
             for index in 0..<count {
-                let replica = FuzzReplica(index: index, connector: FuzzConnector(target), options: Self.clientOptions)
+                let replica = FuzzReplica(index: index, connector: FuzzConnector(target, name: "c\(index)"), options: Self.clientOptions)
                 replicas.append(replica)
                 let session = try await replica.client.connect()
                 try await session.fetch(replica.scope)
@@ -125,6 +134,7 @@ public final class ConvergenceFuzzer {
         var removed = Set<UUID>()
         var parents: [UUID: UUID] = [:]
         for operation in operations {
+            if TracingTransport.isEnabled { print("step: \(operation)") }
             do {
                 try await perform(operation, replicas: replicas, host: host, removed: &removed, parents: &parents)
             } catch {
@@ -308,7 +318,7 @@ public final class ConvergenceFuzzer {
     /// What a new client fetches.
     private func freshState(host: FuzzServerHost) async -> Result<JSON, SyncError> {
         guard let target = host.connector else { return .failure(.closed) }
-        let replica = FuzzReplica(index: -1, connector: FuzzConnector(target), options: Self.clientOptions)
+        let replica = FuzzReplica(index: -1, connector: FuzzConnector(target, name: "fresh"), options: Self.clientOptions)
         let state: Result<JSON, SyncError>
         do {
             let session = try await replica.client.connect()

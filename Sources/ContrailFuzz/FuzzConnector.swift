@@ -13,14 +13,19 @@ final class FuzzConnector: SyncConnector {
     }
 
     private let state: Mutex<State>
+    private let name: String
 
-    init(_ target: any SyncConnector) { state = Mutex(State(target: target)) }
+    init(_ target: any SyncConnector, name: String) {
+        state = Mutex(State(target: target))
+        self.name = name
+    }
 
     func connect(headers: [(String, String)]) async throws -> any SyncTransport {
         guard let target = state.withLock({ $0.isCut ? nil : $0.target }) else {
             throw TransportClosed(code: nil, reason: "cut by the fuzzer")
         }
-        let transport = try await target.connect(headers: headers)
+        var transport = try await target.connect(headers: headers)
+        if TracingTransport.isEnabled { transport = TracingTransport(transport, name: name) }
         let keep = state.withLock { state -> Bool in
             guard !state.isCut else { return false }
             state.open.removeAll { $0 === transport }

@@ -1,8 +1,8 @@
 /// One step of a convergence run. Positions are raw numbers, taken modulo what is there when the
 /// step runs, so any sublist of a run still replays (which is what shrinking needs).
-public indirect enum FuzzOperation: Hashable, Sendable, CustomStringConvertible {
+public indirect enum FuzzOperation: Hashable, Sendable, Codable, CustomStringConvertible {
     /// A model edit made by one client.
-    public enum Edit: Hashable, Sendable, CustomStringConvertible {
+    public enum Edit: Hashable, Sendable, Codable, CustomStringConvertible {
         case setTitle(Int)
         case addScore(Int)
         /// Inserts a new item into list 0 (`items`) or 1 (`shelf`) at a position.

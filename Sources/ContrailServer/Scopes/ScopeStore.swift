@@ -177,7 +177,9 @@ struct ScopeStore: Sendable {
                     if kind?.isReference == true {
                         if let base = fragment.bases?[key], kind == .collection,
                            let merged = merge(value, base: base, current: target.properties[key]) {
-                            if merged != value { plan.modifications[key] = merged }
+                            // Always sent back: by the time the reply arrives the sender's value may
+                            // differ from what it sent (it merged later remote values locally).
+                            plan.modifications[key] = merged
                             value = merged
                         }
                         if target.properties[key] != nil && target.properties[key] != value { pass.mayOrphan = true }
