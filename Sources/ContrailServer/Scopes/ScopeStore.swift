@@ -11,9 +11,11 @@ struct ScopeStore: Sendable {
     private(set) var objects: [UUID: StoredObject]
     /// The kind learnt for each (class, property).
     private(set) var kinds: [KindKey: PropertyKind]
-    /// UUIDs of objects collected as orphans (in memory only, at most `maxRemembered`): a value
-    /// naming one is a dangling reference, not a plain string.
-    private var removed: Set<UUID> = []
+    /// UUIDs known not to name objects (at most `maxRemembered`): objects collected as orphans, and
+    /// objects whose `add` was rejected. A value naming one is a dangling reference, not a plain
+    /// string, so a change set sent before the rejection came back cannot teach the server that a
+    /// reference property holds strings. Kept in snapshots.
+    private(set) var removed: Set<UUID> = []
     private static let maxRemembered = 1_000_000
 
     /// A new scope: a root with a fresh UUID and no class name yet (the first fragment naming the
@@ -68,6 +70,8 @@ struct ScopeStore: Sendable {
         for (index, plan) in pass.plans.enumerated() {
             if let error = plan.error {
                 replies.append(.rejected(error))
+                let fragment = fragments[index]
+                if fragment.kind == .add, objects[fragment.uuid] == nil { forget(fragment.uuid) }
                 continue
             }
             replies.append(FragmentReply(error: nil, modifications: plan.modifications.isEmpty ? nil : plan.modifications))
@@ -94,10 +98,15 @@ struct ScopeStore: Sendable {
             }
         }
         if reachable.count < objects.count {
-            if removed.count > Self.maxRemembered { removed.removeAll() }
-            for uuid in objects.keys where !reachable.contains(uuid) { removed.insert(uuid) }
+            for uuid in objects.keys where !reachable.contains(uuid) { forget(uuid) }
             objects = objects.filter { reachable.contains($0.key) }
         }
+    }
+
+    /// Remembers that `uuid` names no object (any more).
+    mutating func forget(_ uuid: UUID) {
+        if removed.count >= Self.maxRemembered { removed.removeAll() }
+        removed.insert(uuid)
     }
 
     /// Calls `body` with each object `object` references, in property-name order.
