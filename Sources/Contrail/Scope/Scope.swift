@@ -281,6 +281,7 @@ public final class Scope {
     /// other. Remote changes are not undone. Returns the new change set.
     @discardableResult
     public func undo() -> ChangeSet? {
+        flush()  // what is pending is the most recent change set: undo that one
         guard let last = undoStack.popLast() else { return nil }
         let result = replay(last, message: "Undo" + (last.message.map { " \($0)" } ?? ""), values: \.old)
         if result != nil { redoStack.append(last) }
@@ -290,6 +291,7 @@ public final class Scope {
     /// Re-applies the most recently undone change set as a new change set.
     @discardableResult
     public func redo() -> ChangeSet? {
+        flush()
         guard let last = redoStack.popLast() else { return nil }
         let result = replay(last, message: "Redo" + (last.message.map { " \($0)" } ?? ""), values: \.new)
         if result != nil { undoStack.append(last) }
@@ -302,7 +304,9 @@ public final class Scope {
         defer { isReplaying = false }
         let ordered = values == \ChangeSet.Change.old ? changeSet.changes.reversed() : changeSet.changes
         return modify(message: message, atomic: changeSet.isAtomic) {
-            for change in ordered where change.object.scope === self || change.object === root {
+            // Objects out of any tree get their values too: the replay may bring them back, and
+            // their `add` must carry what the undo restored.
+            for change in ordered where change.object.scope === self || change.object === root || change.object.scope == nil {
                 change.object.setValue(change[keyPath: values], at: change.property)
             }
         }
