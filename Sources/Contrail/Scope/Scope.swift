@@ -463,7 +463,9 @@ public final class Scope {
                         guard let parent = link.parent, mentioned.contains(parent.uuid) else { continue }
                         // The state says the parent no longer holds it: reset that property.
                         let property = parent.info.properties[link.property]
-                        if property.valueKind == .reference {
+                        // Only while the parent still points at the stray (a link can be stale).
+                        let current = (parent.value(at: link.property) as? any PropertyValue)?.models.first
+                        if property.valueKind == .reference, current === stray {
                             let reset = property.storage.value(in: parent.info.probe, offset: property.offset)
                             guard let value = redirect.map({ $0(parent, link.property, reset) }) ?? reset else { continue }
                             parent.setValue(value, at: link.property)
