@@ -440,8 +440,9 @@ public final class Scope {
     }
 
 
-    /// Applies a full state (PROTOCOL.md §3.4): the root takes over `rootUUID`, objects the state
-    /// does not mention are detached, and properties a fragment leaves out get their defaults.
+    /// Applies a full state (PROTOCOL.md §3.4): the root takes over `rootUUID`, properties a fragment
+    /// leaves out get their defaults, and objects the state does not mention leave the tree with the
+    /// last reference to them.
     @discardableResult
     public func applyState(rootUUID: UUID, fragments: [SyncFragment]) throws(ModelError) -> ApplyReport {
         try applyState(rootUUID: rootUUID, fragments: fragments, redirect: nil)
@@ -454,26 +455,9 @@ public final class Scope {
         flush()
         adoptRootUUID(rootUUID)
         let report = try apply(fragments, applyDefaults: true, redirect: redirect)
-        let mentioned = Set(fragments.map(\.uuid)).union([rootUUID])
-        let strays = objects.values.filter { !mentioned.contains($0.uuid) }
-        if !strays.isEmpty {
-            applyingRemote {
-                for stray in strays {
-                    for link in stray.tracking.parents {
-                        guard let parent = link.parent, mentioned.contains(parent.uuid) else { continue }
-                        // The state says the parent no longer holds it: reset that property.
-                        let property = parent.info.properties[link.property]
-                        // Only while the parent still points at the stray (a link can be stale).
-                        let current = (parent.value(at: link.property) as? any PropertyValue)?.models.first
-                        if property.valueKind == .reference, current === stray {
-                            let reset = property.storage.value(in: parent.info.probe, offset: property.offset)
-                            guard let value = redirect.map({ $0(parent, link.property, reset) }) ?? reset else { continue }
-                            parent.setValue(value, at: link.property)
-                        }
-                    }
-                }
-            }
-        }
+        // Every object the state mentions got every property (defaults where left out), so an object
+        // it does not mention is detached once nothing points at it, unless a pending local change
+        // set still holds the key that does (its value stays until the server settles it).
         return report
     }
 
