@@ -322,7 +322,7 @@ extension PageAsset {
         } finally {
           this._remote = false;
         }
-        this.emit("changeset", { fragments, remote: true });
+        this.emit("changeset", { fragments, remote: true, state: Boolean(rootUUID) });
         if (rootUUID) this.emit("state", { root: this.root });
       }
 

@@ -7,14 +7,10 @@ extension PageAsset {
     <head>
     <meta charset="utf-8">
     <title>Contrail canvas</title>
+    <link rel="stylesheet" href="/pages.css">
     <style>
-      body { font: 14px system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #222; }
-      header { display: flex; gap: 12px; align-items: center; padding: 10px 16px; background: #1f2430; color: #fff; }
-      header h1 { font-size: 16px; margin: 0 12px 0 0; }
       button { font: inherit; padding: 5px 12px; border-radius: 6px; border: 1px solid #888; background: #fff; cursor: pointer; }
       .swatch { width: 24px; height: 24px; border-radius: 50%; border: 2px solid #fff; padding: 0; }
-      #status { margin-left: auto; font-size: 12px; padding: 3px 8px; border-radius: 10px; background: #555; }
-      #status.online { background: #1b8a3a; }
       main { padding: 16px; }
       canvas { background: #fff; border: 1px solid #ccd; box-shadow: 0 1px 4px rgba(0,0,0,.1); touch-action: none; }
       p.hint { color: #666; margin: 8px 0 0; }

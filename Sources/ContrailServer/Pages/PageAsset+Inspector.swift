@@ -7,11 +7,9 @@ extension PageAsset {
     <head>
     <meta charset="utf-8">
     <title>Contrail inspector</title>
+    <link rel="stylesheet" href="/pages.css">
     <style>
-      body { font: 13px system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #222; }
-      header { display: flex; gap: 24px; align-items: baseline; padding: 10px 16px; background: #1f2430; color: #fff; }
-      header h1 { font-size: 16px; margin: 0; }
-      header a { color: #9cf; }
+      body { font-size: 13px; }
       .figure b { font-size: 18px; }
       main { display: grid; grid-template-columns: 240px 1fr 1fr; gap: 12px; padding: 12px; }
       section { background: #fff; border: 1px solid #dde; border-radius: 6px; padding: 10px; overflow: auto; max-height: calc(100vh - 90px); }
@@ -38,8 +36,8 @@ extension PageAsset {
       <h1>Contrail inspector</h1>
       <span class="figure">sessions <b id="sessions">–</b></span>
       <span class="figure">fragments/s <b id="rate">0</b></span>
-      <span id="status">connecting</span>
       <a href="/demo">canvas demo</a>
+      <span id="status">connecting</span>
     </header>
     <main>
       <section><h2>Scopes</h2><table id="scopes"><tr><th>name</th><th>objects</th><th>sessions</th></tr></table></section>
@@ -98,17 +96,17 @@ extension PageAsset {
       scope = new Scope(name);
       $("scope-title").textContent = `· ${name}`;
       client = new Client(wsURL, { params });
-      client.on("status", (s) => { $("status").textContent = s; });
+      client.on("status", (s) => { $("status").textContent = s; $("status").className = s; });
       scope.on("change", ({ model, key }) => { flashes.add(`${model.uuid}/${key}`); render(); });
       for (const type of ["attach", "detach", "state"]) scope.on(type, render);
-      scope.on("changeset", ({ fragments, remote }) => {
+      scope.on("changeset", ({ fragments, remote, state }) => {
         if (!remote) return;
-        arrivals.push([performance.now(), fragments.length]);
-        changes.unshift({ at: new Date(), fragments });
+        if (!state) arrivals.push([performance.now(), fragments.length]);
+        changes.unshift({ at: new Date(), fragments, state });
         changes.length = Math.min(changes.length, 50);
         renderChanges();
       });
-      client.fetch(scope).then(render, (error) => { $("tree").textContent = `fetch failed: ${error.message}`; });
+      client.fetch(scope).then(() => { render(); poll(); }, (error) => { $("tree").textContent = `fetch failed: ${error.message}`; });
     }
 
     function describe(value) {
@@ -117,9 +115,9 @@ extension PageAsset {
       return JSON.stringify(value);
     }
 
-    function node(model, open, seen) {
+    function node(model, depth, seen) {
       const details = element("details");
-      details.open = open;
+      details.open = openState.get(model.uuid) ?? depth < 2;
       details.dataset.uuid = model.uuid;
       const summary = element("summary");
       summary.append(element("span", "cls", model.clsName), ` ${model.uuid.slice(0, 8)}`);
@@ -135,7 +133,7 @@ extension PageAsset {
         const children = Array.isArray(value) ? value : typeof value === "string" ? [value] : [];
         for (const id of children) {
           const child = scope.object(id);
-          if (child && !seen.has(id)) details.append(node(child, openState.get(id) ?? false, seen));
+          if (child && !seen.has(id)) details.append(node(child, depth + 1, seen));
         }
       }
       details.addEventListener("toggle", () => openState.set(model.uuid, details.open));
@@ -150,7 +148,7 @@ extension PageAsset {
         frame = 0;
         const tree = $("tree");
         tree.className = "";
-        tree.replaceChildren(node(scope.root, openState.get(scope.root.uuid) ?? true, new Set()));
+        tree.replaceChildren(node(scope.root, 0, new Set()));
         flashes = new Set();
       });
     }
@@ -158,9 +156,10 @@ extension PageAsset {
     function renderChanges() {
       const list = $("changes");
       list.className = "";
-      list.replaceChildren(...changes.map(({ at, fragments }) => {
+      list.replaceChildren(...changes.map(({ at, fragments, state }) => {
         const entry = element("div", "changeset");
-        entry.append(element("time", "", at.toLocaleTimeString()), `${fragments.length} fragment${fragments.length === 1 ? "" : "s"}`);
+        const count = `${fragments.length} fragment${fragments.length === 1 ? "" : "s"}`;
+        entry.append(element("time", "", at.toLocaleTimeString()), state ? `full state, ${count}` : count);
         for (const f of fragments) {
           entry.append(element("div", "fragment", `${f.type} ${f.clsName} ${f.uuid.slice(0, 8)} ${JSON.stringify(f.properties)}`));
         }

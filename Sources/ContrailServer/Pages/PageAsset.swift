@@ -18,5 +18,6 @@ struct PageAsset: Sendable {
         "/demo": PageAsset(contentType: "text/html; charset=utf-8", text: demoHTML),
         "/demo.js": PageAsset(contentType: "text/javascript; charset=utf-8", text: demoJS),
         "/contrail.js": PageAsset(contentType: "text/javascript; charset=utf-8", text: contrailJS),
+        "/pages.css": PageAsset(contentType: "text/css; charset=utf-8", text: pagesCSS),
     ]
 }
