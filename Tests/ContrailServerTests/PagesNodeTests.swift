@@ -30,7 +30,7 @@ import Testing
                                         timeout: .seconds(90))
         #expect(!result.timedOut, "node was killed after 90 s:\n\(result.output)")
         #expect(result.status == 0, "node failed:\n\(result.output)")
-        for step in ["merge", "fetch", "add", "pending-key", "merge-inserts", "atomic", "resume", "ack", "remove"] {
+        for step in ["merge", "fetch", "early-edit", "add", "pending-key", "merge-inserts", "atomic", "resume", "ack", "remove"] {
             #expect(result.output.contains("ok \(step)\n"), "step \(step):\n\(result.output)")
         }
         let line = try #require(result.output.split(separator: "\n").first { $0.hasPrefix("STATE ") })

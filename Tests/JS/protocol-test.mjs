@@ -34,6 +34,8 @@ async function when(emitter, types, condition, why, ms = 10_000) {
 }
 const settled = (scope) => when(scope, ["settled"], () => scope.queue.length === 0 && scope._pending.size === 0, "change sets did not settle");
 const same = (x, y) => JSON.stringify(x) === JSON.stringify(y);
+/** An emitter view of several emitters: `on` listens on all of them. */
+const all = (...emitters) => ({ on: (type, fn) => { const offs = emitters.map((e) => e.on(type, fn)); return () => offs.forEach((off) => off()); } });
 
 // 0. The merge is Swift's CollectionMerge: [a] → [a, b] applied to [a, c] gives [a, c, b].
 check(same(mergeCollection(["a"], ["a", "b"], ["a", "c"]), ["a", "c", "b"]), "collection merge order");
@@ -48,6 +50,18 @@ await b.fetch(sb);
 check(a.status === "online" && b.status === "online", `status ${a.status}/${b.status}`);
 check(sa.root.uuid === sb.root.uuid, "both replicas take over the server's root UUID");
 console.log("ok fetch");
+
+// 1b. An edit made before the fetch completes waits for the full state (the root takes the server's
+//     UUID) and then goes out.
+const c = new Client(wsURL), sc = new Scope(scopeName, { rootClass: "Canvas" });
+const fetching = c.fetch(sc);
+sc.root.set("name", "early");
+const seen = next(sb, "change", (e) => e.key === "name" && e.value === "early");
+await fetching;
+await seen;
+await settled(sc);
+c.close();
+console.log("ok early-edit");
 
 // 2. An add in one change set (modify) reaches the other client as an attached object.
 let shape;
@@ -67,7 +81,7 @@ sbShape.set("x", 200);
 shape.set("x", 100);
 sb.flush(); sa.flush();
 await settled(sa); await settled(sb);
-await when(sa, ["change"], () => sa.object(shape.uuid).get("x") === sb.object(shape.uuid).get("x"), "x converges");
+await when(all(sa, sb), ["change"], () => sa.object(shape.uuid).get("x") === sb.object(shape.uuid).get("x"), "x converges");
 console.log("ok pending-key");
 
 // 4. Concurrent inserts into one collection both survive (bases + server merge + modifications).
@@ -79,7 +93,7 @@ await settled(sa); await settled(sb);
 const bothHold = (s) => { const ids = s.root.get("shapes"); return ids.length === 3 && ids.includes(s2.uuid) && ids.includes(s3.uuid); };
 await when(sa, ["change", "attach"], () => bothHold(sa), "a keeps both inserts");
 await when(sb, ["change", "attach"], () => bothHold(sb), "b keeps both inserts");
-await when(sb, ["change"], () => same(sa.root.get("shapes"), sb.root.get("shapes")), "same order on both");
+await when(all(sa, sb), ["change"], () => same(sa.root.get("shapes"), sb.root.get("shapes")), "same order on both");
 console.log("ok merge-inserts");
 
 // 5. Atomic: one bad fragment (x as a string, the server learnt x is a number) rejects the whole

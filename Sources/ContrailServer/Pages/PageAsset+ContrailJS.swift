@@ -139,7 +139,7 @@ extension PageAsset {
         this._timer = null;
         this._client = null;
         this._scopeIndex = null;
-        this._batch = null;
+        this._attached = false;     // true once a full state arrived: edits before it wait, then go out
       }
 
       /** The model with `id`, in the tree or created and not yet attached. */
@@ -200,9 +200,13 @@ extension PageAsset {
         this._timer = setTimeout(() => { this._timer = null; this.flush(); }, this.changeInterval);
       }
 
-      /** Sends what was edited since the last flush as one change set. */
+      /**
+       * Sends what was edited since the last flush as one change set. Before the first full state the
+       * edits wait (the root takes the server's UUID then) and go out right after it.
+       */
       flush({ atomic = false } = {}) {
         if (this._timer !== null) { clearTimeout(this._timer); this._timer = null; }
+        if (!this._attached) return;
         const reachable = this._reachable();
         const fragments = [], originals = new Map();
         for (const id of reachable) {
@@ -323,7 +327,11 @@ extension PageAsset {
           this._remote = false;
         }
         this.emit("changeset", { fragments, remote: true, state: Boolean(rootUUID) });
-        if (rootUUID) this.emit("state", { root: this.root });
+        if (rootUUID) {
+          this._attached = true;
+          this.emit("state", { root: this.root });
+          if (this._pending.size || this._created.size) this._schedule();
+        }
       }
 
       _rekeyRoot(id) {

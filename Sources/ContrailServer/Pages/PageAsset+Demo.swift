@@ -147,8 +147,10 @@ extension PageAsset {
     scope.on("detach", ({ model }) => { if (model === selected) selected = null; });
 
     const ready = client.fetch(scope).then(() => { draw(); return true; });
+    let fetched = false;
+    ready.then(() => { fetched = true; });
     ready.catch((error) => { status.textContent = `error: ${error.message}`; });
     // For tests and the console: drive the demo and read its state.
-    window.contrailDemo = { client, scope, ready, addShape, state: () => JSON.stringify(scope.stateJSON()) };
+    window.contrailDemo = { client, scope, ready, get fetched() { return fetched; }, addShape, state: () => JSON.stringify(scope.stateJSON()) };
     """#
 }
