@@ -16,7 +16,7 @@ let package = Package(
         .target(name: "CContrailSystem"),
         .target(name: "ContrailWebSocket", dependencies: ["CContrailSystem"]),
         .target(name: "Contrail", dependencies: ["ContrailWebSocket"]),
-        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"]),
+        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"], exclude: ["Pages/Screenshots"]),
         .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
