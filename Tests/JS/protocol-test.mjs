@@ -4,38 +4,11 @@
 // end, one line "STATE <json>" with both replicas' states for the Swift side to compare with the
 // server's. Any failure exits non-zero with the reason.
 import { pathToFileURL } from "node:url";
+import { fail, check, next, when, settled, same, all } from "./harness.mjs";
 
 const [modulePath, wsURL, httpURL, scopeName] = process.argv.slice(2);
 const { Client, Scope, mergeCollection } = await import(pathToFileURL(modulePath).href);
-const fail = (why) => { console.error(`FAIL ${why}`); process.exit(1); };
-const check = (condition, why) => { if (!condition) fail(why); };
 setTimeout(() => fail("timed out after 60 s"), 60_000).unref();
-
-/** Resolves when `emitter` emits `type` with an event passing `test`; fails after `ms`. */
-function next(emitter, type, test = () => true, ms = 10_000) {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => fail(`no '${type}' event within ${ms} ms`), ms);
-    const off = emitter.on(type, (event) => {
-      if (!test(event)) return;
-      clearTimeout(timer); off(); resolve(event);
-    });
-  });
-}
-/** Resolves once `condition()` holds, checked after each event of `types` on `emitter`. */
-async function when(emitter, types, condition, why, ms = 10_000) {
-  if (condition()) return;
-  await new Promise((resolve) => {
-    const timer = setTimeout(() => fail(`${why} (not within ${ms} ms)`), ms);
-    const offs = types.map((t) => emitter.on(t, () => {
-      if (!condition()) return;
-      clearTimeout(timer); offs.forEach((off) => off()); resolve();
-    }));
-  });
-}
-const settled = (scope) => when(scope, ["settled"], () => scope.queue.length === 0 && scope._pending.size === 0, "change sets did not settle");
-const same = (x, y) => JSON.stringify(x) === JSON.stringify(y);
-/** An emitter view of several emitters: `on` listens on all of them. */
-const all = (...emitters) => ({ on: (type, fn) => { const offs = emitters.map((e) => e.on(type, fn)); return () => offs.forEach((off) => off()); } });
 
 // 0. The merge is Swift's CollectionMerge: [a] → [a, b] applied to [a, c] gives [a, c, b].
 check(same(mergeCollection(["a"], ["a", "b"], ["a", "c"]), ["a", "c", "b"]), "collection merge order");
