@@ -24,6 +24,8 @@ final class HeadlessChromium: Sendable {
     let profile: URL
     /// The browser's DevTools WebSocket URL.
     let devToolsURL: String
+    /// Finishes when the browser process has exited.
+    private let exited: AsyncStream<Void>
 
     struct Failure: Error, CustomStringConvertible { let description: String }
 
@@ -40,6 +42,8 @@ final class HeadlessChromium: Sendable {
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
+        let exited = AsyncStream<Void>.makeStream()
+        process.terminationHandler = { _ in exited.continuation.finish() }
         let lines = AsyncStream<String>.makeStream()
         let buffer = Mutex([UInt8]())
         errors.fileHandleForReading.readabilityHandler = { handle in
@@ -69,7 +73,8 @@ final class HeadlessChromium: Sendable {
         var seen: [String] = []
         for await line in lines.stream {
             if let range = line.range(of: "DevTools listening on ") {
-                return HeadlessChromium(process: process, profile: profile, devToolsURL: String(line[range.upperBound...]))
+                return HeadlessChromium(process: process, profile: profile, devToolsURL: String(line[range.upperBound...]),
+                                        exited: exited.stream)
             }
             seen.append(line)
         }
@@ -77,16 +82,18 @@ final class HeadlessChromium: Sendable {
         throw Failure(description: "Chromium printed no DevTools URL within \(timeout):\n\(seen.suffix(20).joined(separator: "\n"))")
     }
 
-    private init(process: Process, profile: URL, devToolsURL: String) {
+    private init(process: Process, profile: URL, devToolsURL: String, exited: AsyncStream<Void>) {
         self.process = process
         self.profile = profile
         self.devToolsURL = devToolsURL
+        self.exited = exited
     }
 
-    /// Kills the browser and removes its profile.
-    func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+    /// Kills the browser (SIGKILL), awaits its exit and removes its profile. Never blocks a thread
+    /// (`Process.waitUntilExit` would spin the calling thread's run loop, on the main actor too).
+    func stop() async {
+        kill(process.processIdentifier, SIGKILL)
+        for await _ in exited {}
         try? FileManager.default.removeItem(at: profile)
     }
 }
@@ -196,7 +203,7 @@ struct BrowserPage: Sendable {
 
     /// Resolves in the page once `condition` (a JS expression) is true, re-checked every animation
     /// frame; fails in the page after `ms`. Returns the value of `result` (a JS expression) then.
-    func waitFor(_ condition: String, result: String = "true", ms: Int = 10_000) async throws -> JSON {
+    func waitFor(_ condition: String, result: String = "true", ms: Int = 60_000) async throws -> JSON {
         try await evaluate("""
             new Promise((resolve, reject) => {
               const started = performance.now();

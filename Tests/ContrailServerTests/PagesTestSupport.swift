@@ -8,8 +8,9 @@ import Glibc
 #endif
 
 /// A raw HTTP exchange with a page server over a loopback socket: sends bytes, reads until the server
-/// closes (pages always answer `Connection: close`). The blocking socket calls run on a Dispatch
-/// thread, never on the cooperative pool; every read is bounded by a receive timeout.
+/// closes (pages always answer `Connection: close`). The blocking socket calls run on a thread of
+/// their own, never on the cooperative pool or Dispatch's (narrow) global pool; every read is bounded
+/// by a receive timeout.
 enum PagesHTTP {
     struct Response {
         let status: Int
@@ -39,9 +40,9 @@ enum PagesHTTP {
     /// Sends `bytes` and parses the response the server sends before closing.
     static func exchange(port: UInt16, bytes: [UInt8]) async throws -> Response {
         let raw: [UInt8] = try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread {
                 continuation.resume(with: Result { try blockingExchange(port: port, bytes: bytes) })
-            }
+            }.start()
         }
         guard let end = raw.indices.first(where: { i in i + 3 < raw.count && raw[i...i + 3].elementsEqual([13, 10, 13, 10]) }) else {
             throw Failure(description: "no complete HTTP head in \(raw.count) bytes")
