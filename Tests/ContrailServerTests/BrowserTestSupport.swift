@@ -34,11 +34,12 @@ final class HeadlessChromium: Sendable {
         let profile = FileManager.default.temporaryDirectory.appending(path: "contrail-chromium-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true)
         let process = Process()
-        process.executableURL = URL(filePath: executable)
-        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+        let arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                              "--no-default-browser-check", "--hide-scrollbars", "--window-size=1100,720",
                              "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
-                             "--user-data-dir=\(profile.path)", "about:blank"]
+                             "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+                             "--disable-sync", "--mute-audio", "--user-data-dir=\(profile.path)", "about:blank"]
+        (process.executableURL, process.arguments) = politely(executable, arguments)
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
