@@ -4,13 +4,15 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The canvas models of the README and the Playground, as the browser demo edits them.
-final class Canvas: ModelObject {
+/// The canvas models of the README and the Playground, as the browser demo edits them. Named apart
+/// from other test targets' `Canvas` and `Shape` (one test binary, one class registry); the demo is
+/// told these names with `?canvasClass=&shapeClass=`.
+final class BrowserCanvas: ModelObject {
     @Property var name: String?
-    @Property var shapes: [Shape] = []
+    @Property var shapes: [BrowserShape] = []
 }
 
-final class Shape: ModelObject {
+final class BrowserShape: ModelObject {
     @Property var x: Double = 0
     @Property var y: Double = 0
     @Property var width: Double = 100

@@ -17,12 +17,12 @@ import Testing
         let devTools: DevTools
         let scope: Scope
         let client: Client
-        let canvas: Canvas
+        let canvas: BrowserCanvas
 
         static func start(scopeName: String, chromium: String) async throws -> Rig {
             let (server, port) = try await startPageServer()
             let scope = Scope(name: scopeName)
-            let canvas = Canvas()
+            let canvas = BrowserCanvas()
             scope.root = canvas
             let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: testOptions())
             let browser = try await HeadlessChromium.launch(chromium)
@@ -64,7 +64,7 @@ import Testing
     }
 
     private func runDemo(_ rig: Rig, name: String) async throws {
-        let page = try await rig.devTools.openPage("http://127.0.0.1:\(rig.port)/demo?scope=\(name)")
+        let page = try await rig.devTools.openPage("http://127.0.0.1:\(rig.port)/demo?scope=\(name)&canvasClass=BrowserCanvas&shapeClass=BrowserShape")
         _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched")
 
         // The browser adds a red shape; the Swift client sees it.
@@ -73,6 +73,8 @@ import Testing
         if !(await eventually(.seconds(60)) { rig.canvas.shapes.count == 1 }) {
             let browser = try await page.evaluate("JSON.stringify({status: contrailDemo.client.status, queue: contrailDemo.scope.queue.length, unacked: contrailDemo.client._unacked.length, state: contrailDemo.scope.stateJSON()})")
             let server = await rig.server.state(ofScope: name)
+            let overview = try await PagesHTTP.request(port: rig.port, path: "/api/overview").text
+            Issue.record("overview \(overview) swift pending \(rig.client.session?.pendingChangeSets ?? -1) lastError \(String(describing: rig.client.lastError))")
             Issue.record("the browser's shape did not reach Swift. browser: \(browser)\nserver: \(server?.jsonString ?? "nil")\nswift: \(rig.scope.stateJSON().jsonString) status \(rig.client.status)")
         }
         let red = try #require(rig.canvas.shapes.first)
@@ -80,7 +82,7 @@ import Testing
         #expect(red.x == 60 && red.width == 160 && red.color == Color(rgba: 0xe74c_3cff))
 
         // Swift adds a green shape and recolours the browser's shape blue; the browser sees both.
-        let green = Shape()
+        let green = BrowserShape()
         green.x = 420; green.y = 230; green.width = 140; green.height = 110
         green.color = Color(rgba: 0x2ecc_71ff)
         rig.canvas.shapes.append(green)
@@ -141,7 +143,7 @@ import Testing
     }
 
     private func runInspector(_ rig: Rig, name: String) async throws {
-        let shape = Shape()
+        let shape = BrowserShape()
         shape.x = 10
         rig.canvas.shapes.append(shape)
         rig.canvas.name = "inspected"
