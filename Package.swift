@@ -16,7 +16,7 @@ let package = Package(
         .target(name: "CContrailSystem"),
         .target(name: "ContrailWebSocket", dependencies: ["CContrailSystem"]),
         .target(name: "Contrail", dependencies: ["ContrailWebSocket"]),
-        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"]),
+        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"], exclude: ["Pages/Screenshots"]),
         // The convergence fuzzer, shared by `contrail fuzz` and the tests (not a product).
         .target(name: "ContrailFuzz", dependencies: ["Contrail", "ContrailServer"]),
         .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),

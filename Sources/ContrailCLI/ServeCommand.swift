@@ -26,6 +26,8 @@ enum ServeCommand {
       --scope NAME            create scope NAME up front (repeatable; others are created on
                               their first fetch)
       --token TOKEN           require SessionCreate params to hold {"token": TOKEN}
+      --no-pages              do not serve the web pages (inspector at /, canvas demo at /demo,
+                              the JavaScript client at /contrail.js) beside the WebSocket upgrade
       --quiet                 do not log
       -h, --help              show this help
     """
@@ -38,6 +40,9 @@ enum ServeCommand {
         let server = try ContrailServer(options: options)
         let port = try await server.start()
         FileHandle.standardError.write(Data("contrail serve: listening on ws://\(options.host):\(port)/\n".utf8))
+        if options.servesPages {
+            FileHandle.standardError.write(Data("contrail serve: inspector http://\(options.host):\(port)/, demo http://\(options.host):\(port)/demo\n".utf8))
+        }
         await waitForTermination()
         await server.stop()
     }
@@ -46,6 +51,7 @@ enum ServeCommand {
     static func parse(_ arguments: [String]) throws -> ServerOptions? {
         var options = ServerOptions()
         options.port = 3000
+        options.servesPages = true
         var remaining = arguments[...]
         func value(_ flag: String) throws -> String {
             guard let next = remaining.popFirst() else { throw CLIError.usage("\(flag) needs a value\n\n\(help)") }
@@ -79,6 +85,7 @@ enum ServeCommand {
             case "--token":
                 let token = try value(flag)
                 options.sessionHook = { params, _ in params["token"] == .string(token) }
+            case "--no-pages": options.servesPages = false
             case "--quiet": options.log = nil
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }

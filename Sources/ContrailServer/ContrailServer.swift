@@ -39,9 +39,15 @@ public final class ContrailServer: Sendable {
     public func start() async throws -> UInt16 {
         guard !core.isStopped else { throw ServerError.stopped }
         let options = core.options
+        var pages: HTTPResponder?
+        if options.servesPages {
+            let server = PageServer(core: core)
+            pages = { request in await server.respond(to: request) }
+        }
         let listener = listener.withLock { current in
             if let current { return current }
-            let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes)
+            let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes,
+                                            httpResponder: pages)
             current = created
             return created
         }

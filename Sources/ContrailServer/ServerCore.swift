@@ -71,6 +71,11 @@ final class ServerCore: Sendable {
         }
     }
 
+    /// The live session count and the scopes in memory, sorted by name. For the inspector page.
+    func inspection() -> (sessions: Int, scopes: [ServerScope]) {
+        state.withLock { state in (state.sessions.count, state.scopes.sorted { $0.key < $1.key }.map(\.value)) }
+    }
+
     /// The scope named `name` if it exists in memory.
     func existingScope(named name: String) -> ServerScope? {
         state.withLock { $0.scopes[name] }

@@ -47,6 +47,9 @@ public struct ServerOptions: Sendable {
     /// Decides on `ScopeFetch`; return an error to deny, nil to allow. Scopes are created on
     /// their first allowed fetch.
     public var fetchHook: @Sendable (_ scopeName: String, _ params: [String: JSON]) async -> WireErrorBody? = { _, _ in nil }
+    /// Serves the web pages (an inspector at `/`, a canvas demo at `/demo`, the JavaScript client at
+    /// `/contrail.js`) as plain HTTP GET beside the WebSocket upgrade. `contrail serve` turns it on.
+    public var servesPages = false
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError
 

@@ -283,7 +283,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     private func handshakeBytes(_ bytes: UnsafeRawBufferPointer) {
         head.append(contentsOf: bytes)
         let end = head.withUnsafeBytes { Handshake.headEnd(in: $0) }
-        guard let end else {
+        guard let end, end <= 16 * 1024 else {
             if head.count > 16 * 1024 {
                 if role == .client {
                     failure = .invalidHandshake("the response head is larger than 16 KiB")
@@ -317,6 +317,12 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func serverHandshake(_ headBytes: [UInt8]) {
+        if let responder = options.httpResponder, let plain = try? HTTPHead.parseRequest(headBytes),
+            !plain.tokens(for: "Upgrade").contains("websocket")
+        {
+            answer(plain, with: responder)
+            return
+        }
         let request: HTTPHead
         do {
             request = try Handshake.parseRequest(headBytes)
@@ -342,6 +348,20 @@ public final class WebSocketConnection: @unchecked Sendable {
             let response = Handshake.response(for: request, subprotocol: chosen, extraHeaders: extra)
             channel.write { $0.append(contentsOf: response) }
             becomeOpen()
+        }
+    }
+
+    /// Answers a plain HTTP request through the app's responder (off the loop), then closes. Reading
+    /// pauses meanwhile, so nothing else is parsed as a request.
+    private func answer(_ request: HTTPHead, with responder: @escaping HTTPResponder) {
+        channel.setReading(false)
+        let loop = self.loop
+        Task { [self] in
+            let response = await responder(request)
+            loop.enqueue { [self] in
+                reject(response.serialized(includeBody: request.method != "HEAD"),
+                       .handshakeFailed(status: "HTTP/1.1 \(response.status) \(response.reason) (plain HTTP request answered)"))
+            }
         }
     }
 

@@ -38,6 +38,10 @@ public struct WebSocketOptions: Sendable {
     /// each server.
     public var eventLoop: EventLoop? = nil
 
+    /// Server only: answers plain HTTP requests (no `Upgrade: websocket`) beside the upgrade, e.g. web
+    /// pages; nil rejects them with 400 as before.
+    public var httpResponder: HTTPResponder? = nil
+
     /// Default settings.
     public init() {}
 }

@@ -131,6 +131,9 @@ actor ServerScope {
     /// The number of subscribed sessions.
     var subscriberCount: Int { subscribers.count }
 
+    /// The number of objects (loading the scope if needed; 0 if it cannot be loaded). For the inspector page.
+    var objectCount: Int { (try? loadedStore())?.objectCount ?? 0 }
+
     /// Writes out and closes the log.
     func close() {
         isClosed = true

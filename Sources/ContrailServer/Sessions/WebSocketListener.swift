@@ -10,8 +10,9 @@ final class WebSocketListener: Sendable {
     private let server: WebSocketServer
     private let started = Atomic<Bool>(false)
 
-    init(host: String, port: UInt16, maxMessageBytes: Int) {
+    init(host: String, port: UInt16, maxMessageBytes: Int, httpResponder: HTTPResponder? = nil) {
         var options = WebSocketOptions()
+        options.httpResponder = httpResponder
         options.maxMessageSize = maxMessageBytes
         options.maxFrameSize = maxMessageBytes
         server = WebSocketServer(host: host, port: port, options: options)
