@@ -3,9 +3,10 @@ import ContrailServer
 import Foundation
 import Testing
 
-/// Drives a server with raw JSON frames over an in-memory transport, as a wire peer would.
+/// Drives a server with raw JSON frames over a transport (in memory or WebSocket), as a wire peer would.
+/// Invariant for `@unchecked Sendable`: one test task drives it at a time.
 final class ServerTestClient: @unchecked Sendable {
-    let transport: InMemoryTransport
+    let transport: any SyncTransport
     private var iterator: AsyncThrowingStream<String, any Error>.Iterator
     /// Messages received but not yet taken.
     private var buffered: [JSON] = []
@@ -18,6 +19,18 @@ final class ServerTestClient: @unchecked Sendable {
         transport = client
         iterator = client.frames.makeAsyncIterator()
         server.accept(serverEnd, headers: headers)
+    }
+
+    /// A client over `transport` (e.g. a WebSocket to a server in a child process).
+    init(transport: any SyncTransport) {
+        self.transport = transport
+        iterator = transport.frames.makeAsyncIterator()
+    }
+
+    /// A client over a real WebSocket to `ws://127.0.0.1:port/`.
+    static func connect(port: UInt16, headers: [(String, String)] = []) async throws -> ServerTestClient {
+        let transport = try await WebSocketConnector(url: "ws://127.0.0.1:\(port)/").connect(headers: headers)
+        return ServerTestClient(transport: transport)
     }
 
     func send(_ text: String) async throws {

@@ -17,7 +17,7 @@ final class ScopePersistence {
 
     /// Opens (or creates) the log of scope `name` in `directory` and returns the restored store,
     /// or a new one when the log is empty.
-    static func open(directory: URL, name: String, fsync: FsyncPolicy) throws(ServerError) -> (ScopePersistence, ScopeStore) {
+    static func open(directory: URL, name: String, fsync: FsyncPolicy, log serverLog: ServerLog) throws(ServerError) -> (ScopePersistence, ScopeStore) {
         let url = directory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
         let log: LogFile
         let recovery: LogRecovery
@@ -25,6 +25,9 @@ final class ScopePersistence {
             (log, recovery) = try LogFile.open(at: url, fsync: fsync)
         } catch {
             throw ServerError.persistence(scope: name, reason: error.description)
+        }
+        if let tail = recovery.truncatedTail {
+            serverLog.write("scope '\(name)': cut a torn tail of \(tail.discardedBytes) bytes at offset \(tail.offset) (\(tail.reason))")
         }
         var store: ScopeStore?
         for record in recovery.records {

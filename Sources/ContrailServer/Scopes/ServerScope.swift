@@ -39,7 +39,7 @@ actor ServerScope {
         if let store { return store }
         if isClosed { throw ServerError.stopped }
         if let dataDirectory {
-            let (persistence, restored) = try ScopePersistence.open(directory: dataDirectory, name: name, fsync: fsync)
+            let (persistence, restored) = try ScopePersistence.open(directory: dataDirectory, name: name, fsync: fsync, log: log)
             self.persistence = persistence
             store = restored
             log.write("scope '\(name)': loaded \(restored.objectCount) objects")
