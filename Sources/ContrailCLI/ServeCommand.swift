@@ -17,6 +17,12 @@ enum ServeCommand {
       --port PORT             port to listen on (default 3000; 0 picks a free one)
       --data DIR              persist every scope as a log file in DIR (default: in memory only,
                               lost on exit)
+      --fsync POLICY          when accepted change sets are forced to disk: "always" (default;
+                              a change set is acknowledged only once its record is synced, with
+                              group commit), "interval:200ms" (explicit opt-in to buffered
+                              writes: acknowledged once written to the OS, synced at most that
+                              often, so a power loss can take the last interval's acknowledged
+                              change sets), or "never"
       --session-expiry SECS   end sessions idle for this long (default 600)
       --ping-interval SECS    keep-alive ping interval (default 10)
       --max-message-bytes N   largest accepted frame (default 16777216)
@@ -69,6 +75,7 @@ enum ServeCommand {
             case "--host": options.host = try value(flag)
             case "--port": options.port = try number(flag, UInt16.self)
             case "--data": options.dataDirectory = URL(filePath: try value(flag), directoryHint: .isDirectory)
+            case "--fsync": options.fsync = try fsyncPolicy(try value(flag))
             case "--session-expiry": options.sessionExpiry = try seconds(flag)
             case "--ping-interval": options.pingInterval = try seconds(flag)
             case "--max-message-bytes": options.maxMessageBytes = try number(flag, Int.self)
@@ -84,6 +91,21 @@ enum ServeCommand {
             }
         }
         return options
+    }
+
+    /// `always`, `never` or `interval:<N>ms` / `interval:<N>s`.
+    static func fsyncPolicy(_ text: String) throws -> FsyncPolicy {
+        switch text {
+        case "always": return .everyRecord
+        case "never": return .never
+        default:
+            let spec = text.hasPrefix("interval:") ? text.dropFirst("interval:".count) : ""
+            let (digits, unit) = spec.hasSuffix("ms") ? (spec.dropLast(2), Int64(1)) : (spec.dropLast(1), Int64(1000))
+            guard spec.hasSuffix("s"), let amount = Int64(digits), amount > 0 else {
+                throw CLIError.usage("--fsync: '\(text)' is not always, never or interval:<N>ms\n\n\(help)")
+            }
+            return .interval(.milliseconds(amount * unit))
+        }
     }
 
     /// Returns when the process gets SIGINT or SIGTERM.

@@ -17,9 +17,12 @@ public struct ServerOptions: Sendable {
     public var port: UInt16 = 0
     /// Where scopes are persisted, one log file per scope; nil keeps everything in memory.
     public var dataDirectory: URL?
-    /// When appended change sets are forced to disk. Every accepted change set is written to the
-    /// OS before it is acknowledged, whatever the policy.
-    public var fsync: FsyncPolicy = .interval(.milliseconds(200))
+    /// When accepted change sets are forced to disk. The default, ``FsyncPolicy/everyRecord``,
+    /// acknowledges (and broadcasts) a change set only once its record is synced (`fdatasync`),
+    /// with group commit: change sets arriving together share one sync. ``FsyncPolicy/interval(_:)``
+    /// is the explicit buffered opt-in: acknowledged once written to the OS (survives a crash of the
+    /// server process, not a power loss of the last interval). ``FsyncPolicy/never`` never syncs.
+    public var fsync: FsyncPolicy = .everyRecord
     /// A session expires after this long without any message from its client (closed with 4097).
     public var sessionExpiry: Duration = .seconds(600)
     /// A new connection must send `SessionCreate` within this time (else closed with 4096).

@@ -102,12 +102,15 @@ struct ServerCrashRecoveryTests {
         return url
     }
 
-    @Test func sigkillMidWriteKeepsEveryAcknowledgedChangeSet() async throws {
+    /// Durable acknowledgements (the default) and the buffered opt-in both keep every acknowledged
+    /// change set across a crash of the server process (the buffered policy would not across a power loss).
+    @Test(arguments: [[], ["--fsync", "interval:200ms"]])
+    func sigkillMidWriteKeepsEveryAcknowledgedChangeSet(arguments: [String]) async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         var rounds: [[WriterProgress]] = []
         for round in 0..<3 {
-            let server = try await ServerProcess(data: directory)
+            let server = try await ServerProcess(data: directory, arguments: arguments)
             if round > 0 { expectAcknowledged(rounds, in: try await fetchState(server)) }
             rounds.append(try await writeUntilKilled(server, round: round, writers: 4, acksBeforeKill: 40 + 20 * round))
         }
