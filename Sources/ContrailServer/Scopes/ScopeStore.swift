@@ -11,10 +11,6 @@ struct ScopeStore: Sendable {
     private(set) var objects: [UUID: StoredObject]
     /// The kind learnt for each (class, property).
     private(set) var kinds: [KindKey: PropertyKind]
-    /// UUIDs of objects collected as orphans (in memory only, at most `maxRemembered`): a value
-    /// naming one is a dangling reference, not a plain string.
-    private var removed: Set<UUID> = []
-    private static let maxRemembered = 1_000_000
 
     /// A new scope: a root with a fresh UUID and no class name yet (the first fragment naming the
     /// root fills it in).
@@ -92,8 +88,6 @@ struct ScopeStore: Sendable {
             }
         }
         if reachable.count < objects.count {
-            if removed.count > Self.maxRemembered { removed.removeAll() }
-            for uuid in objects.keys where !reachable.contains(uuid) { removed.insert(uuid) }
             objects = objects.filter { reachable.contains($0.key) }
         }
     }
@@ -131,8 +125,6 @@ struct ScopeStore: Sendable {
         let temporaries = pass.temporaries
         let objects = self.objects
         let exists: (UUID) -> Bool = { uuid in objects[uuid] != nil || temporaries[uuid] != nil }
-        let removed = self.removed
-        let wasRemoved: (UUID) -> Bool = { removed.contains($0) }
         // Pass 2: each fragment in message order against the state left by the earlier ones.
         for (index, fragment) in fragments.enumerated() {
             if let error = forced[index] { pass.plans[index].error = error; continue }
@@ -156,7 +148,7 @@ struct ScopeStore: Sendable {
                 guard var value = fragment.properties[key] else { continue }
                 let kindKey = KindKey(className: target.className, property: key)
                 let known = localKinds[kindKey] ?? pass.kinds[kindKey] ?? kinds[kindKey]
-                switch PropertyKind.check(value, key: key, known: known, exists: exists, wasRemoved: wasRemoved) {
+                switch PropertyKind.check(value, key: key, known: known, exists: exists) {
                 case .failure(let error):
                     plan.error = error
                     failed = true
