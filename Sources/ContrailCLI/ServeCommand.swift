@@ -28,7 +28,8 @@ enum ServeCommand {
       --max-message-bytes N   largest accepted frame (default 16777216)
       --max-fragments N       most fragments per ScopeSync (default 10000)
       --max-objects N         most objects per scope (default 1000000)
-      --max-resend N          most unacknowledged messages kept per session (default 100000)
+      --max-resend-bytes N    most bytes of unacknowledged messages kept per session; a session
+                              over it is closed with 4097 (default 16777216)
       --scope NAME            create scope NAME up front (repeatable; others are created on
                               their first fetch)
       --token TOKEN           require SessionCreate params to hold {"token": TOKEN}
@@ -81,7 +82,7 @@ enum ServeCommand {
             case "--max-message-bytes": options.maxMessageBytes = try number(flag, Int.self)
             case "--max-fragments": options.maxFragmentsPerMessage = try number(flag, Int.self)
             case "--max-objects": options.maxObjectsPerScope = try number(flag, Int.self)
-            case "--max-resend": options.maxResendBuffer = try number(flag, Int.self)
+            case "--max-resend-bytes": options.maxResendBytes = try number(flag, Int.self)
             case "--scope": options.scopes.append(try value(flag))
             case "--token":
                 let token = try value(flag)

@@ -35,9 +35,11 @@ public struct ServerOptions: Sendable {
     public var maxFragmentsPerMessage = 10_000
     /// The most objects one scope may hold (adds past it are rejected).
     public var maxObjectsPerScope = 1_000_000
-    /// The most unacknowledged messages kept per session for resend; past it the session is ended
-    /// (close 4097) and its client starts a new one and refetches.
-    public var maxResendBuffer = 100_000
+    /// The most bytes of unacknowledged messages kept per session for resend (estimated from the
+    /// fragment text, which dominates). Past it the session is ended with close code 4097 and a
+    /// `limit-exceeded` reason, and its client starts a new one and refetches. This bounds what a
+    /// slow or absent reader costs the server.
+    public var maxResendBytes = 16 << 20
     /// Decides on `SessionCreate` from its params and the connection's headers; false denies
     /// ("Session creation denied").
     public var sessionHook: @Sendable (_ params: [String: JSON], _ headers: [(String, String)]) async -> Bool = { _, _ in true }
@@ -58,6 +60,6 @@ public struct ServerOptions: Sendable {
 
     var limits: ServerLimits {
         ServerLimits(maxMessageBytes: maxMessageBytes, maxFragmentsPerMessage: maxFragmentsPerMessage,
-                     maxObjectsPerScope: maxObjectsPerScope, maxResendBuffer: maxResendBuffer)
+                     maxObjectsPerScope: maxObjectsPerScope, maxResendBytes: maxResendBytes)
     }
 }

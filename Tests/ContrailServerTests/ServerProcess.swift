@@ -91,6 +91,18 @@ final class ServerProcess: Sendable {
         self.port = port
     }
 
+    /// The child's resident memory in bytes (VmRSS).
+    var residentBytes: Int {
+        get throws {
+            let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+                  let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else {
+                throw ServerProcessError(message: "no VmRSS in /proc status")
+            }
+            return kib * 1024
+        }
+    }
+
     /// What the child logged so far.
     var log: String { shared.output.withLock { $0.text } }
 

@@ -93,6 +93,21 @@ final class ServerTestClient: @unchecked Sendable {
         return closed
     }
 
+    /// Two sessions on scope "S": the first stays; the second acknowledges its fetch reply and state
+    /// (indices 1, 2), then drops off. Returns the first, the second's token and the root UUID.
+    static func oneStaysOneLeaves(_ server: ContrailServer) async throws -> (ServerTestClient, String, String) {
+        let a = ServerTestClient(server: server)
+        let b = ServerTestClient(server: server)
+        let tokenB = try await b.createSession()
+        try await a.createSession()
+        let (_, state) = try await a.fetch("S", index: 1)
+        let root = try #require(state["rootUUID"]?.stringValue)
+        _ = try await b.fetch("S", index: 1)
+        try await b.send(#"{"type":"Ping","index":0,"ack":2,"resendMissing":false}"#)
+        await b.transport.close(code: 1006, reason: "network gone")
+        return (a, tokenB, root)
+    }
+
     /// SessionCreate, and the token from the reply.
     @discardableResult
     func createSession(params: JSON = [:]) async throws -> String {

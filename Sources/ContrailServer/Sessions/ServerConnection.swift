@@ -40,19 +40,17 @@ final class ServerConnection: Sendable {
             return
         }
         var frames = transport.frames.makeAsyncIterator()
-        let session: ServerSession
         if let token = headers.first(where: { $0.0.lowercased() == "x-jetstream-sessiontoken" })?.1 {
             guard let resumed = core.session(token: token) else {
                 await deny(.sessionTokenUnrecognized)
                 return
             }
-            session = resumed
-            core.log.write("session \(session.number) resumed")
+            core.log.write("session \(resumed.number) resumed")
+            await serve(resumed, resumed: true, &frames)
         } else {
             guard let created = await handshake(&frames) else { return }
-            session = created
+            await serve(created, resumed: false, &frames)
         }
-        await serve(session, &frames)
     }
 
     /// Waits for a bare `SessionCreate` and asks the session hook. A denial is answered and the
@@ -99,7 +97,7 @@ final class ServerConnection: Sendable {
     }
 
     /// Attaches to the session and pumps frames both ways until the transport ends.
-    private func serve(_ session: ServerSession, _ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async {
+    private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async {
         let (accepted, previous) = await session.attach(self)
         guard accepted else {
             await deny(.sessionTokenUnrecognized)
@@ -108,13 +106,24 @@ final class ServerConnection: Sendable {
         await previous?.close(code: 1000, reason: "replaced by a newer connection of the session")
         let outbox = session.outbox
         let (wake, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let generation = outbox.attach(wakeContinuation)
-        let writer = Task { [transport] in
+        let generation = outbox.attach(wakeContinuation, resumed: resumed)
+        let writer = Task { [transport, core] in
+            // Frames stay within the message limit (and small, so a close frame is not stuck
+            // behind much); a single message over the limit cannot be delivered: end the session
+            // with the reason instead of stalling.
+            let maxBytes = core.limits.maxMessageBytes
             for await _ in wake {
                 while true {
                     let batch = outbox.takePending()
                     if batch.isEmpty { break }
-                    do { try await transport.send(OutgoingMessage.frame(batch)) } catch { return }
+                    for frame in OutgoingMessage.frames(batch, maxBytes: min(maxBytes, 1 << 20)) {
+                        guard frame.utf8.count <= maxBytes else {
+                            core.expireSession(token: session.token, reason: .limitExceeded(
+                                "A message of \(frame.utf8.count) bytes is over the message limit of \(maxBytes) bytes; start a new session"))
+                            return
+                        }
+                        do { try await transport.send(frame) } catch { return }
+                    }
                 }
             }
         }

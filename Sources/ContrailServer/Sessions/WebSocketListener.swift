@@ -14,6 +14,9 @@ final class WebSocketListener: Sendable {
         var options = WebSocketOptions()
         options.maxMessageSize = maxMessageBytes
         options.maxFrameSize = maxMessageBytes
+        // A session dropped for reading too slowly gets its close reason after the frames queued
+        // before it (at most the write buffer): give a slow reader time to get there.
+        options.closeTimeout = .seconds(30)
         server = WebSocketServer(host: host, port: port, options: options)
     }
 
