@@ -30,6 +30,12 @@ enum ServeCommand {
       --max-objects N         most objects per scope (default 1000000)
       --max-resend-bytes N    most bytes of unacknowledged messages kept per session; a session
                               over it is closed with 4097 (default 16777216)
+      --max-open-scopes N     most scopes loaded at once; fetches past it get an error until
+                              idle scopes unload (default 1000)
+      --max-scopes-per-session N
+                              most scopes one session may fetch (default 100)
+      --scope-idle SECS       a scope unused this long closes its log file and leaves memory
+                              (default 60)
       --scope NAME            create scope NAME up front (repeatable; others are created on
                               their first fetch)
       --token TOKEN           require SessionCreate params to hold {"token": TOKEN}
@@ -83,6 +89,9 @@ enum ServeCommand {
             case "--max-fragments": options.maxFragmentsPerMessage = try number(flag, Int.self)
             case "--max-objects": options.maxObjectsPerScope = try number(flag, Int.self)
             case "--max-resend-bytes": options.maxResendBytes = try number(flag, Int.self)
+            case "--max-open-scopes": options.maxOpenScopes = try number(flag, Int.self)
+            case "--max-scopes-per-session": options.maxScopesPerSession = try number(flag, Int.self)
+            case "--scope-idle": options.scopeIdleTimeout = try seconds(flag)
             case "--scope": options.scopes.append(try value(flag))
             case "--token":
                 let token = try value(flag)

@@ -10,6 +10,8 @@ final class ServerCore: Sendable {
     let log: ServerLog
     /// The thread doing every scope log's I/O; nil for a server in memory.
     let logWriter: ScopeLogWriter?
+    /// Loaded scopes against ``ServerOptions/maxOpenScopes``.
+    let scopeSlots: ScopeSlots
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -26,6 +28,7 @@ final class ServerCore: Sendable {
         self.limits = options.limits
         self.log = ServerLog(sink: options.log)
         self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
+        self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }
@@ -68,7 +71,8 @@ final class ServerCore: Sendable {
     func scope(named name: String) -> ServerScope {
         state.withLock { state in
             if let scope = state.scopes[name] { return scope }
-            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter, log: log)
+            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
+                                    slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, log: log)
             state.scopes[name] = scope
             return scope
         }

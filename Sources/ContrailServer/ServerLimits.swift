@@ -4,4 +4,5 @@ struct ServerLimits: Sendable {
     var maxFragmentsPerMessage: Int
     var maxObjectsPerScope: Int
     var maxResendBytes: Int
+    var maxScopesPerSession: Int
 }

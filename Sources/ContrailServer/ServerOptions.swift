@@ -40,6 +40,14 @@ public struct ServerOptions: Sendable {
     /// `limit-exceeded` reason, and its client starts a new one and refetches. This bounds what a
     /// slow or absent reader costs the server.
     public var maxResendBytes = 16 << 20
+    /// With a data directory, a scope unused (no fetch or sync) for this long writes a snapshot,
+    /// closes its log file and leaves memory; its next use reloads it. Subscriptions stay.
+    public var scopeIdleTimeout: Duration = .seconds(60)
+    /// The most scopes loaded at once (each holds its state and, with a data directory, an open
+    /// file). A fetch past it is answered with a `limit-exceeded` error until idle scopes unload.
+    public var maxOpenScopes = 1_000
+    /// The most scopes one session may fetch; more are answered with a `limit-exceeded` error.
+    public var maxScopesPerSession = 100
     /// Decides on `SessionCreate` from its params and the connection's headers; false denies
     /// ("Session creation denied").
     public var sessionHook: @Sendable (_ params: [String: JSON], _ headers: [(String, String)]) async -> Bool = { _, _ in true }
@@ -60,6 +68,7 @@ public struct ServerOptions: Sendable {
 
     var limits: ServerLimits {
         ServerLimits(maxMessageBytes: maxMessageBytes, maxFragmentsPerMessage: maxFragmentsPerMessage,
-                     maxObjectsPerScope: maxObjectsPerScope, maxResendBytes: maxResendBytes)
+                     maxObjectsPerScope: maxObjectsPerScope, maxResendBytes: maxResendBytes,
+                     maxScopesPerSession: maxScopesPerSession)
     }
 }

@@ -5,6 +5,10 @@ import Foundation
 /// it, and its log. Change sets are applied one at a time in arrival order (one total order per
 /// scope); broadcasts go straight into the subscribers' outboxes, so every session sees them in
 /// that order.
+///
+/// Loading takes one of the server's ``ScopeSlots``. With a data directory, a scope unused for
+/// `idleTimeout` snapshots its state, closes its log file, leaves memory and gives its slot back;
+/// the next fetch or sync reloads it.
 actor ServerScope {
     /// A session subscribed to this scope.
     private struct Subscriber {
@@ -31,19 +35,42 @@ actor ServerScope {
     private var cachedState: String?
     /// Set by ``close()``: the scope no longer loads or accepts anything.
     private var isClosed = false
+    private let slots: ScopeSlots
+    /// Whether this scope holds one of `slots` (from loading until it unloads or closes).
+    private var holdsSlot = false
+    private let idleTimeout: Duration
+    private var lastUse = ContinuousClock.now
+    private var idleTask: Task<Void, Never>?
 
-    init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, log: ServerLog) {
+    init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
+         idleTimeout: Duration, log: ServerLog) {
         self.name = name
         self.limits = limits
         self.dataDirectory = writer == nil ? nil : dataDirectory
         self.writer = writer
+        self.slots = slots
+        self.idleTimeout = idleTimeout
         self.log = log
+    }
+
+    /// Takes a slot for loading, unless this scope holds one already.
+    private func takeSlot() throws(ServerError) {
+        if holdsSlot { return }
+        guard slots.take() else { throw ServerError.tooManyOpenScopes(limit: slots.limit) }
+        holdsSlot = true
+    }
+
+    private func giveSlot() {
+        if holdsSlot { slots.give() }
+        holdsSlot = false
     }
 
     /// The store, loaded from the data directory (on the writer thread) on first use.
     private func loadedStore() async throws(ServerError) -> ScopeStore {
+        lastUse = .now
         if let store { return store }
         if isClosed { throw ServerError.stopped }
+        try takeSlot()
         guard let writer, let dataDirectory else {
             let fresh = ScopeStore()
             store = fresh
@@ -62,7 +89,11 @@ actor ServerScope {
         let result = await task.value
         if let store { return store }  // an earlier waiter installed it
         if loading == task { loading = nil }
-        let opened = try result.get()
+        let opened: ScopePersistence.Opened
+        do throws(ServerError) { opened = try result.get() } catch {
+            giveSlot()
+            throw error
+        }
         if isClosed {
             await writer.close(opened.persistence)
             throw ServerError.stopped
@@ -72,7 +103,37 @@ actor ServerScope {
         logBytes = opened.size
         compactedBytes = opened.size
         log.write("scope '\(name)': loaded \(opened.store.objectCount) objects")
+        startIdleTimer()
         return opened.store
+    }
+
+    /// Unloads the scope once it has been unused for `idleTimeout`.
+    private func startIdleTimer() {
+        guard idleTask == nil else { return }
+        let timeout = idleTimeout
+        idleTask = Task { [weak self] in
+            while let deadline = await self?.idleDeadline(timeout) {
+                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+                if await self?.unloadIfIdle(timeout) != false { return }
+            }
+        }
+    }
+
+    private func idleDeadline(_ timeout: Duration) -> ContinuousClock.Instant { lastUse + timeout }
+
+    /// Snapshots, closes the log and leaves memory if unused for `timeout`; returns whether it did.
+    private func unloadIfIdle(_ timeout: Duration) async -> Bool {
+        guard ContinuousClock.now - lastUse >= timeout, loading == nil else { return false }
+        idleTask = nil
+        guard let persistence, let store, let writer else { return true }
+        writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized())
+        self.persistence = nil
+        self.store = nil
+        cachedState = nil
+        giveSlot()
+        await writer.close(persistence)
+        log.write("scope '\(name)': unloaded after \(timeout) unused")
+        return true
     }
 
     /// Runs `deliver` once everything this scope sent to the log before is durable: on the writer
@@ -89,7 +150,12 @@ actor ServerScope {
             store = try await loadedStore()
         } catch {
             log.write("scope '\(name)': \(error)")
-            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, error: WireErrorBody(message: "Scope could not be loaded")))) }
+            let reason = if case .tooManyOpenScopes(let limit) = error {
+                WireErrorBody.limitExceeded("Server holds the maximum of \(limit) open scopes; try again later")
+            } else {
+                WireErrorBody(message: "Scope could not be loaded")
+            }
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, error: reason))) }
             return
         }
         subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
@@ -163,6 +229,7 @@ actor ServerScope {
         persistence = nil
         store = nil
         cachedState = nil
+        giveSlot()
         await writer?.close(failed)
     }
 
@@ -187,6 +254,9 @@ actor ServerScope {
     /// Writes out and closes the log.
     func close() async {
         isClosed = true
+        idleTask?.cancel()
+        idleTask = nil
+        giveSlot()
         if let persistence, let writer {
             if let store { writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized()) }
             self.persistence = nil

@@ -205,6 +205,12 @@ actor ServerSession {
         if let existing = scopeIndexByName[fetch.name] {
             scopeIndex = existing
             scope = scopes[existing]
+        } else if scopes.count >= core.limits.maxScopesPerSession {
+            let limit = core.limits.maxScopesPerSession
+            core.log.write("session \(number): fetch of '\(fetch.name)' refused: the session holds \(limit) scopes")
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: .limitExceeded(
+                "Session holds the maximum of \(limit) scopes")))) }
+            return
         } else {
             scope = core.scope(named: fetch.name)
             scopeIndex = scopes.count
