@@ -38,7 +38,14 @@ enum ServeCommand {
                               (default 60)
       --scope NAME            create scope NAME up front (repeatable; others are created on
                               their first fetch)
-      --token TOKEN           require SessionCreate params to hold {"token": TOKEN}
+      --token-file PATH       require SessionCreate params to hold {"token": TOKEN}, TOKEN being
+                              the file's content (without a trailing newline)
+      --token TOKEN           the same with TOKEN given here (visible to other users in the
+                              process list: prefer --token-file or CONTRAIL_TOKEN)
+                              Without either, the CONTRAIL_TOKEN environment variable, if set,
+                              is the token. A denied SessionCreate closes the connection with
+                              4096; 5 failed attempts within 60 s from one address make the
+                              server refuse it for 60 s (logged once per episode).
       --quiet                 do not log
       -h, --help              show this help
     """
@@ -60,6 +67,7 @@ enum ServeCommand {
         var options = ServerOptions()
         options.port = 3000
         var remaining = arguments[...]
+        var token = ProcessInfo.processInfo.environment["CONTRAIL_TOKEN"]
         func value(_ flag: String) throws -> String {
             guard let next = remaining.popFirst() else { throw CLIError.usage("\(flag) needs a value\n\n\(help)") }
             return next
@@ -93,14 +101,38 @@ enum ServeCommand {
             case "--max-scopes-per-session": options.maxScopesPerSession = try number(flag, Int.self)
             case "--scope-idle": options.scopeIdleTimeout = try seconds(flag)
             case "--scope": options.scopes.append(try value(flag))
-            case "--token":
-                let token = try value(flag)
-                options.sessionHook = { params, _ in params["token"] == .string(token) }
+            case "--token": token = try value(flag)
+            case "--token-file":
+                let path = try value(flag)
+                do {
+                    var text = try String(contentsOfFile: path, encoding: .utf8)
+                    while text.last?.isNewline == true { text.removeLast() }
+                    token = text
+                } catch {
+                    throw CLIError.usage("--token-file: cannot read '\(path)': \(error.localizedDescription)")
+                }
             case "--quiet": options.log = nil
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }
         }
+        if let token {
+            guard !token.isEmpty else { throw CLIError.usage("contrail serve: the token is empty") }
+            let expected = Array(token.utf8)
+            options.sessionHook = { params, _ in
+                guard case .string(let given)? = params["token"] else { return false }
+                return constantTimeEqual(Array(given.utf8), expected)
+            }
+        }
         return options
+    }
+
+    /// Compares without returning early at the first difference (no timing hint for guessing).
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
+        for index in 0..<max(a.count, b.count) {
+            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+        }
+        return difference == 0
     }
 
     /// `always`, `never` or `interval:<N>ms` / `interval:<N>s`.

@@ -12,6 +12,8 @@ final class ServerCore: Sendable {
     let logWriter: ScopeLogWriter?
     /// Loaded scopes against ``ServerOptions/maxOpenScopes``.
     let scopeSlots: ScopeSlots
+    /// Failed session attempts per peer address.
+    let throttle: AuthThrottle
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -29,6 +31,7 @@ final class ServerCore: Sendable {
         self.log = ServerLog(sink: options.log)
         self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
+        self.throttle = AuthThrottle(limit: options.maxFailedAttempts, window: options.failedAttemptWindow)
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }

@@ -48,8 +48,14 @@ public struct ServerOptions: Sendable {
     public var maxOpenScopes = 1_000
     /// The most scopes one session may fetch; more are answered with a `limit-exceeded` error.
     public var maxScopesPerSession = 100
+    /// Failed session attempts (denied `SessionCreate`, unknown session token) one peer address
+    /// may make within ``failedAttemptWindow``; after that its connections are closed with 4096
+    /// at once for ``failedAttemptWindow``.
+    public var maxFailedAttempts = 5
+    /// See ``maxFailedAttempts``.
+    public var failedAttemptWindow: Duration = .seconds(60)
     /// Decides on `SessionCreate` from its params and the connection's headers; false denies
-    /// ("Session creation denied").
+    /// ("Session creation denied"): the connection is closed with 4096 and that reason.
     public var sessionHook: @Sendable (_ params: [String: JSON], _ headers: [(String, String)]) async -> Bool = { _, _ in true }
     /// Decides on every connection, new or resuming (§8.8), from its headers; false closes it
     /// with 4096 `rejected`.

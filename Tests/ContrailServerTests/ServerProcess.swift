@@ -103,6 +103,9 @@ final class ServerProcess: Sendable {
         }
     }
 
+    /// The child's process id.
+    var processIdentifier: Int32 { process.processIdentifier }
+
     /// What the child logged so far.
     var log: String { shared.output.withLock { $0.text } }
 

@@ -26,6 +26,16 @@ struct ServerScopeLimitTests {
         }.count
     }
 
+    /// Waits (bounded: 30 s) until no file in `directory` is open; returns whether that happened.
+    private func filesClose(in directory: URL) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while openFiles(in: directory) > 0 {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return true
+    }
+
     @Test func scopesPerSessionAreLimited() async throws {
         var options = Wire.options()
         options.maxScopesPerSession = 2
@@ -44,17 +54,15 @@ struct ServerScopeLimitTests {
         await server.stop()
     }
 
-    @Test func openScopesPerServerAreLimitedAndIdleScopesCloseTheirFiles() async throws {
+    @Test func openScopesPerServerAreLimited() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         var options = dataOptions(directory)
         options.maxOpenScopes = 2
-        options.scopeIdleTimeout = .milliseconds(300)
         let server = try ContrailServer(options: options)
         let a = ServerTestClient(server: server)
         try await a.createSession()
-        let (_, stateA) = try await a.fetch("A", index: 1)
-        let rootA = try #require(stateA["rootUUID"]?.stringValue)
+        _ = try await a.fetch("A", index: 1)
         _ = try await a.fetch("B", index: 2)
         #expect(openFiles(in: directory) == 2)
         // A third scope while two are loaded: an error, not an unloadable scope.
@@ -64,17 +72,33 @@ struct ServerScopeLimitTests {
         let refused = try await b.next()
         #expect(refused["error"]?["type"] == "limit-exceeded")
         #expect(refused["error"]?["message"]?.stringValue?.contains("maximum of 2 open scopes") == true)
-        // Unused, A and B close their files and give their slots back.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while openFiles(in: directory) > 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        // A loaded one is fine.
+        #expect(try await b.fetch("A", index: 2).0["error"] == nil)
+        await server.stop()
         #expect(openFiles(in: directory) == 0)
-        // Now C loads; and A reopens on use, with its state and its subscriber.
-        try await b.send(["type": "ScopeFetch", "index": 2, "name": "C", "params": [:]])
-        let loaded = try await b.next()
-        #expect(loaded["error"] == nil)
-        let reply = try await a.sync(index: 3, fragments: [Wire.fragment("change", rootA, "Root", ["n": 1])])
+    }
+
+    @Test func idleScopesCloseTheirFilesAndReopenOnUse() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var options = dataOptions(directory)
+        options.maxOpenScopes = 1
+        options.scopeIdleTimeout = .milliseconds(200)
+        let server = try ContrailServer(options: options)
+        let a = ServerTestClient(server: server)
+        try await a.createSession()
+        let (_, stateA) = try await a.fetch("A", index: 1)
+        let rootA = try #require(stateA["rootUUID"]?.stringValue)
+        #expect(openFiles(in: directory) == 1)
+        // Unused, A closes its file and gives its slot back.
+        #expect(try await filesClose(in: directory))
+        // The slot is free for C; once C is idle too, A reopens on use with its state and subscriber.
+        let b = ServerTestClient(server: server)
+        try await b.createSession()
+        #expect(try await b.fetch("C", index: 1).0["error"] == nil)
+        #expect(openFiles(in: directory) == 1)
+        #expect(try await filesClose(in: directory))
+        let reply = try await a.sync(index: 2, fragments: [Wire.fragment("change", rootA, "Root", ["n": 1])])
         #expect(reply["fragmentReplies"] == [[:]])
         #expect(await server.state(ofScope: "A")?["objects"]?[rootA]?["properties"]?["n"] == 1)
         await server.stop()

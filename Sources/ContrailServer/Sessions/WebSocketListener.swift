@@ -21,14 +21,14 @@ final class WebSocketListener: Sendable {
     }
 
     /// Starts listening; returns the bound port. Each accepted connection goes to `accept`.
-    func start(accept: @escaping @Sendable (any SyncTransport, [(String, String)]) -> Void) throws -> UInt16 {
+    func start(accept: @escaping @Sendable (any SyncTransport, [(String, String)], String?) -> Void) throws -> UInt16 {
         let port: UInt16
         do { port = try server.start() } catch { throw ServerError.listener(error.description) }
         guard !started.exchange(true, ordering: .relaxed) else { return port }
         let connections = server.connections
         Task {
             for await connection in connections {
-                accept(WebSocketTransport(connection), Self.parameters(of: connection))
+                accept(WebSocketTransport(connection), Self.parameters(of: connection), connection.remoteHost)
             }
         }
         return port
