@@ -89,14 +89,12 @@ struct ServerScopeLimitTests {
         try await a.createSession()
         let (_, stateA) = try await a.fetch("A", index: 1)
         let rootA = try #require(stateA["rootUUID"]?.stringValue)
-        #expect(openFiles(in: directory) == 1)
         // Unused, A closes its file and gives its slot back.
         #expect(try await filesClose(in: directory))
         // The slot is free for C; once C is idle too, A reopens on use with its state and subscriber.
         let b = ServerTestClient(server: server)
         try await b.createSession()
         #expect(try await b.fetch("C", index: 1).0["error"] == nil)
-        #expect(openFiles(in: directory) == 1)
         #expect(try await filesClose(in: directory))
         let reply = try await a.sync(index: 2, fragments: [Wire.fragment("change", rootA, "Root", ["n": 1])])
         #expect(reply["fragmentReplies"] == [[:]])
