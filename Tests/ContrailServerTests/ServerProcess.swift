@@ -109,6 +109,17 @@ final class ServerProcess: Sendable {
     /// What the child logged so far.
     var log: String { shared.output.withLock { $0.text } }
 
+    /// Whether the child logs `text` within `timeout` (its stderr is read asynchronously, so a
+    /// line can arrive after the reply that followed it).
+    func logs(_ text: String, within timeout: Duration = .seconds(30)) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !log.contains(text) {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
     /// Sends SIGKILL and waits (bounded) until the child is gone.
     func kill() async throws {
         _ = Glibc.kill(process.processIdentifier, SIGKILL)

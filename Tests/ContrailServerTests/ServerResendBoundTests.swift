@@ -92,7 +92,7 @@ struct ServerResendBoundTests {
         #expect(slow.closeCode?.rawValue == 4097, "closed with \(String(describing: slow.closeCode)): \(slow.closeReason)")
         #expect(slow.closeReason.contains("Resend buffer is full"))
         #expect(received < 100)
-        #expect(server.log.contains("Resend buffer is full"))
+        #expect(try await server.logs("Resend buffer is full"))
         try await server.terminate()
     }
 }

@@ -41,8 +41,9 @@ final class ServerTestClient: @unchecked Sendable {
         try await transport.send(json.jsonString)
     }
 
-    /// The next frame's text, or nil when the transport ended (see `closed`).
-    func nextFrame(timeout: Duration = .seconds(5)) async throws -> String? {
+    /// The next frame's text, or nil when the transport ended (see `closed`). The default wait is
+    /// long: the machine running the whole suite may be very busy.
+    func nextFrame(timeout: Duration = .seconds(30)) async throws -> String? {
         if finished { return nil }
         let box = IteratorBox(iterator)
         let frame: String? = try await withThrowingTaskGroup(of: String?.self) { group in
@@ -66,7 +67,7 @@ final class ServerTestClient: @unchecked Sendable {
     }
 
     /// The next message (any type), unwrapping array frames.
-    func nextMessage(timeout: Duration = .seconds(5)) async throws -> JSON? {
+    func nextMessage(timeout: Duration = .seconds(30)) async throws -> JSON? {
         while buffered.isEmpty {
             guard let frame = try await nextFrame(timeout: timeout) else { return nil }
             let json = try JSON(parsing: frame)
@@ -77,7 +78,7 @@ final class ServerTestClient: @unchecked Sendable {
     }
 
     /// The next message that is not a keep-alive Ping.
-    func next(timeout: Duration = .seconds(5)) async throws -> JSON {
+    func next(timeout: Duration = .seconds(30)) async throws -> JSON {
         while true {
             guard let message = try await nextMessage(timeout: timeout) else {
                 throw TransportEnded(closed: closed)
@@ -88,7 +89,7 @@ final class ServerTestClient: @unchecked Sendable {
     }
 
     /// Waits until the server closes the transport; returns how.
-    func awaitClose(timeout: Duration = .seconds(5)) async throws -> TransportClosed? {
+    func awaitClose(timeout: Duration = .seconds(30)) async throws -> TransportClosed? {
         while try await nextMessage(timeout: timeout) != nil {}
         return closed
     }
