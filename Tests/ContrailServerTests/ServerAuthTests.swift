@@ -77,7 +77,7 @@ struct ServerAuthTests {
             try await right.createSession(params: ["token": .string(token)])
             let commandLine = try String(decoding: Data(contentsOf: URL(filePath: "/proc/\(server.processIdentifier)/cmdline")), as: UTF8.self)
             #expect(!commandLine.contains(token))
-            try await server.terminate()
+            try await server.kill()
         }
     }
 }

@@ -116,7 +116,7 @@ struct ServerCrashRecoveryTests {
         }
         let server = try await ServerProcess(data: directory)
         expectAcknowledged(rounds, in: try await fetchState(server))
-        try await server.terminate()
+        try await server.kill()
     }
 
     @Test func tornTailIsCutAndAcknowledgedStateRemains() async throws {
@@ -144,6 +144,6 @@ struct ServerCrashRecoveryTests {
         let more = rounds + [try await writeUntilKilled(second, round: 1, writers: 2, acksBeforeKill: 10)]
         let third = try await ServerProcess(data: directory)
         expectAcknowledged(more, in: try await fetchState(third))
-        try await third.terminate()
+        try await third.kill()
     }
 }

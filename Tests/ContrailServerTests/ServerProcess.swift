@@ -126,12 +126,6 @@ final class ServerProcess: Sendable {
         try await waitForExit(timeout: .seconds(30))
     }
 
-    /// Sends SIGTERM (a clean stop) and waits (bounded) until the child is gone.
-    func terminate() async throws {
-        _ = Glibc.kill(process.processIdentifier, SIGTERM)
-        try await waitForExit(timeout: .seconds(60))
-    }
-
     private func waitForExit(timeout: Duration) async throws {
         let shared = self.shared
         let timer = Task {

@@ -93,6 +93,6 @@ struct ServerResendBoundTests {
         #expect(slow.closeReason.contains("Resend buffer is full"))
         #expect(received < 100)
         #expect(try await server.logs("Resend buffer is full"))
-        try await server.terminate()
+        try await server.kill()
     }
 }
