@@ -17,15 +17,35 @@ enum ServeCommand {
       --port PORT             port to listen on (default 3000; 0 picks a free one)
       --data DIR              persist every scope as a log file in DIR (default: in memory only,
                               lost on exit)
+      --fsync POLICY          when accepted change sets are forced to disk: "always" (default;
+                              a change set is acknowledged only once its record is synced, with
+                              group commit), "interval:200ms" (explicit opt-in to buffered
+                              writes: acknowledged once written to the OS, synced at most that
+                              often, so a power loss can take the last interval's acknowledged
+                              change sets), or "never"
       --session-expiry SECS   end sessions idle for this long (default 600)
       --ping-interval SECS    keep-alive ping interval (default 10)
       --max-message-bytes N   largest accepted frame (default 16777216)
       --max-fragments N       most fragments per ScopeSync (default 10000)
       --max-objects N         most objects per scope (default 1000000)
-      --max-resend N          most unacknowledged messages kept per session (default 100000)
+      --max-resend-bytes N    most bytes of unacknowledged messages kept per session; a session
+                              over it is closed with 4097 (default 16777216)
+      --max-open-scopes N     most scopes loaded at once; fetches past it get an error until
+                              idle scopes unload (default 1000)
+      --max-scopes-per-session N
+                              most scopes one session may fetch (default 100)
+      --scope-idle SECS       a scope unused this long closes its log file and leaves memory
+                              (default 60)
       --scope NAME            create scope NAME up front (repeatable; others are created on
                               their first fetch)
-      --token TOKEN           require SessionCreate params to hold {"token": TOKEN}
+      --token-file PATH       require SessionCreate params to hold {"token": TOKEN}, TOKEN being
+                              the file's content (without a trailing newline)
+      --token TOKEN           the same with TOKEN given here (visible to other users in the
+                              process list: prefer --token-file or CONTRAIL_TOKEN)
+                              Without either, the CONTRAIL_TOKEN environment variable, if set,
+                              is the token. A denied SessionCreate closes the connection with
+                              4096; 5 failed attempts within 60 s from one address make the
+                              server refuse it for 60 s (logged once per episode).
       --no-pages              do not serve the web pages (inspector at /, canvas demo at /demo,
                               the JavaScript client at /contrail.js) beside the WebSocket upgrade
       --quiet                 do not log
@@ -53,6 +73,7 @@ enum ServeCommand {
         options.port = 3000
         options.servesPages = true
         var remaining = arguments[...]
+        var token = ProcessInfo.processInfo.environment["CONTRAIL_TOKEN"]
         func value(_ flag: String) throws -> String {
             guard let next = remaining.popFirst() else { throw CLIError.usage("\(flag) needs a value\n\n\(help)") }
             return next
@@ -75,13 +96,27 @@ enum ServeCommand {
             case "--host": options.host = try value(flag)
             case "--port": options.port = try number(flag, UInt16.self)
             case "--data": options.dataDirectory = URL(filePath: try value(flag), directoryHint: .isDirectory)
+            case "--fsync": options.fsync = try fsyncPolicy(try value(flag))
             case "--session-expiry": options.sessionExpiry = try seconds(flag)
             case "--ping-interval": options.pingInterval = try seconds(flag)
             case "--max-message-bytes": options.maxMessageBytes = try number(flag, Int.self)
             case "--max-fragments": options.maxFragmentsPerMessage = try number(flag, Int.self)
             case "--max-objects": options.maxObjectsPerScope = try number(flag, Int.self)
-            case "--max-resend": options.maxResendBuffer = try number(flag, Int.self)
+            case "--max-resend-bytes": options.maxResendBytes = try number(flag, Int.self)
+            case "--max-open-scopes": options.maxOpenScopes = try number(flag, Int.self)
+            case "--max-scopes-per-session": options.maxScopesPerSession = try number(flag, Int.self)
+            case "--scope-idle": options.scopeIdleTimeout = try seconds(flag)
             case "--scope": options.scopes.append(try value(flag))
+            case "--token": token = try value(flag)
+            case "--token-file":
+                let path = try value(flag)
+                do {
+                    var text = try String(contentsOfFile: path, encoding: .utf8)
+                    while text.last?.isNewline == true { text.removeLast() }
+                    token = text
+                } catch {
+                    throw CLIError.usage("--token-file: cannot read '\(path)': \(error.localizedDescription)")
+                }
             case "--token":
                 let token = try value(flag)
                 options.sessionHook = { params, _ in params["token"] == .string(token) }
@@ -90,7 +125,39 @@ enum ServeCommand {
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }
         }
+        if let token {
+            guard !token.isEmpty else { throw CLIError.usage("contrail serve: the token is empty") }
+            let expected = Array(token.utf8)
+            options.sessionHook = { params, _ in
+                guard case .string(let given)? = params["token"] else { return false }
+                return constantTimeEqual(Array(given.utf8), expected)
+            }
+        }
         return options
+    }
+
+    /// Compares without returning early at the first difference (no timing hint for guessing).
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
+        for index in 0..<max(a.count, b.count) {
+            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+        }
+        return difference == 0
+    }
+
+    /// `always`, `never` or `interval:<N>ms` / `interval:<N>s`.
+    static func fsyncPolicy(_ text: String) throws -> FsyncPolicy {
+        switch text {
+        case "always": return .everyRecord
+        case "never": return .never
+        default:
+            let spec = text.hasPrefix("interval:") ? text.dropFirst("interval:".count) : ""
+            let (digits, unit) = spec.hasSuffix("ms") ? (spec.dropLast(2), Int64(1)) : (spec.dropLast(1), Int64(1000))
+            guard spec.hasSuffix("s"), let amount = Int64(digits), amount > 0 else {
+                throw CLIError.usage("--fsync: '\(text)' is not always, never or interval:<N>ms\n\n\(help)")
+            }
+            return .interval(.milliseconds(amount * unit))
+        }
     }
 
     /// Returns when the process gets SIGINT or SIGTERM.

@@ -51,15 +51,16 @@ public final class ContrailServer: Sendable {
             current = created
             return created
         }
-        let port = try listener.start { [self] transport, headers in accept(transport, headers: headers) }
+        let port = try listener.start { [self] transport, headers, peer in accept(transport, headers: headers, peer: peer) }
         core.log.write("listening on \(options.host):\(port)")
         return port
     }
 
     /// Serves one connected transport (in-memory or WebSocket) with its connect-time headers
-    /// (e.g. `X-Jetstream-SessionToken` to resume). Returns at once; the connection runs on its own.
-    public func accept(_ transport: any SyncTransport, headers: [(String, String)]) {
-        let connection = ServerConnection(transport: transport, headers: headers, core: core)
+    /// (e.g. `X-Jetstream-SessionToken` to resume) and the peer's address, which failed session
+    /// attempts are counted by (nil: an in-process peer). Returns at once; the connection runs on its own.
+    public func accept(_ transport: any SyncTransport, headers: [(String, String)], peer: String? = nil) {
+        let connection = ServerConnection(transport: transport, headers: headers, peer: peer ?? "in-process", core: core)
         Task { await connection.run() }
     }
 
@@ -77,6 +78,7 @@ public final class ContrailServer: Sendable {
         for session in sessions { await session.shutDown() }
         for connection in connections { await connection.close(code: 1001, reason: "server is stopping") }
         for scope in scopes { await scope.close() }
+        core.logWriter?.finish()
         core.log.write("stopped")
     }
 

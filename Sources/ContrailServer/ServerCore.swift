@@ -8,6 +8,12 @@ final class ServerCore: Sendable {
     let options: ServerOptions
     let limits: ServerLimits
     let log: ServerLog
+    /// The thread doing every scope log's I/O; nil for a server in memory.
+    let logWriter: ScopeLogWriter?
+    /// Loaded scopes against ``ServerOptions/maxOpenScopes``.
+    let scopeSlots: ScopeSlots
+    /// Failed session attempts per peer address.
+    let throttle: AuthThrottle
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -23,6 +29,9 @@ final class ServerCore: Sendable {
         self.options = options
         self.limits = options.limits
         self.log = ServerLog(sink: options.log)
+        self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
+        self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
+        self.throttle = AuthThrottle(limit: options.maxFailedAttempts, window: options.failedAttemptWindow)
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }
@@ -65,7 +74,8 @@ final class ServerCore: Sendable {
     func scope(named name: String) -> ServerScope {
         state.withLock { state in
             if let scope = state.scopes[name] { return scope }
-            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, fsync: options.fsync, log: log)
+            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
+                                    slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, log: log)
             state.scopes[name] = scope
             return scope
         }

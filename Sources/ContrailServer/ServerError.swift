@@ -8,6 +8,8 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
     case listener(String)
     /// The server was stopped.
     case stopped
+    /// The server holds its maximum of loaded scopes (``ServerOptions/maxOpenScopes``).
+    case tooManyOpenScopes(limit: Int)
 
     public var description: String {
         switch self {
@@ -15,6 +17,7 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
         case .dataDirectory(let path, let reason): return "data directory \(path) is not usable: \(reason)"
         case .listener(let reason): return "cannot listen: \(reason)"
         case .stopped: return "the server is stopped"
+        case .tooManyOpenScopes(let limit): return "the server holds its maximum of \(limit) open scopes"
         }
     }
 }

@@ -3,5 +3,6 @@ struct ServerLimits: Sendable {
     var maxMessageBytes: Int
     var maxFragmentsPerMessage: Int
     var maxObjectsPerScope: Int
-    var maxResendBuffer: Int
+    var maxResendBytes: Int
+    var maxScopesPerSession: Int
 }

@@ -17,9 +17,12 @@ public struct ServerOptions: Sendable {
     public var port: UInt16 = 0
     /// Where scopes are persisted, one log file per scope; nil keeps everything in memory.
     public var dataDirectory: URL?
-    /// When appended change sets are forced to disk. Every accepted change set is written to the
-    /// OS before it is acknowledged, whatever the policy.
-    public var fsync: FsyncPolicy = .interval(.milliseconds(200))
+    /// When accepted change sets are forced to disk. The default, ``FsyncPolicy/everyRecord``,
+    /// acknowledges (and broadcasts) a change set only once its record is synced (`fdatasync`),
+    /// with group commit: change sets arriving together share one sync. ``FsyncPolicy/interval(_:)``
+    /// is the explicit buffered opt-in: acknowledged once written to the OS (survives a crash of the
+    /// server process, not a power loss of the last interval). ``FsyncPolicy/never`` never syncs.
+    public var fsync: FsyncPolicy = .everyRecord
     /// A session expires after this long without any message from its client (closed with 4097).
     public var sessionExpiry: Duration = .seconds(600)
     /// A new connection must send `SessionCreate` within this time (else closed with 4096).
@@ -32,11 +35,27 @@ public struct ServerOptions: Sendable {
     public var maxFragmentsPerMessage = 10_000
     /// The most objects one scope may hold (adds past it are rejected).
     public var maxObjectsPerScope = 1_000_000
-    /// The most unacknowledged messages kept per session for resend; past it the session is ended
-    /// (close 4097) and its client starts a new one and refetches.
-    public var maxResendBuffer = 100_000
+    /// The most bytes of unacknowledged messages kept per session for resend (estimated from the
+    /// fragment text, which dominates). Past it the session is ended with close code 4097 and a
+    /// `limit-exceeded` reason, and its client starts a new one and refetches. This bounds what a
+    /// slow or absent reader costs the server.
+    public var maxResendBytes = 16 << 20
+    /// With a data directory, a scope unused (no fetch or sync) for this long writes a snapshot,
+    /// closes its log file and leaves memory; its next use reloads it. Subscriptions stay.
+    public var scopeIdleTimeout: Duration = .seconds(60)
+    /// The most scopes loaded at once (each holds its state and, with a data directory, an open
+    /// file). A fetch past it is answered with a `limit-exceeded` error until idle scopes unload.
+    public var maxOpenScopes = 1_000
+    /// The most scopes one session may fetch; more are answered with a `limit-exceeded` error.
+    public var maxScopesPerSession = 100
+    /// Failed session attempts (denied `SessionCreate`, unknown session token) one peer address
+    /// may make within ``failedAttemptWindow``; after that its connections are closed with 4096
+    /// at once for ``failedAttemptWindow``.
+    public var maxFailedAttempts = 5
+    /// See ``maxFailedAttempts``.
+    public var failedAttemptWindow: Duration = .seconds(60)
     /// Decides on `SessionCreate` from its params and the connection's headers; false denies
-    /// ("Session creation denied").
+    /// ("Session creation denied"): the connection is closed with 4096 and that reason.
     public var sessionHook: @Sendable (_ params: [String: JSON], _ headers: [(String, String)]) async -> Bool = { _, _ in true }
     /// Decides on every connection, new or resuming (§8.8), from its headers; false closes it
     /// with 4096 `rejected`.
@@ -58,6 +77,7 @@ public struct ServerOptions: Sendable {
 
     var limits: ServerLimits {
         ServerLimits(maxMessageBytes: maxMessageBytes, maxFragmentsPerMessage: maxFragmentsPerMessage,
-                     maxObjectsPerScope: maxObjectsPerScope, maxResendBuffer: maxResendBuffer)
+                     maxObjectsPerScope: maxObjectsPerScope, maxResendBytes: maxResendBytes,
+                     maxScopesPerSession: maxScopesPerSession)
     }
 }

@@ -26,6 +26,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     // Written on the loop thread before the connection is handed out; constant afterwards.
     /// The request target: the URL's path and query on a client, the requested one on a server.
     public private(set) var path: String
+    /// The peer's IP address (e.g. `127.0.0.1`), if the socket could tell.
+    public let remoteHost: String?
     /// The client's handshake request (server side only; nil on a client).
     public private(set) var requestHeaders: HTTPHead?
     /// The negotiated subprotocol, if any.
@@ -64,6 +66,7 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     init(role: Role, fd: Int32, loop: EventLoop, options: WebSocketOptions, path: String) {
         self.role = role
+        self.remoteHost = SocketAddress.peer(of: fd)?.host
         self.loop = loop
         self.options = options
         self.path = path

@@ -29,16 +29,7 @@ struct ServerDeliveryTests {
 
     @Test func resumeWithTokenResendsWhatWasNotAcknowledged() async throws {
         let server = try ContrailServer(options: Wire.options())
-        let a = ServerTestClient(server: server)
-        let b = ServerTestClient(server: server)
-        let tokenB = try await b.createSession()
-        try await a.createSession()
-        let (_, state) = try await a.fetch("S", index: 1)
-        let root = try #require(state["rootUUID"]?.stringValue)
-        _ = try await b.fetch("S", index: 1)
-        // B acknowledges the fetch reply and state (indices 1, 2), then drops off.
-        try await b.send(#"{"type":"Ping","index":0,"ack":2,"resendMissing":false}"#)
-        await b.transport.close(code: 1006, reason: "network gone")
+        let (a, tokenB, root) = try await ServerTestClient.oneStaysOneLeaves(server)
         _ = try await a.sync(index: 2, fragments: [Wire.fragment("change", root, "Root", ["v": 1])])
         _ = try await a.sync(index: 3, fragments: [Wire.fragment("change", root, "Root", ["v": 2])])
         // B comes back with its token and asks for what it missed.
@@ -68,12 +59,12 @@ struct ServerDeliveryTests {
 
     @Test func fullResendBufferEndsTheSession() async throws {
         var options = Wire.options()
-        options.maxResendBuffer = 4
+        options.maxResendBytes = 850   // two fetches of an empty scope (~330 bytes each) fit, a third does not
         let server = try ContrailServer(options: options)
         let a = ServerTestClient(server: server)
         try await a.createSession()
-        _ = try await a.fetch("S", index: 1)          // 2 unacked
-        _ = try await a.fetch("S2", index: 2)         // 4 unacked
+        _ = try await a.fetch("S", index: 1)
+        _ = try await a.fetch("S2", index: 2)
         try await a.send(#"{"type":"ScopeFetch","index":3,"name":"S3","params":{}}"#)
         let closed = try await a.awaitClose()
         #expect(closed?.code == 4097)

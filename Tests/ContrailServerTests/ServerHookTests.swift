@@ -15,8 +15,10 @@ struct ServerHookTests {
         #expect(reply["type"] == "SessionCreateReply")
         #expect(reply["sessionToken"] == nil)
         #expect(reply["error"] == ["message": "Session creation denied"])
-        // The connection may try again with the right params.
-        let token = try await client.createSession(params: ["token": "secret"])
+        // Then the connection is closed (4096, with the reason): another try needs a new one.
+        let closed = try await client.awaitClose()
+        #expect(closed?.code == 4096)
+        let token = try await ServerTestClient(server: server).createSession(params: ["token": "secret"])
         #expect(!token.isEmpty)
         await server.stop()
     }

@@ -27,9 +27,13 @@ struct ServerScopeStoreTests {
         let late = store.apply([change(root, ["pinned": .string(card.wireString)])], atomic: false, maxObjects: 100)
         #expect(late.replies.first?.error?.message == "No such ModelObject '\(card.wireString)' at 'pinned'")
 
-        // A plain UUID-valued property that names no object at all is still fine.
+        // A UUID that names no object at all is a dangling reference too (no poison, issue 8): the
+        // server cannot tell it from a UUID-valued property, and accepting it could leave a scope
+        // that typed clients cannot fetch.
         let plain = UUID()
         let value = store.apply([change(root, ["token": .string(plain.wireString)])], atomic: false, maxObjects: 100)
-        #expect(value.replies.allSatisfy { $0.isAccepted })
+        #expect(value.replies.first?.error?.message == "No such ModelObject '\(plain.wireString)' at 'token'")
+        let text = store.apply([change(root, ["token": "not a uuid"])], atomic: false, maxObjects: 100)
+        #expect(text.replies.allSatisfy { $0.isAccepted })
     }
 }

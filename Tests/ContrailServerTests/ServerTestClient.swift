@@ -3,9 +3,10 @@ import ContrailServer
 import Foundation
 import Testing
 
-/// Drives a server with raw JSON frames over an in-memory transport, as a wire peer would.
+/// Drives a server with raw JSON frames over a transport (in memory or WebSocket), as a wire peer would.
+/// Invariant for `@unchecked Sendable`: one test task drives it at a time.
 final class ServerTestClient: @unchecked Sendable {
-    let transport: InMemoryTransport
+    let transport: any SyncTransport
     private var iterator: AsyncThrowingStream<String, any Error>.Iterator
     /// Messages received but not yet taken.
     private var buffered: [JSON] = []
@@ -20,6 +21,18 @@ final class ServerTestClient: @unchecked Sendable {
         server.accept(serverEnd, headers: headers)
     }
 
+    /// A client over `transport` (e.g. a WebSocket to a server in a child process).
+    init(transport: any SyncTransport) {
+        self.transport = transport
+        iterator = transport.frames.makeAsyncIterator()
+    }
+
+    /// A client over a real WebSocket to `ws://127.0.0.1:port/`.
+    static func connect(port: UInt16, headers: [(String, String)] = []) async throws -> ServerTestClient {
+        let transport = try await WebSocketConnector(url: "ws://127.0.0.1:\(port)/").connect(headers: headers)
+        return ServerTestClient(transport: transport)
+    }
+
     func send(_ text: String) async throws {
         try await transport.send(text)
     }
@@ -28,8 +41,9 @@ final class ServerTestClient: @unchecked Sendable {
         try await transport.send(json.jsonString)
     }
 
-    /// The next frame's text, or nil when the transport ended (see `closed`).
-    func nextFrame(timeout: Duration = .seconds(5)) async throws -> String? {
+    /// The next frame's text, or nil when the transport ended (see `closed`). The default wait is
+    /// long: the machine running the whole suite may be very busy.
+    func nextFrame(timeout: Duration = .seconds(30)) async throws -> String? {
         if finished { return nil }
         let box = IteratorBox(iterator)
         let frame: String? = try await withThrowingTaskGroup(of: String?.self) { group in
@@ -53,7 +67,7 @@ final class ServerTestClient: @unchecked Sendable {
     }
 
     /// The next message (any type), unwrapping array frames.
-    func nextMessage(timeout: Duration = .seconds(5)) async throws -> JSON? {
+    func nextMessage(timeout: Duration = .seconds(30)) async throws -> JSON? {
         while buffered.isEmpty {
             guard let frame = try await nextFrame(timeout: timeout) else { return nil }
             let json = try JSON(parsing: frame)
@@ -64,7 +78,7 @@ final class ServerTestClient: @unchecked Sendable {
     }
 
     /// The next message that is not a keep-alive Ping.
-    func next(timeout: Duration = .seconds(5)) async throws -> JSON {
+    func next(timeout: Duration = .seconds(30)) async throws -> JSON {
         while true {
             guard let message = try await nextMessage(timeout: timeout) else {
                 throw TransportEnded(closed: closed)
@@ -75,9 +89,24 @@ final class ServerTestClient: @unchecked Sendable {
     }
 
     /// Waits until the server closes the transport; returns how.
-    func awaitClose(timeout: Duration = .seconds(5)) async throws -> TransportClosed? {
+    func awaitClose(timeout: Duration = .seconds(30)) async throws -> TransportClosed? {
         while try await nextMessage(timeout: timeout) != nil {}
         return closed
+    }
+
+    /// Two sessions on scope "S": the first stays; the second acknowledges its fetch reply and state
+    /// (indices 1, 2), then drops off. Returns the first, the second's token and the root UUID.
+    static func oneStaysOneLeaves(_ server: ContrailServer) async throws -> (ServerTestClient, String, String) {
+        let a = ServerTestClient(server: server)
+        let b = ServerTestClient(server: server)
+        let tokenB = try await b.createSession()
+        try await a.createSession()
+        let (_, state) = try await a.fetch("S", index: 1)
+        let root = try #require(state["rootUUID"]?.stringValue)
+        _ = try await b.fetch("S", index: 1)
+        try await b.send(#"{"type":"Ping","index":0,"ack":2,"resendMissing":false}"#)
+        await b.transport.close(code: 1006, reason: "network gone")
+        return (a, tokenB, root)
     }
 
     /// SessionCreate, and the token from the reply.

@@ -1,9 +1,9 @@
 import Foundation
 
-/// `contrail bench [model|scope|websocket|sync|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|json|websocket|sync|durability|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|json|websocket|sync|all] [--json] [--smoke]
+    usage: contrail bench [model|scope|json|websocket|sync|durability|all] [--json] [--smoke]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline.
       --json   one JSON object per line: {"name","value","unit","baseline","ratio"}
@@ -18,12 +18,12 @@ enum BenchCommand {
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "json", "websocket", "sync": suites.append(argument)
-            case "all": suites += ["model", "scope", "json", "websocket", "sync"]
+            case "model", "scope", "json", "websocket", "sync", "durability": suites.append(argument)
+            case "all": suites += ["model", "scope", "json", "websocket", "sync", "durability"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
         }
-        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "sync"] }
+        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "sync", "durability"] }
         if !options.json {
             print(pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
         }
@@ -35,6 +35,7 @@ enum BenchCommand {
             case "json": figures = try await JSONBench.run(options)
             case "websocket": figures = try await WebSocketBench.run(options)
             case "sync": figures = try await SyncBench.run(options)
+            case "durability": figures = try await DurabilityBench.run(options)
             default: figures = []
             }
             for figure in figures { report(figure, json: options.json) }

@@ -24,13 +24,15 @@ enum PropertyKind: String, Sendable, Equatable {
 extension PropertyKind {
     /// Checks `value` for property `key` whose kind is `known` (nil: not seen yet) and infers the
     /// kind when it is open. `exists` says whether a UUID names an object of the scope (or one
-    /// added by the same message); `wasRemoved` whether it named one that has been collected. A
-    /// value naming a collected object is a dangling reference, even while the kind is open (so
-    /// a late reference cannot teach the server that the property holds plain strings). Returns the
-    /// §5.2 message on failure.
+    /// added by the same message).
+    ///
+    /// No poison: a string in UUID form naming no object of the scope or the message is a dangling
+    /// reference and rejected, whatever kind the property has or would be inferred as. Otherwise a
+    /// first value like `["<unknown uuid>"]` would teach the server that the property holds plain
+    /// strings and leave a scope that every typed client's fetch rejects. (The cost: a UUID-typed
+    /// value property can only hold UUIDs of objects of the scope.) Returns the §5.2 message on failure.
     static func check(
-        _ value: JSON, key: String, known: PropertyKind?, exists: (UUID) -> Bool,
-        wasRemoved: (UUID) -> Bool = { _ in false }
+        _ value: JSON, key: String, known: PropertyKind?, exists: (UUID) -> Bool
     ) -> PropertyCheck {
         switch value {
         case .null:
@@ -39,14 +41,14 @@ extension PropertyKind {
             }
             return .success(CheckedValue(value: .null, kind: nil, references: []))
         case .array(let elements):
-            return checkArray(elements, key: key, known: known, exists: exists, wasRemoved: wasRemoved)
+            return checkArray(elements, key: key, known: known, exists: exists)
         default:
-            return checkScalar(value, key: key, known: known, exists: exists, wasRemoved: wasRemoved)
+            return checkScalar(value, key: key, known: known, exists: exists)
         }
     }
 
     private static func checkScalar(
-        _ value: JSON, key: String, known: PropertyKind?, exists: (UUID) -> Bool, wasRemoved: (UUID) -> Bool
+        _ value: JSON, key: String, known: PropertyKind?, exists: (UUID) -> Bool
     ) -> PropertyCheck {
         if let known, known.isArray {
             return .failure(WireErrorBody(message: "Collection type without array value at '\(key)'"))
@@ -61,6 +63,9 @@ extension PropertyKind {
             }
             return .success(CheckedValue(value: .string(uuid.wireString), kind: nil, references: [uuid]))
         case .string?, .number?, .bool?:
+            if let dangling = danglingUUID(value, exists: exists) {
+                return .failure(WireErrorBody(message: "No such ModelObject '\(dangling.wireString)' at '\(key)'"))
+            }
             let kind = scalarKind(of: value)
             guard kind == known else {
                 return .failure(WireErrorBody(message: "Not valid type at '\(key)', should be \(known.map(\.typeName) ?? "")"))
@@ -72,21 +77,24 @@ extension PropertyKind {
                 if exists(uuid) {
                     return .success(CheckedValue(value: .string(uuid.wireString), kind: .reference, references: [uuid]))
                 }
-                if wasRemoved(uuid) {
-                    return .failure(WireErrorBody(message: "No such ModelObject '\(uuid.wireString)' at '\(key)'"))
-                }
+                return .failure(WireErrorBody(message: "No such ModelObject '\(uuid.wireString)' at '\(key)'"))
             }
             return .success(CheckedValue(value: value, kind: scalarKind(of: value), references: []))
         }
     }
 
     private static func checkArray(
-        _ elements: [JSON], key: String, known: PropertyKind?, exists: (UUID) -> Bool, wasRemoved: (UUID) -> Bool
+        _ elements: [JSON], key: String, known: PropertyKind?, exists: (UUID) -> Bool
     ) -> PropertyCheck {
         switch known {
         case .collection?:
             return checkCollection(elements, key: key, exists: exists)
         case .stringArray?, .numberArray?, .boolArray?:
+            let dangling = elements.compactMap { danglingUUID($0, exists: exists) }
+            if !dangling.isEmpty {
+                let list = dangling.map { "'\($0.wireString)'" }.joined(separator: ", ")
+                return .failure(WireErrorBody(message: "No such ModelObjects [\(list)] at '\(key)'"))
+            }
             for element in elements where arrayKind(ofElement: element) != known {
                 return .failure(WireErrorBody(message: "Not valid type at '\(key)', should be array of \(known.map(\.typeName) ?? "")"))
             }
@@ -102,7 +110,7 @@ extension PropertyKind {
                 return .success(CheckedValue(value: .array(elements), kind: known == nil ? .array : nil, references: []))
             }
             if case .string = first, elements.contains(where: { element in
-                if case .string(let text) = element, let uuid = UUID(wireString: text) { return exists(uuid) || wasRemoved(uuid) }
+                if case .string(let text) = element { return UUID(wireString: text) != nil }
                 return false
             }) {
                 var checked = checkCollection(elements, key: key, exists: exists)
@@ -132,6 +140,12 @@ extension PropertyKind {
             return .failure(WireErrorBody(message: "No such ModelObjects [\(list)] at '\(key)'"))
         }
         return .success(CheckedValue(value: .array(uuids.map { .string($0.wireString) }), kind: nil, references: uuids))
+    }
+
+    /// The UUID a string value names when it is in UUID form and names no object.
+    private static func danglingUUID(_ value: JSON, exists: (UUID) -> Bool) -> UUID? {
+        guard case .string(let text) = value, let uuid = UUID(wireString: text), !exists(uuid) else { return nil }
+        return uuid
     }
 
     private static func scalarKind(of value: JSON) -> PropertyKind {

@@ -2,29 +2,49 @@ import Contrail
 import Foundation
 
 /// A scope's log in the data directory: a snapshot record followed by one record per accepted
-/// change set (its effective fragments). Reopening replays them; the log is compacted into a
-/// fresh snapshot when it has grown well past the last one.
-final class ScopePersistence {
-    private let log: LogFile
-    private let name: String
-    private var compactedSize: Int
-
-    private init(log: LogFile, name: String) {
-        self.log = log
-        self.name = name
-        self.compactedSize = log.size
+/// change set (its effective fragments). Reopening replays them.
+///
+/// Only its ``ScopeLogWriter``'s thread calls its methods; scope actors hold it as a handle to
+/// pass back to the writer. `@unchecked Sendable` invariant: every method runs on
+/// `writer`'s thread (asserted in debug builds), so the `LogFile` is used by one thread only.
+final class ScopePersistence: @unchecked Sendable {
+    /// A log just opened and replayed.
+    struct Opened: Sendable {
+        let persistence: ScopePersistence
+        let store: ScopeStore
+        /// The log's size in bytes after opening.
+        let size: Int
     }
 
-    /// Opens (or creates) the log of scope `name` in `directory` and returns the restored store,
-    /// or a new one when the log is empty.
-    static func open(directory: URL, name: String, fsync: FsyncPolicy) throws(ServerError) -> (ScopePersistence, ScopeStore) {
+    /// The scope's name.
+    let name: String
+    private let log: LogFile
+    private unowned let writer: ScopeLogWriter
+    private var lastSync = ContinuousClock.now
+    /// The first write or sync failure: every later write fails too, so nothing is acknowledged
+    /// on top of a change set that did not reach the disk.
+    private var failure: ServerError?
+
+    private init(log: LogFile, name: String, writer: ScopeLogWriter) {
+        self.log = log
+        self.name = name
+        self.writer = writer
+    }
+
+    /// Opens (or creates) the log of scope `name` in `directory` and replays it (cutting a torn
+    /// tail, which it logs); a new log gets a snapshot of a fresh store. O(log size).
+    static func open(directory: URL, name: String, log serverLog: ServerLog, writer: ScopeLogWriter) throws(ServerError) -> Opened {
         let url = directory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
         let log: LogFile
         let recovery: LogRecovery
         do {
-            (log, recovery) = try LogFile.open(at: url, fsync: fsync)
+            // The writer decides when to sync; the log itself never does.
+            (log, recovery) = try LogFile.open(at: url, fsync: .never)
         } catch {
             throw ServerError.persistence(scope: name, reason: error.description)
+        }
+        if let tail = recovery.truncatedTail {
+            serverLog.write("scope '\(name)': cut a torn tail of \(tail.discardedBytes) bytes at offset \(tail.offset) (\(tail.reason))")
         }
         var store: ScopeStore?
         for record in recovery.records {
@@ -53,45 +73,65 @@ final class ScopePersistence {
                 _ = store?.apply(fragments, atomic: false, maxObjects: .max, changeSetID: id)
             }
         }
-        let persistence = ScopePersistence(log: log, name: name)
-        if let store { return (persistence, store) }
+        let persistence = ScopePersistence(log: log, name: name, writer: writer)
+        if let store { return Opened(persistence: persistence, store: store, size: log.size) }
         let fresh = ScopeStore()
-        try persistence.compact(fresh)
-        return (persistence, fresh)
+        try persistence.compact(snapshot: fresh.snapshotJSON(name: name).serialized())
+        return Opened(persistence: persistence, store: fresh, size: log.size)
     }
 
-    /// Appends an accepted change set (with its id, for deduplication after a restart) and writes
-    /// it out to the OS before returning.
-    func append(_ fragments: [SyncFragment], changeSetID: UUID? = nil) throws(ServerError) {
+    /// The record payload of an accepted change set, with its id (for deduplication after a restart).
+    static func changeSetPayload(_ fragments: [SyncFragment], changeSetID: UUID? = nil) -> [UInt8] {
         var payload = Array(#"{"fragments":"#.utf8) + SyncFragment.serialized(fragments)
         if let changeSetID { payload += Array(#","changeSet":""#.utf8) + Array(changeSetID.wireString.utf8) + [UInt8(ascii: "\"")] }
         payload.append(UInt8(ascii: "}"))
+        return payload
+    }
+
+    /// Appends a change-set record and writes it out to the OS (not synced).
+    func write(_ payload: [UInt8]) throws(ServerError) {
+        assert(writer.isCurrentThread, "a scope log is used off its writer thread")
+        if let failure { throw failure }
         do {
             try log.append(.changeSet, payload)
             try log.flush()
         } catch {
-            throw ServerError.persistence(scope: name, reason: error.description)
+            failure = ServerError.persistence(scope: name, reason: error.description)
+            throw failure.unsafelyUnwrapped
         }
     }
 
-    /// Replaces the log with a snapshot of `store` when it has grown to several times the last one.
-    func compactIfNeeded(_ store: ScopeStore) throws(ServerError) {
-        guard log.size > max(1 << 20, compactedSize * 4) else { return }
-        try compact(store)
+    /// Forces everything written to disk (`fdatasync`).
+    func sync() throws(ServerError) {
+        assert(writer.isCurrentThread, "a scope log is used off its writer thread")
+        if let failure { throw failure }
+        do {
+            try log.sync()
+            lastSync = .now
+        } catch {
+            failure = ServerError.persistence(scope: name, reason: error.description)
+            throw failure.unsafelyUnwrapped
+        }
     }
 
-    /// Replaces the log with a snapshot of `store`.
-    func compact(_ store: ScopeStore) throws(ServerError) {
+    /// How long ago the log was last synced.
+    var timeSinceSync: Duration { ContinuousClock.now - lastSync }
+
+    /// Replaces the log with one snapshot record (written, synced and renamed into place).
+    func compact(snapshot: [UInt8]) throws(ServerError) {
+        assert(writer.isCurrentThread, "a scope log is used off its writer thread")
         do {
-            try log.compact(snapshot: store.snapshotJSON(name: name).serialized())
-            compactedSize = log.size
+            try log.compact(snapshot: snapshot)
+            lastSync = .now
         } catch {
             throw ServerError.persistence(scope: name, reason: error.description)
         }
     }
 
-    /// Writes out and closes the log.
-    func close() {
+    /// Writes out, syncs if `sync`, and closes the log.
+    func close(sync: Bool) {
+        assert(writer.isCurrentThread, "a scope log is used off its writer thread")
+        if sync { try? log.sync() }
         try? log.close()
     }
 }

@@ -46,7 +46,6 @@ extension ScopeStore {
         guard case .object(var members) = stateJSON() else { return .null }
         members["name"] = .string(name)
         members["kinds"] = .object(kindMembers)
-        members["forgotten"] = .array(removed.prefix(Self.maxSnapshotForgotten).map { .string($0.wireString) })
         members["changeSets"] = .array(applied.ids.map { .string($0.wireString) })
         return .object(members)
     }
@@ -73,14 +72,8 @@ extension ScopeStore {
             }
         }
         self.init(rootUUID: root, objects: objects, kinds: kinds)
-        if case .array(let forgotten)? = snapshot["forgotten"] {
-            for case .string(let text) in forgotten { if let uuid = UUID(wireString: text) { forget(uuid) } }
-        }
         if case .array(let changeSets)? = snapshot["changeSets"] {
             for case .string(let text) in changeSets { if let id = UUID(wireString: text) { rememberApplied(id) } }
         }
     }
-
-    /// How many forgotten UUIDs a snapshot keeps.
-    static let maxSnapshotForgotten = 100_000
 }

@@ -11,14 +11,8 @@ struct ScopeStore: Sendable {
     private(set) var objects: [UUID: StoredObject]
     /// The kind learnt for each (class, property).
     private(set) var kinds: [KindKey: PropertyKind]
-    /// UUIDs known not to name objects (at most `maxRemembered`): objects collected as orphans, and
-    /// objects whose `add` was rejected. A value naming one is a dangling reference, not a plain
-    /// string, so a change set sent before the rejection came back cannot teach the server that a
-    /// reference property holds strings. Kept in snapshots.
-    private(set) var removed: Set<UUID> = []
     /// The change sets applied most recently, by id (kept in snapshots and log records).
     private(set) var applied = RecentChangeSets()
-    private static let maxRemembered = 1_000_000
 
     /// A new scope: a root with a fresh UUID and no class name yet (the first fragment naming the
     /// root fills it in).
@@ -99,8 +93,6 @@ struct ScopeStore: Sendable {
         for (index, plan) in pass.plans.enumerated() {
             if let error = plan.error {
                 replies.append(.rejected(error))
-                let fragment = fragments[index]
-                if fragment.kind == .add, objects[fragment.uuid] == nil { forget(fragment.uuid) }
                 continue
             }
             replies.append(FragmentReply(error: nil, modifications: plan.modifications.isEmpty ? nil : plan.modifications))
@@ -127,15 +119,8 @@ struct ScopeStore: Sendable {
             }
         }
         if reachable.count < objects.count {
-            for uuid in objects.keys where !reachable.contains(uuid) { forget(uuid) }
             objects = objects.filter { reachable.contains($0.key) }
         }
-    }
-
-    /// Remembers that `uuid` names no object (any more).
-    mutating func forget(_ uuid: UUID) {
-        if removed.count >= Self.maxRemembered { removed.removeAll() }
-        removed.insert(uuid)
     }
 
     /// Calls `body` with each object `object` references, in property-name order.
@@ -171,8 +156,6 @@ struct ScopeStore: Sendable {
         let temporaries = pass.temporaries
         let objects = self.objects
         let exists: (UUID) -> Bool = { uuid in objects[uuid] != nil || temporaries[uuid] != nil }
-        let removed = self.removed
-        let wasRemoved: (UUID) -> Bool = { removed.contains($0) }
         // Pass 2: each fragment in message order against the state left by the earlier ones.
         for (index, fragment) in fragments.enumerated() {
             if let error = forced[index] { pass.plans[index].error = error; continue }
@@ -204,7 +187,7 @@ struct ScopeStore: Sendable {
                 }
                 let kindKey = KindKey(className: target.className, property: key)
                 let known = localKinds[kindKey] ?? pass.kinds[kindKey] ?? kinds[kindKey]
-                switch PropertyKind.check(value, key: key, known: known, exists: exists, wasRemoved: wasRemoved) {
+                switch PropertyKind.check(value, key: key, known: known, exists: exists) {
                 case .failure(let error):
                     plan.error = error
                     failed = true

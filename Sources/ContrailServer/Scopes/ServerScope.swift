@@ -5,6 +5,10 @@ import Foundation
 /// it, and its log. Change sets are applied one at a time in arrival order (one total order per
 /// scope); broadcasts go straight into the subscribers' outboxes, so every session sees them in
 /// that order.
+///
+/// Loading takes one of the server's ``ScopeSlots``. With a data directory, a scope unused for
+/// `idleTimeout` snapshots its state, closes its log file, leaves memory and gives its slot back;
+/// the next fetch or sync reloads it.
 actor ServerScope {
     /// A session subscribed to this scope.
     private struct Subscriber {
@@ -16,106 +20,223 @@ actor ServerScope {
     let name: String
     private let limits: ServerLimits
     private let dataDirectory: URL?
-    private let fsync: FsyncPolicy
+    /// Does the disk I/O; nil for a server in memory.
+    private let writer: ScopeLogWriter?
     private let log: ServerLog
     private var store: ScopeStore?
     private var persistence: ScopePersistence?
+    /// The log being opened, which later callers wait for too.
+    private var loading: Task<Result<ScopePersistence.Opened, ServerError>, Never>?
+    /// Bytes in the log, and in it after the last compaction (compaction is due at 4×).
+    private var logBytes = 0
+    private var compactedBytes = 0
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     /// The `fragments` text of the current full state, until the next change.
     private var cachedState: String?
     /// Set by ``close()``: the scope no longer loads or accepts anything.
     private var isClosed = false
+    private let slots: ScopeSlots
+    /// Whether this scope holds one of `slots` (from loading until it unloads or closes).
+    private var holdsSlot = false
+    private let idleTimeout: Duration
+    private var lastUse = ContinuousClock.now
+    private var idleTask: Task<Void, Never>?
 
-    init(name: String, limits: ServerLimits, dataDirectory: URL?, fsync: FsyncPolicy, log: ServerLog) {
+    init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
+         idleTimeout: Duration, log: ServerLog) {
         self.name = name
         self.limits = limits
-        self.dataDirectory = dataDirectory
-        self.fsync = fsync
+        self.dataDirectory = writer == nil ? nil : dataDirectory
+        self.writer = writer
+        self.slots = slots
+        self.idleTimeout = idleTimeout
         self.log = log
     }
 
-    /// The store, loaded from the data directory on first use.
-    private func loadedStore() throws(ServerError) -> ScopeStore {
+    /// Takes a slot for loading, unless this scope holds one already.
+    private func takeSlot() throws(ServerError) {
+        if holdsSlot { return }
+        guard slots.take() else { throw ServerError.tooManyOpenScopes(limit: slots.limit) }
+        holdsSlot = true
+    }
+
+    private func giveSlot() {
+        if holdsSlot { slots.give() }
+        holdsSlot = false
+    }
+
+    /// The store, loaded from the data directory (on the writer thread) on first use.
+    private func loadedStore() async throws(ServerError) -> ScopeStore {
+        lastUse = .now
         if let store { return store }
         if isClosed { throw ServerError.stopped }
-        if let dataDirectory {
-            let (persistence, restored) = try ScopePersistence.open(directory: dataDirectory, name: name, fsync: fsync)
-            self.persistence = persistence
-            store = restored
-            log.write("scope '\(name)': loaded \(restored.objectCount) objects")
-            return restored
+        try takeSlot()
+        guard let writer, let dataDirectory else {
+            let fresh = ScopeStore()
+            store = fresh
+            return fresh
         }
-        let fresh = ScopeStore()
-        store = fresh
-        return fresh
+        let task: Task<Result<ScopePersistence.Opened, ServerError>, Never>
+        if let loading {
+            task = loading
+        } else {
+            let name = self.name
+            task = Task {
+                do throws(ServerError) { return .success(try await writer.open(directory: dataDirectory, name: name)) } catch { return .failure(error) }
+            }
+            loading = task
+        }
+        let result = await task.value
+        if let store { return store }  // an earlier waiter installed it
+        if loading == task { loading = nil }
+        let opened: ScopePersistence.Opened
+        do throws(ServerError) { opened = try result.get() } catch {
+            giveSlot()
+            throw error
+        }
+        if isClosed {
+            await writer.close(opened.persistence)
+            throw ServerError.stopped
+        }
+        persistence = opened.persistence
+        store = opened.store
+        logBytes = opened.size
+        compactedBytes = opened.size
+        log.write("scope '\(name)': loaded \(opened.store.objectCount) objects")
+        startIdleTimer()
+        return opened.store
+    }
+
+    /// Unloads the scope once it has been unused for `idleTimeout`.
+    private func startIdleTimer() {
+        guard idleTask == nil else { return }
+        let timeout = idleTimeout
+        idleTask = Task { [weak self] in
+            while let deadline = await self?.idleDeadline(timeout) {
+                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+                if await self?.unloadIfIdle(timeout) != false { return }
+            }
+        }
+    }
+
+    private func idleDeadline(_ timeout: Duration) -> ContinuousClock.Instant { lastUse + timeout }
+
+    /// Snapshots, closes the log and leaves memory if unused for `timeout`; returns whether it did.
+    private func unloadIfIdle(_ timeout: Duration) async -> Bool {
+        guard ContinuousClock.now - lastUse >= timeout, loading == nil else { return false }
+        idleTask = nil
+        guard let persistence, let store, let writer else { return true }
+        writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized())
+        self.persistence = nil
+        self.store = nil
+        cachedState = nil
+        giveSlot()
+        await writer.close(persistence)
+        log.write("scope '\(name)': unloaded after \(timeout) unused")
+        return true
+    }
+
+    /// Runs `deliver` once everything this scope sent to the log before is durable: on the writer
+    /// thread after the earlier appends, or at once for a scope in memory.
+    private func afterEarlierWrites(_ deliver: @escaping @Sendable () -> Void) {
+        if let writer, persistence != nil { writer.after(deliver) } else { deliver() }
     }
 
     /// Subscribes a session (once, however often it fetches) and queues `ScopeFetchReply` then
     /// `ScopeState` into its outbox, with no broadcast in between.
-    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) {
+    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
         let store: ScopeStore
         do {
-            store = try loadedStore()
+            store = try await loadedStore()
         } catch {
             log.write("scope '\(name)': \(error)")
-            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, error: WireErrorBody(message: "Scope could not be loaded")))) }
+            let reason = if case .tooManyOpenScopes(let limit) = error {
+                WireErrorBody.limitExceeded("Server holds the maximum of \(limit) open scopes; try again later")
+            } else {
+                WireErrorBody(message: "Scope could not be loaded")
+            }
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, error: reason))) }
             return
         }
         subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
         let fragments = cachedState ?? String(decoding: SyncFragment.serialized(store.stateFragments()), as: UTF8.self)
         cachedState = fragments
         let root = store.rootUUID.wireString
-        outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
-        outbox.enqueue { .scopeState(index: $0, scopeIndex: scopeIndex, rootUUID: root, fragments: fragments) }
+        afterEarlierWrites {
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
+            outbox.enqueue { .scopeState(index: $0, scopeIndex: scopeIndex, rootUUID: root, fragments: fragments) }
+        }
     }
 
-    /// Applies one `ScopeSync` from the session owning `outbox`: persists what was accepted,
-    /// broadcasts it to every other subscribed session, then queues the reply.
-    func sync(_ message: ScopeSync, from outbox: SessionOutbox) {
-        guard var store = try? loadedStore() else {
+    /// Applies one `ScopeSync` from the session owning `outbox`, then (once its record is durable,
+    /// see ``ScopeLogWriter``) broadcasts what was accepted to every other subscribed session and
+    /// queues the reply.
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox) async {
+        guard var store = try? await loadedStore() else {
             reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("scope could not be loaded"))
             return
         }
         self.store = nil  // keep the store uniquely referenced while it is mutated
         let outcome = store.apply(message.fragments, atomic: message.atomic == true, maxObjects: limits.maxObjectsPerScope,
                                   changeSetID: message.changeSetID)
-        if !outcome.accepted.isEmpty, let persistence {
-            do {
-                try persistence.append(outcome.accepted, changeSetID: message.changeSetID)
-                try persistence.compactIfNeeded(store)
-            } catch {
-                // Nothing was broadcast or acknowledged: drop the memory state, reload from disk.
-                log.write("scope '\(name)': \(error)")
-                persistence.close()
-                self.persistence = nil
-                cachedState = nil
-                reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("storage failed"))
-                return
-            }
-        }
         self.store = store
-        if !outcome.accepted.isEmpty {
-            cachedState = nil
-            broadcast(outcome.accepted, except: outbox)
+        let replies = outcome.replies
+        let replyTo = message.index
+        guard !outcome.accepted.isEmpty else {
+            afterEarlierWrites {
+                outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
+            }
+            return
         }
-        outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: outcome.replies))) }
+        cachedState = nil
+        let text = String(decoding: SyncFragment.serialized(outcome.accepted), as: UTF8.self)
+        let recipients = subscribers.filter { $0.key != ObjectIdentifier(outbox) }.map(\.value)
+        let deliver: @Sendable () -> Void = {
+            for subscriber in recipients {
+                let scopeIndex = subscriber.scopeIndex
+                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
+            }
+            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
+        }
+        guard let writer, let persistence else { deliver(); return }
+        let payload = ScopePersistence.changeSetPayload(outcome.accepted, changeSetID: message.changeSetID)
+        let fragmentCount = message.fragments.count
+        writer.append(persistence, payload) { [self] error in
+            guard let error else { deliver(); return }
+            // Not durable: nothing is broadcast or acknowledged; the scope reloads from disk.
+            let failed = Array(repeating: FragmentReply.rejected(WireErrorBody.couldNotApplySyncMessage("storage failed")), count: fragmentCount)
+            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: failed))) }
+            Task { await self.storageFailed(persistence, error) }
+        }
+        compactIfDue(persistence, store: store, appended: payload.count)
+    }
+
+    /// Snapshots the store into a fresh log once the log has grown to several times its last
+    /// compacted size. The snapshot is encoded here (O(objects)); the writer does the I/O.
+    private func compactIfDue(_ persistence: ScopePersistence, store: ScopeStore, appended: Int) {
+        logBytes += appended + 13
+        guard let writer, logBytes > max(1 << 20, compactedBytes * 4) else { return }
+        let snapshot = store.snapshotJSON(name: name).serialized()
+        writer.compact(persistence, snapshot: snapshot)
+        compactedBytes = snapshot.count + 29
+        logBytes = compactedBytes
+    }
+
+    /// A write or sync failed: drop the memory state (it holds changes that are not on disk) and
+    /// close the log; the next use reloads what the disk has.
+    private func storageFailed(_ failed: ScopePersistence, _ error: ServerError) async {
+        guard persistence === failed else { return }
+        log.write("scope '\(name)': \(error)")
+        persistence = nil
+        store = nil
+        cachedState = nil
+        giveSlot()
+        await writer?.close(failed)
     }
 
     private func reply(_ outbox: SessionOutbox, _ message: ScopeSync, all error: WireErrorBody) {
         let replies = Array(repeating: FragmentReply.rejected(error), count: message.fragments.count)
         outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
-    }
-
-    /// Sends accepted fragments to every subscriber but the originator: encoded once, the same
-    /// fragment text for all.
-    private func broadcast(_ fragments: [SyncFragment], except origin: SessionOutbox) {
-        guard subscribers.count > 1 || subscribers[ObjectIdentifier(origin)] == nil else { return }
-        let text = String(decoding: SyncFragment.serialized(fragments), as: UTF8.self)
-        let originID = ObjectIdentifier(origin)
-        for (id, subscriber) in subscribers where id != originID {
-            let scopeIndex = subscriber.scopeIndex
-            subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
-        }
     }
 
     /// Removes a session's subscription (expiry).
@@ -124,22 +245,29 @@ actor ServerScope {
     }
 
     /// The state as `Scope.stateJSON()` shapes it; nil if it cannot be loaded.
-    func stateJSON() -> JSON? {
-        (try? loadedStore())?.stateJSON()
+    func stateJSON() async -> JSON? {
+        (try? await loadedStore())?.stateJSON()
     }
 
     /// The number of subscribed sessions.
     var subscriberCount: Int { subscribers.count }
 
     /// The number of objects (loading the scope if needed; 0 if it cannot be loaded). For the inspector page.
-    var objectCount: Int { (try? loadedStore())?.objectCount ?? 0 }
+    var objectCount: Int {
+        get async { (try? await loadedStore())?.objectCount ?? 0 }
+    }
 
     /// Writes out and closes the log.
-    func close() {
+    func close() async {
         isClosed = true
-        if let persistence, let store { try? persistence.compact(store) }
-        persistence?.close()
-        persistence = nil
+        idleTask?.cancel()
+        idleTask = nil
+        giveSlot()
+        if let persistence, let writer {
+            if let store { writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized()) }
+            self.persistence = nil
+            await writer.close(persistence)
+        }
         store = nil
         subscribers = [:]
     }

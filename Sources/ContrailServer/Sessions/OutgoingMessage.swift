@@ -20,7 +20,8 @@ enum OutgoingMessage: Sendable {
         }
     }
 
-    /// A rough size in bytes, for reserving frame capacity.
+    /// A rough size in bytes, for reserving frame capacity and bounding resend buffers: exact for
+    /// the fragment text, which dominates; 128 for the other messages.
     var estimatedSize: Int {
         switch self {
         case .message: return 128
@@ -53,6 +54,25 @@ enum OutgoingMessage: Sendable {
             text += fragments
             text += "}"
         }
+    }
+
+    /// `messages` as frames of at most `maxBytes` each (a message larger than that gets a frame
+    /// of its own), in order. O(total size).
+    static func frames(_ messages: [OutgoingMessage], maxBytes: Int) -> [String] {
+        var frames: [String] = []
+        var text = "["
+        for message in messages {
+            var object = ""
+            message.write(to: &object)
+            if text.utf8.count > 1, text.utf8.count + object.utf8.count + 1 > maxBytes {
+                frames.append(text + "]")
+                text = "["
+            }
+            if text.utf8.count > 1 { text += "," }
+            text += object
+        }
+        if text.utf8.count > 1 { frames.append(text + "]") }
+        return frames
     }
 
     /// One frame holding `messages`: servers always send an array (§1.2).

@@ -8,10 +8,13 @@ import Synchronization
 final class ServerConnection: Sendable {
     private let transport: any SyncTransport
     private let headers: [(String, String)]
+    /// The peer's address, for counting failed attempts.
+    private let peer: String
     private let core: ServerCore
     private let closed = Atomic<Bool>(false)
 
-    init(transport: any SyncTransport, headers: [(String, String)], core: ServerCore) {
+    init(transport: any SyncTransport, headers: [(String, String)], peer: String, core: ServerCore) {
+        self.peer = peer
         self.transport = transport
         self.headers = headers
         self.core = core
@@ -23,8 +26,17 @@ final class ServerConnection: Sendable {
         await transport.close(code: code, reason: reason)
     }
 
+    /// Closes with 4096 and `reason`, counting a failed attempt against the peer. Logs one line
+    /// per episode: the first failure, and the moment the peer is refused.
     private func deny(_ reason: WireErrorBody) async {
-        core.log.write("connection denied: \(reason.message)")
+        switch core.throttle.recordFailure(of: peer) {
+        case .firstOfEpisode:
+            core.log.write("peer \(peer): connection denied: \(reason.message) (more failures from this peer are logged only if it is refused)")
+        case .repeated:
+            break
+        case .nowRefused(let count):
+            core.log.write("peer \(peer): \(count) failed attempts; refusing its connections for \(core.throttle.window)")
+        }
         await close(code: JetstreamCloseCode.denied, reason: reason.jsonString)
     }
 
@@ -35,71 +47,77 @@ final class ServerConnection: Sendable {
             return
         }
         defer { core.unregister(self) }
+        if let wait = core.throttle.refusal(of: peer) {
+            let seconds = Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))
+            let reason = WireErrorBody(message: "Too many failed attempts; try again in \(seconds) s", type: "rejected")
+            await close(code: JetstreamCloseCode.denied, reason: reason.jsonString)
+            return
+        }
         guard await core.options.connectionHook(headers) else {
             await deny(.rejected)
             return
         }
         var frames = transport.frames.makeAsyncIterator()
-        let session: ServerSession
         if let token = headers.first(where: { $0.0.lowercased() == "x-jetstream-sessiontoken" })?.1 {
             guard let resumed = core.session(token: token) else {
                 await deny(.sessionTokenUnrecognized)
                 return
             }
-            session = resumed
-            core.log.write("session \(session.number) resumed")
+            core.throttle.recordSuccess(of: peer)
+            core.log.write("session \(resumed.number) resumed")
+            await serve(resumed, resumed: true, &frames)
         } else {
             guard let created = await handshake(&frames) else { return }
-            session = created
+            await serve(created, resumed: false, &frames)
         }
-        await serve(session, &frames)
     }
 
-    /// Waits for a bare `SessionCreate` and asks the session hook. A denial is answered and the
-    /// connection waits for another `SessionCreate` (until the establish timeout).
+    /// Waits for a bare `SessionCreate` and asks the session hook. A denial is answered, then the
+    /// connection is closed with 4096 and the reason (a new attempt needs a new connection, and
+    /// counts against the peer).
     private func handshake(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async -> ServerSession? {
-        while true {
-            let timeout = core.options.establishTimeout
-            let timer = Task { [self] in
-                do { try await Task.sleep(for: timeout) } catch { return }
-                await deny(.sessionEstablishTimedOut)
-            }
-            let frame: String?
-            do { frame = try await frames.next() } catch { frame = nil }
-            timer.cancel()
-            guard let frame, !closed.load(ordering: .relaxed) else { return nil }
-            let create: SessionCreate
-            do {
-                let json = try JSON(parsing: frame, limits: JSONLimits(maxBytes: core.limits.maxMessageBytes))
-                guard case .object = json else { await deny(.unrecognizedHandshake); return nil }
-                guard case .sessionCreate(let message) = try Message(json: json) else { await deny(.unrecognizedHandshake); return nil }
-                create = message
-            } catch let error as WireError {
-                await deny(WireErrorBody(message: error.jetstreamMessage, type: "bad-input"))
-                return nil
-            } catch {
-                await deny(WireErrorBody(message: "Could not parse message input, input was not JSON", type: "bad-input"))
-                return nil
-            }
-            guard await core.options.sessionHook(create.params, headers) else {
-                core.log.write("session denied by the session hook")
-                let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: .sessionCreationDenied)))])
-                do { try await transport.send(reply) } catch { return nil }
-                continue
-            }
-            guard let session = core.makeSession() else {
-                await close(code: 1001, reason: "server is stopping")
-                return nil
-            }
-            core.log.write("session \(session.number) created (client version \(create.version))")
-            let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(sessionToken: session.token)))])
-            do { try await transport.send(reply) } catch { return session }
-            return session
+        let timeout = core.options.establishTimeout
+        let timer = Task { [self] in
+            do { try await Task.sleep(for: timeout) } catch { return }
+            await deny(.sessionEstablishTimedOut)
         }
+        let frame: String?
+        do { frame = try await frames.next() } catch { frame = nil }
+        timer.cancel()
+        guard let frame, !closed.load(ordering: .relaxed) else { return nil }
+        let create: SessionCreate
+        do {
+            let json = try JSON(parsing: frame, limits: JSONLimits(maxBytes: core.limits.maxMessageBytes))
+            guard case .object = json else { await deny(.unrecognizedHandshake); return nil }
+            guard case .sessionCreate(let message) = try Message(json: json) else { await deny(.unrecognizedHandshake); return nil }
+            create = message
+        } catch let error as WireError {
+            await deny(WireErrorBody(message: error.jetstreamMessage, type: "bad-input"))
+            return nil
+        } catch {
+            await deny(WireErrorBody(message: "Could not parse message input, input was not JSON", type: "bad-input"))
+            return nil
+        }
+        guard await core.options.sessionHook(create.params, headers) else {
+            // The protocol's answer first (clients report it), then the close with the reason.
+            let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: .sessionCreationDenied)))])
+            try? await transport.send(reply)
+            await deny(.sessionCreationDenied)
+            return nil
+        }
+        core.throttle.recordSuccess(of: peer)
+        guard let session = core.makeSession() else {
+            await close(code: 1001, reason: "server is stopping")
+            return nil
+        }
+        core.log.write("session \(session.number) created (client version \(create.version))")
+        let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(sessionToken: session.token)))])
+        do { try await transport.send(reply) } catch { return session }
+        return session
     }
 
     /// Attaches to the session and pumps frames both ways until the transport ends.
-    private func serve(_ session: ServerSession, _ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async {
+    private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async {
         let (accepted, previous) = await session.attach(self)
         guard accepted else {
             await deny(.sessionTokenUnrecognized)
@@ -108,13 +126,24 @@ final class ServerConnection: Sendable {
         await previous?.close(code: 1000, reason: "replaced by a newer connection of the session")
         let outbox = session.outbox
         let (wake, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let generation = outbox.attach(wakeContinuation)
-        let writer = Task { [transport] in
+        let generation = outbox.attach(wakeContinuation, resumed: resumed)
+        let writer = Task { [transport, core] in
+            // Frames stay within the message limit (and small, so a close frame is not stuck
+            // behind much); a single message over the limit cannot be delivered: end the session
+            // with the reason instead of stalling.
+            let maxBytes = core.limits.maxMessageBytes
             for await _ in wake {
                 while true {
                     let batch = outbox.takePending()
                     if batch.isEmpty { break }
-                    do { try await transport.send(OutgoingMessage.frame(batch)) } catch { return }
+                    for frame in OutgoingMessage.frames(batch, maxBytes: min(maxBytes, 1 << 20)) {
+                        guard frame.utf8.count <= maxBytes else {
+                            core.expireSession(token: session.token, reason: .limitExceeded(
+                                "A message of \(frame.utf8.count) bytes is over the message limit of \(maxBytes) bytes; start a new session"))
+                            return
+                        }
+                        do { try await transport.send(frame) } catch { return }
+                    }
                 }
             }
         }

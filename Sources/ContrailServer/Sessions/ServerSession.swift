@@ -32,9 +32,9 @@ actor ServerSession {
         self.token = token
         self.core = core
         let limits = core.limits
-        self.outbox = SessionOutbox(limit: limits.maxResendBuffer) { [token] in
+        self.outbox = SessionOutbox(limitBytes: limits.maxResendBytes) { [token] in
             core.expireSession(token: token, reason: .limitExceeded(
-                "Resend buffer is full (\(limits.maxResendBuffer) unacknowledged messages); start a new session"))
+                "Resend buffer is full (\(limits.maxResendBytes) bytes unacknowledged); start a new session"))
         }
     }
 
@@ -136,9 +136,15 @@ actor ServerSession {
     }
 
     private func process(_ item: IncomingItem) async -> Verdict {
+        if case .message(.ping(let ping)) = item, ping.resendMissing {
+            outbox.resend(after: ping.ack)
+            return .proceed
+        }
+        // A resumed client that does not start with the resend exchange gets its backlog now.
+        outbox.releaseBacklog()
         switch item {
         case .message(.ping(let ping)):
-            if ping.resendMissing { outbox.resend(after: ping.ack) } else { outbox.acknowledge(ping.ack) }
+            outbox.acknowledge(ping.ack)
             return .proceed
         case .message(.sessionCreate):
             core.log.write("session \(number): ignored a SessionCreate on an established session")
@@ -199,6 +205,12 @@ actor ServerSession {
         if let existing = scopeIndexByName[fetch.name] {
             scopeIndex = existing
             scope = scopes[existing]
+        } else if scopes.count >= core.limits.maxScopesPerSession {
+            let limit = core.limits.maxScopesPerSession
+            core.log.write("session \(number): fetch of '\(fetch.name)' refused: the session holds \(limit) scopes")
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: .limitExceeded(
+                "Session holds the maximum of \(limit) scopes")))) }
+            return
         } else {
             scope = core.scope(named: fetch.name)
             scopeIndex = scopes.count

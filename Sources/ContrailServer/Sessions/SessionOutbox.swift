@@ -2,15 +2,24 @@ import Contrail
 import Synchronization
 
 /// A session's outgoing side, safe to use from any task: numbers sequenced messages, keeps them
-/// until the client acknowledges them (the resend buffer, bounded), and queues them for the
-/// writer of the connection currently attached. Scopes enqueue broadcasts here synchronously,
+/// until the client acknowledges them (the resend buffer, bounded in bytes), and queues them for
+/// the writer of the connection currently attached. Scopes enqueue broadcasts here synchronously,
 /// so each session sees a scope's changes in the scope's order without awaiting anything.
+///
+/// Each message is sent once per connection: after a resume, sequenced messages wait in the
+/// resend buffer for the client's `Ping{resendMissing:true}` (§1.6), which sends them all in
+/// order, instead of also being queued for the new connection (or, for a client that skips the
+/// exchange, until its first other message: ``releaseBacklog()``).
 final class SessionOutbox: Sendable {
     private struct State {
         var nextIndex = 1
         /// Sent or queued sequenced messages not yet acknowledged, in index order, from `start`.
         var unacked: [OutgoingMessage] = []
         var start = 0
+        /// Estimated bytes of `unacked[start...]`.
+        var unackedBytes = 0
+        /// A resumed connection is attached and the client has not asked for the resend yet.
+        var awaitingResend = false
         /// Messages queued for the next frame.
         var pending: [OutgoingMessage] = []
         /// Wakes the attached connection's writer.
@@ -23,13 +32,15 @@ final class SessionOutbox: Sendable {
     }
 
     private let state = Mutex(State())
-    private let limit: Int
+    /// The most bytes (estimated) of unacknowledged messages kept.
+    let limitBytes: Int
     /// Called once, when the resend buffer goes over its limit.
     private let onOverflow: @Sendable () -> Void
 
-    /// An outbox whose resend buffer holds at most `limit` unacknowledged messages.
-    init(limit: Int, onOverflow: @escaping @Sendable () -> Void) {
-        self.limit = max(1, limit)
+    /// An outbox whose resend buffer holds at most `limitBytes` of unacknowledged messages (one
+    /// message is always kept, whatever its size).
+    init(limitBytes: Int, onOverflow: @escaping @Sendable () -> Void) {
+        self.limitBytes = max(1, limitBytes)
         self.onOverflow = onOverflow
     }
 
@@ -39,13 +50,17 @@ final class SessionOutbox: Sendable {
     func enqueue(_ make: (Int) -> OutgoingMessage) -> Bool {
         let (accepted, overflowNow) = state.withLock { state -> (Bool, Bool) in
             if state.overflowed { return (false, false) }
-            if state.unacked.count - state.start >= limit {
+            let message = make(state.nextIndex)
+            let size = message.estimatedSize
+            if state.unackedBytes + size > limitBytes, state.unacked.count > state.start {
                 state.overflowed = true
+                state.pending.removeAll()
                 return (false, true)
             }
-            let message = make(state.nextIndex)
             state.nextIndex += 1
             state.unacked.append(message)
+            state.unackedBytes += size
+            if state.awaitingResend { return (true, false) }
             state.pending.append(message)
             if state.pending.count == 1 { state.wake?.yield() }
             return (true, false)
@@ -93,6 +108,7 @@ final class SessionOutbox: Sendable {
     func resend(after ack: Int) {
         state.withLock { state in
             Self.prune(&state, ack: ack)
+            state.awaitingResend = false
             state.pending.removeAll(keepingCapacity: true)
             state.pending.append(.message(.ping(Ping(ack: state.clientIndex, resendMissing: true))))
             state.pending.append(contentsOf: state.unacked[state.start...])
@@ -100,7 +116,18 @@ final class SessionOutbox: Sendable {
         }
     }
 
-    /// Takes everything queued, for one frame; empty when nothing is.
+    /// After a resume, queues the backlog for a client that did not start with the resend
+    /// exchange. Does nothing otherwise.
+    func releaseBacklog() {
+        state.withLock { state in
+            guard state.awaitingResend else { return }
+            state.awaitingResend = false
+            state.pending.append(contentsOf: state.unacked[state.start...])
+            if !state.pending.isEmpty { state.wake?.yield() }
+        }
+    }
+
+    /// Takes everything queued (the writer splits it into frames); empty when nothing is.
     func takePending() -> [OutgoingMessage] {
         state.withLock { state in
             guard !state.pending.isEmpty else { return [] }
@@ -111,12 +138,17 @@ final class SessionOutbox: Sendable {
     }
 
     /// Connects the writer of a newly attached connection (replacing the previous one) and
-    /// returns the attachment's generation, for ``detach(generation:)``.
-    func attach(_ wake: AsyncStream<Void>.Continuation) -> Int {
+    /// returns the attachment's generation, for ``detach(generation:)``. On a resume
+    /// (`resumed`), queued sequenced messages are left to the resend exchange, so they are sent once.
+    func attach(_ wake: AsyncStream<Void>.Continuation, resumed: Bool) -> Int {
         let (previous, generation) = state.withLock { state -> (AsyncStream<Void>.Continuation?, Int) in
             let previous = state.wake
             state.wake = wake
             state.generation += 1
+            if resumed {
+                state.awaitingResend = true
+                state.pending.removeAll { $0.index != 0 }
+            }
             if !state.pending.isEmpty { wake.yield() }
             return (previous, state.generation)
         }
@@ -138,12 +170,17 @@ final class SessionOutbox: Sendable {
     /// The number of unacknowledged messages (for tests and logs).
     var unackedCount: Int { state.withLock { $0.unacked.count - $0.start } }
 
+    /// The estimated bytes of unacknowledged messages.
+    var unackedBytes: Int { state.withLock { $0.unackedBytes } }
+
     private static func prune(_ state: inout State, ack: Int) {
         while state.start < state.unacked.count, state.unacked[state.start].index <= ack {
+            state.unackedBytes -= state.unacked[state.start].estimatedSize
             state.start += 1
         }
         if state.start == state.unacked.count {
             state.unacked.removeAll(keepingCapacity: true)
+            state.unackedBytes = 0
             state.start = 0
         } else if state.start > 1024, state.start * 2 > state.unacked.count {
             state.unacked.removeFirst(state.start)

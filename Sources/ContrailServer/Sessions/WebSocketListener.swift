@@ -15,18 +15,21 @@ final class WebSocketListener: Sendable {
         options.httpResponder = httpResponder
         options.maxMessageSize = maxMessageBytes
         options.maxFrameSize = maxMessageBytes
+        // A session dropped for reading too slowly gets its close reason after the frames queued
+        // before it (at most the write buffer): give a slow reader time to get there.
+        options.closeTimeout = .seconds(30)
         server = WebSocketServer(host: host, port: port, options: options)
     }
 
     /// Starts listening; returns the bound port. Each accepted connection goes to `accept`.
-    func start(accept: @escaping @Sendable (any SyncTransport, [(String, String)]) -> Void) throws -> UInt16 {
+    func start(accept: @escaping @Sendable (any SyncTransport, [(String, String)], String?) -> Void) throws -> UInt16 {
         let port: UInt16
         do { port = try server.start() } catch { throw ServerError.listener(error.description) }
         guard !started.exchange(true, ordering: .relaxed) else { return port }
         let connections = server.connections
         Task {
             for await connection in connections {
-                accept(WebSocketTransport(connection), Self.parameters(of: connection))
+                accept(WebSocketTransport(connection), Self.parameters(of: connection), connection.remoteHost)
             }
         }
         return port

@@ -94,10 +94,21 @@ struct SocketAddress: Sendable, CustomStringConvertible {
 
     /// The local address a socket is bound to.
     static func local(of fd: Int32) -> SocketAddress? {
+        address(of: fd, getsockname)
+    }
+
+    /// The address of a connected socket's peer.
+    static func peer(of fd: Int32) -> SocketAddress? {
+        address(of: fd, getpeername)
+    }
+
+    private static func address(
+        of fd: Int32, _ call: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32
+    ) -> SocketAddress? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = withUnsafeMutablePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(fd, $0, &length) }
         }
         guard result == 0 else { return nil }
         return SocketAddress(storage: storage, length: length)

@@ -1,0 +1,222 @@
+import Contrail
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one thread of a server that touches scope log files: opens (and replays) them, appends
+/// change sets, syncs, compacts and closes, so no scope actor ever blocks the cooperative pool on
+/// the disk.
+///
+/// Group commit: the thread takes every job queued since its last pass, writes all their records,
+/// then syncs each log written to once (``FsyncPolicy/everyRecord``), and only then runs the
+/// jobs' completions in submission order. So a change set is acknowledged (and broadcast) only
+/// once its record is on disk, and a burst of change sets from many sessions shares one
+/// `fdatasync` per log. With ``FsyncPolicy/interval(_:)`` (the explicit buffered opt-in)
+/// completions run once the records are written to the OS, and each log is synced at most once
+/// per interval (also when idle); with ``FsyncPolicy/never`` it is never synced.
+///
+/// `@unchecked Sendable` invariant: `jobs` and `isFinished` are only touched under `condition`;
+/// `threadID` is written once by the writer thread before it takes any job and read only by
+/// that thread (``isCurrentThread``, asserted by every ``ScopePersistence`` method).
+final class ScopeLogWriter: @unchecked Sendable {
+    /// One unit of work, run on the writer thread in submission order.
+    private enum Job {
+        case open(URL, name: String, done: @Sendable (Result<ScopePersistence.Opened, ServerError>) -> Void)
+        case append(ScopePersistence, [UInt8], done: @Sendable (ServerError?) -> Void)
+        case after(@Sendable () -> Void)
+        case compact(ScopePersistence, [UInt8])
+        case close(ScopePersistence, done: @Sendable () -> Void)
+    }
+
+    /// A completion waiting for the group's sync.
+    private enum Waiting {
+        case append(ScopePersistence, done: @Sendable (ServerError?) -> Void)
+        case failed(ServerError, done: @Sendable (ServerError?) -> Void)
+        case after(@Sendable () -> Void)
+    }
+
+    /// When records are forced to disk.
+    let policy: FsyncPolicy
+    private let log: ServerLog
+    private let condition = NSCondition()
+    private var jobs: [Job] = []
+    private var isFinished = false
+    private var threadID: pthread_t?
+    /// Logs written since their last sync (writer thread only).
+    private var unsynced: [ObjectIdentifier: ScopePersistence] = [:]
+
+    /// Starts the writer thread.
+    init(policy: FsyncPolicy, log: ServerLog) {
+        self.policy = policy
+        self.log = log
+        let thread = Thread { [self] in run() }
+        thread.name = "contrail.scope-log-writer"
+        thread.start()
+    }
+
+    /// Whether the caller is this writer's thread.
+    var isCurrentThread: Bool {
+        threadID.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+    }
+
+    // MARK: Submitting (any thread)
+
+    /// Opens (or creates) scope `name`'s log in `directory` and replays it, on the writer thread.
+    func open(directory: URL, name: String) async throws(ServerError) -> ScopePersistence.Opened {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ScopePersistence.Opened, ServerError>, Never>) in
+            submit(.open(directory, name: name, done: { continuation.resume(returning: $0) }))
+        }
+        return try result.get()
+    }
+
+    /// Appends a change-set record; `done` runs on the writer thread once it is durable under the
+    /// policy (nil) or failed.
+    func append(_ persistence: ScopePersistence, _ payload: [UInt8], done: @escaping @Sendable (ServerError?) -> Void) {
+        submit(.append(persistence, payload, done: done))
+    }
+
+    /// Runs `body` on the writer thread after every earlier append's completion.
+    func after(_ body: @escaping @Sendable () -> Void) {
+        submit(.after(body))
+    }
+
+    /// Replaces `persistence`'s log with `snapshot` (after the earlier appends).
+    func compact(_ persistence: ScopePersistence, snapshot: [UInt8]) {
+        submit(.compact(persistence, snapshot))
+    }
+
+    /// Syncs (unless the policy is ``FsyncPolicy/never``) and closes `persistence`'s log after the
+    /// earlier jobs; returns when it is closed.
+    func close(_ persistence: ScopePersistence) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            submit(.close(persistence, done: { continuation.resume() }))
+        }
+    }
+
+    /// Lets the thread end once the jobs queued so far are done. Later submissions fail.
+    func finish() {
+        condition.lock()
+        isFinished = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func submit(_ job: Job) {
+        condition.lock()
+        if isFinished {
+            condition.unlock()
+            fail(job)
+            return
+        }
+        jobs.append(job)
+        if jobs.count == 1 { condition.signal() }
+        condition.unlock()
+    }
+
+    private func fail(_ job: Job) {
+        switch job {
+        case .open(_, _, let done): done(.failure(.stopped))
+        case .append(_, _, let done): done(.stopped)
+        case .after(let body): body()
+        case .compact: break
+        case .close(_, let done): done()
+        }
+    }
+
+    // MARK: The writer thread
+
+    private func run() {
+        threadID = pthread_self()
+        while let batch = nextBatch() {
+            var waiting: [Waiting] = []
+            for job in batch {
+                switch job {
+                case .open(let directory, let name, let done):
+                    done(Result { () throws(ServerError) in try ScopePersistence.open(directory: directory, name: name, log: log, writer: self) })
+                case .append(let persistence, let payload, let done):
+                    do {
+                        try persistence.write(payload)
+                        unsynced[ObjectIdentifier(persistence)] = persistence
+                        waiting.append(.append(persistence, done: done))
+                    } catch {
+                        waiting.append(.failed(error, done: done))
+                    }
+                case .after(let body):
+                    waiting.append(.after(body))
+                case .compact(let persistence, let snapshot):
+                    commit(&waiting)
+                    do {
+                        try persistence.compact(snapshot: snapshot)
+                        unsynced[ObjectIdentifier(persistence)] = nil
+                    } catch {
+                        log.write("scope '\(persistence.name)': compaction failed, keeping the log: \(error)")
+                    }
+                case .close(let persistence, let done):
+                    commit(&waiting)
+                    unsynced[ObjectIdentifier(persistence)] = nil
+                    persistence.close(sync: policy != .never)
+                    done()
+                }
+            }
+            commit(&waiting)
+        }
+        for persistence in unsynced.values where policy != .never { try? persistence.sync() }
+    }
+
+    /// Waits for jobs and takes them all; nil once finished and drained. Under the interval policy
+    /// it wakes when a sync is due and syncs idle logs.
+    private func nextBatch() -> [Job]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while jobs.isEmpty {
+            if isFinished { return nil }
+            if case .interval(let interval) = policy, !unsynced.isEmpty {
+                if !condition.wait(until: Date(timeIntervalSinceNow: Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)) {
+                    condition.unlock()
+                    syncDue()
+                    condition.lock()
+                }
+            } else {
+                condition.wait()
+            }
+        }
+        defer { jobs.removeAll(keepingCapacity: true) }
+        return jobs
+    }
+
+    /// Syncs what the policy asks for, then runs the waiting completions in order: an append's
+    /// with its log's sync error, if any.
+    private func commit(_ waiting: inout [Waiting]) {
+        guard !waiting.isEmpty else { return }
+        var failures: [ObjectIdentifier: ServerError] = [:]
+        switch policy {
+        case .everyRecord:
+            for (id, persistence) in unsynced {
+                do { try persistence.sync() } catch { failures[id] = error }
+            }
+            unsynced.removeAll(keepingCapacity: true)
+        case .interval:
+            syncDue()
+        case .never:
+            unsynced.removeAll(keepingCapacity: true)
+        }
+        for item in waiting {
+            switch item {
+            case .append(let persistence, let done): done(failures[ObjectIdentifier(persistence)])
+            case .failed(let error, let done): done(error)
+            case .after(let body): body()
+            }
+        }
+        waiting.removeAll(keepingCapacity: true)
+    }
+
+    /// Under the interval policy, syncs every log whose last sync is an interval old.
+    private func syncDue() {
+        guard case .interval(let interval) = policy else { return }
+        for (id, persistence) in unsynced where persistence.timeSinceSync >= interval {
+            do { try persistence.sync() } catch { log.write("scope '\(persistence.name)': \(error)") }
+            unsynced[id] = nil
+        }
+    }
+}
