@@ -60,7 +60,10 @@ final class ServerConnection: Sendable {
         var frames = transport.frames.makeAsyncIterator()
         if let token = headers.first(where: { $0.0.lowercased() == "x-jetstream-sessiontoken" })?.1 {
             guard let resumed = core.session(token: token) else {
-                await deny(.sessionTokenUnrecognized)
+                // An expired session, or one from before a restart: the client opens a new one. Not a
+                // failed attempt (a token is 384 random bits; nobody guesses one), or every client
+                // behind one address would be refused after a restart.
+                await close(code: JetstreamCloseCode.denied, reason: WireErrorBody.sessionTokenUnrecognized.jsonString)
                 return
             }
             core.throttle.recordSuccess(of: peer)
