@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Contrail", targets: ["Contrail"]),
         .library(name: "ContrailWebSocket", targets: ["ContrailWebSocket"]),
         .library(name: "ContrailServer", targets: ["ContrailServer"]),
+        .library(name: "ContrailNATS", targets: ["ContrailNATS"]),
         .executable(name: "contrail", targets: ["ContrailCLI"]),
         .executable(name: "Playground", targets: ["Playground"]),
     ],
@@ -17,10 +18,12 @@ let package = Package(
         .target(name: "ContrailWebSocket", dependencies: ["CContrailSystem"]),
         .target(name: "Contrail", dependencies: ["ContrailWebSocket"]),
         .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"]),
+        .target(name: "ContrailNATS", dependencies: ["ContrailWebSocket"]),
         .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
         .testTarget(name: "ContrailTests", dependencies: ["Contrail"]),
+        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailNATS"]),
         .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
     ]
 )
