@@ -23,7 +23,7 @@ let package = Package(
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
         .testTarget(name: "ContrailTests", dependencies: ["Contrail"]),
-        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailNATS"]),
+        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailNATS", "ContrailWebSocket"]),
         .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
     ]
 )

@@ -15,6 +15,8 @@ public struct JetStreamAPIError: Error, Sendable, Equatable, Codable, CustomStri
     public static let streamNameInUse = 10058
     /// The requested message does not exist.
     public static let noMessageFound = 10037
+    /// Not enough cluster peers for the replicas asked for (e.g. a cluster still forming).
+    public static let noSuitablePeers = 10005
     /// JetStream is temporarily unavailable (e.g. a cluster without a leader yet).
     public static let temporarilyUnavailable = 10008
 

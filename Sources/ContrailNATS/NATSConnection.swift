@@ -61,6 +61,8 @@ public actor NATSConnection {
     private var nextWaiter: UInt64 = 0
     /// How many times the connection was re-established after losing its server.
     public private(set) var reconnectCount = 0
+    /// The last `-ERR` the server sent after the handshake (e.g. a permissions violation), if any.
+    public private(set) var lastServerError: NATSError?
 
     private init(options: NATSOptions) {
         self.options = options
@@ -316,6 +318,7 @@ public actor NATSConnection {
         }
         if !restore.isEmpty { try? await write(restore, on: link) }
         Task { await self.readLoop(link, parser: parser) }
+        Task { [weak self] in await self?.keepAlive(link) }
         wakeAllWaiters(.success(()))
     }
 
@@ -401,6 +404,23 @@ public actor NATSConnection {
         linkLost(link, reason: reason)
     }
 
+    /// Pings every `pingInterval`; a ping unanswered for as long closes the socket, which ends the
+    /// read loop and starts a reconnect.
+    private func keepAlive(_ link: Link) async {
+        while isCurrent(link) {
+            do { try await Task.sleep(for: options.pingInterval) } catch { return }
+            guard isCurrent(link) else { return }
+            do throws(NATSError) {
+                try await flush(timeout: options.pingInterval)
+            } catch .timedOut {
+                if isCurrent(link) { await link.tcp.close() }
+                return
+            } catch {
+                return
+            }
+        }
+    }
+
     private func isCurrent(_ link: Link) -> Bool {
         if case .connected(let current) = phase { current.generation == link.generation } else { false }
     }
@@ -417,8 +437,10 @@ public actor NATSConnection {
             } else if let subscription = subscriptions[sid] {
                 if case .dropped = subscription.continuation.yield(message) { subscriptions[sid]?.dropped += 1 }
             }
-        case .info, .ok, .error:
-            // -ERR that ends the connection is followed by the socket closing; the others need no action.
+        case .error(let message):
+            // An -ERR that ends the connection is followed by the socket closing.
+            lastServerError = .serverError(message)
+        case .info, .ok:
             break
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ContrailNATS
+import ContrailWebSocket
 
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason),
        .timeLimit(.minutes(1)))
@@ -141,5 +142,61 @@ struct NATSConnectionTests {
         for await _ in subscription.messages { count += 1 }
         #expect(count == 0)
         await server.stop()
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct NATSKeepAliveTests {
+    /// A fake server that completes the handshake, then never answers again: the keep-alive ping
+    /// goes unanswered, so the client drops the socket and starts reconnecting.
+    @Test func unansweredPingDropsTheConnection() async throws {
+        let server = TCPServer()
+        let port = try server.start()
+        let silent = Task { () -> Int in
+            var accepted = 0
+            for await connection in server.connections {
+                accepted += 1
+                let info = #"{"server_id":"FAKE","version":"2.9.0","max_payload":1048576,"headers":true}"#
+                try? await connection.send(Array("INFO \(info)\r\n".utf8))
+                // Answer the handshake's PING once, then read and ignore everything.
+                var answered = false
+                while let bytes = try? await connection.receive() {
+                    if !answered, String(decoding: bytes, as: UTF8.self).contains("PING\r\n") {
+                        answered = true
+                        try? await connection.send(Array("PONG\r\n".utf8))
+                    }
+                }
+                if accepted == 2 { return accepted }
+            }
+            return accepted
+        }
+        var options = NATSOptions(servers: [NATSServerURL(host: "127.0.0.1", port: port)])
+        options.pingInterval = .milliseconds(200)
+        options.reconnectWait = .milliseconds(50)
+        let connection = try await NATSConnection.connect(options)
+        #expect(await connection.status == .connected(options.servers[0]))
+        // The dead link is noticed and replaced by a second connection to the (still silent) server.
+        let accepted = try await within(.seconds(10)) { await silent.value }
+        #expect(accepted == 2)
+        await connection.close()
+        await server.stop()
+    }
+
+    /// Positive control: with a real server the pings are answered and the connection stays.
+    @Test(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason))
+    func answeredPingsKeepTheConnection() async throws {
+        let nats = try await NATSServerProcess.start()
+        var options = NATSOptions(servers: [nats.url])
+        options.pingInterval = .milliseconds(50)
+        let connection = try await NATSConnection.connect(options)
+        // Several ping intervals pass while the connection is in use: no ping goes unanswered.
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .milliseconds(400) { try await connection.flush() }
+        let subscription = try await connection.subscribe("tick")
+        try await connection.publish("tick", payload: [1])
+        _ = try await within(.seconds(5)) { for await _ in subscription.messages { break } }
+        #expect(await connection.reconnectCount == 0)
+        await connection.close()
+        await nats.stop()
     }
 }

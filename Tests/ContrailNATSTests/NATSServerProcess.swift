@@ -174,7 +174,8 @@ func freePorts(_ count: Int) throws -> [UInt16] {
 }
 
 /// Runs `body` again while it fails with an error that a failover or a leader election explains
-/// (disconnected, timed out, no responders, JetStream 503s), for at most `duration`.
+/// (disconnected, timed out, no responders, JetStream 503s, a cluster still gathering its peers),
+/// for at most `duration`.
 func retryingThroughFailover<T: Sendable>(_ duration: Duration,
                                           _ body: @escaping @Sendable () async throws(NATSError) -> T) async throws -> T {
     try await within(duration) {
@@ -183,7 +184,8 @@ func retryingThroughFailover<T: Sendable>(_ duration: Duration,
                 return try await body()
             } catch .disconnected, .timedOut, .noResponders {
                 continue
-            } catch .jetStream(let error) where error.code == 503 || error.errorCode == JetStreamAPIError.temporarilyUnavailable {
+            } catch .jetStream(let error) where error.code == 503
+                || [JetStreamAPIError.temporarilyUnavailable, JetStreamAPIError.noSuitablePeers].contains(error.errorCode) {
                 try await Task.sleep(for: .milliseconds(100))
             } catch {
                 throw error
