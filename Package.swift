@@ -17,13 +17,13 @@ let package = Package(
         .target(name: "CContrailSystem"),
         .target(name: "ContrailWebSocket", dependencies: ["CContrailSystem"]),
         .target(name: "Contrail", dependencies: ["ContrailWebSocket"]),
-        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"]),
+        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket", "ContrailNATS"]),
         .target(name: "ContrailNATS", dependencies: ["ContrailWebSocket"]),
         .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
         .testTarget(name: "ContrailTests", dependencies: ["Contrail"]),
-        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailNATS", "ContrailWebSocket"]),
+        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailNATS", "ContrailWebSocket", "Contrail", "ContrailServer"]),
         .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
     ]
 )

@@ -404,14 +404,14 @@ public actor NATSConnection {
         linkLost(link, reason: reason)
     }
 
-    /// Pings every `pingInterval`; a ping unanswered for as long closes the socket, which ends the
-    /// read loop and starts a reconnect.
+    /// Pings every `pingInterval`; a ping unanswered for two intervals closes the socket, which ends
+    /// the read loop and starts a reconnect.
     private func keepAlive(_ link: Link) async {
         while isCurrent(link) {
             do { try await Task.sleep(for: options.pingInterval) } catch { return }
             guard isCurrent(link) else { return }
             do throws(NATSError) {
-                try await flush(timeout: options.pingInterval)
+                try await flush(timeout: options.pingInterval * 2)
             } catch .timedOut {
                 if isCurrent(link) { await link.tcp.close() }
                 return

@@ -12,7 +12,7 @@ public struct NATSOptions: Sendable {
     public var reconnectWait: Duration = .milliseconds(200)
     /// Rounds over the server list before giving up and closing; nil retries forever.
     public var maxReconnectRounds: Int? = nil
-    /// How often an idle connection pings the server; a `PONG` missing for as long drops the
+    /// How often the connection pings the server; a `PONG` missing for two intervals drops the
     /// connection (a server that hangs or a network that silently loses it) and reconnects.
     public var pingInterval: Duration = .seconds(20)
     /// Messages a subscription buffers for a slow reader; later ones are dropped and counted.

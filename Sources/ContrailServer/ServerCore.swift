@@ -8,6 +8,8 @@ final class ServerCore: Sendable {
     let options: ServerOptions
     let limits: ServerLimits
     let log: ServerLog
+    /// The connection to the cluster's log (`ServerOptions.cluster`), if any.
+    let cluster: ClusterLink?
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -23,6 +25,7 @@ final class ServerCore: Sendable {
         self.options = options
         self.limits = options.limits
         self.log = ServerLog(sink: options.log)
+        self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }
@@ -65,7 +68,8 @@ final class ServerCore: Sendable {
     func scope(named name: String) -> ServerScope {
         state.withLock { state in
             if let scope = state.scopes[name] { return scope }
-            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, fsync: options.fsync, log: log)
+            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, fsync: options.fsync, log: log,
+                                    cluster: cluster)
             state.scopes[name] = scope
             return scope
         }

@@ -47,6 +47,9 @@ public struct ServerOptions: Sendable {
     /// Decides on `ScopeFetch`; return an error to deny, nil to allow. Scopes are created on
     /// their first allowed fetch.
     public var fetchHook: @Sendable (_ scopeName: String, _ params: [String: JSON]) async -> WireErrorBody? = { _, _ in nil }
+    /// Joins a cluster of servers sharing every scope through NATS JetStream (`contrail serve --nats`);
+    /// nil serves alone. With a cluster, scopes live in the cluster's log, not in `dataDirectory`.
+    public var cluster: ClusterOptions?
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError
 

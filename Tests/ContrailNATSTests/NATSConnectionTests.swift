@@ -187,11 +187,11 @@ struct NATSKeepAliveTests {
     func answeredPingsKeepTheConnection() async throws {
         let nats = try await NATSServerProcess.start()
         var options = NATSOptions(servers: [nats.url])
-        options.pingInterval = .milliseconds(50)
+        options.pingInterval = .milliseconds(250)
         let connection = try await NATSConnection.connect(options)
         // Several ping intervals pass while the connection is in use: no ping goes unanswered.
         let start = ContinuousClock.now
-        while ContinuousClock.now - start < .milliseconds(400) { try await connection.flush() }
+        while ContinuousClock.now - start < .milliseconds(1200) { try await connection.flush() }
         let subscription = try await connection.subscribe("tick")
         try await connection.publish("tick", payload: [1])
         _ = try await within(.seconds(5)) { for await _ in subscription.messages { break } }

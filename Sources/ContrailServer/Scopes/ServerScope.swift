@@ -25,13 +25,21 @@ actor ServerScope {
     private var cachedState: String?
     /// Set by ``close()``: the scope no longer loads or accepts anything.
     private var isClosed = false
+    /// In cluster mode, the scope's replica of the shared log; every call is handed to it.
+    private let cluster: ClusterScope?
 
-    init(name: String, limits: ServerLimits, dataDirectory: URL?, fsync: FsyncPolicy, log: ServerLog) {
+    /// - Parameters:
+    ///   - cluster: serve the scope from the cluster's log instead (`contrail serve --nats`).
+    ///   - initialStore: the state to start from instead of loading one (a cluster replica's).
+    init(name: String, limits: ServerLimits, dataDirectory: URL?, fsync: FsyncPolicy, log: ServerLog,
+         cluster: ClusterLink? = nil, initialStore: ScopeStore? = nil) {
         self.name = name
         self.limits = limits
         self.dataDirectory = dataDirectory
         self.fsync = fsync
         self.log = log
+        self.cluster = cluster.map { ClusterScope(name: name, link: $0, limits: limits, log: log) }
+        self.store = initialStore
     }
 
     /// The store, loaded from the data directory on first use.
@@ -52,7 +60,8 @@ actor ServerScope {
 
     /// Subscribes a session (once, however often it fetches) and queues `ScopeFetchReply` then
     /// `ScopeState` into its outbox, with no broadcast in between.
-    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) {
+    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
+        if let cluster { return await cluster.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: replyTo) }
         let store: ScopeStore
         do {
             store = try loadedStore()
@@ -71,7 +80,8 @@ actor ServerScope {
 
     /// Applies one `ScopeSync` from the session owning `outbox`: persists what was accepted,
     /// broadcasts it to every other subscribed session, then queues the reply.
-    func sync(_ message: ScopeSync, from outbox: SessionOutbox) {
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox) async {
+        if let cluster { return await cluster.sync(message, from: outbox) }
         guard var store = try? loadedStore() else {
             reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("scope could not be loaded"))
             return
@@ -118,20 +128,28 @@ actor ServerScope {
     }
 
     /// Removes a session's subscription (expiry).
-    func unsubscribe(_ outbox: SessionOutbox) {
+    func unsubscribe(_ outbox: SessionOutbox) async {
+        if let cluster { return await cluster.unsubscribe(outbox) }
         subscribers[ObjectIdentifier(outbox)] = nil
     }
 
     /// The state as `Scope.stateJSON()` shapes it; nil if it cannot be loaded.
-    func stateJSON() -> JSON? {
-        (try? loadedStore())?.stateJSON()
+    func stateJSON() async -> JSON? {
+        if let cluster { return await cluster.stateJSON() }
+        return (try? loadedStore())?.stateJSON()
+    }
+
+    /// The snapshot record of the state (a cluster replica writes it to the snapshot bucket).
+    func snapshotJSON() -> JSON? {
+        store?.snapshotJSON(name: name)
     }
 
     /// The number of subscribed sessions.
     var subscriberCount: Int { subscribers.count }
 
     /// Writes out and closes the log.
-    func close() {
+    func close() async {
+        await cluster?.close()
         isClosed = true
         if let persistence, let store { try? persistence.compact(store) }
         persistence?.close()
