@@ -19,7 +19,7 @@ let package = Package(
         .target(name: "Contrail", dependencies: ["ContrailWebSocket"]),
         .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket", "ContrailNATS"]),
         .target(name: "ContrailNATS", dependencies: ["ContrailWebSocket"]),
-        .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
+        .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailNATS"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
         .testTarget(name: "ContrailTests", dependencies: ["Contrail"]),

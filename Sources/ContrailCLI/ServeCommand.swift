@@ -1,4 +1,5 @@
 import Contrail
+import ContrailNATS
 import ContrailServer
 import Foundation
 import Synchronization
@@ -17,6 +18,10 @@ enum ServeCommand {
       --port PORT             port to listen on (default 3000; 0 picks a free one)
       --data DIR              persist every scope as a log file in DIR (default: in memory only,
                               lost on exit)
+      --nats URL[,URL]        join a cluster: share every scope with the other servers through
+                              NATS JetStream at these URLs (nats://host:port; replaces --data)
+      --nats-replicas N       copies JetStream keeps of the log and snapshots (default 1; 3 in a
+                              three-node NATS cluster)
       --session-expiry SECS   end sessions idle for this long (default 600)
       --ping-interval SECS    keep-alive ping interval (default 10)
       --max-message-bytes N   largest accepted frame (default 16777216)
@@ -76,12 +81,25 @@ enum ServeCommand {
             case "--max-objects": options.maxObjectsPerScope = try number(flag, Int.self)
             case "--max-resend": options.maxResendBuffer = try number(flag, Int.self)
             case "--scope": options.scopes.append(try value(flag))
+            case "--nats":
+                let text = try value(flag)
+                do {
+                    options.cluster = ClusterOptions(servers: try NATSServerURL.list(text))
+                } catch {
+                    throw CLIError.usage("--nats: \(error)\n\n\(help)")
+                }
+            case "--nats-replicas":
+                guard options.cluster != nil else { throw CLIError.usage("--nats-replicas needs --nats first\n\n\(help)") }
+                options.cluster?.replicas = max(1, try number(flag, Int.self))
             case "--token":
                 let token = try value(flag)
                 options.sessionHook = { params, _ in params["token"] == .string(token) }
             case "--quiet": options.log = nil
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }
+        }
+        if options.cluster != nil && options.dataDirectory != nil {
+            throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")
         }
         return options
     }
