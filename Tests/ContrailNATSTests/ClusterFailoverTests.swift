@@ -10,13 +10,11 @@ import Glibc
 /// A `contrail serve --nats` child process (the binary built next to the tests).
 final class ServeProcess: Sendable {
     let port: UInt16
-    private let process: Process
-    private let exited: AsyncStream<Void>
+    private let child: ChildProcess
 
-    private init(port: UInt16, process: Process, exited: AsyncStream<Void>) {
+    private init(port: UInt16, child: ChildProcess) {
         self.port = port
-        self.process = process
-        self.exited = exited
+        self.child = child
     }
 
     /// `ws://127.0.0.1:port/`.
@@ -28,51 +26,14 @@ final class ServeProcess: Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw TestFailure("\(binary.path) is missing: build with `swift build --build-tests` first")
         }
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["serve", "--port", "0", "--nats", nats.url.description, "--quiet"]
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = FileHandle.nullDevice
-        let (lines, linesContinuation) = AsyncStream.makeStream(of: String.self)
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                linesContinuation.finish()
-            } else {
-                linesContinuation.yield(String(decoding: data, as: UTF8.self))
-            }
-        }
-        let (exited, exitContinuation) = AsyncStream.makeStream(of: Void.self)
-        process.terminationHandler = { _ in exitContinuation.finish() }
-        try process.run()
-        let port = try? await within(.seconds(30)) { () -> UInt16? in
-            var seen = ""
-            for await chunk in lines {
-                seen += chunk
-                if let range = seen.range(of: "listening on ws://127.0.0.1:") {
-                    let digits = seen[range.upperBound...].prefix { $0.isNumber }
-                    if seen[range.upperBound...].dropFirst(digits.count).first == "/" { return UInt16(digits) }
-                }
-            }
-            return nil
-        }
-        guard let port else {
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            throw TestFailure("contrail serve did not start")
-        }
-        return ServeProcess(port: port, process: process, exited: exited)
+        let child = try ChildProcess(binary, ["serve", "--port", "0", "--nats", nats.url.description, "--quiet"])
+        let port = try await child.port(after: "listening on ws://127.0.0.1:", terminator: { $0 == "/" })
+        return ServeProcess(port: port, child: child)
     }
 
     /// SIGKILLs the server and waits until it has exited.
     func kill() async {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-        for await _ in exited {}
-    }
-
-    deinit {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        await child.kill()
     }
 }
 

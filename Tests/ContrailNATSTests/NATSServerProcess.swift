@@ -6,12 +6,6 @@ import Glibc
 import ContrailNATS
 import Testing
 
-/// A test failure with a message.
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// A real `nats-server -js` child process on a loopback port with a temporary store directory.
 final class NATSServerProcess: Sendable {
     /// Why tests that need a server are skipped when it is missing.
@@ -32,22 +26,17 @@ final class NATSServerProcess: Sendable {
     let storeDirectory: String
     private let extra: [String]
     private let name: String?
-    private let process: Process
-    private let exited: AsyncStream<Void>
-    private let log: OutputLog
+    private let child: ChildProcess
 
     /// `nats://127.0.0.1:port`.
     var url: NATSServerURL { NATSServerURL(host: "127.0.0.1", port: port) }
 
-    private init(port: UInt16, storeDirectory: String, extra: [String], name: String?, process: Process,
-                 exited: AsyncStream<Void>, log: OutputLog) {
+    private init(port: UInt16, storeDirectory: String, extra: [String], name: String?, child: ChildProcess) {
         self.port = port
         self.storeDirectory = storeDirectory
         self.extra = extra
         self.name = name
-        self.process = process
-        self.exited = exited
-        self.log = log
+        self.child = child
     }
 
     /// Starts a server and waits (up to 15 s) until it accepts clients.
@@ -63,53 +52,14 @@ final class NATSServerProcess: Sendable {
         var arguments = ["-js", "-a", "127.0.0.1", "-p", port.map(String.init) ?? "-1", "-sd", store]
         if let name { arguments += ["-n", name] }
         arguments += extra
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = pipe
-        let log = OutputLog()
-        let (lines, linesContinuation) = AsyncStream.makeStream(of: String.self)
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                linesContinuation.finish()
-                return
-            }
-            let text = String(decoding: data, as: UTF8.self)
-            log.text.withLock { $0 += text }
-            linesContinuation.yield(text)
-        }
-        let (exited, exitContinuation) = AsyncStream.makeStream(of: Void.self)
-        process.terminationHandler = { _ in exitContinuation.finish() }
-        try process.run()
-        // The port from "Listening for client connections on 127.0.0.1:PORT".
-        let found = try? await within(.seconds(15)) { () -> UInt16? in
-            var seen = ""
-            for await chunk in lines {
-                seen += chunk
-                if let range = seen.range(of: "Listening for client connections on 127.0.0.1:") {
-                    let rest = seen[range.upperBound...]
-                    let digits = rest.prefix { $0.isNumber }
-                    if rest.dropFirst(digits.count).first?.isNewline == true { return UInt16(digits) }
-                }
-            }
-            return nil
-        }
-        guard let port = found else {
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            throw TestFailure("nats-server did not start: \(log.text.withLock { $0 })")
-        }
-        return NATSServerProcess(port: port, storeDirectory: store, extra: extra, name: name, process: process,
-                                 exited: exited, log: log)
+        let child = try ChildProcess(URL(fileURLWithPath: executable), arguments)
+        let port = try await child.port(after: "Listening for client connections on 127.0.0.1:", terminator: { $0.isNewline })
+        return NATSServerProcess(port: port, storeDirectory: store, extra: extra, name: name, child: child)
     }
 
     /// SIGKILLs the server and waits until it has exited.
     func kill() async {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-        for await _ in exited {}
+        await child.kill()
     }
 
     /// A new server process on the same port and store directory (after `kill`).
@@ -122,18 +72,8 @@ final class NATSServerProcess: Sendable {
         await kill()
     }
 
-    /// A server is never left running: dropping the last reference SIGKILLs it.
-    deinit {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-    }
-
     /// Everything the server printed.
-    var output: String { log.text.withLock { $0 } }
-}
-
-/// What a child process printed, shared with its pipe's reader.
-final class OutputLog: Sendable {
-    let text = Mutex("")
+    var output: String { child.text }
 }
 
 /// Runs `body`, throwing `TestFailure` if it has not finished within `duration`.
