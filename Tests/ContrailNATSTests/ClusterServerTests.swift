@@ -147,6 +147,51 @@ struct ClusterServerTests {
         await first.stop(); await late.stop(); await nats.stop()
     }
 
+    @Test func serversGoOnWhenANATSNodeOfAnR3ClusterDies() async throws {
+        var nodes = try await NATSServerProcess.startCluster()
+        var servers: [ContrailServer] = []
+        for _ in 0..<2 {
+            var options = ServerOptions()
+            options.log = nil
+            var cluster = ClusterOptions(servers: nodes.map(\.url))
+            cluster.replicas = 3
+            cluster.snapshotEvery = 10
+            options.cluster = cluster
+            servers.append(try ContrailServer(options: options))
+        }
+        // The first fetches fail while the NATS cluster elects its leaders; the servers keep trying.
+        var replicas: [(Client, Scope, Deck)] = []
+        for index in 0..<4 {
+            let server = servers[index % 2]
+            let replica = try await within(.seconds(60)) { @MainActor in
+                while true {
+                    if let replica = try? await makeReplica(server) { return replica }
+                }
+            }
+            replicas.append(replica)
+        }
+        var random = LCG(seed: 3)
+        func edit(_ count: Int) async {
+            for _ in 0..<count {
+                let (_, scope, deck) = replicas[Int(random.next() % UInt64(replicas.count))]
+                Self.randomEdit(deck, scope: scope, random: &random)
+                await NotificationQueue.main.drain()
+            }
+        }
+        await edit(30)
+        #expect(await converged(replicas, servers))
+        await nodes[0].kill()
+        await edit(30)
+        #expect(await converged(replicas, servers), "after losing a NATS node")
+        nodes[0] = try await nodes[0].restart()
+        await nodes[1].kill()
+        await edit(30)
+        #expect(await converged(replicas, servers), "after the node came back and another one died")
+        for replica in replicas { await replica.0.close() }
+        for server in servers { await server.stop() }
+        for node in nodes { await node.stop() }
+    }
+
     @Test func withoutNATSTheFetchFailsWithAClearError() async throws {
         var options = ServerOptions()
         options.log = nil

@@ -4,22 +4,8 @@ import ContrailNATS
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason),
        .timeLimit(.minutes(3)))
 struct JetStreamClusterTests {
-    /// Three nodes with routes to each other, each with its own store.
-    private func startCluster() async throws -> [NATSServerProcess] {
-        let routes = try freePorts(3)
-        var nodes: [NATSServerProcess] = []
-        for index in 0..<3 {
-            let others = routes.indices.filter { $0 != index }.map { "nats://127.0.0.1:\(routes[$0])" }
-            nodes.append(try await NATSServerProcess.start(name: "node-\(index)", extra: [
-                "--cluster_name", "contrail", "--cluster", "nats://127.0.0.1:\(routes[index])",
-                "--routes", others.joined(separator: ","),
-            ]))
-        }
-        return nodes
-    }
-
     @Test func replicatedStreamSurvivesLosingANodeAndTheNodeCatchesUp() async throws {
-        var nodes = try await startCluster()
+        var nodes = try await NATSServerProcess.startCluster()
         var options = NATSOptions(servers: nodes.map(\.url))
         options.reconnectWait = .milliseconds(50)
         options.requestTimeout = .seconds(5)

@@ -72,6 +72,20 @@ final class NATSServerProcess: Sendable {
         await kill()
     }
 
+    /// Three nodes with routes to each other, each with its own store.
+    static func startCluster() async throws -> [NATSServerProcess] {
+        let routes = try freePorts(3)
+        var nodes: [NATSServerProcess] = []
+        for index in 0..<3 {
+            let others = routes.indices.filter { $0 != index }.map { "nats://127.0.0.1:\(routes[$0])" }
+            nodes.append(try await start(name: "node-\(index)", extra: [
+                "--cluster_name", "contrail", "--cluster", "nats://127.0.0.1:\(routes[index])",
+                "--routes", others.joined(separator: ","),
+            ]))
+        }
+        return nodes
+    }
+
     /// Everything the server printed.
     var output: String { child.text }
 }

@@ -39,6 +39,8 @@ actor ClusterScope {
     private var passRunning = false
     private var passWaiters: [CheckedContinuation<Void, Never>] = []
     private var watcher: Task<Void, Never>?
+    /// Retries a failed catch-up (JetStream unavailable for a while) until one succeeds.
+    private var repair: Task<Void, Never>?
     /// Stands in for the session of a change set another server published: what the local scope
     /// replies to it is dropped (its resend buffer of one overflows at once and stays full).
     private let elsewhere = SessionOutbox(limit: 1, onOverflow: {})
@@ -91,9 +93,7 @@ actor ClusterScope {
             snapshotDue = true
         }
         // Stored: the reply goes out when it is applied, by this catch-up or a later one.
-        do throws(NATSError) { try await catchUp(through: sequence) } catch {
-            log.write("scope '\(name)': catching up after appending: \(error)")
-        }
+        do throws(NATSError) { try await catchUp(through: sequence) } catch { catchUpFailed(error) }
     }
 
     /// Publishes `entry` on the state this server has applied; after losing the race to another
@@ -135,6 +135,7 @@ actor ClusterScope {
     /// Stops following the log.
     func close() async {
         watcher?.cancel()
+        repair?.cancel()
         if case .loaded(let local, _) = phase { await local.close() }
         phase = .closed
     }
@@ -180,9 +181,36 @@ actor ClusterScope {
     private func watch(_ connection: NATSConnection) async {
         guard let subscription = try? await connection.subscribe(subject) else { return }
         for await _ in subscription.messages {
-            do throws(NATSError) { try await catchUp() } catch { log.write("scope '\(name)': catching up: \(error)") }
+            do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
         }
         await subscription.unsubscribe()
+    }
+
+    /// Logs the failure and keeps trying (100 ms, doubling up to 5 s) until a catch-up succeeds, so
+    /// a replica left behind while JetStream was unavailable does not wait for the next message.
+    private func catchUpFailed(_ error: NATSError) {
+        log.write("scope '\(name)': catching up: \(error)")
+        guard repair == nil else { return }
+        repair = Task { [weak self] in
+            var delay = Duration.milliseconds(100)
+            while !Task.isCancelled {
+                try? await Task.sleep(for: delay)
+                guard let self, await self.retryCatchUp() else { return }
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// One repair attempt; true to try again.
+    private func retryCatchUp() async -> Bool {
+        if case .closed = phase { return false }
+        do throws(NATSError) {
+            try await catchUp()
+            repair = nil
+            return false
+        } catch {
+            return true
+        }
     }
 
     /// Applies the subject's messages after `applied`, until there are none (or, with `target`,
@@ -214,14 +242,18 @@ actor ClusterScope {
         let stream = link.options.streamName
         while let message = try await handles.jetStream.nextMessage(stream: stream, subject: subject, from: applied + 1) {
             if case .closed = phase { return }
-            let previous = message.headers?[ClusterEntry.previousHeader].flatMap(UInt64.init)
-            if previous != applied {
-                // The messages before this one were trimmed behind a snapshot: start from it.
+            let previous = message.headers?[ClusterEntry.previousHeader].flatMap(UInt64.init) ?? 0
+            if previous > applied {
+                // Its publisher had applied messages this server never saw: they were trimmed behind
+                // a snapshot, so start from that. (A `previous` below `applied` is a message that got
+                // in beside another on the same expected sequence — nats-server 2.9 does not enforce
+                // the expectation across in-flight publishes of a replicated stream — and is applied
+                // in log order like any other: the order, not the expectation, keeps servers equal.)
                 guard let snapshot = try await handles.snapshots.get(snapshotKey) else {
                     throw .invalidResponse("the log of scope '\(name)' misses messages before \(message.sequence) and has no snapshot")
                 }
                 let restoredAt = try restore(snapshot.value)
-                guard restoredAt >= (previous ?? 0) else {
+                guard restoredAt >= previous else {
                     throw .invalidResponse("the log of scope '\(name)' misses messages before \(message.sequence)")
                 }
                 continue
