@@ -37,6 +37,7 @@ public struct NATSHeaders: Sendable, Equatable {
         fields.append((name, value))
     }
 
+    /// Same status, description and fields in the same order. O(number of fields).
     public static func == (lhs: NATSHeaders, rhs: NATSHeaders) -> Bool {
         lhs.status == rhs.status && lhs.statusDescription == rhs.statusDescription
             && lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
