@@ -15,6 +15,8 @@ import Glibc
 /// - `cluster.latency.p50/p99.sN`: from a change in a client on the first of N Contrail servers
 ///   (in this process) to the observer firing in a client on the last one, as a ratio to the same
 ///   two clients on one server without NATS, measured in the same run.
+/// - `cluster.fanout.c100.sN`: fragments per second that one client's change sets reach 99 others
+///   spread over N servers with, as a ratio to the same on one server without NATS.
 @MainActor
 enum ClusterBench {
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
@@ -31,7 +33,37 @@ enum ClusterBench {
                                            baseline: Stopwatch.percentile(alone, p) * 1e6))
             }
         }
+        let changeSets = options.iterations(200, smoke: 3)
+        let single = try await SyncBench.fanout(clients: 100, changeSets: changeSets)
+        for servers in 1...3 {
+            let rate = try await withServers(servers, nats: nats.url) { servers in
+                var replicas: [SyncBench.Replica] = []
+                for index in 0..<100 {
+                    replicas += try await SyncBench.replicas(1, port: try await servers[index % servers.count].start())
+                }
+                return try await SyncBench.fanout(replicas, changeSets: changeSets)
+            }
+            figures.append(BenchFigure(name: "cluster.fanout.c100.s\(servers)", value: rate, unit: "frag/s", baseline: single))
+        }
         return figures
+    }
+
+    /// Runs `body` with `count` cluster servers over `nats`, stopping them afterwards.
+    static func withServers<T>(_ count: Int, nats: NATSServerURL,
+                               _ body: ([ContrailServer]) async throws -> T) async throws -> T {
+        var options = ServerOptions()
+        options.log = nil
+        options.cluster = ClusterOptions(servers: [nats])
+        var servers: [ContrailServer] = []
+        for _ in 0..<count { servers.append(try ContrailServer(options: options)) }
+        do {
+            let result = try await body(servers)
+            for server in servers { await server.stop() }
+            return result
+        } catch {
+            for server in servers { await server.stop() }
+            throw error
+        }
     }
 
     /// Mean µs of an acknowledged, chained append; baseline: a core request/reply round trip.
@@ -68,27 +100,23 @@ enum ClusterBench {
 
     /// Seconds from a change on the first server's client to its arrival on the last server's client.
     static func latency(servers count: Int, nats: NATSServerURL, rounds: Int) async throws -> [Double] {
-        var servers: [ContrailServer] = []
-        var options = ServerOptions()
-        options.log = nil
-        options.cluster = ClusterOptions(servers: [nats])
-        for _ in 0..<count { servers.append(try ContrailServer(options: options)) }
-        let writer = try await SyncBench.replicas(1, port: try await servers[0].start())[0]
-        let reader = try await SyncBench.replicas(1, port: try await servers[count - 1].start())[0]
-        let arrivals = SyncArrivals()
-        let token = reader.board.observeChange(arrivals, \BenchBoard.score) { arrivals.arrived() }
-        var samples: [Double] = []
-        for _ in 0..<rounds {
-            arrivals.expect(1)
-            writer.board.score += 1
-            try await arrivals.wait(timeout: .seconds(30))
-            samples += arrivals.latencies
+        try await withServers(count, nats: nats) { servers in
+            let writer = try await SyncBench.replicas(1, port: try await servers[0].start())[0]
+            let reader = try await SyncBench.replicas(1, port: try await servers[count - 1].start())[0]
+            let arrivals = SyncArrivals()
+            let token = reader.board.observeChange(arrivals, \BenchBoard.score) { arrivals.arrived() }
+            var samples: [Double] = []
+            for _ in 0..<rounds {
+                arrivals.expect(1)
+                writer.board.score += 1
+                try await arrivals.wait(timeout: .seconds(30))
+                samples += arrivals.latencies
+            }
+            token.cancel()
+            await writer.client.close()
+            await reader.client.close()
+            return samples
         }
-        token.cancel()
-        await writer.client.close()
-        await reader.client.close()
-        for server in servers { await server.stop() }
-        return samples
     }
 }
 
