@@ -60,9 +60,7 @@ actor ClusterScope {
     /// Catches up with the log, then subscribes the session and queues the reply and the state.
     func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
         do throws(NATSError) {
-            let local = try await loaded()
-            try await catchUp()
-            await local.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: replyTo)
+            try await caughtUp().fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: replyTo)
         } catch {
             log.write("scope '\(name)': cluster unavailable: \(error)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo,
@@ -103,7 +101,7 @@ actor ClusterScope {
         let handles = try await link.handles()
         let payload = entry.encoded
         var failures = 0
-        while true {
+        for _ in 0..<1_000 {
             if origins[id] == nil { return applied }  // a catch-up applied it (an earlier try was stored)
             let previous = applied
             do throws(NATSError) {
@@ -118,6 +116,7 @@ actor ClusterScope {
                 if failures >= 5 { throw .timedOut("appending to the log of scope '\(name)'") }
             }
         }
+        throw .timedOut("appending to the log of scope '\(name)': lost the race to other servers 1000 times")
     }
 
     /// Removes a session's subscription.
@@ -127,9 +126,17 @@ actor ClusterScope {
 
     /// The state as `Scope.stateJSON()` shapes it, after catching up; nil if the log is unavailable.
     func stateJSON() async -> JSON? {
-        guard let local = try? await loaded() else { return nil }
-        try? await catchUp()
+        guard let local = try? await caughtUp() else { return nil }
         return await local.stateJSON()
+    }
+
+    /// The local scope once every message the log held when called is applied (a catch-up may
+    /// replace it with a restored snapshot, so it is read afterwards).
+    private func caughtUp() async throws(NATSError) -> ServerScope {
+        _ = try await loaded()
+        try await catchUp()
+        guard case .loaded(let local, _) = phase else { throw .closed }
+        return local
     }
 
     /// Stops following the log.
