@@ -61,6 +61,8 @@ public actor NATSConnection {
     private var nextWaiter: UInt64 = 0
     /// How many times the connection was re-established after losing its server.
     public private(set) var reconnectCount = 0
+    /// Streams returned by `reconnections()`, by id.
+    private var reconnectWatchers: [UUID: AsyncStream<Void>.Continuation] = [:]
     /// The last `-ERR` the server sent after the handshake (e.g. a permissions violation), if any.
     public private(set) var lastServerError: NATSError?
 
@@ -99,6 +101,24 @@ public actor NATSConnection {
     /// Messages dropped so far because the subscription's buffer was full.
     public func droppedMessageCount(for subscription: NATSSubscription) -> Int {
         subscriptions[subscription.sid]?.dropped ?? 0
+    }
+
+    /// Yields after each reconnection (the subscriptions are restored by then: what was published
+    /// while the connection was down did not reach them); finishes when the connection closes.
+    public func reconnections() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        if case .closed = phase {
+            continuation.finish()
+            return stream
+        }
+        let id = UUID()
+        reconnectWatchers[id] = continuation
+        continuation.onTermination = { [weak self] _ in Task { await self?.forgetWatcher(id) } }
+        return stream
+    }
+
+    private func forgetWatcher(_ id: UUID) {
+        reconnectWatchers[id] = nil
     }
 
     // MARK: Publishing and subscribing
@@ -462,6 +482,7 @@ public actor NATSConnection {
                 do throws(NATSError) {
                     try await attach(to: index)
                     reconnectCount += 1
+                    for watcher in reconnectWatchers.values { watcher.yield() }
                     return
                 } catch {
                     continue
@@ -489,6 +510,8 @@ public actor NATSConnection {
         wakeAllWaiters(.failure(error))
         for subscription in subscriptions.values { subscription.continuation.finish() }
         subscriptions.removeAll()
+        for watcher in reconnectWatchers.values { watcher.finish() }
+        reconnectWatchers.removeAll()
         return link
     }
 

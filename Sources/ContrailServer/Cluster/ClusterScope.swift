@@ -184,13 +184,20 @@ actor ClusterScope {
         }
     }
 
-    /// Catches up whenever anything is published on the subject (by any server).
+    /// Catches up whenever anything is published on the subject (by any server), and after each
+    /// reconnection to NATS (what was published meanwhile sent no notification here).
     private func watch(_ connection: NATSConnection) async {
         guard let subscription = try? await connection.subscribe(subject) else { return }
-        for await _ in subscription.messages {
-            do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
+        let reconnections = await connection.reconnections()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await _ in subscription.messages { await self.notified() } }
+            group.addTask { for await _ in reconnections { await self.notified() } }
         }
         await subscription.unsubscribe()
+    }
+
+    private func notified() async {
+        do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
     }
 
     /// Logs the failure and keeps trying (100 ms, doubling up to 5 s) until a catch-up succeeds, so
