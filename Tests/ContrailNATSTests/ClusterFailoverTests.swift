@@ -66,7 +66,7 @@ final class FailoverConnector: SyncConnector {
 }
 
 @MainActor
-@Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .timeLimit(.minutes(2)))
+@Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
 struct ClusterFailoverTests {
     @Test func killingAServerMidStreamLosesNothingAcknowledged() async throws {
         let nats = try await NATSServerProcess.start()

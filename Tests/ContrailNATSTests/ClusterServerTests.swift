@@ -18,7 +18,7 @@ final class Slide: ModelObject {
 
 /// Several `ContrailServer`s sharing scopes through one real `nats-server -js`, with clients on each.
 @MainActor
-@Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .timeLimit(.minutes(2)))
+@Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
 struct ClusterServerTests {
     func makeServer(_ nats: NATSServerProcess, snapshotEvery: Int = 1_000) throws -> ContrailServer {
         try makeServer(at: nats.url, snapshotEvery: snapshotEvery)

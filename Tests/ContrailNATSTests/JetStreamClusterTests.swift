@@ -2,7 +2,7 @@ import Testing
 import ContrailNATS
 
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason),
-       .timeLimit(.minutes(3)))
+       .oneAtATime, .timeLimit(.minutes(5)))
 struct JetStreamClusterTests {
     @Test func replicatedStreamSurvivesLosingANodeAndTheNodeCatchesUp() async throws {
         var nodes = try await NATSServerProcess.startCluster()
