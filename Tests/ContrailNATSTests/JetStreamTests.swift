@@ -2,7 +2,7 @@ import Testing
 import ContrailNATS
 
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason),
-       .timeLimit(.minutes(1)))
+       .oneAtATime, .timeLimit(.minutes(5)))
 struct JetStreamTests {
     private func scopeStream(_ js: JetStream) async throws -> StreamInfo {
         try await js.createStream(StreamConfig(name: "SCOPES", subjects: ["scope.>"]))

@@ -4,7 +4,7 @@ import ContrailNATS
 import ContrailWebSocket
 
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason),
-       .timeLimit(.minutes(1)))
+       .oneAtATime, .timeLimit(.minutes(5)))
 struct NATSConnectionTests {
     @Test func publishSubscribeWithHeaders() async throws {
         let server = try await NATSServerProcess.start()
@@ -145,7 +145,7 @@ struct NATSConnectionTests {
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.oneAtATime, .timeLimit(.minutes(5)))
 struct NATSKeepAliveTests {
     /// A fake server that completes the handshake, then never answers again: the keep-alive ping
     /// goes unanswered, so the client drops the socket and starts reconnecting.

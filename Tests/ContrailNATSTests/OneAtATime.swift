@@ -1,7 +1,8 @@
 import Testing
 
 /// Runs the tests it marks one at a time (across suites), so the `nats-server` processes they
-/// start do not all compete at once for this machine's cores with the rest of the test suite.
+/// start do not all compete at once for this machine's cores with the rest of the test suite
+/// (a dozen starting together stalled other suites' loopback connects for seconds).
 struct OneAtATime: TestTrait, SuiteTrait, TestScoping {
     var isRecursive: Bool { true }
 
