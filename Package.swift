@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Contrail", targets: ["Contrail"]),
         .library(name: "ContrailWebSocket", targets: ["ContrailWebSocket"]),
         .library(name: "ContrailServer", targets: ["ContrailServer"]),
+        .library(name: "ContrailNATS", targets: ["ContrailNATS"]),
         .executable(name: "contrail", targets: ["ContrailCLI"]),
         .executable(name: "Playground", targets: ["Playground"]),
     ],
@@ -16,13 +17,15 @@ let package = Package(
         .target(name: "CContrailSystem"),
         .target(name: "ContrailWebSocket", dependencies: ["CContrailSystem"]),
         .target(name: "Contrail", dependencies: ["ContrailWebSocket"]),
-        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"], exclude: ["Pages/Screenshots"]),
+        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket", "ContrailNATS"], exclude: ["Pages/Screenshots"]),
+        .target(name: "ContrailNATS", dependencies: ["ContrailWebSocket"]),
         // The convergence fuzzer, shared by `contrail fuzz` and the tests (not a product).
         .target(name: "ContrailFuzz", dependencies: ["Contrail", "ContrailServer"]),
-        .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
+        .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailNATS", "ContrailFuzz"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
         .testTarget(name: "ContrailTests", dependencies: ["Contrail"]),
+        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailNATS", "ContrailWebSocket", "Contrail", "ContrailServer"]),
         .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
     ]
 )

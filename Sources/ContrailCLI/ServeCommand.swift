@@ -1,4 +1,5 @@
 import Contrail
+import ContrailNATS
 import ContrailServer
 import Foundation
 import Synchronization
@@ -23,6 +24,10 @@ enum ServeCommand {
                               writes: acknowledged once written to the OS, synced at most that
                               often, so a power loss can take the last interval's acknowledged
                               change sets), or "never"
+      --nats URL[,URL]        join a cluster: share every scope with the other servers through
+                              NATS JetStream at these URLs (nats://host:port; replaces --data)
+      --nats-replicas N       copies JetStream keeps of the log and snapshots (default 1; 3 in a
+                              three-node NATS cluster)
       --session-expiry SECS   end sessions idle for this long (default 600)
       --ping-interval SECS    keep-alive ping interval (default 10)
       --max-message-bytes N   largest accepted frame (default 16777216)
@@ -117,6 +122,16 @@ enum ServeCommand {
                 } catch {
                     throw CLIError.usage("--token-file: cannot read '\(path)': \(error.localizedDescription)")
                 }
+            case "--nats":
+                let text = try value(flag)
+                do {
+                    options.cluster = ClusterOptions(servers: try NATSServerURL.list(text))
+                } catch {
+                    throw CLIError.usage("--nats: \(error)\n\n\(help)")
+                }
+            case "--nats-replicas":
+                guard options.cluster != nil else { throw CLIError.usage("--nats-replicas needs --nats first\n\n\(help)") }
+                options.cluster?.replicas = max(1, try number(flag, Int.self))
             case "--token":
                 let token = try value(flag)
                 options.sessionHook = { params, _ in params["token"] == .string(token) }
@@ -132,6 +147,9 @@ enum ServeCommand {
                 guard case .string(let given)? = params["token"] else { return false }
                 return constantTimeEqual(Array(given.utf8), expected)
             }
+        }
+        if options.cluster != nil && options.dataDirectory != nil {
+            throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")
         }
         return options
     }

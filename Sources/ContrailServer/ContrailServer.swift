@@ -79,6 +79,7 @@ public final class ContrailServer: Sendable {
         for connection in connections { await connection.close(code: 1001, reason: "server is stopping") }
         for scope in scopes { await scope.close() }
         core.logWriter?.finish()
+        await core.cluster?.close()
         core.log.write("stopped")
     }
 

@@ -14,6 +14,8 @@ final class ServerCore: Sendable {
     let scopeSlots: ScopeSlots
     /// Failed session attempts per peer address.
     let throttle: AuthThrottle
+    /// The connection to the cluster's log (`ServerOptions.cluster`), if any.
+    let cluster: ClusterLink?
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -32,6 +34,7 @@ final class ServerCore: Sendable {
         self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
         self.throttle = AuthThrottle(limit: options.maxFailedAttempts, window: options.failedAttemptWindow)
+        self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }
@@ -75,7 +78,7 @@ final class ServerCore: Sendable {
         state.withLock { state in
             if let scope = state.scopes[name] { return scope }
             let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
-                                    slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, log: log)
+                                    slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, log: log, cluster: cluster)
             state.scopes[name] = scope
             return scope
         }

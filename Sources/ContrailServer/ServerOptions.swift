@@ -69,6 +69,9 @@ public struct ServerOptions: Sendable {
     /// Serves the web pages (an inspector at `/`, a canvas demo at `/demo`, the JavaScript client at
     /// `/contrail.js`) as plain HTTP GET beside the WebSocket upgrade. `contrail serve` turns it on.
     public var servesPages = false
+    /// Joins a cluster of servers sharing every scope through NATS JetStream (`contrail serve --nats`);
+    /// nil serves alone. With a cluster, scopes live in the cluster's log, not in `dataDirectory`.
+    public var cluster: ClusterOptions?
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError
 

@@ -1,11 +1,12 @@
 import Foundation
 
-/// `contrail bench [model|scope|json|websocket|sync|durability|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|json|websocket|sync|durability|cluster|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|json|websocket|sync|durability|all] [--json] [--smoke]
+    usage: contrail bench [model|scope|json|websocket|sync|durability|cluster|all] [--json] [--smoke]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
-      baseline measured in the same run and ratio = value / baseline.
+      baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
+      needs nats-server installed.
       --json   one JSON object per line: {"name","value","unit","baseline","ratio"}
       --smoke  tiny iteration counts: proves the code paths, figures are meaningless
     """
@@ -18,7 +19,7 @@ enum BenchCommand {
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "json", "websocket", "sync", "durability": suites.append(argument)
+            case "model", "scope", "json", "websocket", "sync", "durability", "cluster": suites.append(argument)
             case "all": suites += ["model", "scope", "json", "websocket", "sync", "durability"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
@@ -36,6 +37,7 @@ enum BenchCommand {
             case "websocket": figures = try await WebSocketBench.run(options)
             case "sync": figures = try await SyncBench.run(options)
             case "durability": figures = try await DurabilityBench.run(options)
+            case "cluster": figures = try await ClusterBench.run(options)
             default: figures = []
             }
             for figure in figures { report(figure, json: options.json) }

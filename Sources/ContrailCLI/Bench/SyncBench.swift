@@ -98,6 +98,14 @@ enum SyncBench {
     static func fanout(clients: Int, changeSets: Int) async throws -> Double {
         let server = try makeServer()
         let replicas = try await replicas(clients, port: try await server.start())
+        let rate = try await fanout(replicas, changeSets: changeSets)
+        await server.stop()
+        return rate
+    }
+
+    /// Fragments per second the first replica's change sets reach the others with (closes them all).
+    static func fanout(_ replicas: [Replica], changeSets: Int) async throws -> Double {
+        let clients = replicas.count
         let target = replicas[0].board.score + changeSets
         let done = SyncArrivals()
         var tokens: [ObservationToken] = []
@@ -117,7 +125,6 @@ enum SyncBench {
         let seconds = done.latencies.max() ?? 1
         for token in tokens { token.cancel() }
         for replica in replicas { await replica.client.close() }
-        await server.stop()
         return Double(changeSets * (clients - 1)) / seconds
     }
 }

@@ -42,8 +42,14 @@ actor ServerScope {
     private var lastUse = ContinuousClock.now
     private var idleTask: Task<Void, Never>?
 
+    /// In cluster mode, the scope's replica of the shared log; every call is handed to it.
+    private let cluster: ClusterScope?
+
+    /// - Parameters:
+    ///   - cluster: serve the scope from the cluster's log instead (`contrail serve --nats`).
+    ///   - initialStore: the state to start from instead of loading one (a cluster replica's).
     init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
-         idleTimeout: Duration, log: ServerLog) {
+         idleTimeout: Duration, log: ServerLog, cluster: ClusterLink? = nil, initialStore: ScopeStore? = nil) {
         self.name = name
         self.limits = limits
         self.dataDirectory = writer == nil ? nil : dataDirectory
@@ -51,6 +57,8 @@ actor ServerScope {
         self.slots = slots
         self.idleTimeout = idleTimeout
         self.log = log
+        self.cluster = cluster.map { ClusterScope(name: name, link: $0, limits: limits, log: log) }
+        self.store = initialStore
     }
 
     /// Takes a slot for loading, unless this scope holds one already.
@@ -145,6 +153,7 @@ actor ServerScope {
     /// Subscribes a session (once, however often it fetches) and queues `ScopeFetchReply` then
     /// `ScopeState` into its outbox, with no broadcast in between.
     func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
+        if let cluster { return await cluster.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: replyTo) }
         let store: ScopeStore
         do {
             store = try await loadedStore()
@@ -172,6 +181,7 @@ actor ServerScope {
     /// see ``ScopeLogWriter``) broadcasts what was accepted to every other subscribed session and
     /// queues the reply.
     func sync(_ message: ScopeSync, from outbox: SessionOutbox) async {
+        if let cluster { return await cluster.sync(message, from: outbox) }
         guard var store = try? await loadedStore() else {
             reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("scope could not be loaded"))
             return
@@ -240,13 +250,20 @@ actor ServerScope {
     }
 
     /// Removes a session's subscription (expiry).
-    func unsubscribe(_ outbox: SessionOutbox) {
+    func unsubscribe(_ outbox: SessionOutbox) async {
+        if let cluster { return await cluster.unsubscribe(outbox) }
         subscribers[ObjectIdentifier(outbox)] = nil
     }
 
     /// The state as `Scope.stateJSON()` shapes it; nil if it cannot be loaded.
     func stateJSON() async -> JSON? {
-        (try? await loadedStore())?.stateJSON()
+        if let cluster { return await cluster.stateJSON() }
+        return (try? await loadedStore())?.stateJSON()
+    }
+
+    /// The snapshot record of the state (a cluster replica writes it to the snapshot bucket).
+    func snapshotJSON() -> JSON? {
+        store?.snapshotJSON(name: name)
     }
 
     /// The number of subscribed sessions.
@@ -259,6 +276,7 @@ actor ServerScope {
 
     /// Writes out and closes the log.
     func close() async {
+        await cluster?.close()
         isClosed = true
         idleTask?.cancel()
         idleTask = nil

@@ -1,0 +1,176 @@
+import Contrail
+import ContrailNATS
+import ContrailServer
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `contrail bench cluster`: what sharing scopes through NATS JetStream costs, against a
+/// `nats-server -js` this benchmark starts on a free loopback port (it must be installed).
+///
+/// - `cluster.append`: µs per change set appended to the log (a JetStream publish with
+///   `Nats-Msg-Id` and an expected last subject sequence, awaited ack), as a ratio to a core NATS
+///   request/reply round trip on the same connection: the price of the durable log.
+/// - `cluster.latency.p50/p99.sN`: from a change in a client on the first of N Contrail servers
+///   (in this process) to the observer firing in a client on the last one, as a ratio to the same
+///   two clients on one server without NATS, measured in the same run.
+/// - `cluster.fanout.c100.sN`: fragments per second that one client's change sets reach 99 others
+///   spread over N servers with, as a ratio to the same on one server without NATS.
+@MainActor
+enum ClusterBench {
+    static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
+        let nats = try await LocalNATS.start()
+        defer { nats.stop() }
+        var figures = [try await append(nats.url, count: options.iterations(2000, smoke: 5))]
+        let rounds = options.iterations(300, smoke: 3)
+        let alone = try await SyncBench.latency(clients: 2, rounds: rounds)
+        for servers in 1...3 {
+            let samples = try await latency(servers: servers, nats: nats.url, rounds: rounds)
+            for (label, p) in [("p50", 0.5), ("p99", 0.99)] {
+                figures.append(BenchFigure(name: "cluster.latency.\(label).s\(servers)",
+                                           value: Stopwatch.percentile(samples, p) * 1e6, unit: "us",
+                                           baseline: Stopwatch.percentile(alone, p) * 1e6))
+            }
+        }
+        let changeSets = options.iterations(200, smoke: 3)
+        let single = try await SyncBench.fanout(clients: 100, changeSets: changeSets)
+        for servers in 1...3 {
+            let rate = try await withServers(servers, nats: nats.url) { servers in
+                var replicas: [SyncBench.Replica] = []
+                for index in 0..<100 {
+                    replicas += try await SyncBench.replicas(1, port: try await servers[index % servers.count].start())
+                }
+                return try await SyncBench.fanout(replicas, changeSets: changeSets)
+            }
+            figures.append(BenchFigure(name: "cluster.fanout.c100.s\(servers)", value: rate, unit: "frag/s", baseline: single))
+        }
+        return figures
+    }
+
+    /// Runs `body` with `count` cluster servers over `nats`, stopping them afterwards.
+    static func withServers<T>(_ count: Int, nats: NATSServerURL,
+                               _ body: ([ContrailServer]) async throws -> T) async throws -> T {
+        var options = ServerOptions()
+        options.log = nil
+        options.cluster = ClusterOptions(servers: [nats])
+        var servers: [ContrailServer] = []
+        for _ in 0..<count { servers.append(try ContrailServer(options: options)) }
+        do {
+            let result = try await body(servers)
+            for server in servers { await server.stop() }
+            return result
+        } catch {
+            for server in servers { await server.stop() }
+            throw error
+        }
+    }
+
+    /// Mean µs of an acknowledged, chained append; baseline: a core request/reply round trip.
+    static func append(_ url: NATSServerURL, count: Int) async throws -> BenchFigure {
+        let connection = try await NATSConnection.connect(url)
+        let jetStream = JetStream(connection: connection)
+        _ = try await jetStream.createStream(StreamConfig(name: "BENCH", subjects: ["bench.>"]))
+        let payload = Array(SyncBench.sampleFrame().utf8)
+        var last: UInt64 = 0
+        let start = ContinuousClock.now
+        for index in 0..<count {
+            let ack = try await jetStream.publish("bench.scope", payload: payload, messageID: "m\(index)",
+                                                  expectedLastSubjectSequence: last)
+            last = ack.seq
+        }
+        let appendSeconds = Stopwatch.seconds(ContinuousClock.now - start)
+        guard try await jetStream.streamInfo("BENCH").state.messages == UInt64(count) else {
+            throw SyncBenchError("cluster bench: the stream does not hold every appended message")
+        }
+        let echo = try await connection.subscribe("echo")
+        let responder = Task {
+            for await message in echo.messages {
+                if let reply = message.replyTo { try? await connection.publish(reply, payload: message.payload) }
+            }
+        }
+        let roundTrips = ContinuousClock.now
+        for _ in 0..<count { _ = try await connection.request("echo", payload: payload) }
+        let requestSeconds = Stopwatch.seconds(ContinuousClock.now - roundTrips)
+        responder.cancel()
+        await connection.close()
+        return BenchFigure(name: "cluster.append", value: appendSeconds / Double(count) * 1e6, unit: "us",
+                           baseline: requestSeconds / Double(count) * 1e6)
+    }
+
+    /// Seconds from a change on the first server's client to its arrival on the last server's client.
+    static func latency(servers count: Int, nats: NATSServerURL, rounds: Int) async throws -> [Double] {
+        try await withServers(count, nats: nats) { servers in
+            let writer = try await SyncBench.replicas(1, port: try await servers[0].start())[0]
+            let reader = try await SyncBench.replicas(1, port: try await servers[count - 1].start())[0]
+            let arrivals = SyncArrivals()
+            let token = reader.board.observeChange(arrivals, \BenchBoard.score) { arrivals.arrived() }
+            var samples: [Double] = []
+            for _ in 0..<rounds {
+                arrivals.expect(1)
+                writer.board.score += 1
+                try await arrivals.wait(timeout: .seconds(30))
+                samples += arrivals.latencies
+            }
+            token.cancel()
+            await writer.client.close()
+            await reader.client.close()
+            return samples
+        }
+    }
+}
+
+/// A `nats-server -js` child on a free loopback port with a temporary store, for the benchmark.
+private struct LocalNATS {
+    let process: Process
+    let url: NATSServerURL
+    let store: URL
+
+    /// Starts it and waits (up to 10 s) until it accepts a connection.
+    static func start() async throws -> LocalNATS {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "") + ":/usr/sbin:/usr/bin:/usr/local/bin"
+        guard let binary = path.split(separator: ":").map({ "\($0)/nats-server" })
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw SyncBenchError("contrail bench cluster needs nats-server (apt-get install nats-server)")
+        }
+        let port = try freePort()
+        let store = FileManager.default.temporaryDirectory.appending(path: "contrail-bench-nats-\(UUID().uuidString)")
+        let process = Process()
+        process.executableURL = URL(filePath: binary)
+        process.arguments = ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", store.path(percentEncoded: false)]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let server = LocalNATS(process: process, url: NATSServerURL(host: "127.0.0.1", port: port), store: store)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let probe = try? await NATSConnection.connect(server.url) {
+                await probe.close()
+                return server
+            }
+            try await Task.sleep(for: .milliseconds(20))  // polling the child's startup, bounded
+        }
+        server.stop()
+        throw SyncBenchError("nats-server did not start on port \(port)")
+    }
+
+    func stop() {
+        process.terminate()
+        try? FileManager.default.removeItem(at: store)
+    }
+
+    /// A loopback port nobody listens on (the kernel's pick for a socket bound to port 0).
+    private static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard fd >= 0, bound else { throw SyncBenchError("no free port for nats-server") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}

@@ -1,0 +1,27 @@
+/// What a server says about itself in its `INFO` line.
+public struct NATSServerInfo: Sendable, Decodable, Equatable {
+    /// The server's unique id.
+    public var serverID: String
+    /// The server's name (`-n`), if set.
+    public var serverName: String?
+    /// The server's version, e.g. "2.9.10".
+    public var version: String
+    /// The largest payload (headers included) the server accepts.
+    public var maxPayload: Int
+    /// Whether the server supports headers (`HPUB`/`HMSG`).
+    public var headers: Bool?
+    /// Whether JetStream is enabled.
+    public var jetstream: Bool?
+    /// Other cluster members' client URLs, if any.
+    public var connectURLs: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case serverID = "server_id"
+        case serverName = "server_name"
+        case version
+        case maxPayload = "max_payload"
+        case headers
+        case jetstream
+        case connectURLs = "connect_urls"
+    }
+}

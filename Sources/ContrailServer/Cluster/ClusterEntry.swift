@@ -1,0 +1,52 @@
+import Contrail
+import Foundation
+import ContrailNATS
+
+/// One message of a scope's log: the genesis that fixes the root UUID, or a change set as a
+/// client sent it (every server applies it to the same state, so all reach the same outcome).
+enum ClusterEntry: Equatable {
+    /// The scope's first message: its root UUID.
+    case genesis(root: UUID)
+    /// A `ScopeSync`'s fragments, atomic flag and change-set id (every server's apply skips an id
+    /// it applied before, so a change set resent to another server after a failover applies once).
+    case changeSet(fragments: [SyncFragment], atomic: Bool, id: UUID?)
+
+    /// Header naming the subject's previous sequence (the expected last sequence it was published
+    /// with): a reader that has not applied exactly that sequence has missed trimmed messages.
+    static let previousHeader = "Contrail-Previous"
+
+    /// The payload.
+    var encoded: [UInt8] {
+        switch self {
+        case .genesis(let root):
+            return JSON.object(["root": .string(root.wireString)]).serialized()
+        case .changeSet(let fragments, let atomic, let id):
+            let idMember = id.map { #""changeSet":"\#($0.wireString)","# } ?? ""
+            return Array(#"{"atomic":\#(atomic),\#(idMember)"fragments":"#.utf8) + SyncFragment.serialized(fragments) + [UInt8(ascii: "}")]
+        }
+    }
+
+    /// Decodes a payload.
+    /// - Throws: `invalidResponse` when it is neither shape.
+    init(decoding payload: [UInt8]) throws(NATSError) {
+        guard let json = try? JSON(parsing: payload) else { throw .invalidResponse("a scope log entry is not JSON") }
+        if case .string(let text)? = json["root"], let root = UUID(wireString: text) {
+            self = .genesis(root: root)
+            return
+        }
+        guard case .array(let elements)? = json["fragments"] else { throw .invalidResponse("a scope log entry has no fragments") }
+        var fragments: [SyncFragment] = []
+        fragments.reserveCapacity(elements.count)
+        for element in elements {
+            guard let fragment = try? SyncFragment(json: element) else { throw .invalidResponse("a scope log entry has a bad fragment") }
+            fragments.append(fragment)
+        }
+        self = .changeSet(fragments: fragments, atomic: json["atomic"]?.boolValue ?? false,
+                          id: json["changeSet"]?.stringValue.flatMap(UUID.init(wireString:)))
+    }
+
+    /// The subject token of a scope name: its UTF-8 bytes in hex (any name becomes a valid token).
+    static func token(for scopeName: String) -> String {
+        scopeName.utf8.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+}

@@ -1,0 +1,70 @@
+import ContrailNATS
+
+/// A server's one connection to NATS, shared by its scopes: connected on first use (and again
+/// after a failure, so a server that could not reach NATS keeps trying with each request), with
+/// the scopes' stream and the snapshot bucket created if missing.
+actor ClusterLink {
+    /// The connected JetStream API and the snapshot bucket.
+    struct Handles: Sendable {
+        let jetStream: JetStream
+        let snapshots: KeyValueBucket
+    }
+
+    let options: ClusterOptions
+    private let log: ServerLog
+    private var connecting: Task<Result<Handles, NATSError>, Never>?
+    private var isClosed = false
+
+    init(options: ClusterOptions, log: ServerLog) {
+        self.options = options
+        self.log = log
+    }
+
+    /// The handles, connecting first if needed.
+    /// - Throws: the connection's or JetStream's error (the next call tries again); `closed` after `close()`.
+    func handles() async throws(NATSError) -> Handles {
+        if isClosed { throw .closed }
+        let task: Task<Result<Handles, NATSError>, Never>
+        if let connecting {
+            task = connecting
+        } else {
+            let options = options
+            task = Task { () -> Result<Handles, NATSError> in
+                do throws(NATSError) { return .success(try await Self.connect(options)) } catch { return .failure(error) }
+            }
+            connecting = task
+        }
+        let result = await task.value
+        if case .failure(let error) = result {
+            log.write("cluster: \(error)")
+            if connecting == task { connecting = nil }
+        }
+        return try result.get()
+    }
+
+    private static func connect(_ options: ClusterOptions) async throws(NATSError) -> Handles {
+        var natsOptions = NATSOptions(servers: options.servers)
+        natsOptions.name = "contrail-serve"
+        natsOptions.requestTimeout = options.requestTimeout
+        let connection = try await NATSConnection.connect(natsOptions)
+        do throws(NATSError) {
+            let jetStream = JetStream(connection: connection)
+            var stream = StreamConfig(name: options.streamName, subjects: [options.subjectPrefix + ".>"])
+            stream.numReplicas = options.replicas
+            stream.allowDirect = true
+            _ = try await jetStream.createStream(stream)
+            let snapshots = try await KeyValueBucket(jetStream: jetStream, name: options.snapshotBucket, replicas: options.replicas)
+            return Handles(jetStream: jetStream, snapshots: snapshots)
+        } catch {
+            await connection.close()
+            throw error
+        }
+    }
+
+    /// Closes the connection; later calls fail with `closed`.
+    func close() async {
+        isClosed = true
+        if case .success(let handles)? = await connecting?.value { await handles.jetStream.connection.close() }
+        connecting = nil
+    }
+}

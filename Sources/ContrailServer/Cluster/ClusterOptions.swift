@@ -1,0 +1,26 @@
+import ContrailNATS
+
+/// How `contrail serve --nats` joins a cluster: every server of the cluster shares each scope
+/// through one JetStream stream (a subject per scope) and a key-value bucket of snapshots.
+public struct ClusterOptions: Sendable {
+    /// The NATS servers to use (any of them; the client moves to the next on failure).
+    public var servers: [NATSServerURL]
+    /// Copies JetStream keeps of the log and the snapshots (3 in a three-node NATS cluster).
+    public var replicas = 1
+    /// A server writes a snapshot of a scope after this many of its own change sets, and trims
+    /// the log behind the snapshot before that one.
+    public var snapshotEvery = 1_000
+    /// The stream holding every scope's log.
+    public var streamName = "CONTRAIL_SCOPES"
+    /// The subject prefix of the scopes' logs (one subject per scope below it).
+    public var subjectPrefix = "contrail.scope"
+    /// The key-value bucket holding the snapshots.
+    public var snapshotBucket = "contrail_snapshots"
+    /// The deadline of each JetStream call.
+    public var requestTimeout: Duration = .seconds(5)
+
+    /// A cluster over these NATS servers with one replica.
+    public init(servers: [NATSServerURL]) {
+        self.servers = servers
+    }
+}

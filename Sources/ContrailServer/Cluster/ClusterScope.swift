@@ -1,0 +1,356 @@
+import Contrail
+import ContrailNATS
+import Foundation
+
+/// One scope of a cluster server: its order is the order of its subject in the JetStream log.
+///
+/// A `ScopeSync` is published as it came (with `Nats-Expected-Last-Subject-Sequence` set to the last
+/// sequence this server applied, so it lands on exactly the state this server has, and a
+/// `Nats-Msg-Id`); every server applies the subject's messages one by one in sequence order to an
+/// in-memory ``ServerScope`` (the apply is deterministic, so all copies agree), which broadcasts to
+/// this server's sessions and, for a server's own message, replies to its session — after
+/// JetStream acknowledged the publish. A publish that lost the race (error 10071) catches up and
+/// is published again. A core subscription on the subject wakes the replica when another server
+/// appends. Every `snapshotEvery` own change sets the state is written to the snapshot bucket and
+/// the log is trimmed behind the snapshot before it.
+actor ClusterScope {
+    /// Where the replica is.
+    private enum Phase {
+        /// Nothing loaded yet.
+        case empty
+        /// Applied the subject's messages up to `applied` into `local`.
+        case loaded(local: ServerScope, applied: UInt64)
+        /// Closed by the server.
+        case closed
+    }
+
+    let name: String
+    private let link: ClusterLink
+    private let limits: ServerLimits
+    private let log: ServerLog
+    private let subject: String
+    private let snapshotKey: String
+    private var phase: Phase = .empty
+    /// The sessions waiting for their own change sets, by message id.
+    private var origins: [String: (outbox: SessionOutbox, message: ScopeSync)] = [:]
+    private var ownSinceSnapshot = 0
+    private var snapshotDue = false
+    private var lastSnapshot: UInt64 = 0
+    private var passRunning = false
+    private var passWaiters: [CheckedContinuation<Void, Never>] = []
+    private var watcher: Task<Void, Never>?
+    /// Retries a failed catch-up (JetStream unavailable for a while) until one succeeds.
+    private var repair: Task<Void, Never>?
+    /// Stands in for the session of a change set another server published: what the local scope
+    /// replies to it is dropped (its resend buffer of one overflows at once and stays full).
+    private let elsewhere = SessionOutbox(limitBytes: 1, onOverflow: {})
+
+    init(name: String, link: ClusterLink, limits: ServerLimits, log: ServerLog) {
+        self.name = name
+        self.link = link
+        self.limits = limits
+        self.log = log
+        let token = ClusterEntry.token(for: name)
+        subject = link.options.subjectPrefix + "." + token
+        snapshotKey = token.isEmpty ? "empty" : token
+    }
+
+    // MARK: Serving sessions
+
+    /// Catches up with the log, then subscribes the session and queues the reply and the state.
+    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
+        do throws(NATSError) {
+            try await caughtUp().fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: replyTo)
+        } catch {
+            log.write("scope '\(name)': cluster unavailable: \(error)")
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo,
+                error: WireErrorBody(message: "Scope could not be loaded: the cluster log is unavailable")))) }
+        }
+    }
+
+    /// Appends the change set to the log; the reply is queued when it is applied. A publish whose
+    /// outcome is unknown (timed out, connection lost) is sent again with the same message id, so
+    /// JetStream stores it once.
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox) async {
+        let id = UUID().uuidString
+        origins[id] = (outbox, message)
+        let sequence: UInt64
+        do throws(NATSError) {
+            sequence = try await append(ClusterEntry.changeSet(fragments: message.fragments, atomic: message.atomic == true,
+                                                               id: message.changeSetID), id: id)
+        } catch {
+            guard let origin = origins.removeValue(forKey: id) else { return }
+            log.write("scope '\(name)': change set not appended: \(error)")
+            let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("the cluster log is unavailable")),
+                                count: origin.message.fragments.count)
+            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
+            return
+        }
+        ownSinceSnapshot += 1
+        if ownSinceSnapshot >= link.options.snapshotEvery {
+            ownSinceSnapshot = 0
+            snapshotDue = true
+        }
+        // Stored: the reply goes out when it is applied, by this catch-up or a later one.
+        do throws(NATSError) { try await catchUp(through: sequence) } catch { catchUpFailed(error) }
+    }
+
+    /// Publishes `entry` on the state this server has applied; after losing the race to another
+    /// server (10071) catches up and tries again. Returns the entry's sequence.
+    private func append(_ entry: ClusterEntry, id: String) async throws(NATSError) -> UInt64 {
+        _ = try await loaded()
+        let handles = try await link.handles()
+        let payload = entry.encoded
+        var failures = 0
+        for _ in 0..<1_000 {
+            if origins[id] == nil { return applied }  // a catch-up applied it (an earlier try was stored)
+            let previous = applied
+            do throws(NATSError) {
+                let ack = try await handles.jetStream.publish(subject, payload: payload,
+                    headers: NATSHeaders([(ClusterEntry.previousHeader, String(previous))]),
+                    messageID: id, expectedLastSubjectSequence: previous)
+                return ack.seq
+            } catch .jetStream(let error) where error.errorCode == JetStreamAPIError.wrongLastSequence {
+                try await catchUp()  // another server appended first: apply its messages, try again
+            } catch .timedOut, .disconnected {
+                failures += 1
+                if failures >= 5 { throw .timedOut("appending to the log of scope '\(name)'") }
+            }
+        }
+        throw .timedOut("appending to the log of scope '\(name)': lost the race to other servers 1000 times")
+    }
+
+    /// Removes a session's subscription.
+    func unsubscribe(_ outbox: SessionOutbox) async {
+        if case .loaded(let local, _) = phase { await local.unsubscribe(outbox) }
+    }
+
+    /// The state as `Scope.stateJSON()` shapes it, after catching up; nil if the log is unavailable.
+    func stateJSON() async -> JSON? {
+        guard let local = try? await caughtUp() else { return nil }
+        return await local.stateJSON()
+    }
+
+    /// The local scope once every message the log held when called is applied (a catch-up may
+    /// replace it with a restored snapshot, so it is read afterwards).
+    private func caughtUp() async throws(NATSError) -> ServerScope {
+        _ = try await loaded()
+        try await catchUp()
+        guard case .loaded(let local, _) = phase else { throw .closed }
+        return local
+    }
+
+    /// Stops following the log.
+    func close() async {
+        watcher?.cancel()
+        repair?.cancel()
+        if case .loaded(let local, _) = phase { await local.close() }
+        phase = .closed
+    }
+
+    // MARK: Following the log
+
+    private var applied: UInt64 {
+        if case .loaded(_, let applied) = phase { applied } else { 0 }
+    }
+
+    /// The local scope, loading the latest snapshot and replaying the log after it on first use;
+    /// writes the genesis if the scope is new.
+    private func loaded() async throws(NATSError) -> ServerScope {
+        switch phase {
+        case .loaded(let local, _): return local
+        case .closed: throw .closed
+        case .empty: break
+        }
+        let handles = try await link.handles()
+        if case .empty = phase, let snapshot = try await handles.snapshots.get(snapshotKey) {
+            try restore(snapshot.value)
+        }
+        try await catchUp()
+        if case .empty = phase {
+            do throws(NATSError) {
+                _ = try await handles.jetStream.publish(subject, payload: ClusterEntry.genesis(root: UUID()).encoded,
+                    headers: NATSHeaders([(ClusterEntry.previousHeader, "0")]),
+                    messageID: "genesis." + snapshotKey, expectedLastSubjectSequence: 0)
+            } catch .jetStream(let error) where error.errorCode == JetStreamAPIError.wrongLastSequence {
+                // Another server wrote the genesis first: replay it.
+            }
+            try await catchUp()
+        }
+        if watcher == nil { watcher = Task { [weak self] in await self?.watch(handles.jetStream.connection) } }
+        switch phase {
+        case .loaded(let local, _): return local
+        case .closed: throw .closed
+        case .empty: throw .invalidResponse("the log of scope '\(name)' has no genesis")
+        }
+    }
+
+    /// Catches up whenever anything is published on the subject (by any server), and after each
+    /// reconnection to NATS (what was published meanwhile sent no notification here).
+    private func watch(_ connection: NATSConnection) async {
+        guard let subscription = try? await connection.subscribe(subject) else { return }
+        let reconnections = await connection.reconnections()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await _ in subscription.messages { await self.notified() } }
+            group.addTask { for await _ in reconnections { await self.notified() } }
+        }
+        await subscription.unsubscribe()
+    }
+
+    private func notified() async {
+        do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
+    }
+
+    /// Logs the failure and keeps trying (100 ms, doubling up to 5 s) until a catch-up succeeds, so
+    /// a replica left behind while JetStream was unavailable does not wait for the next message.
+    private func catchUpFailed(_ error: NATSError) {
+        log.write("scope '\(name)': catching up: \(error)")
+        guard repair == nil else { return }
+        repair = Task { [weak self] in
+            var delay = Duration.milliseconds(100)
+            while !Task.isCancelled {
+                try? await Task.sleep(for: delay)
+                guard let self, await self.retryCatchUp() else { return }
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// One repair attempt; true to try again.
+    private func retryCatchUp() async -> Bool {
+        if case .closed = phase { return false }
+        do throws(NATSError) {
+            try await catchUp()
+            repair = nil
+            return false
+        } catch {
+            return true
+        }
+    }
+
+    /// Applies the subject's messages after `applied`, until there are none (or, with `target`,
+    /// until that sequence is applied). One pass runs at a time, so messages are applied in order.
+    private func catchUp(through target: UInt64? = nil) async throws(NATSError) {
+        var passes = 0
+        while true {
+            if let target, applied >= target { return }
+            if passRunning {
+                await withCheckedContinuation { passWaiters.append($0) }
+                continue  // that pass may have started before the caller's message was stored
+            }
+            passRunning = true
+            defer {
+                passRunning = false
+                let waiters = passWaiters
+                passWaiters = []
+                for waiter in waiters { waiter.resume() }
+            }
+            try await runPass()
+            if target == nil { return }
+            passes += 1
+            if passes >= 100 { throw .timedOut("catching up with the log of scope '\(name)'") }
+        }
+    }
+
+    private func runPass() async throws(NATSError) {
+        let handles = try await link.handles()
+        let stream = link.options.streamName
+        while let message = try await handles.jetStream.nextMessage(stream: stream, subject: subject, from: applied + 1) {
+            if case .closed = phase { return }
+            let previous = message.headers?[ClusterEntry.previousHeader].flatMap(UInt64.init) ?? 0
+            if previous > applied {
+                // Its publisher had applied messages this server never saw: they were trimmed behind
+                // a snapshot, so start from that. (A `previous` below `applied` is a message that got
+                // in beside another on the same expected sequence — nats-server 2.9 does not enforce
+                // the expectation across in-flight publishes of a replicated stream — and is applied
+                // in log order like any other: the order, not the expectation, keeps servers equal.)
+                guard let snapshot = try await handles.snapshots.get(snapshotKey) else {
+                    throw .invalidResponse("the log of scope '\(name)' misses messages before \(message.sequence) and has no snapshot")
+                }
+                let restoredAt = try restore(snapshot.value)
+                guard restoredAt >= previous else {
+                    throw .invalidResponse("the log of scope '\(name)' misses messages before \(message.sequence)")
+                }
+                continue
+            }
+            await apply(message)
+        }
+        if snapshotDue {
+            snapshotDue = false
+            await snapshot(handles)
+        }
+    }
+
+    /// Applies one message to the local scope: replies to its session if it is this server's.
+    private func apply(_ message: StoredMessage) async {
+        let entry: ClusterEntry
+        do throws(NATSError) { entry = try ClusterEntry(decoding: message.payload) } catch {
+            // Every server skips the same unreadable message.
+            log.write("scope '\(name)': log message \(message.sequence) skipped: \(error)")
+            if case .loaded(let local, _) = phase { phase = .loaded(local: local, applied: message.sequence) }
+            return
+        }
+        switch (entry, phase) {
+        case (.genesis(let root), .empty):
+            phase = .loaded(local: makeLocal(ScopeStore(rootUUID: root)), applied: message.sequence)
+        case (.changeSet(let fragments, let atomic, let changeSetID), .loaded(let local, _)):
+            phase = .loaded(local: local, applied: message.sequence)
+            let id = message.headers?[NATSHeaders.messageID]
+            let origin = id.flatMap { origins.removeValue(forKey: $0) }
+            let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
+                                 fragments: fragments, atomic: atomic, changeSetID: changeSetID)
+            await local.sync(sync, from: origin?.outbox ?? elsewhere)
+        case (_, .loaded(let local, _)):
+            phase = .loaded(local: local, applied: message.sequence)
+        default:
+            log.write("scope '\(name)': log message \(message.sequence) before the genesis skipped")
+        }
+    }
+
+    private func makeLocal(_ store: ScopeStore) -> ServerScope {
+        ServerScope(name: name, limits: limits, dataDirectory: nil, writer: nil, slots: ScopeSlots(limit: .max),
+                    idleTimeout: .seconds(1 << 30), log: log, initialStore: store)
+    }
+
+    /// Replaces the local state with a snapshot (`{"seq": n, "state": …}`) newer than what is
+    /// applied; returns the snapshot's sequence.
+    @discardableResult
+    private func restore(_ bytes: [UInt8]) throws(NATSError) -> UInt64 {
+        guard let json = try? JSON(parsing: bytes), let seq = json["seq"]?.uint64Value,
+              let state = json["state"], let store = ScopeStore(snapshot: state) else {
+            throw .invalidResponse("the snapshot of scope '\(name)' is malformed")
+        }
+        switch phase {
+        case .empty:
+            phase = .loaded(local: makeLocal(store), applied: seq)
+        case .loaded(_, let applied) where seq > applied:
+            // Sessions on the old local scope keep it; new fetches get the restored one.
+            log.write("scope '\(name)': behind the trimmed log; restored the snapshot at \(seq)")
+            phase = .loaded(local: makeLocal(store), applied: seq)
+        default:
+            break
+        }
+        lastSnapshot = max(lastSnapshot, seq)
+        return seq
+    }
+
+    /// Writes the state at `applied` to the snapshot bucket (unless a newer one is there) and trims
+    /// the log behind the previous snapshot, so a server slightly behind still finds its next message.
+    /// Runs inside a catch-up pass, so no message is applied between reading the state and its sequence.
+    private func snapshot(_ handles: ClusterLink.Handles) async {
+        guard case .loaded(let local, let seq) = phase, let state = await local.snapshotJSON() else { return }
+        do throws(NATSError) {
+            let current = try await handles.snapshots.get(snapshotKey)
+            let currentSeq = current.flatMap { try? JSON(parsing: $0.value) }?["seq"]?.uint64Value ?? 0
+            guard currentSeq < seq else { return }
+            let record = JSON.object(["seq": .int(Int64(seq)), "state": state]).serialized()
+            _ = try await handles.snapshots.update(snapshotKey, record, revision: current?.revision ?? 0)
+            if currentSeq > 0 {
+                _ = try await handles.jetStream.purge(stream: link.options.streamName, subject: subject, before: currentSeq)
+            }
+            lastSnapshot = seq
+        } catch {
+            log.write("scope '\(name)': snapshot at \(seq) not written: \(error)")
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Contrail
+import ContrailNATS
+import Foundation
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `contrail serve --nats` child process (the binary built next to the tests).
+final class ServeProcess: Sendable {
+    let port: UInt16
+    private let child: ChildProcess
+
+    private init(port: UInt16, child: ChildProcess) {
+        self.port = port
+        self.child = child
+    }
+
+    /// `ws://127.0.0.1:port/`.
+    var url: String { "ws://127.0.0.1:\(port)/" }
+
+    /// Starts `contrail serve --port 0 --nats URL` and waits (up to 30 s) for its port.
+    static func start(nats: NATSServerProcess) async throws -> ServeProcess {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("contrail")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw TestFailure("\(binary.path) is missing: build with `swift build --build-tests` first")
+        }
+        let child = try ChildProcess(binary, ["serve", "--port", "0", "--nats", nats.url.description, "--quiet"])
+        let port = try await child.port(after: "listening on ws://127.0.0.1:", terminator: { $0 == "/" })
+        return ServeProcess(port: port, child: child)
+    }
+
+    /// SIGKILLs the server and waits until it has exited.
+    func kill() async {
+        await child.kill()
+    }
+}
+
+/// Connects to the first server of a list that answers, starting with the last one that did:
+/// a client's failover to another server of the cluster.
+final class FailoverConnector: SyncConnector {
+    private let urls: [String]
+    private let current = Mutex(0)
+
+    init(_ urls: [String]) { self.urls = urls }
+
+    /// Which server the last successful connect reached.
+    var currentIndex: Int { current.withLock { $0 } }
+
+    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
+        let start = current.withLock { $0 }
+        var lastError: (any Error)?
+        for step in 0..<urls.count {
+            let index = (start + step) % urls.count
+            do {
+                let transport = try await WebSocketConnector(url: urls[index]).connect(headers: headers)
+                current.withLock { $0 = index }
+                return transport
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? TestFailure("no server")
+    }
+}
+
+@MainActor
+@Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
+struct ClusterFailoverTests {
+    @Test func killingAServerMidStreamLosesNothingAcknowledged() async throws {
+        let nats = try await NATSServerProcess.start()
+        let doomed = try await ServeProcess.start(nats: nats)
+        let survivor = try await ServeProcess.start(nats: nats)
+        var options = ClientOptions()
+        options.reconnect = ReconnectPolicy(initial: .milliseconds(5), maximum: .milliseconds(50), jitter: 0.5)
+        options.replyTimeout = .seconds(5)
+        options.connectTimeout = .seconds(10)
+
+        let writerScope = Scope(name: "Deck")
+        let writerDeck = Deck()
+        writerScope.root = writerDeck
+        let failover = FailoverConnector([doomed.url, survivor.url])
+        let writer = try await Client.sync(writerScope, connector: failover, options: options)
+        #expect(failover.currentIndex == 0)
+        let readerScope = Scope(name: "Deck")
+        let readerDeck = Deck()
+        readerScope.root = readerDeck
+        let reader = try await Client.sync(readerScope, connector: WebSocketConnector(url: survivor.url), options: options)
+
+        for index in 0..<40 {
+            writerDeck.cards.append(Slide(text: "s\(index)"))
+            await NotificationQueue.main.drain()
+            if index == 15 { await doomed.kill() }
+        }
+        let settled = await eventually {
+            (writer.session?.pendingChangeSets ?? 1) == 0
+                && readerDeck.cards.count == 40 && writerScope.stateJSON() == readerScope.stateJSON()
+        }
+        #expect(settled, "writer pending \(writer.session?.pendingChangeSets ?? -1), reader has \(readerDeck.cards.count)")
+        #expect(failover.currentIndex == 1, "the writer moved to the surviving server")
+        // Every edit exactly once, in the writer's order.
+        #expect(readerDeck.cards.map(\.text) == (0..<40).map { "s\($0)" })
+        await writer.close(); await reader.close()
+        await survivor.kill(); await nats.stop()
+    }
+
+    func eventually(_ timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            await NotificationQueue.main.drain()
+            if condition() { return true }
+            if ContinuousClock.now > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+}
