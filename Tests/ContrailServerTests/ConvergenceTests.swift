@@ -153,7 +153,7 @@ struct ConvergenceTests {
 
     /// Seeded random runs over the in-memory transport with every operation kind, server restarts
     /// included. At most one of 150 may fail (a timing-dependent class still open, see the README's
-    /// design section); the code before these fixes failed about 30 of them.
+    /// design section); the code before these fixes failed about one seed in five.
     @Test func seededRunsConvergeInMemory() async {
         let fuzzer = ConvergenceFuzzer(server: .inMemory)
         fuzzer.settleTimeout = .seconds(10)
