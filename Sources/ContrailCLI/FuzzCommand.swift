@@ -71,12 +71,12 @@ enum FuzzCommand {
         var counts: [String: Int] = [:]
         let began = ContinuousClock.now
         for seed in start..<(start + seeds) {
+            if (seed - start) % 500 == 0, seed > start { print("… \(seed - start) seeds"); fflush(nil) }
             guard var example = await fuzzer.run(seed: seed) else { continue }
             counts[example.failure.kind.rawValue, default: 0] += 1
             if shrink { example = await fuzzer.shrink(example) }
             print("FAIL \(example)")
             fflush(nil)
-            if (seed - start + 1) % 100 == 0 { print("… \(seed - start + 1) seeds") }
         }
         let failed = counts.values.reduce(0, +)
         let elapsed = ContinuousClock.now - began
