@@ -174,7 +174,7 @@ public final class ConvergenceFuzzer {
         case .syncNow(let client):
             let replica = replica(client)
             if let session = replica.session {
-                Task { await session.sync(replica.scope) }
+                Task { try? await session.sync(replica.scope) }
             }
         case .pause(let client):
             let replica = replica(client)
