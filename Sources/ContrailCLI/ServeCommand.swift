@@ -26,6 +26,8 @@ enum ServeCommand {
       --scope NAME            create scope NAME up front (repeatable; others are created on
                               their first fetch)
       --token TOKEN           require SessionCreate params to hold {"token": TOKEN}
+      --procedures FILE       procedures clients may call, with their constraints (JSON:
+                              {"procedures": [{"name": "Canvas.rename", "constraints": [...]}]})
       --quiet                 do not log
       -h, --help              show this help
     """
@@ -80,10 +82,24 @@ enum ServeCommand {
                 let token = try value(flag)
                 options.sessionHook = { params, _ in params["token"] == .string(token) }
             case "--quiet": options.log = nil
+            case "--procedures": options.procedures = try procedures(file: try value(flag))
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }
         }
         return options
+    }
+
+    /// The procedures declared in a JSON file (see `ProcedureDeclaration`).
+    private static func procedures(file: String) throws -> [ServerProcedure] {
+        let data: Data
+        do { data = try Data(contentsOf: URL(filePath: file)) } catch {
+            throw CLIError.usage("--procedures: cannot read '\(file)': \(error.localizedDescription)")
+        }
+        do {
+            return try ServerProcedure.list(json: JSON(parsing: data))
+        } catch {
+            throw CLIError.usage("--procedures: '\(file)': \(error)")
+        }
     }
 
     /// Returns when the process gets SIGINT or SIGTERM.

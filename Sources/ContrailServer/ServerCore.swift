@@ -65,7 +65,8 @@ final class ServerCore: Sendable {
     func scope(named name: String) -> ServerScope {
         state.withLock { state in
             if let scope = state.scopes[name] { return scope }
-            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, fsync: options.fsync, log: log)
+            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, fsync: options.fsync, log: log,
+                                    procedures: options.procedures)
             state.scopes[name] = scope
             return scope
         }

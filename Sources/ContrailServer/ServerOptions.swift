@@ -47,6 +47,9 @@ public struct ServerOptions: Sendable {
     /// Decides on `ScopeFetch`; return an error to deny, nil to allow. Scopes are created on
     /// their first allowed fetch.
     public var fetchHook: @Sendable (_ scopeName: String, _ params: [String: JSON]) async -> WireErrorBody? = { _, _ in nil }
+    /// Procedures clients may call (§4.6–4.7): a ScopeSync naming another, or whose fragments do
+    /// not match the named one's constraints, is rejected whole.
+    public var procedures: [ServerProcedure] = []
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError
 

@@ -358,7 +358,9 @@ public final class Session {
         let fragments = subscription.fragments(of: entry)
         let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
         inFlight += 1
-        entry.index = request({ .scopeSync(ScopeSync(index: $0, scopeIndex: scopeIndex, fragments: fragments, atomic: atomic)) }) {
+        let procedure = entry.changeSet.procedure
+        entry.index = request({ .scopeSync(ScopeSync(index: $0, scopeIndex: scopeIndex, fragments: fragments,
+                                                     atomic: procedure == nil ? atomic : true, procedure: procedure)) }) {
             [weak self, weak subscription, weak entry] reply in
             guard let self else { return }
             self.inFlight -= 1

@@ -18,6 +18,7 @@ actor ServerScope {
     private let dataDirectory: URL?
     private let fsync: FsyncPolicy
     private let log: ServerLog
+    private let procedures: [ServerProcedure]
     private var store: ScopeStore?
     private var persistence: ScopePersistence?
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
@@ -26,7 +27,9 @@ actor ServerScope {
     /// Set by ``close()``: the scope no longer loads or accepts anything.
     private var isClosed = false
 
-    init(name: String, limits: ServerLimits, dataDirectory: URL?, fsync: FsyncPolicy, log: ServerLog) {
+    init(name: String, limits: ServerLimits, dataDirectory: URL?, fsync: FsyncPolicy, log: ServerLog,
+         procedures: [ServerProcedure] = []) {
+        self.procedures = procedures
         self.name = name
         self.limits = limits
         self.dataDirectory = dataDirectory
@@ -76,6 +79,17 @@ actor ServerScope {
             reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("scope could not be loaded"))
             return
         }
+        var followUps: [SyncFragment] = []
+        if let procedure = message.procedure {
+            do throws(ProcedureError) {
+                followUps = try ServerProcedure.run(procedure, among: procedures, scopeName: name, fragments: message.fragments) {
+                    store.objects[$0]?.properties[$1]
+                }
+            } catch {
+                reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage(error.description))
+                return
+            }
+        }
         self.store = nil  // keep the store uniquely referenced while it is mutated
         let outcome = store.apply(message.fragments, atomic: message.atomic == true, maxObjects: limits.maxObjectsPerScope)
         if !outcome.accepted.isEmpty, let persistence {
@@ -97,7 +111,27 @@ actor ServerScope {
             cachedState = nil
             broadcast(outcome.accepted, except: outbox)
         }
+        if !followUps.isEmpty { applyFollowUps(followUps) }
         outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: outcome.replies))) }
+    }
+
+    /// Applies a procedure's follow-up updates and sends what was accepted to every subscriber,
+    /// the caller included, before the caller's reply (§4.10).
+    private func applyFollowUps(_ fragments: [SyncFragment]) {
+        guard var store else { return }
+        self.store = nil
+        let outcome = store.apply(fragments, atomic: false, maxObjects: limits.maxObjectsPerScope)
+        if !outcome.accepted.isEmpty, let persistence {
+            do { try persistence.append(outcome.accepted) } catch { log.write("scope '\(name)': follow-up updates not persisted: \(error)") }
+        }
+        self.store = store
+        guard !outcome.accepted.isEmpty else { return }
+        cachedState = nil
+        let text = String(decoding: SyncFragment.serialized(outcome.accepted), as: UTF8.self)
+        for subscriber in subscribers.values {
+            let scopeIndex = subscriber.scopeIndex
+            subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
+        }
     }
 
     private func reply(_ outbox: SessionOutbox, _ message: ScopeSync, all error: WireErrorBody) {

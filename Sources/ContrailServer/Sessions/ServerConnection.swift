@@ -25,7 +25,7 @@ final class ServerConnection: Sendable {
 
     private func deny(_ reason: WireErrorBody) async {
         core.log.write("connection denied: \(reason.message)")
-        await close(code: JetstreamCloseCode.denied, reason: reason.jsonString)
+        await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
     }
 
     /// Serves the connection until it closes.
@@ -136,7 +136,7 @@ final class ServerConnection: Sendable {
             guard let frame else { break }
             if case .close(let code, let reason) = await session.handle(frame) {
                 core.log.write("session \(session.number): closing the connection: \(reason.message)")
-                await close(code: code, reason: reason.jsonString)
+                await close(code: code, reason: reason.closeReason())
                 break
             }
         }
