@@ -27,7 +27,8 @@ enum ServeCommand {
                               their first fetch)
       --token TOKEN           require SessionCreate params to hold {"token": TOKEN}
       --procedures FILE       procedures clients may call, with their constraints (JSON:
-                              {"procedures": [{"name": "Canvas.rename", "constraints": [...]}]})
+                              {"procedures": [{"name": "Canvas.rename", "constraints": [...]}]},
+                              optionally with scope roots: "roots": {"Canvas": {"clsName": "Canvas"}})
       --quiet                 do not log
       -h, --help              show this help
     """
@@ -82,21 +83,22 @@ enum ServeCommand {
                 let token = try value(flag)
                 options.sessionHook = { params, _ in params["token"] == .string(token) }
             case "--quiet": options.log = nil
-            case "--procedures": options.procedures = try procedures(file: try value(flag))
+            case "--procedures": (options.procedures, options.roots) = try declarations(file: try value(flag))
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }
         }
         return options
     }
 
-    /// The procedures declared in a JSON file (see `ProcedureDeclaration`).
-    private static func procedures(file: String) throws -> [ServerProcedure] {
+    /// The procedures and scope roots declared in a JSON file (see `ProcedureDeclaration`, `ScopeRoot`).
+    private static func declarations(file: String) throws -> ([ServerProcedure], [String: ScopeRoot]) {
         let data: Data
         do { data = try Data(contentsOf: URL(filePath: file)) } catch {
             throw CLIError.usage("--procedures: cannot read '\(file)': \(error.localizedDescription)")
         }
         do {
-            return try ServerProcedure.list(json: JSON(parsing: data))
+            let json = try JSON(parsing: data)
+            return (try ServerProcedure.list(json: json), try ScopeRoot.list(json: json))
         } catch {
             throw CLIError.usage("--procedures: '\(file)': \(error)")
         }

@@ -182,8 +182,7 @@ public final class ConvergenceFuzzer {
             replica.session?.pauseIncoming()
         case .resume(let client):
             let replica = replica(client)
-            replica.pauses = 0
-            replica.session?.resumeIncoming()
+            replica.resumeAll()
         case .drop(let client):
             await replica(client).connector.cut()
         case .reconnect(let client):
@@ -264,8 +263,7 @@ public final class ConvergenceFuzzer {
     private func check(_ replicas: [FuzzReplica], host: FuzzServerHost, removed: Set<UUID>, parents: [UUID: UUID]) async -> FuzzFailure? {
         for replica in replicas {
             replica.connector.restore()
-            if replica.pauses > 0 { replica.session?.resumeIncoming() }
-            replica.pauses = 0
+            replica.resumeAll()
             replica.session?.setMode(.realtime, for: replica.scope)
         }
         let settled = await eventually(settleTimeout) {

@@ -66,7 +66,7 @@ final class ServerCore: Sendable {
         state.withLock { state in
             if let scope = state.scopes[name] { return scope }
             let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, fsync: options.fsync, log: log,
-                                    procedures: options.procedures)
+                                    procedures: options.procedures, root: options.roots[name])
             state.scopes[name] = scope
             return scope
         }

@@ -50,6 +50,9 @@ public struct ServerOptions: Sendable {
     /// Procedures clients may call (§4.6–4.7): a ScopeSync naming another, or whose fragments do
     /// not match the named one's constraints, is rejected whole.
     public var procedures: [ServerProcedure] = []
+    /// Roots of new scopes by scope name: a fresh scope's root gets this class and these values
+    /// (as the original's app-set root model), instead of waiting for a client to name them.
+    public var roots: [String: ScopeRoot] = [:]
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError
 

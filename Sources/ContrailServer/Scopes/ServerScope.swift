@@ -19,6 +19,7 @@ actor ServerScope {
     private let fsync: FsyncPolicy
     private let log: ServerLog
     private let procedures: [ServerProcedure]
+    private let declaredRoot: ScopeRoot?
     private var store: ScopeStore?
     private var persistence: ScopePersistence?
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
@@ -28,8 +29,9 @@ actor ServerScope {
     private var isClosed = false
 
     init(name: String, limits: ServerLimits, dataDirectory: URL?, fsync: FsyncPolicy, log: ServerLog,
-         procedures: [ServerProcedure] = []) {
+         procedures: [ServerProcedure] = [], root: ScopeRoot? = nil) {
         self.procedures = procedures
+        self.declaredRoot = root
         self.name = name
         self.limits = limits
         self.dataDirectory = dataDirectory
@@ -44,13 +46,23 @@ actor ServerScope {
         if let dataDirectory {
             let (persistence, restored) = try ScopePersistence.open(directory: dataDirectory, name: name, fsync: fsync)
             self.persistence = persistence
-            store = restored
+            let loaded = seeded(restored)
+            store = loaded
             log.write("scope '\(name)': loaded \(restored.objectCount) objects")
-            return restored
+            return loaded
         }
-        let fresh = ScopeStore()
+        let fresh = seeded(ScopeStore())
         store = fresh
         return fresh
+    }
+
+    /// `store` with the declared root's class and values when its root has no class yet (a new
+    /// scope). Not logged: a restart seeds again, the same way.
+    private func seeded(_ store: ScopeStore) -> ScopeStore {
+        guard let declaredRoot, store.objects[store.rootUUID]?.className.isEmpty == true else { return store }
+        var store = store
+        _ = store.apply([declaredRoot.fragment(rootUUID: store.rootUUID)], atomic: true, maxObjects: limits.maxObjectsPerScope)
+        return store
     }
 
     /// Subscribes a session (once, however often it fetches) and queues `ScopeFetchReply` then
