@@ -146,6 +146,25 @@ final class HeldClient {
         #expect(await closing.value == .closed)
     }
 
+    @Test func settlingCanTimeOutAndBeCancelled() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        try await base.fetch(scope, session: session, peer: peer)
+        let changeSet = try #require(scope.modify { board.score = 3 })
+        let sync = try await base.nextSync(peer)
+        await #expect(throws: SyncError.timedOut) { try await changeSet.settled(timeout: .milliseconds(20)) }
+        let cancelled = Task { () -> SyncError? in
+            do { _ = try await changeSet.settled(timeout: nil); return nil } catch { return error as? SyncError }
+        }
+        cancelled.cancel()
+        #expect(await cancelled.value == .cancelled)
+        // Positive control: the reply settles it.
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: [.accepted])))
+        #expect(try await changeSet.settled(timeout: .seconds(30)) == .completed)
+        await client.close()
+    }
+
     @Test func pausesNest() async throws {
         let connector = ScriptedConnector()
         let (client, session, peer) = try await base.connect(connector)
