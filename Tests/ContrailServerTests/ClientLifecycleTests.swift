@@ -165,6 +165,32 @@ final class HeldClient {
         await client.close()
     }
 
+    @Test func emptyOrRootlessStatesAreRefusedWhole() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        board.title = "local"
+        let other = UUID()
+        var serverIndex = 1
+        for (fetchIndex, fragments) in [(1, [SyncFragment]()),
+                                        (2, [SyncFragment(kind: .add, uuid: other, className: "Card", properties: ["text": "x"])])] {
+            let task = Task { () -> SyncError? in
+                do { try await session.fetch(scope); return nil } catch { return error as? SyncError }
+            }
+            guard case .scopeFetch(let fetch)? = await peer.nextNonPing() else { Issue.record("expected ScopeFetch"); return }
+            #expect(fetch.index == fetchIndex)
+            await peer.send(.scopeFetchReply(ScopeFetchReply(index: serverIndex, replyTo: fetch.index, scopeIndex: 0)),
+                            .scopeState(ScopeState(index: serverIndex + 1, scopeIndex: 0, rootUUID: base.rootUUID, fragments: fragments)))
+            serverIndex += 2
+            guard case .invalidState? = await task.value else { Issue.record("expected invalidState"); return }
+            #expect(board.title == "local" && board.uuid != base.rootUUID && scope.object(for: other) == nil)
+        }
+        // Positive control: a state with its root applies.
+        try await base.fetch(scope, session: session, peer: peer, fetchIndex: 3, serverIndex: serverIndex)
+        #expect(board.title == "server")
+        await client.close()
+    }
+
     @Test func pausesNest() async throws {
         let connector = ScriptedConnector()
         let (client, session, peer) = try await base.connect(connector)

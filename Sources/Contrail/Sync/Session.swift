@@ -274,6 +274,7 @@ public final class Session {
             guard let subscription = byScopeIndex[state.scopeIndex] else { break }
             subscription.isFetching = false
             do {
+                try Self.checkComplete(state)
                 try subscription.applyState(state)
                 subscription.attached.resolve(.success(()))
             } catch {
@@ -291,6 +292,14 @@ public final class Session {
             break
         }
         return true
+    }
+
+    /// Refuses an empty or rootless state before any of it is applied (§2.5: the root goes first).
+    private static func checkComplete(_ state: ScopeState) throws(SyncError) {
+        guard !state.fragments.isEmpty else { throw .invalidState("the state is empty") }
+        guard state.fragments.contains(where: { $0.uuid == state.rootUUID }) else {
+            throw .invalidState("the state has no fragment for its root \(state.rootUUID.wireString)")
+        }
     }
 
     private func prune(ack: Int) {
