@@ -191,6 +191,43 @@ final class HeldClient {
         await client.close()
     }
 
+    @Test func detachSendsPendingChangesFirstThenStopsSyncing() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        try await base.fetch(scope, session: session, peer: peer)
+        session.setMode(.manual, for: scope)
+        board.score = 1
+        let detaching = Task { try await session.detach(scope, timeout: .seconds(30)) }
+        let sync = try await base.nextSync(peer)   // the pending change goes out first
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: [.accepted])))
+        #expect(try await detaching.value.isEmpty)
+        #expect(session.mode(of: scope) == nil && !scope.isSynced)
+        // Local edits stay local, remote changes are ignored.
+        board.score = 2
+        #expect(await peer.nothing())
+        await peer.send(.scopeSync(ScopeSync(index: 4, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: base.rootUUID, className: "Board", properties: ["title": "remote"]),
+        ])))
+        #expect(await peer.nothing())
+        #expect(board.title == "server")
+        await #expect(throws: SyncError.notFetched("Board")) { try await session.sync(scope) }
+        await client.close()
+    }
+
+    @Test func detachReportsChangesTheServerDidNotSettle() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        try await base.fetch(scope, session: session, peer: peer)
+        let changeSet = try #require(scope.modify { board.score = 5 })
+        _ = try await base.nextSync(peer)
+        let unsettled = try await session.detach(scope, timeout: .milliseconds(30))
+        #expect(unsettled.count == 1 && unsettled.first === changeSet)
+        #expect(session.pendingChangeSets == 0)
+        await client.close()
+    }
+
     @Test func pausesNest() async throws {
         let connector = ScriptedConnector()
         let (client, session, peer) = try await base.connect(connector)

@@ -117,6 +117,29 @@ public final class Session {
         try await settled(waiting, deadline: deadline)
     }
 
+    /// Stops syncing `scope` (Yorkie's `detach`): its waiting local change sets are sent first
+    /// and awaited until `timeout` (default `connectTimeout`); those still unsettled then are
+    /// returned (they stay `syncing` and are never resent). From then on local edits stay local and
+    /// remote changes are ignored; fetch the scope again to resume. The server is not told (the
+    /// protocol has no unsubscribe, §6): it keeps the subscription until the session ends.
+    /// Throws `SyncError.notFetched` for a scope this session does not hold.
+    @discardableResult
+    public func detach(_ scope: Scope, timeout: Duration? = nil) async throws(SyncError) -> [ChangeSet] {
+        guard let subscription = subscription(for: scope) else { throw .notFetched(scope.name) }
+        scope.flush()
+        let waiting = subscription.queue.entries.map(\.changeSet)
+        if !isClosed && subscription.isAttached {
+            pump(forcing: subscription)
+            try? await settled(waiting, deadline: ContinuousClock.now + (timeout ?? options.connectTimeout))
+        }
+        guard self.subscription(for: scope) === subscription else { return waiting.filter { !$0.isSettled } }
+        remove(subscription)
+        subscription.attached.resolve(.failure(.notFetched(scope.name)))
+        scope.isSynced = false
+        reportSyncStatus()
+        return waiting.filter { !$0.isSettled }
+    }
+
     /// Waits until every change set in `changeSets` is settled, the session closes, or `deadline`.
     private func settled(_ changeSets: [ChangeSet], deadline: ContinuousClock.Instant) async throws(SyncError) {
         let unsettled = changeSets.filter { !$0.isSettled }
