@@ -227,11 +227,16 @@ public final class Session {
         isHolding = false
     }
 
-    /// The client was closed: the session ends, waiting callers fail, pending change sets stay pending.
+    /// The client was closed: the session ends, waiting callers fail, and its scopes' later edits
+    /// are no longer queued here (fetch them into the next session). Unsettled change sets stay
+    /// `syncing`; they are not carried over to another session.
     func clientClosed() {
         isClosed = true
         connection = nil
-        for subscription in subscriptions { subscription.attached.resolve(.failure(.closed)) }
+        for subscription in subscriptions {
+            subscription.stopListening()
+            subscription.attached.resolve(.failure(.closed))
+        }
         for waiter in syncWaiters { waiter.resolve(.failure(.closed)) }
     }
 
