@@ -53,6 +53,9 @@ enum ServeCommand {
                               server refuse it for 60 s (logged once per episode).
       --no-pages              do not serve the web pages (inspector at /, canvas demo at /demo,
                               the JavaScript client at /contrail.js) beside the WebSocket upgrade
+      --procedures FILE       procedures clients may call, with their constraints (JSON:
+                              {"procedures": [{"name": "Canvas.rename", "constraints": [...]}]},
+                              optionally with scope roots: "roots": {"Canvas": {"clsName": "Canvas"}})
       --quiet                 do not log
       -h, --help              show this help
     """
@@ -137,6 +140,7 @@ enum ServeCommand {
                 options.sessionHook = { params, _ in params["token"] == .string(token) }
             case "--no-pages": options.servesPages = false
             case "--quiet": options.log = nil
+            case "--procedures": (options.procedures, options.roots) = try declarations(file: try value(flag))
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }
         }
@@ -175,6 +179,20 @@ enum ServeCommand {
                 throw CLIError.usage("--fsync: '\(text)' is not always, never or interval:<N>ms\n\n\(help)")
             }
             return .interval(.milliseconds(amount * unit))
+        }
+    }
+
+    /// The procedures and scope roots declared in a JSON file (see `ProcedureDeclaration`, `ScopeRoot`).
+    private static func declarations(file: String) throws -> ([ServerProcedure], [String: ScopeRoot]) {
+        let data: Data
+        do { data = try Data(contentsOf: URL(filePath: file)) } catch {
+            throw CLIError.usage("--procedures: cannot read '\(file)': \(error.localizedDescription)")
+        }
+        do {
+            let json = try JSON(parsing: data)
+            return (try ServerProcedure.list(json: json), try ScopeRoot.list(json: json))
+        } catch {
+            throw CLIError.usage("--procedures: '\(file)': \(error)")
         }
     }
 

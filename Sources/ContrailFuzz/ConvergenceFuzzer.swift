@@ -184,7 +184,7 @@ public final class ConvergenceFuzzer {
         case .syncNow(let client):
             let replica = replica(client)
             if let session = replica.session {
-                Task { await session.sync(replica.scope) }
+                Task { try? await session.sync(replica.scope) }
             }
         case .pause(let client):
             let replica = replica(client)
@@ -192,8 +192,7 @@ public final class ConvergenceFuzzer {
             replica.session?.pauseIncoming()
         case .resume(let client):
             let replica = replica(client)
-            replica.pauses = 0
-            replica.session?.resumeIncoming()
+            replica.resumeAll()
         case .drop(let client):
             await replica(client).connector.cut()
         case .reconnect(let client):
@@ -274,8 +273,7 @@ public final class ConvergenceFuzzer {
     private func check(_ replicas: [FuzzReplica], host: FuzzServerHost, removed: Set<UUID>, parents: [UUID: UUID]) async -> FuzzFailure? {
         for replica in replicas {
             replica.connector.restore()
-            if replica.pauses > 0 { replica.session?.resumeIncoming() }
-            replica.pauses = 0
+            replica.resumeAll()
             replica.session?.setMode(.realtime, for: replica.scope)
         }
         let settled = await eventually(settleTimeout) {

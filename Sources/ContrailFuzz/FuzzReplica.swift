@@ -31,6 +31,14 @@ final class FuzzReplica {
 
     var session: Session? { client.session }
 
+    /// Ends every pause the fuzzer made (pauses nest: one resume per pause).
+    func resumeAll() {
+        while pauses > 0 {
+            pauses -= 1
+            session?.resumeIncoming()
+        }
+    }
+
     /// Items of list 0 (`items`) or 1 (`shelf`).
     func list(_ list: Int) -> [FuzzItem] { list % 2 == 0 ? board.items : board.shelf }
 

@@ -78,7 +78,8 @@ final class ServerCore: Sendable {
         state.withLock { state in
             if let scope = state.scopes[name] { return scope }
             let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
-                                    slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, log: log, cluster: cluster)
+                                    slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, log: log, cluster: cluster,
+                                    procedures: options.procedures, root: options.roots[name])
             state.scopes[name] = scope
             return scope
         }

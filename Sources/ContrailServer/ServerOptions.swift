@@ -72,6 +72,12 @@ public struct ServerOptions: Sendable {
     /// Joins a cluster of servers sharing every scope through NATS JetStream (`contrail serve --nats`);
     /// nil serves alone. With a cluster, scopes live in the cluster's log, not in `dataDirectory`.
     public var cluster: ClusterOptions?
+    /// Procedures clients may call (§4.6–4.7): a ScopeSync naming another, or whose fragments do
+    /// not match the named one's constraints, is rejected whole.
+    public var procedures: [ServerProcedure] = []
+    /// Roots of new scopes by scope name: a fresh scope's root gets this class and these values
+    /// (as the original's app-set root model), instead of waiting for a client to name them.
+    public var roots: [String: ScopeRoot] = [:]
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError
 

@@ -362,7 +362,7 @@ import Testing
         ])))
         #expect(await peer.nothing())
         #expect(board.title == "server")
-        let syncTask = Task { await session.sync(scope) }
+        let syncTask = Task { try await session.sync(scope) }
         // sync() catches up with a refetch first, then sends.
         guard case .scopeFetch(let fetch)? = await peer.nextNonPing() else { Issue.record("expected refetch"); return }
         await peer.send(.scopeFetchReply(ScopeFetchReply(index: 4, replyTo: fetch.index, scopeIndex: 0)),
@@ -372,7 +372,7 @@ import Testing
         let sync = try await nextSync(peer)
         #expect(board.title == "remote" && board.score == 5)
         await peer.send(.scopeSyncReply(ScopeSyncReply(index: 6, replyTo: sync.index, fragmentReplies: [.accepted])))
-        await syncTask.value
+        try await syncTask.value
         #expect(held.state == .completed)
         session.setMode(.syncOff, for: scope)
         board.score = 6

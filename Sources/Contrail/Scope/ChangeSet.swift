@@ -39,6 +39,8 @@ public final class ChangeSet: Encodable {
     public nonisolated let message: String?
     /// True for `modifyAtomically`: the server applies all fragments or none.
     public nonisolated let isAtomic: Bool
+    /// The procedure this change set calls (`Model.name`, from `Scope.modify(procedure:)`), if any.
+    public internal(set) var procedure: String?
     public nonisolated let origin: Origin
     /// When the change set was made.
     public nonisolated let date: Date

@@ -63,6 +63,8 @@ public final class Scope {
     private var redoStack: [ChangeSet] = []
     private var flushMessage: String?
     private var flushAtomic = false
+    /// The procedure call the next non-empty flush makes (`modify(procedure:)`).
+    var flushProcedure: ProcedureCall?
 
     public init(name: String) {
         self.name = name
@@ -214,6 +216,15 @@ public final class Scope {
         guard !fragments.isEmpty else { return nil }
         let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: atomic,
                                   origin: .local, state: isSynced ? .syncing : .completed, scope: self)
+        if let call = flushProcedure {
+            flushProcedure = nil
+            changeSet.procedure = call.name
+            // A call that fails its constraints is reverted here and never recorded or sent (§4.7).
+            guard call.allows(changeSet) else {
+                changeSet.revert()
+                return changeSet
+            }
+        }
         if !isReplaying {
             undoStack.append(changeSet)
             if undoStack.count > historyLimit { undoStack.removeFirst(undoStack.count - historyLimit) }

@@ -44,6 +44,8 @@ public final class Client {
     private var generation = 0
     private var isClosed = false
     private var handshake: ReplyWaiter<String>?
+    /// The connect attempt under way: concurrent `connect()` calls wait for this one.
+    private var attempt: ReplyWaiter<Session>?
     private var reconnectTask: Task<Void, Never>?
     private var pingTask: Task<Void, Never>?
     private var failures = 0
@@ -60,6 +62,18 @@ public final class Client {
         self.options = options
     }
 
+    /// A dropped client stops reconnecting and pinging and closes its transport.
+    isolated deinit {
+        reconnectTask?.cancel()
+        pingTask?.cancel()
+        handshake?.resolve(.failure(.closed))
+        attempt?.resolve(.failure(.closed))
+        session?.clientClosed()
+        if let connection {
+            Task { await connection.close(code: 1000, reason: "client released") }
+        }
+    }
+
     /// Calls `body` with every status change (connection-status events).
     @discardableResult
     public func onStatusChange(_ observer: AnyObject, _ body: @escaping @MainActor (Status) -> Void) -> ObservationToken {
@@ -67,29 +81,42 @@ public final class Client {
     }
 
     /// Connects and creates a session with `options.sessionParams`. A denied session throws
-    /// `SyncError.sessionDenied`; a failed connection `.transport`. Returns the existing session
-    /// when already connected.
+    /// `SyncError.sessionDenied`; a failed connection `.transport`; `close()` meanwhile `.closed`.
+    /// Returns the existing session when already connected; concurrent calls share one attempt.
+    /// After `close()`, connecting again opens a new session.
     public func connect() async throws(SyncError) -> Session {
         if let session { return session }
+        if let attempt { return try await attempt.wait(timeout: nil).get() }
+        let attempt = ReplyWaiter<Session>()
+        self.attempt = attempt
+        defer { if self.attempt === attempt { self.attempt = nil } }
         isClosed = false
         lastError = nil
         status = .connecting
-        do {
+        do throws(SyncError) {
             let (token, connection) = try await openSession()
+            guard !attempt.isResolved else {
+                // close() ended this attempt while the handshake was answered.
+                await connection.close(code: 1000, reason: "client closed")
+                throw .closed
+            }
             let session = Session(client: self, token: token)
             self.session = session
             session.renew(token: token, connection: connection)
             status = .online
             startPinging()
+            attempt.resolve(.success(session))
             return session
         } catch {
-            status = .offline
+            if self.attempt === attempt { status = .offline }
+            attempt.resolve(.failure(error))
             throw error
         }
     }
 
-    /// Closes the connection and stops reconnecting. The session is abandoned locally (the server
-    /// expires it); pending change sets stay pending.
+    /// Closes the connection and stops reconnecting. The session ends (`session` becomes nil; the
+    /// server expires it): its waiting calls fail with `SyncError.closed`, and its pending change
+    /// sets stay pending. A later `connect()` opens a new session.
     public func close() async {
         isClosed = true
         generation += 1
@@ -98,7 +125,10 @@ public final class Client {
         reconnectTask = nil
         pingTask = nil
         handshake?.resolve(.failure(.closed))
+        attempt?.resolve(.failure(.closed))
+        attempt = nil
         session?.clientClosed()
+        session = nil
         let connection = self.connection
         self.connection = nil
         status = .offline
@@ -224,39 +254,58 @@ public final class Client {
         scheduleReconnect(newSession: newSession)
     }
 
+    /// Reconnects with backoff. The task holds the client only between its sleeps, so a client the
+    /// app drops stops reconnecting (its `deinit` cancels the task).
     private func scheduleReconnect(newSession: Bool) {
         reconnectTask?.cancel()
         status = .connecting
         reconnectTask = Task { [weak self] in
             var renew = newSession
-            while let self, !self.isClosed, !Task.isCancelled {
-                let delay = self.options.reconnect.delay(attempt: self.failures)
-                self.failures += 1
+            while !Task.isCancelled {
+                guard let delay = self?.nextReconnectDelay() else { return }
                 try? await Task.sleep(for: delay)
-                guard !Task.isCancelled, !self.isClosed, let session = self.session else { return }
-                do throws(SyncError) {
-                    if renew {
-                        let (token, connection) = try await self.openSession()
-                        session.renew(token: token, connection: connection)
-                        self.failures = 0
-                    } else {
-                        let connection = try await self.open(headers: self.options.headers + [("X-Jetstream-SessionToken", session.token)])
-                        session.didResume(connection)
-                    }
-                    self.status = .online
-                    return
-                } catch {
-                    switch error {
-                    case .sessionDenied:
-                        self.lastError = error
-                        self.status = .offline
-                        return
-                    case .closedByServer(let code, _) where code == JetstreamCloseCode.denied || code == JetstreamCloseCode.expired:
-                        renew = true
-                    default:
-                        continue
-                    }
+                guard !Task.isCancelled, let self, !self.isClosed else { return }
+                switch await self.reconnect(renew: renew) {
+                case .done: return
+                case .retry: continue
+                case .retryWithNewSession: renew = true
                 }
+            }
+        }
+    }
+
+    private enum ReconnectOutcome { case done, retry, retryWithNewSession }
+
+    private func nextReconnectDelay() -> Duration? {
+        guard !isClosed, session != nil else { return nil }
+        defer { failures += 1 }
+        return options.reconnect.delay(attempt: failures)
+    }
+
+    /// One reconnect attempt: resumes the session on a new transport, or opens a new wire session.
+    private func reconnect(renew: Bool) async -> ReconnectOutcome {
+        guard let session else { return .done }
+        do throws(SyncError) {
+            if renew {
+                let (token, connection) = try await openSession()
+                session.renew(token: token, connection: connection)
+                failures = 0
+            } else {
+                let connection = try await open(headers: options.headers + [("X-Jetstream-SessionToken", session.token)])
+                session.didResume(connection)
+            }
+            status = .online
+            return .done
+        } catch {
+            switch error {
+            case .sessionDenied:
+                lastError = error
+                status = .offline
+                return .done
+            case .closedByServer(let code, _) where code == JetstreamCloseCode.denied || code == JetstreamCloseCode.expired:
+                return .retryWithNewSession
+            default:
+                return .retry
             }
         }
     }

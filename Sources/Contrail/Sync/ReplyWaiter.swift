@@ -16,8 +16,8 @@ final class ReplyWaiter<Value: Sendable> {
 
     var isResolved: Bool { result != nil }
 
-    /// The result, or `.timedOut` for this caller once `timeout` has passed (the waiter itself
-    /// stays unresolved for the others).
+    /// The result, or `.timedOut` for this caller once `timeout` has passed, or `.cancelled` when
+    /// the caller's task is cancelled (the waiter itself stays unresolved for the others).
     func wait(timeout: Duration?) async -> Result<Value, SyncError> {
         if let result { return result }
         nextWaiter += 1
@@ -26,16 +26,27 @@ final class ReplyWaiter<Value: Sendable> {
         if let timeout {
             timer = Task { [weak self] in
                 try? await Task.sleep(for: timeout)
-                if !Task.isCancelled { self?.expire(id) }
+                if !Task.isCancelled { self?.expire(id, with: .timedOut) }
             }
         }
         defer { timer?.cancel() }
-        return await withCheckedContinuation { continuation in
-            if let result { continuation.resume(returning: result) } else { waiters[id] = continuation }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if let result {
+                    continuation.resume(returning: result)
+                } else if Task.isCancelled {
+                    continuation.resume(returning: .failure(.cancelled))
+                } else {
+                    waiters[id] = continuation
+                }
+            }
+        } onCancel: {
+            Task { @MainActor [weak self] in self?.expire(id, with: .cancelled) }
         }
     }
 
-    private func expire(_ id: Int) {
-        waiters.removeValue(forKey: id)?.resume(returning: .failure(.timedOut))
+    /// Ends one caller's wait with `error` (its deadline passed, or its task was cancelled).
+    private func expire(_ id: Int, with error: SyncError = .timedOut) {
+        waiters.removeValue(forKey: id)?.resume(returning: .failure(error))
     }
 }

@@ -10,7 +10,7 @@ import Foundation
 /// let session = try await client.connect()
 /// try await session.fetch(scope)              // realtime from here on
 /// session.setMode(.manual, for: scope)
-/// await session.sync(scope)                    // send and receive now
+/// try await session.sync(scope)                // send and receive now
 /// ```
 @MainActor
 public final class Session {
@@ -35,6 +35,12 @@ public final class Session {
     private var subscriptions: [ScopeSubscription] = []
     private var byScopeIndex: [Int: ScopeSubscription] = [:]
     private var paused: [Message]?
+    /// How many `pauseIncoming()` calls wait for their `resumeIncoming()`.
+    private var pauseDepth = 0
+    /// Whether the client ended this session (`Client.close()`): every call fails at once.
+    private(set) var isClosed = false
+    /// `sync(_:)` calls waiting for their change sets; they fail when the session closes.
+    private var syncWaiters: [ReplyWaiter<Void>] = []
     private var inFlight = 0
     private let syncStatusObservers = ObserverList<SyncStatus>()
     private var lastSyncStatus = SyncStatus.synced
@@ -53,7 +59,7 @@ public final class Session {
     /// are detached, and properties the state leaves out get their defaults (PROTOCOL.md §3.4).
     /// Fetching a scope again refreshes it. A refused fetch throws `SyncError.fetchFailed`.
     public func fetch(_ scope: Scope, params: [String: JSON] = [:], mode: SyncMode = .realtime) async throws(SyncError) {
-        guard client != nil else { throw .closed }
+        guard client != nil, !isClosed else { throw .closed }
         guard scope.root != nil else { throw .scopeHasNoRoot(scope.name) }
         let subscription: ScopeSubscription
         if let existing = subscriptions.first(where: { $0.scope === scope }) {
@@ -94,26 +100,77 @@ public final class Session {
 
     /// Syncs `scope` now (for `manual` and the other non-realtime modes): catches up with remote
     /// changes, sends the local change sets that wait, and returns once the server has settled them.
-    public func sync(_ scope: Scope) async {
-        guard let subscription = subscription(for: scope) else { return }
+    /// Throws `SyncError.notFetched` for a scope this session does not hold, `.closed` when the
+    /// session is or becomes closed, `.timedOut` after `timeout` (default `connectTimeout`), and
+    /// `.cancelled` when the calling task is cancelled.
+    public func sync(_ scope: Scope, timeout: Duration? = nil) async throws(SyncError) {
+        guard !isClosed else { throw .closed }
+        guard let subscription = subscription(for: scope) else { throw .notFetched(scope.name) }
+        let deadline = ContinuousClock.now + (timeout ?? options.connectTimeout)
         scope.flush()
         if subscription.missedRemote || !subscription.isAttached {
             requestFetch(subscription)
-            _ = await subscription.attached.wait(timeout: options.connectTimeout)
+            try await subscription.attached.wait(timeout: deadline - .now).get()
         }
-        let waiting = subscription.queue.entries.map(\.changeSet)
+        let waiting = subscription.queue.entries.map(\.changeSet).filter { !$0.isSettled }
         pump(forcing: subscription)
-        for changeSet in waiting { _ = await changeSet.settled() }
+        try await settled(waiting, deadline: deadline)
+    }
+
+    /// Stops syncing `scope` (Yorkie's `detach`): its waiting local change sets are sent first
+    /// and awaited until `timeout` (default `connectTimeout`); those still unsettled then are
+    /// returned (they stay `syncing` and are never resent). From then on local edits stay local and
+    /// remote changes are ignored; fetch the scope again to resume. The server is not told (the
+    /// protocol has no unsubscribe, §6): it keeps the subscription until the session ends.
+    /// Throws `SyncError.notFetched` for a scope this session does not hold.
+    @discardableResult
+    public func detach(_ scope: Scope, timeout: Duration? = nil) async throws(SyncError) -> [ChangeSet] {
+        guard let subscription = subscription(for: scope) else { throw .notFetched(scope.name) }
+        scope.flush()
+        let waiting = subscription.queue.entries.map(\.changeSet)
+        if !isClosed && subscription.isAttached {
+            pump(forcing: subscription)
+            try? await settled(waiting, deadline: ContinuousClock.now + (timeout ?? options.connectTimeout))
+        }
+        guard self.subscription(for: scope) === subscription else { return waiting.filter { !$0.isSettled } }
+        remove(subscription)
+        subscription.attached.resolve(.failure(.notFetched(scope.name)))
+        scope.isSynced = false
+        reportSyncStatus()
+        return waiting.filter { !$0.isSettled }
+    }
+
+    /// Waits until every change set in `changeSets` is settled, the session closes, or `deadline`.
+    private func settled(_ changeSets: [ChangeSet], deadline: ContinuousClock.Instant) async throws(SyncError) {
+        let unsettled = changeSets.filter { !$0.isSettled }
+        guard !unsettled.isEmpty else { return }
+        var remaining = Set(unsettled.map(ObjectIdentifier.init))
+        let done = ReplyWaiter<Void>()
+        syncWaiters.append(done)
+        defer { syncWaiters.removeAll { $0 === done } }
+        for changeSet in unsettled {
+            let id = ObjectIdentifier(changeSet)
+            changeSet.onStateChange { [weak done] state in
+                guard state != .syncing, remaining.remove(id) != nil, remaining.isEmpty else { return }
+                done?.resolve(.success(()))
+            }
+        }
+        try await done.wait(timeout: deadline - .now).get()
     }
 
     /// Holds every incoming message until `resumeIncoming()` (as Jetstream's `pauseIncoming`).
+    /// Pauses nest: delivery resumes when every pause has been matched by a resume.
     public func pauseIncoming() {
+        pauseDepth += 1
         if paused == nil { paused = [] }
     }
 
-    /// Processes the held messages in order and goes back to processing messages as they come.
+    /// Ends one `pauseIncoming()`; after the last one, processes the held messages in order and goes
+    /// back to processing messages as they come. A resume without a pause does nothing.
     public func resumeIncoming() {
-        guard let held = paused else { return }
+        guard pauseDepth > 0 else { return }
+        pauseDepth -= 1
+        guard pauseDepth == 0, let held = paused else { return }
         paused = nil
         receive(held)
     }
@@ -170,10 +227,17 @@ public final class Session {
         isHolding = false
     }
 
-    /// The client was closed: waiting callers fail, pending change sets stay pending.
+    /// The client was closed: the session ends, waiting callers fail, and its scopes' later edits
+    /// are no longer queued here (fetch them into the next session). Unsettled change sets stay
+    /// `syncing`; they are not carried over to another session.
     func clientClosed() {
+        isClosed = true
         connection = nil
-        for subscription in subscriptions { subscription.attached.resolve(.failure(.closed)) }
+        for subscription in subscriptions {
+            subscription.stopListening()
+            subscription.attached.resolve(.failure(.closed))
+        }
+        for waiter in syncWaiters { waiter.resolve(.failure(.closed)) }
     }
 
     /// Sends a keep-alive ping with the acknowledgement, and checks reply deadlines. Returns
@@ -238,6 +302,7 @@ public final class Session {
             guard let subscription = byScopeIndex[state.scopeIndex] else { break }
             subscription.isFetching = false
             do {
+                try Self.checkComplete(state)
                 try subscription.applyState(state)
                 subscription.attached.resolve(.success(()))
             } catch {
@@ -255,6 +320,14 @@ public final class Session {
             break
         }
         return true
+    }
+
+    /// Refuses an empty or rootless state before any of it is applied (§2.5: the root goes first).
+    private static func checkComplete(_ state: ScopeState) throws(SyncError) {
+        guard !state.fragments.isEmpty else { throw .invalidState("the state is empty") }
+        guard state.fragments.contains(where: { $0.uuid == state.rootUUID }) else {
+            throw .invalidState("the state has no fragment for its root \(state.rootUUID.wireString)")
+        }
     }
 
     private func prune(ack: Int) {
@@ -290,7 +363,8 @@ public final class Session {
             [weak self, weak subscription] reply in
             guard let self, let subscription else { return }
             guard case .scopeFetchReply(let fetchReply) = reply else { return }
-            if let scopeIndex = fetchReply.scopeIndex {
+            // An error wins over a scope index sent alongside it.
+            if fetchReply.error == nil, let scopeIndex = fetchReply.scopeIndex {
                 subscription.scopeIndex = scopeIndex
                 self.byScopeIndex[scopeIndex] = subscription
             } else {
@@ -322,7 +396,9 @@ public final class Session {
         let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
         inFlight += 1
         let id = entry.changeSet.id
-        entry.index = request({ .scopeSync(ScopeSync(index: $0, scopeIndex: scopeIndex, fragments: fragments, atomic: atomic,
+        let procedure = entry.changeSet.procedure
+        entry.index = request({ .scopeSync(ScopeSync(index: $0, scopeIndex: scopeIndex, fragments: fragments,
+                                                     atomic: procedure == nil ? atomic : true, procedure: procedure,
                                                      changeSetID: id)) }) {
             [weak self, weak subscription, weak entry] reply in
             guard let self else { return }

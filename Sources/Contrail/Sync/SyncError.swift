@@ -14,6 +14,10 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     case closedByServer(code: UInt16, reason: String)
     /// The scope has no root object, so a fetched state has nowhere to go.
     case scopeHasNoRoot(String)
+    /// The scope was never fetched into this session (or was detached), so it cannot be synced.
+    case notFetched(String)
+    /// The waiting task was cancelled.
+    case cancelled
     /// The fetched state could not be applied to the local model (unknown class, bad value…).
     case invalidState(String)
 
@@ -27,6 +31,8 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
         case .closedByServer(let code, let reason):
             return "the server closed the connection with code \(code)" + (reason.isEmpty ? "" : ": \(reason)")
         case .scopeHasNoRoot(let name): return "scope '\(name)' has no root object: set scope.root before fetching"
+        case .notFetched(let name): return "scope '\(name)' is not fetched in this session: fetch it first"
+        case .cancelled: return "the operation was cancelled"
         case .invalidState(let reason): return "the server's scope state could not be applied: \(reason)"
         }
     }

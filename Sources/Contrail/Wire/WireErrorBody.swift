@@ -31,9 +31,28 @@ public struct WireErrorBody: Sendable, Hashable, Codable, CustomStringConvertibl
         return .object(members)
     }
 
-    /// The JSON text, as used for a close reason (keys sorted).
+    /// The JSON text (keys sorted).
     public var jsonString: String {
         String(decoding: json.serialized(sortedKeys: true), as: UTF8.self)
+    }
+
+    /// The JSON text for a WebSocket close reason: at most `maxBytes` (123, what a close frame
+    /// holds) UTF-8 bytes, still valid JSON. An over-long message is cut on a character boundary
+    /// and ends with "…"; the type is kept. O(n) in the message length.
+    public func closeReason(maxBytes: Int = 123) -> String {
+        let full = jsonString
+        guard full.utf8.count > maxBytes else { return full }
+        var shortened = self
+        var characters = Array(message)
+        // Each round drops at least one character; JSON escapes make the length non-linear in it.
+        while !characters.isEmpty {
+            let excess = shortened.jsonString.utf8.count - maxBytes
+            guard excess > 0 else { break }
+            characters.removeLast(min(characters.count, max(1, excess)))
+            shortened.message = String(characters) + "…"
+        }
+        let text = shortened.jsonString
+        return text.utf8.count <= maxBytes ? text : WireErrorBody(message: "", type: nil).jsonString
     }
 
     /// The message, with the type in parentheses when there is one.

@@ -23,6 +23,8 @@ actor ServerScope {
     /// Does the disk I/O; nil for a server in memory.
     private let writer: ScopeLogWriter?
     private let log: ServerLog
+    private let procedures: [ServerProcedure]
+    private let declaredRoot: ScopeRoot?
     private var store: ScopeStore?
     private var persistence: ScopePersistence?
     /// The log being opened, which later callers wait for too.
@@ -49,7 +51,10 @@ actor ServerScope {
     ///   - cluster: serve the scope from the cluster's log instead (`contrail serve --nats`).
     ///   - initialStore: the state to start from instead of loading one (a cluster replica's).
     init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
-         idleTimeout: Duration, log: ServerLog, cluster: ClusterLink? = nil, initialStore: ScopeStore? = nil) {
+         idleTimeout: Duration, log: ServerLog, cluster: ClusterLink? = nil, initialStore: ScopeStore? = nil,
+         procedures: [ServerProcedure] = [], root: ScopeRoot? = nil) {
+        self.procedures = procedures
+        self.declaredRoot = root
         self.name = name
         self.limits = limits
         self.dataDirectory = writer == nil ? nil : dataDirectory
@@ -80,7 +85,7 @@ actor ServerScope {
         if isClosed { throw ServerError.stopped }
         try takeSlot()
         guard let writer, let dataDirectory else {
-            let fresh = ScopeStore()
+            let fresh = seeded(ScopeStore())
             store = fresh
             return fresh
         }
@@ -107,12 +112,13 @@ actor ServerScope {
             throw ServerError.stopped
         }
         persistence = opened.persistence
-        store = opened.store
+        let loaded = seeded(opened.store)
+        store = loaded
         logBytes = opened.size
         compactedBytes = opened.size
         log.write("scope '\(name)': loaded \(opened.store.objectCount) objects")
         startIdleTimer()
-        return opened.store
+        return loaded
     }
 
     /// Unloads the scope once it has been unused for `idleTimeout`.
@@ -148,6 +154,15 @@ actor ServerScope {
     /// thread after the earlier appends, or at once for a scope in memory.
     private func afterEarlierWrites(_ deliver: @escaping @Sendable () -> Void) {
         if let writer, persistence != nil { writer.after(deliver) } else { deliver() }
+    }
+
+    /// `store` with the declared root's class and values when its root has no class yet (a new
+    /// scope). Not logged: a restart seeds again, the same way.
+    private func seeded(_ store: ScopeStore) -> ScopeStore {
+        guard let declaredRoot, store.objects[store.rootUUID]?.className.isEmpty == true else { return store }
+        var store = store
+        _ = store.apply([declaredRoot.fragment(rootUUID: store.rootUUID)], atomic: true, maxObjects: limits.maxObjectsPerScope)
+        return store
     }
 
     /// Subscribes a session (once, however often it fetches) and queues `ScopeFetchReply` then
@@ -186,9 +201,24 @@ actor ServerScope {
             reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("scope could not be loaded"))
             return
         }
+        var followUps: [SyncFragment] = []
+        if let procedure = message.procedure {
+            do throws(ProcedureError) {
+                followUps = try ServerProcedure.run(procedure, among: procedures, scopeName: name, fragments: message.fragments) {
+                    store.objects[$0]?.properties[$1]
+                }
+            } catch {
+                reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage(error.description))
+                return
+            }
+        }
         self.store = nil  // keep the store uniquely referenced while it is mutated
         let outcome = store.apply(message.fragments, atomic: message.atomic == true, maxObjects: limits.maxObjectsPerScope,
                                   changeSetID: message.changeSetID)
+        // A procedure's follow-up updates apply right after the change set that called it, in the
+        // same log record, and go to every subscriber, the caller included, before its reply (§4.10).
+        let followed = outcome.accepted.isEmpty || followUps.isEmpty
+            ? [] : store.apply(followUps, atomic: false, maxObjects: limits.maxObjectsPerScope).accepted
         self.store = store
         let replies = outcome.replies
         let replyTo = message.index
@@ -200,16 +230,24 @@ actor ServerScope {
         }
         cachedState = nil
         let text = String(decoding: SyncFragment.serialized(outcome.accepted), as: UTF8.self)
-        let recipients = subscribers.filter { $0.key != ObjectIdentifier(outbox) }.map(\.value)
+        let followText = followed.isEmpty ? nil : String(decoding: SyncFragment.serialized(followed), as: UTF8.self)
+        let everyone = Array(subscribers.values)
+        let others = subscribers.filter { $0.key != ObjectIdentifier(outbox) }.map(\.value)
         let deliver: @Sendable () -> Void = {
-            for subscriber in recipients {
+            for subscriber in others {
                 let scopeIndex = subscriber.scopeIndex
                 subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
+            }
+            if let followText {
+                for subscriber in everyone {
+                    let scopeIndex = subscriber.scopeIndex
+                    subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText) }
+                }
             }
             outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
         }
         guard let writer, let persistence else { deliver(); return }
-        let payload = ScopePersistence.changeSetPayload(outcome.accepted, changeSetID: message.changeSetID)
+        let payload = ScopePersistence.changeSetPayload(outcome.accepted + followed, changeSetID: message.changeSetID)
         let fragmentCount = message.fragments.count
         writer.append(persistence, payload) { [self] error in
             guard let error else { deliver(); return }

@@ -37,7 +37,7 @@ final class ServerConnection: Sendable {
         case .nowRefused(let count):
             core.log.write("peer \(peer): \(count) failed attempts; refusing its connections for \(core.throttle.window)")
         }
-        await close(code: JetstreamCloseCode.denied, reason: reason.jsonString)
+        await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
     }
 
     /// Serves the connection until it closes.
@@ -168,7 +168,7 @@ final class ServerConnection: Sendable {
             guard let frame else { break }
             if case .close(let code, let reason) = await session.handle(frame) {
                 core.log.write("session \(session.number): closing the connection: \(reason.message)")
-                await close(code: code, reason: reason.jsonString)
+                await close(code: code, reason: reason.closeReason())
                 break
             }
         }

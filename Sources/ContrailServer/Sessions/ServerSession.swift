@@ -83,7 +83,7 @@ actor ServerSession {
         let connection = self.connection
         self.connection = nil
         for scope in scopes { await scope.unsubscribe(outbox) }
-        await connection?.close(code: JetstreamCloseCode.expired, reason: reason?.jsonString ?? "")
+        await connection?.close(code: JetstreamCloseCode.expired, reason: reason?.closeReason() ?? "")
     }
 
     /// Stops timers without closing anything (server stop).
@@ -120,6 +120,8 @@ actor ServerSession {
                 items.append(.message(message))
             case .failure(.invalidScopeSyncFragments(let index, _, let reasons)):
                 items.append(.invalidSync(index: index, reasons: reasons))
+            case .failure(.unknownMessageType("Reply")):
+                continue   // §2.9: the abstract Reply is parsed and ignored
             case .failure(let error):
                 return .close(code: JetstreamCloseCode.badInput, reason: .badInput(error.description))
             }
@@ -237,6 +239,10 @@ actor ServerSession {
             outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: sync.index, fragmentReplies: replies))) }
             return
         }
-        await scopes[sync.scopeIndex].sync(sync, from: outbox)
+        // §8.1: dates as epoch seconds. Only Jetstream's own clients send them as ISO strings, and
+        // only Contrail clients send a change-set id: their strings stay strings, whatever they look like.
+        var canonical = sync
+        if sync.changeSetID == nil { canonical.fragments = CanonicalDate.canonical(sync.fragments) }
+        await scopes[sync.scopeIndex].sync(canonical, from: outbox)
     }
 }

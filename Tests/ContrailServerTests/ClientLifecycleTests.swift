@@ -1,0 +1,296 @@
+import Contrail
+import Foundation
+import Synchronization
+import Testing
+
+/// A connector that counts connect attempts and can refuse them, around a `ScriptedConnector`.
+final class CountingConnector: SyncConnector {
+    let inner = ScriptedConnector()
+    private let attempts = Mutex(0)
+
+    var count: Int { attempts.withLock { $0 } }
+
+    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
+        attempts.withLock { $0 += 1 }
+        return try await inner.connect(headers: headers)
+    }
+}
+
+/// A client the test holds strongly until it sets `strong` to nil, and weakly after.
+@MainActor
+final class HeldClient {
+    var strong: Client?
+    weak var weak: Client?
+    init(_ client: Client) { strong = client; weak = client }
+}
+
+/// Closing, dropping and reconnecting a client; waits that fail fast, time out or are cancelled.
+@MainActor
+@Suite struct ClientLifecycleTests {
+    let base = ClientTests()
+
+    @Test func closeEndsTheSessionAndConnectOpensANewOne() async throws {
+        let connector = ScriptedConnector()
+        let (client, first, peer) = try await base.connect(connector)
+        await client.close()
+        #expect(client.session == nil)
+        #expect(client.status == .offline)
+        while await peer.next(timeout: .seconds(30)) != nil {}   // drains to the end (bounded)
+        #expect(await peer.isFinished)
+        // A later connect opens a new transport and a new session.
+        let task = Task { try await client.connect() }
+        let second = try await connector.nextPeer()
+        guard case .sessionCreate? = await second.next() else { Issue.record("expected SessionCreate"); return }
+        await second.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-2")))
+        let renewed = try await task.value
+        #expect(renewed !== first)
+        #expect(client.session === renewed)
+        #expect(client.status == .online)
+        await client.close()
+    }
+
+    @Test func concurrentConnectsShareOneAttempt() async throws {
+        let connector = CountingConnector()
+        let client = Client(connector: connector, options: testOptions())
+        let one = Task { try await client.connect() }
+        let two = Task { try await client.connect() }
+        let peer = try await connector.inner.nextPeer()
+        guard case .sessionCreate? = await peer.next() else { Issue.record("expected SessionCreate"); return }
+        await peer.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-1")))
+        let first = try await one.value
+        let second = try await two.value
+        #expect(first === second)
+        #expect(connector.count == 1)
+        #expect(client.status == .online)
+        await client.close()
+    }
+
+    @Test func closeDuringConnectFailsEveryWaiter() async throws {
+        let connector = ScriptedConnector()
+        let client = Client(connector: connector, options: testOptions())
+        let one = Task { () -> SyncError? in
+            do { _ = try await client.connect(); return nil } catch { return error as? SyncError }
+        }
+        let two = Task { () -> SyncError? in
+            do { _ = try await client.connect(); return nil } catch { return error as? SyncError }
+        }
+        let peer = try await connector.nextPeer()
+        guard case .sessionCreate? = await peer.next() else { Issue.record("expected SessionCreate"); return }
+        await client.close()
+        #expect(await one.value == .closed)
+        #expect(await two.value == .closed)
+        #expect(client.session == nil && client.status == .offline)
+    }
+
+    @Test func fetchOnAClosedSessionFailsAtOnce() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, _) = try await base.connect(connector)   // connectTimeout is 60 s
+        await client.close()
+        let (scope, _) = base.makeScope()
+        let started = ContinuousClock.now
+        await #expect(throws: SyncError.closed) { try await session.fetch(scope) }
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test func fetchReplyErrorWinsOverItsScopeIndex() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, _) = base.makeScope()
+        let task = Task { () -> SyncError? in
+            do { try await session.fetch(scope); return nil } catch { return error as? SyncError }
+        }
+        guard case .scopeFetch(let fetch)? = await peer.nextNonPing() else { Issue.record("expected ScopeFetch"); return }
+        let error = WireErrorBody(message: "Not allowed", type: "denied")
+        await peer.send(.scopeFetchReply(ScopeFetchReply(index: 1, replyTo: fetch.index, scopeIndex: 0, error: error)))
+        #expect(await task.value == .fetchFailed(error))
+        #expect(session.mode(of: scope) == nil)
+        // Positive control: a reply with only a scope index attaches.
+        try await base.fetch(scope, session: session, peer: peer, fetchIndex: 2, serverIndex: 2)
+        #expect(session.mode(of: scope) == .realtime)
+        await client.close()
+    }
+
+    @Test func syncThrowsForAScopeItDoesNotHold() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, _) = base.makeScope()
+        await #expect(throws: SyncError.notFetched("Board")) { try await session.sync(scope) }
+        try await base.fetch(scope, session: session, peer: peer)
+        try await session.sync(scope, timeout: .seconds(30))   // nothing pending: returns at once
+        await client.close()
+        await #expect(throws: SyncError.closed) { try await session.sync(scope) }
+    }
+
+    @Test func syncTimesOutIsCancelledAndFailsOnClose() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        try await base.fetch(scope, session: session, peer: peer)
+        session.setMode(.manual, for: scope)
+        board.score = 1
+        // The server never answers: the deadline ends the wait.
+        await #expect(throws: SyncError.timedOut) { try await session.sync(scope, timeout: .milliseconds(50)) }
+        // Cancellation ends it too.
+        let cancelled = Task { () -> SyncError? in
+            do { try await session.sync(scope, timeout: .seconds(60)); return nil } catch { return error as? SyncError }
+        }
+        _ = try await base.nextSync(peer)
+        cancelled.cancel()
+        #expect(await cancelled.value == .cancelled)
+        // And closing the client.
+        let closing = Task { () -> SyncError? in
+            do { try await session.sync(scope, timeout: .seconds(60)); return nil } catch { return error as? SyncError }
+        }
+        #expect(await eventually { session.pendingChangeSets == 1 })
+        await client.close()
+        #expect(await closing.value == .closed)
+    }
+
+    @Test func settlingCanTimeOutAndBeCancelled() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        try await base.fetch(scope, session: session, peer: peer)
+        let changeSet = try #require(scope.modify { board.score = 3 })
+        let sync = try await base.nextSync(peer)
+        await #expect(throws: SyncError.timedOut) { try await changeSet.settled(timeout: .milliseconds(20)) }
+        let cancelled = Task { () -> SyncError? in
+            do { _ = try await changeSet.settled(timeout: nil); return nil } catch { return error as? SyncError }
+        }
+        cancelled.cancel()
+        #expect(await cancelled.value == .cancelled)
+        // Positive control: the reply settles it.
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: [.accepted])))
+        #expect(try await changeSet.settled(timeout: .seconds(30)) == .completed)
+        await client.close()
+    }
+
+    @Test func emptyOrRootlessStatesAreRefusedWhole() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        board.title = "local"
+        let other = UUID()
+        var serverIndex = 1
+        for (fetchIndex, fragments) in [(1, [SyncFragment]()),
+                                        (2, [SyncFragment(kind: .add, uuid: other, className: "Card", properties: ["text": "x"])])] {
+            let task = Task { () -> SyncError? in
+                do { try await session.fetch(scope); return nil } catch { return error as? SyncError }
+            }
+            guard case .scopeFetch(let fetch)? = await peer.nextNonPing() else { Issue.record("expected ScopeFetch"); return }
+            #expect(fetch.index == fetchIndex)
+            await peer.send(.scopeFetchReply(ScopeFetchReply(index: serverIndex, replyTo: fetch.index, scopeIndex: 0)),
+                            .scopeState(ScopeState(index: serverIndex + 1, scopeIndex: 0, rootUUID: base.rootUUID, fragments: fragments)))
+            serverIndex += 2
+            guard case .invalidState? = await task.value else { Issue.record("expected invalidState"); return }
+            #expect(board.title == "local" && board.uuid != base.rootUUID && scope.object(for: other) == nil)
+        }
+        // Positive control: a state with its root applies.
+        try await base.fetch(scope, session: session, peer: peer, fetchIndex: 3, serverIndex: serverIndex)
+        #expect(board.title == "server")
+        await client.close()
+    }
+
+    @Test func detachSendsPendingChangesFirstThenStopsSyncing() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        try await base.fetch(scope, session: session, peer: peer)
+        session.setMode(.manual, for: scope)
+        board.score = 1
+        let detaching = Task { try await session.detach(scope, timeout: .seconds(30)) }
+        let sync = try await base.nextSync(peer)   // the pending change goes out first
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: [.accepted])))
+        #expect(try await detaching.value.isEmpty)
+        #expect(session.mode(of: scope) == nil && !scope.isSynced)
+        // Local edits stay local, remote changes are ignored.
+        board.score = 2
+        #expect(await peer.nothing())
+        await peer.send(.scopeSync(ScopeSync(index: 4, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: base.rootUUID, className: "Board", properties: ["title": "remote"]),
+        ])))
+        #expect(await peer.nothing())
+        #expect(board.title == "server")
+        await #expect(throws: SyncError.notFetched("Board")) { try await session.sync(scope) }
+        await client.close()
+    }
+
+    @Test func detachReportsChangesTheServerDidNotSettle() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        try await base.fetch(scope, session: session, peer: peer)
+        let changeSet = try #require(scope.modify { board.score = 5 })
+        _ = try await base.nextSync(peer)
+        let unsettled = try await session.detach(scope, timeout: .milliseconds(30))
+        #expect(unsettled.count == 1 && unsettled.first === changeSet)
+        #expect(session.pendingChangeSets == 0)
+        await client.close()
+    }
+
+    @Test func pausesNest() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        try await base.fetch(scope, session: session, peer: peer)
+        session.pauseIncoming()
+        session.pauseIncoming()
+        await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: base.rootUUID, className: "Board", properties: ["score": 70]),
+        ])))
+        #expect(await peer.nothing())
+        session.resumeIncoming()
+        #expect(board.score == 7)   // one pause still holds
+        session.resumeIncoming()
+        #expect(board.score == 70)
+        session.resumeIncoming()    // an unmatched resume does nothing
+        session.pauseIncoming()
+        await peer.send(.scopeSync(ScopeSync(index: 4, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: base.rootUUID, className: "Board", properties: ["score": 71]),
+        ])))
+        #expect(await peer.nothing())
+        #expect(board.score == 70)
+        session.resumeIncoming()
+        #expect(board.score == 71)
+        await client.close()
+    }
+
+    /// Connects a client; the app's only strong reference is `held.strong`.
+    private func connectHeld(_ connector: CountingConnector) async throws -> (held: HeldClient, peer: ScriptedPeer) {
+        let held = HeldClient(Client(connector: connector, options: testOptions()))
+        let task = Task { [weak held] in _ = try await held?.strong?.connect() }
+        let peer = try await connector.inner.nextPeer()
+        guard case .sessionCreate? = await peer.next() else { throw SyncError.closed }
+        await peer.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-1")))
+        try await task.value
+        #expect(held.strong?.status == .online)
+        return (held, peer)
+    }
+
+    @Test func droppedOnlineClientClosesItsTransport() async throws {
+        let connector = CountingConnector()
+        let (held, peer) = try await connectHeld(connector)
+        held.strong = nil
+        #expect(await eventually { held.weak == nil })
+        // The transport ends: the peer's stream finishes.
+        while await peer.next(timeout: .seconds(30)) != nil {}
+        #expect(await peer.isFinished)
+        #expect(connector.count == 1)
+    }
+
+    @Test func droppedOfflineClientStopsReconnecting() async throws {
+        let connector = CountingConnector()
+        let (held, peer) = try await connectHeld(connector)
+        // Positive control while the client lives: a lost connection makes it retry again and again.
+        connector.inner.setFailing(true)
+        await peer.close(code: 1001, reason: "gone")
+        #expect(await eventually { connector.count >= 3 })
+        #expect(held.strong?.status == .connecting)
+        held.strong = nil
+        #expect(await eventually { held.weak == nil })
+        let after = connector.count
+        // Reconnect delays are at most 20 ms here: a live loop would try again within this window.
+        #expect(await peer.nothing(within: .milliseconds(200)))
+        #expect(connector.count <= after + 1)
+    }
+}
