@@ -40,7 +40,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     private let shared = Mutex(Shared())
 
     // MARK: Loop-thread state
-    private enum Phase { case handshaking, open, closed }
+    /// `refused`: a server sent its rejection and ignores whatever the client sends next.
+    private enum Phase { case handshaking, refused, open, closed }
     private var phase = Phase.handshaking
     private var decoder: FrameDecoder
     private var assembler: MessageAssembler
@@ -283,18 +284,18 @@ public final class WebSocketConnection: @unchecked Sendable {
     private func handshakeBytes(_ bytes: UnsafeRawBufferPointer) {
         head.append(contentsOf: bytes)
         let end = head.withUnsafeBytes { Handshake.headEnd(in: $0) }
-        guard let end else {
-            if head.count > 16 * 1024 {
-                if role == .client {
-                    failure = .invalidHandshake("the response head is larger than 16 KiB")
-                    channel.close()
-                } else {
-                    reject(Handshake.rejection(status: 431, reason: "Request Header Fields Too Large"),
-                           .invalidHandshake("the request head is larger than 16 KiB"))
-                }
+        // The limit holds however the head arrives: a complete head in one read is measured too.
+        guard (end ?? head.count) <= Handshake.maxHeadSize else {
+            if role == .client {
+                failure = .invalidHandshake("the response head is larger than 16 KiB")
+                channel.close()
+            } else {
+                reject(Handshake.rejection(status: 431, reason: "Request Header Fields Too Large"),
+                       .invalidHandshake("the request head is larger than 16 KiB"))
             }
             return
         }
+        guard let end else { return }
         let headBytes = Array(head[..<end])
         let rest = Array(head[end...])
         head = []
@@ -347,9 +348,13 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     private func reject(_ response: [UInt8], _ error: WebSocketError) {
         failure = error
-        phase = .handshaking
+        phase = .refused
+        head = []
         channel.write(seal: true) { $0.append(contentsOf: response) }
-        channel.closeWhenFlushed()
+        // Lingering close: send FIN after the response and keep reading (and discarding) until the client
+        // closes or `closeTimeout` passes, so that unread request bytes do not make the kernel reset the
+        // connection before the client has read the response.
+        channel.shutdownOutputWhenFlushed()
         armCloseTimer()
     }
 
@@ -453,7 +458,7 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     private func startClose(code: CloseCode, reason: String) {
         switch phase {
-        case .handshaking:
+        case .handshaking, .refused:
             if failure == nil { failure = .closed(code, "closed before the opening handshake finished") }
             channel.close()
         case .open:
@@ -517,7 +522,7 @@ extension WebSocketConnection: ChannelDelegate {
         switch phase {
         case .handshaking: handshakeBytes(bytes)
         case .open: frameBytes(bytes)
-        case .closed: break
+        case .refused, .closed: break
         }
     }
 
@@ -527,7 +532,7 @@ extension WebSocketConnection: ChannelDelegate {
             channel.close()
             return
         }
-        if phase == .handshaking {
+        if phase == .handshaking || phase == .refused {
             if failure == nil {
                 failure = role == .client
                     ? .invalidHandshake("the server closed the connection during the opening handshake")
