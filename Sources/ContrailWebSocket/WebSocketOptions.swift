@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Settings for a WebSocket connection (client or server side).
 ///
 /// ```swift
@@ -37,6 +43,16 @@ public struct WebSocketOptions: Sendable {
     /// The event loop to run on: nil means `EventLoop.shared` for clients and a loop of its own for
     /// each server.
     public var eventLoop: EventLoop? = nil
+
+    /// Where a server reports a condition worth an operator's attention, one line at a time (e.g. running
+    /// out of descriptors: once when accepting pauses, once when it resumes). Standard error by default.
+    public var log: @Sendable (String) -> Void = WebSocketOptions.standardError
+
+    /// Writes `line` and a newline to standard error in one `write(2)`.
+    public static let standardError: @Sendable (String) -> Void = { line in
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
 
     /// Default settings.
     public init() {}

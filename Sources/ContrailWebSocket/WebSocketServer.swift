@@ -66,7 +66,7 @@ public final class WebSocketServer: Sendable {
         }
         let listener: Listener
         do {
-            listener = try Listener(host: host, port: requestedPort, loop: loop) { [weak self] fd in
+            listener = try Listener(host: host, port: requestedPort, loop: loop, log: options.log) { [weak self] fd in
                 self?.accepted(fd, loop: loop)
             }
         } catch {

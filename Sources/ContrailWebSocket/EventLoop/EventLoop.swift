@@ -133,6 +133,28 @@ public final class EventLoop: @unchecked Sendable {
         #endif
     }
 
+    /// The thread that owns the loop's state now: the loop thread while it runs, then whichever thread
+    /// holds `afterlife` (0: none). Read by `assertOnLoop` in debug builds.
+    private let owner = Atomic<UInt>(0)
+
+    private static var currentThreadID: UInt {
+        #if os(Linux)
+        UInt(pthread_self())
+        #else
+        UInt(bitPattern: pthread_self())
+        #endif
+    }
+
+    /// Whether the caller may touch this loop's state: it is on the loop thread, or the loop has finished
+    /// and the caller runs late work under `afterlife`.
+    var isOnLoop: Bool { owner.load(ordering: .relaxed) == Self.currentThreadID }
+
+    /// Traps in debug builds unless called where loop-only state may be touched (`isOnLoop`).
+    @inline(__always)
+    func assertOnLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(isOnLoop, "loop-only state touched off its event loop thread", file: file, line: line)
+    }
+
     private func start(name: String) {
         let thread = Thread { [self] in self.run() }
         thread.name = name
@@ -157,7 +179,9 @@ public final class EventLoop: @unchecked Sendable {
         guard let wake else {
             // The loop has stopped: run the work here so that closes and their waiters still complete.
             afterlife.lock()
+            let previous = owner.exchange(Self.currentThreadID, ordering: .relaxed)
             work()
+            owner.store(previous, ordering: .relaxed)
             afterlife.unlock()
             return
         }
@@ -224,6 +248,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func run() {
+        owner.store(Self.currentThreadID, ordering: .relaxed)
         while true {
             let (tasks, stopping) = pending.withLock { state -> ([Work], Bool) in
                 state.wakeRequested = false
@@ -258,6 +283,8 @@ public final class EventLoop: @unchecked Sendable {
             return tasks
         }
         for task in leftover { task.body() }
+        // From now on late work runs on the thread that submits it, one at a time under `afterlife`.
+        owner.store(0, ordering: .relaxed)
         afterlife.unlock()
         let waiters = finished.withLock { waiters -> [CheckedContinuation<Void, Never>] in
             let list = waiters ?? []

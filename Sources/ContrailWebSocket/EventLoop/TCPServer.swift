@@ -37,7 +37,7 @@ public final class TCPServer: Sendable {
         if let eventLoop { loop = eventLoop } else { loop = try EventLoop(name: "contrail.tcp.server") }
         let continuation = self.continuation
         let readHighWater = self.readHighWater
-        let listener = try Listener(host: host, port: requestedPort, loop: loop) { fd in
+        let listener = try Listener(host: host, port: requestedPort, loop: loop, log: WebSocketOptions.standardError) { fd in
             let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: 1 << 20, readHighWater: readHighWater)
             do {
                 try connection.channel.register()
