@@ -36,7 +36,7 @@ enum EchoServerCommand {
         options.maxMessageSize = 64 << 20
         options.closeTimeout = .seconds(2)
         let server = WebSocketServer(host: host, port: port, options: options)
-        let bound = try server.start()
+        let bound = try await server.start()
         print("listening on \(host):\(bound)")
         fflush(nil)
         await withDiscardingTaskGroup { group in

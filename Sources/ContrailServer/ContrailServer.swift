@@ -45,7 +45,7 @@ public final class ContrailServer: Sendable {
             current = created
             return created
         }
-        let port = try listener.start { [self] transport, headers in accept(transport, headers: headers) }
+        let port = try await listener.start { [self] transport, headers in accept(transport, headers: headers) }
         core.log.write("listening on \(options.host):\(port)")
         return port
     }

@@ -15,29 +15,38 @@ import Synchronization
 ///
 /// Thread model: the socket, the decoder and the protocol state live on the loop thread; `send`,
 /// `close` and the accessors are safe from any thread.
+///
+/// `@unchecked Sendable` invariant: the stored `var`s below "Loop-thread state" are only touched on
+/// `loop`'s thread (`EventLoop.assertOnLoop`, checked in debug builds at every entry point), after the
+/// initializer, which runs before the connection is handed to the loop. Everything else is a constant,
+/// or behind `shared` (a lock), the channel's lock, or the inbound queue's lock.
 public final class WebSocketConnection: @unchecked Sendable {
     /// Whether this end opened the connection (`.client`) or accepted it (`.server`).
     public let role: Role
     let loop: EventLoop
     let options: WebSocketOptions
     let channel: Channel
-    private let inbound: InboundQueue<WebSocketMessage>
+    let inbound: InboundQueue<WebSocketMessage>
 
-    // Written on the loop thread before the connection is handed out; constant afterwards.
     /// The request target: the URL's path and query on a client, the requested one on a server.
-    public private(set) var path: String
+    public var path: String { shared.withLock { $0.path } }
     /// The client's handshake request (server side only; nil on a client).
-    public private(set) var requestHeaders: HTTPHead?
+    public var requestHeaders: HTTPHead? { shared.withLock { $0.requestHeaders } }
     /// The negotiated subprotocol, if any.
-    public private(set) var subprotocol: String?
+    public var subprotocol: String? { shared.withLock { $0.subprotocol } }
 
+    /// State read from any thread, under a lock.
     private struct Shared {
+        /// Set by the handshake, on the loop thread; constant once the connection is open.
+        var path: String
+        var requestHeaders: HTTPHead?
+        var subprotocol: String?
         var closeCode: CloseCode?
         var closeReason = ""
         var isClosed = false
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
     }
-    private let shared = Mutex(Shared())
+    private let shared: Mutex<Shared>
 
     // MARK: Loop-thread state
     /// `refused`: a server sent its rejection and ignores whatever the client sends next.
@@ -67,7 +76,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         self.role = role
         self.loop = loop
         self.options = options
-        self.path = path
+        shared = Mutex(Shared(path: path))
         let channel = Channel(fd: fd, loop: loop, highWater: options.writeBufferHighWater)
         self.channel = channel
         inbound = InboundQueue(highWater: options.readBufferHighWater, size: { $0.byteCount },
@@ -121,6 +130,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func startClient(url: WebSocketURL, completion: @escaping (Result<Void, WebSocketError>) -> Void) {
+        loop.assertOnLoop()
         onHandshake = completion
         do {
             try channel.register()
@@ -143,6 +153,7 @@ public final class WebSocketConnection: @unchecked Sendable {
                        hook: @escaping @Sendable (HTTPHead) -> HandshakeDecision,
                        opened: @escaping (WebSocketConnection) -> Void) -> WebSocketConnection
     {
+        loop.assertOnLoop()
         let connection = WebSocketConnection(role: .server, fd: fd, loop: loop, options: options, path: "/")
         connection.handshakeHook = hook
         connection.onHandshake = { [unowned connection] result in
@@ -309,7 +320,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         do {
             let response = try Handshake.parseResponse(headBytes, expectedKey: clientKey,
                                                        subprotocols: options.subprotocols)
-            subprotocol = response.value(for: "Sec-WebSocket-Protocol")
+            shared.withLock { $0.subprotocol = response.value(for: "Sec-WebSocket-Protocol") }
             becomeOpen()
         } catch {
             failure = error
@@ -337,9 +348,12 @@ public final class WebSocketConnection: @unchecked Sendable {
             if !extra.contains(where: { $0.0.lowercased() == "sec-websocket-protocol" }) {
                 chosen = Handshake.requestedSubprotocols(request).first(where: options.subprotocols.contains)
             }
-            path = request.path ?? "/"
-            requestHeaders = request
-            subprotocol = chosen ?? extra.first(where: { $0.0.lowercased() == "sec-websocket-protocol" })?.1
+            let negotiated = chosen ?? extra.first(where: { $0.0.lowercased() == "sec-websocket-protocol" })?.1
+            shared.withLock { s in
+                s.path = request.path ?? "/"
+                s.requestHeaders = request
+                s.subprotocol = negotiated
+            }
             let response = Handshake.response(for: request, subprotocol: chosen, extraHeaders: extra)
             channel.write { $0.append(contentsOf: response) }
             becomeOpen()
@@ -457,6 +471,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func startClose(code: CloseCode, reason: String) {
+        loop.assertOnLoop()
         switch phase {
         case .handshaking, .refused:
             if failure == nil { failure = .closed(code, "closed before the opening handshake finished") }
@@ -519,6 +534,7 @@ public final class WebSocketConnection: @unchecked Sendable {
 
 extension WebSocketConnection: ChannelDelegate {
     func channelRead(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertOnLoop()
         switch phase {
         case .handshaking: handshakeBytes(bytes)
         case .open: frameBytes(bytes)
@@ -527,6 +543,7 @@ extension WebSocketConnection: ChannelDelegate {
     }
 
     func channelEnded(errno: Int32?) {
+        loop.assertOnLoop()
         if let errno {
             if failure == nil && !receivedClose { failure = .io(errno: errno, "reading from the peer") }
             channel.close()
@@ -546,6 +563,7 @@ extension WebSocketConnection: ChannelDelegate {
     }
 
     func channelClosed() {
+        loop.assertOnLoop()
         finish()
     }
 }

@@ -1,4 +1,8 @@
-import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// A WebSocket server: listens on a host and port, runs the opening handshake (asking an optional hook
@@ -8,7 +12,7 @@ import Synchronization
 /// let server = WebSocketServer(port: 0) { request in
 ///     request.value(for: "Authorization") == "Bearer secret" ? .accept : .reject(status: 401, reason: "Unauthorized")
 /// }
-/// let port = try server.start()
+/// let port = try await server.start()
 /// for await connection in server.connections {
 ///     Task { for try await message in connection.messages { try await connection.send(message) } }
 /// }
@@ -33,6 +37,7 @@ public final class WebSocketServer: Sendable {
         var port: UInt16?
         var live: [ObjectIdentifier: WebSocketConnection] = [:]
         var stopped = false
+        var starting = false
     }
     private let state = Mutex(State())
 
@@ -52,47 +57,63 @@ public final class WebSocketServer: Sendable {
         (connections, continuation) = AsyncStream.makeStream(of: WebSocketConnection.self)
     }
 
-    /// Starts listening and returns the bound port. Calling it again returns the same port.
-    /// - Throws: `unknownHost` for a host that does not resolve, `io` when binding fails (e.g. port in use).
+    /// Starts listening and returns the bound port. Calling it again returns the same port. Nothing blocks:
+    /// the host is resolved on a Dispatch queue and the socket registered on the loop.
+    /// - Throws: `unknownHost` for a host that does not resolve, `io` when binding fails (e.g. port in use)
+    ///   or when another `start()` is still under way, `closed` once stopped.
     @discardableResult
-    public func start() throws(WebSocketError) -> UInt16 {
-        if let port = state.withLock({ $0.port }) { return port }
-        let loop: EventLoop
-        let ownsLoop = options.eventLoop == nil
-        if let shared = options.eventLoop {
-            loop = shared
-        } else {
-            loop = try EventLoop(name: "contrail.websocket.server")
+    public func start() async throws(WebSocketError) -> UInt16 {
+        let phase = state.withLock { s -> StartPhase in
+            if let port = s.port { return .started(port) }
+            if s.stopped { return .stopped }
+            if s.starting { return .busy }
+            s.starting = true
+            return .idle
         }
+        switch phase {
+        case .started(let port): return port
+        case .stopped: throw .closed(nil, "the server has stopped")
+        case .busy: throw .io(errno: EALREADY, "WebSocketServer.start() while another start() is under way")
+        case .idle: break
+        }
+        let ownsLoop = options.eventLoop == nil
+        let loop: EventLoop
         let listener: Listener
-        do {
-            listener = try Listener(host: host, port: requestedPort, loop: loop, log: options.log) { [weak self] fd in
-                self?.accepted(fd, loop: loop)
+        do throws(WebSocketError) {
+            if let shared = options.eventLoop { loop = shared } else { loop = try EventLoop(name: "contrail.websocket.server") }
+        } catch {
+            state.withLock { $0.starting = false }
+            throw error
+        }
+        do throws(WebSocketError) {
+            listener = try await Listener.start(host: host, port: requestedPort, loop: loop, log: options.log) {
+                [weak self] fd in self?.accepted(fd, loop: loop)
             }
         } catch {
-            if ownsLoop { Task { await loop.stop() } }
+            state.withLock { $0.starting = false }
+            if ownsLoop { await loop.stop() }
             throw error
         }
-        let registered = DispatchSemaphore(value: 0)
-        let failure = Mutex<WebSocketError?>(nil)
-        loop.enqueue {
-            do throws(WebSocketError) { try listener.register() } catch { failure.withLock { $0 = error } }
-            registered.signal()
-        }
-        registered.wait()
-        if let error = failure.withLock({ $0 }) {
-            loop.enqueue { listener.close() }
-            if ownsLoop { Task { await loop.stop() } }
-            throw error
-        }
-        state.withLock { s in
+        let installed = state.withLock { s -> Bool in
+            s.starting = false
+            guard !s.stopped else { return false }
             s.loop = loop
             s.ownsLoop = ownsLoop
             s.listener = listener
             s.port = listener.port
+            return true
+        }
+        guard installed else {
+            // `stop()` ran while this start was under way.
+            await loop.submit { listener.close() }
+            if ownsLoop { await loop.stop() }
+            throw .closed(nil, "the server was stopped while starting")
         }
         return listener.port
     }
+
+    /// What `start()` finds.
+    private enum StartPhase { case idle, busy, started(UInt16), stopped }
 
     /// The bound port once started.
     public var port: UInt16? { state.withLock { $0.port } }

@@ -33,7 +33,7 @@ struct HandshakeLimitTests {
     @Test("a head over 16 KiB gets 431 in one write, in many, and as 5,000 headers; one under it gets 101",
           arguments: [1 << 20, 1000, 100])
     func oversizedHeadIsRefused(chunk: Int) async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         let big = request(headers: 20, padding: 1000)  // about 20 KB
         #expect(big.count > Handshake.maxHeadSize)
         #expect(try await statusLine(for: big, chunk: chunk, port: port) == "HTTP/1.1 431 Request Header Fields Too Large")

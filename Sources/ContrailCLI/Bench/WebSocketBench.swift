@@ -22,9 +22,9 @@ enum WebSocketBench {
         wsOptions.maxFrameSize = 64 << 20
         wsOptions.maxMessageSize = 64 << 20
         let wsServer = WebSocketServer(host: "127.0.0.1", port: 0, options: wsOptions)
-        let wsPort = try wsServer.start()
+        let wsPort = try await wsServer.start()
         let tcpServer = TCPServer(host: "127.0.0.1", port: 0)
-        let tcpPort = try tcpServer.start()
+        let tcpPort = try await tcpServer.start()
         let echoTasks = [
             Task {
                 await withDiscardingTaskGroup { group in

@@ -17,6 +17,10 @@ protocol ChannelDelegate: AnyObject {
 ///
 /// Reads, `close` and the delegate belong to the loop thread; `write`, `waitForRoom`, `setReading` and the
 /// flush-then-close requests are safe from any thread.
+///
+/// `@unchecked Sendable` invariant: `delegate` is set by the owner's initializer before the channel is
+/// handed to its loop and is otherwise touched only on the loop thread (asserted in debug builds);
+/// everything else that changes is in `state`, under its lock.
 final class Channel: EventLoopHandler, @unchecked Sendable {
     /// What became of a write.
     enum WriteOutcome {
@@ -34,11 +38,12 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     let highWater: Int
     /// Waiting writers resume once the queue is at or below this.
     let lowWater: Int
-    private var id: UInt64 = 0
-    /// Loop-thread only.
+    /// Loop-thread only (see the invariant above).
     var delegate: (any ChannelDelegate)?
 
     private struct State {
+        /// The loop registration id (0: not registered).
+        var id: UInt64 = 0
         var out: [UInt8] = []
         var head = 0
         var pending: Int { out.count - head }
@@ -64,8 +69,12 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
 
     /// Registers with the loop, reading. Loop thread only.
     func register() throws(WebSocketError) {
-        id = try loop.register(fd, interest: .read, handler: self)
-        state.withLock { $0.registered = .read }
+        loop.assertOnLoop()
+        let id = try loop.register(fd, interest: .read, handler: self)
+        state.withLock { s in
+            s.id = id
+            s.registered = .read
+        }
     }
 
     // MARK: Writing (any thread)
@@ -189,19 +198,20 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     private func updateInterestLocked(_ s: inout State) {
-        guard !s.closed, id != 0 else { return }
+        guard !s.closed, s.id != 0 else { return }
         var wanted: Interest = []
         if s.reading { wanted.insert(.read) }
         if s.pending > 0 && s.broken == nil { wanted.insert(.write) }
         if wanted != s.registered {
             s.registered = wanted
-            loop.setInterest(fd, id: id, interest: wanted)
+            loop.setInterest(fd, id: s.id, interest: wanted)
         }
     }
 
     // MARK: Loop thread
 
     func handleReadiness(_ readiness: Readiness) {
+        loop.assertOnLoop()
         if readiness.writable || readiness.failed {
             var resume: [CheckedContinuation<Void, Never>] = []
             var closeNow = false
@@ -263,7 +273,8 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
 
     /// Closes the socket now (queued bytes are dropped) and tells the delegate. Loop thread only.
     func close() {
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>]? in
+        loop.assertOnLoop()
+        let taken = state.withLock { s -> (waiters: [CheckedContinuation<Void, Never>], id: UInt64)? in
             guard !s.closed else { return nil }
             s.closed = true
             s.registered = []
@@ -271,12 +282,12 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
             s.waiters.removeAll()
             s.out = []
             s.head = 0
-            return waiters
+            return (waiters, s.id)
         }
-        guard let waiters else { return }
-        if id != 0 { loop.deregister(fd, id: id) }
+        guard let taken else { return }
+        if taken.id != 0 { loop.deregister(fd, id: taken.id) }
         Socket.close(fd)
-        for waiter in waiters { waiter.resume() }
+        for waiter in taken.waiters { waiter.resume() }
         let delegate = self.delegate
         self.delegate = nil
         delegate?.channelClosed()

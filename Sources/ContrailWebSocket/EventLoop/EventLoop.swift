@@ -52,6 +52,12 @@ protocol Poller: AnyObject, Sendable {
 /// let loop = EventLoop.shared
 /// loop.execute { print("on the loop thread") }
 /// ```
+///
+/// `@unchecked Sendable` invariant: `handlers`, `nextID` and `timers` are touched only by the thread that
+/// owns the loop (`assertOnLoop`, checked in debug builds): the loop thread while it runs; once it has
+/// finished, late work runs on the submitting thread one at a time under `afterlife`, which the loop
+/// thread held while finishing, so each owner's accesses happen after the previous owner's. `pending`
+/// and `finished` are locks, `owner` is atomic, the rest is constant after `init`.
 public final class EventLoop: @unchecked Sendable {
     /// Which readiness API a loop uses.
     public enum Backend: Sendable {
@@ -69,7 +75,8 @@ public final class EventLoop: @unchecked Sendable {
 
     let poller: any Poller
     private let pending = Mutex(PendingWork())
-    /// A closure handed to the loop thread; only that thread runs it.
+    /// A closure handed to the loop thread. `@unchecked Sendable` invariant: only the loop's owner
+    /// (see above) runs it, once.
     private struct Work: @unchecked Sendable {
         let body: () -> Void
     }
@@ -219,6 +226,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Registers `fd` with `handler`; returns the registration id. Loop thread only.
     func register(_ fd: Int32, interest: Interest, handler: any EventLoopHandler) throws(WebSocketError) -> UInt64 {
+        assertOnLoop()
         if pending.withLock({ $0.finished }) { throw .closed(nil, "the event loop has stopped") }
         let id = nextID
         nextID += 1
@@ -234,6 +242,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Forgets a registration; call before closing the descriptor. Loop thread only.
     func deregister(_ fd: Int32, id: UInt64) {
+        assertOnLoop()
         if handlers.removeValue(forKey: id) != nil {
             poller.remove(fd)
         }
@@ -242,6 +251,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `body` on the loop thread after `delay`. Loop thread only.
     @discardableResult
     func schedule(after delay: Duration, _ body: @escaping () -> Void) -> LoopTimer {
+        assertOnLoop()
         let timer = LoopTimer(deadline: .now + delay, body: body)
         timers.push(timer)
         return timer
@@ -366,6 +376,7 @@ struct TimerHeap {
 }
 
 /// A poller that never reports anything (only if the system refuses to create any poller).
+/// `@unchecked Sendable` invariant: it has no state.
 private final class DeadPoller: Poller, @unchecked Sendable {
     func add(_ fd: Int32, id: UInt64, interest: Interest) throws(WebSocketError) {
         throw .io(errno: 0, "creating an event poller")

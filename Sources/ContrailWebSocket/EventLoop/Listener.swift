@@ -35,13 +35,14 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
     static let firstBackOff = Duration.milliseconds(10)
     static let maxBackOff = Duration.seconds(1)
 
-    /// Binds and listens on `host:port` (`getaddrinfo`, so it blocks briefly for names: call it off the
-    /// cooperative pool and off any loop).
+    /// Resolves `host` off the pool and the loop, binds and listens on `host:port`, and starts accepting on
+    /// `loop`. Nothing blocks the caller's thread.
     /// - Parameter log: receives one line when descriptors run out and one when accepting resumes.
-    init(host: String, port: UInt16, loop: EventLoop, log: @escaping @Sendable (String) -> Void,
-         onAccept: @escaping (Int32) -> Void) throws(WebSocketError)
+    /// - Throws: `unknownHost`, or `io` when binding or registering fails (the socket is then closed).
+    static func start(host: String, port: UInt16, loop: EventLoop, log: @escaping @Sendable (String) -> Void,
+                      onAccept: @escaping (Int32) -> Void) async throws(WebSocketError) -> Listener
     {
-        let addresses = try SocketAddress.resolve(host: host, port: port, passive: true)
+        let addresses = try await SocketAddress.resolveInBackground(host: host, port: port, passive: true)
         var lastError: WebSocketError = .unknownHost(host)
         var bound: Int32 = -1
         for address in addresses {
@@ -53,15 +54,33 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
             }
         }
         guard bound >= 0 else { throw lastError }
-        fd = bound
-        self.port = SocketAddress.local(of: bound)?.port ?? port
+        let listener = Listener(fd: bound, port: SocketAddress.local(of: bound)?.port ?? port, loop: loop, log: log,
+                                onAccept: onAccept)
+        let failure = await loop.submit { () -> WebSocketError? in
+            do throws(WebSocketError) {
+                try listener.register()
+                return nil
+            } catch {
+                listener.close()
+                return error
+            }
+        }
+        if let failure { throw failure }
+        return listener
+    }
+
+    private init(fd: Int32, port: UInt16, loop: EventLoop, log: @escaping @Sendable (String) -> Void,
+                 onAccept: @escaping (Int32) -> Void)
+    {
+        self.fd = fd
+        self.port = port
         self.loop = loop
         self.log = log
         self.onAccept = onAccept
     }
 
     /// Starts accepting. Loop thread only.
-    func register() throws(WebSocketError) {
+    private func register() throws(WebSocketError) {
         loop.assertOnLoop()
         id = try loop.register(fd, interest: .read, handler: self)
     }

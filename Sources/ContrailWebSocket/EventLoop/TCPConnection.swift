@@ -3,6 +3,9 @@ import Synchronization
 /// A plain TCP byte stream on the same event loop, sockets and buffers as `WebSocketConnection`, without
 /// WebSocket framing. It is the baseline of `contrail bench websocket` and a tool for tests that need
 /// to misbehave at the byte level (half a handshake, a peer that never reads).
+///
+/// `@unchecked Sendable` invariant: every stored property is a constant, a lock (`closed`), or itself
+/// thread-safe (`channel`, `inbound`); its delegate callbacks run on the loop thread (asserted).
 public final class TCPConnection: @unchecked Sendable {
     let loop: EventLoop
     let channel: Channel
@@ -92,6 +95,7 @@ public final class TCPConnection: @unchecked Sendable {
 
 extension TCPConnection: ChannelDelegate {
     func channelRead(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertOnLoop()
         inbound.push([Array(bytes)])
     }
 
