@@ -100,7 +100,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     {
         let target = try WebSocketURL(url)
         try Handshake.validate(headers: options.headers)
-        let loop = options.eventLoop ?? EventLoop.shared
+        let loop = options.nextLoop
         let fd = try await Connector.connect(host: target.host, port: target.port, loop: loop,
                                              timeout: options.connectTimeout)
         let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path)

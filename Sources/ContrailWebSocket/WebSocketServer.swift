@@ -18,7 +18,8 @@ import Synchronization
 /// }
 /// ```
 ///
-/// All its sockets run on one event loop thread (its own unless `options.eventLoop` names one).
+/// Connections are spread over `options.eventLoopGroup` (one loop per core by default), or all run on
+/// `options.eventLoop` if it names one.
 /// A client that does not complete its handshake within `options.handshakeTimeout` is dropped.
 public final class WebSocketServer: Sendable {
     /// The host (name or address) to listen on.
@@ -31,8 +32,8 @@ public final class WebSocketServer: Sendable {
     private let continuation: AsyncStream<WebSocketConnection>.Continuation
 
     private struct State {
+        /// The listener's loop.
         var loop: EventLoop?
-        var ownsLoop = false
         var listener: Listener?
         var port: UInt16?
         var live: [ObjectIdentifier: WebSocketConnection] = [:]
@@ -58,7 +59,7 @@ public final class WebSocketServer: Sendable {
     }
 
     /// Starts listening and returns the bound port. Calling it again returns the same port. Nothing blocks:
-    /// the host is resolved on a Dispatch queue and the socket registered on the loop.
+    /// the host is resolved on a Dispatch queue and the socket registered on its loop.
     /// - Throws: `unknownHost` for a host that does not resolve, `io` when binding fails (e.g. port in use)
     ///   or when another `start()` is still under way, `closed` once stopped.
     @discardableResult
@@ -76,29 +77,21 @@ public final class WebSocketServer: Sendable {
         case .busy: throw .io(errno: EALREADY, "WebSocketServer.start() while another start() is under way")
         case .idle: break
         }
-        let ownsLoop = options.eventLoop == nil
-        let loop: EventLoop
+        let loop = options.nextLoop
         let listener: Listener
         do throws(WebSocketError) {
-            if let shared = options.eventLoop { loop = shared } else { loop = try EventLoop(name: "contrail.websocket.server") }
-        } catch {
-            state.withLock { $0.starting = false }
-            throw error
-        }
-        do throws(WebSocketError) {
             listener = try await Listener.start(host: host, port: requestedPort, loop: loop, log: options.log) {
-                [weak self] fd in self?.accepted(fd, loop: loop)
+                [weak self] fd in
+                if let self { self.dispatch(fd) } else { Socket.close(fd) }
             }
         } catch {
             state.withLock { $0.starting = false }
-            if ownsLoop { await loop.stop() }
             throw error
         }
         let installed = state.withLock { s -> Bool in
             s.starting = false
             guard !s.stopped else { return false }
             s.loop = loop
-            s.ownsLoop = ownsLoop
             s.listener = listener
             s.port = listener.port
             return true
@@ -106,7 +99,6 @@ public final class WebSocketServer: Sendable {
         guard installed else {
             // `stop()` ran while this start was under way.
             await loop.submit { listener.close() }
-            if ownsLoop { await loop.stop() }
             throw .closed(nil, "the server was stopped while starting")
         }
         return listener.port
@@ -121,6 +113,19 @@ public final class WebSocketServer: Sendable {
     /// Connections that are open or still handshaking.
     public var connectionCount: Int { state.withLock { $0.live.count } }
 
+    /// Hands a freshly accepted descriptor to the loop that will serve it. On the listener's loop thread.
+    private func dispatch(_ fd: Int32) {
+        let target = options.nextLoop
+        if target.isOnLoop {
+            accepted(fd, loop: target)
+        } else {
+            target.enqueue { [weak self] in
+                if let self { self.accepted(fd, loop: target) } else { Socket.close(fd) }
+            }
+        }
+    }
+
+    /// Starts the handshake of an accepted connection. On `loop`'s thread.
     private func accepted(_ fd: Int32, loop: EventLoop) {
         if state.withLock({ $0.stopped }) {
             Socket.close(fd)
@@ -132,28 +137,33 @@ public final class WebSocketServer: Sendable {
         }
         let key = ObjectIdentifier(connection)
         if connection.isClosed { return }
-        state.withLock { $0.live[key] = connection }
+        let kept = state.withLock { s -> Bool in
+            guard !s.stopped else { return false }
+            s.live[key] = connection
+            return true
+        }
+        guard kept else {
+            // `stop()` took its list of connections before this one was added.
+            connection.channel.close()
+            return
+        }
         connection.onFinished = { [weak self] in
             _ = self?.state.withLock { $0.live.removeValue(forKey: key) }
         }
     }
 
-    /// Stops listening, closes every connection (going away, 1001) and waits for them, finishes
-    /// `connections`, and stops the server's own loop thread.
+    /// Stops listening, closes every connection (going away, 1001) and waits for them, and finishes
+    /// `connections`. The event loops keep running (they are shared).
     public func stop() async {
-        let (loop, ownsLoop, listener, live) = state.withLock { s in
+        let (loop, listener, live) = state.withLock { s in
             s.stopped = true
-            let taken = (s.loop, s.ownsLoop, s.listener, Array(s.live.values))
+            let taken = (s.loop, s.listener, Array(s.live.values))
             s.listener = nil
             s.live = [:]
             s.loop = nil
             return taken
         }
-        guard let loop else {
-            continuation.finish()
-            return
-        }
-        if let listener {
+        if let loop, let listener {
             await loop.submit { listener.close() }
         }
         await withTaskGroup(of: Void.self) { group in
@@ -162,6 +172,5 @@ public final class WebSocketServer: Sendable {
             }
         }
         continuation.finish()
-        if ownsLoop { await loop.stop() }
     }
 }

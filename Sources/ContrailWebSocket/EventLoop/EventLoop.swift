@@ -67,11 +67,12 @@ public final class EventLoop: @unchecked Sendable {
         case poll
     }
 
-    /// The loop that client connections use. Started on first use; never stopped.
-    public static let shared: EventLoop = {
-        // The shared loop is created once; if the system cannot make a poller there is nothing to recover.
-        (try? EventLoop(name: "contrail.websocket")) ?? EventLoop(fallbackName: "contrail.websocket")
-    }()
+    /// The first loop of `EventLoopGroup.shared`. Started on first use; never stopped.
+    public static var shared: EventLoop { EventLoopGroup.shared.loops[0] }
+
+    /// A poll loop, or a loop that reports nothing if the system cannot make any poller: only for
+    /// `EventLoopGroup.shared` when creating its loops failed.
+    static var fallback: EventLoop { EventLoop(fallbackName: "contrail.fallback") }
 
     let poller: any Poller
     private let pending = Mutex(PendingWork())

@@ -26,7 +26,7 @@ public final class TCPConnection: @unchecked Sendable {
                                writeHighWater: Int = 1 << 20, readHighWater: Int = 4 << 20) async throws(WebSocketError)
         -> TCPConnection
     {
-        let loop = eventLoop ?? EventLoop.shared
+        let loop = eventLoop ?? EventLoopGroup.shared.next()
         let fd = try await Connector.connect(host: host, port: port, loop: loop, timeout: timeout)
         let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: writeHighWater, readHighWater: readHighWater)
         let failure = await loop.submit { () -> WebSocketError? in
