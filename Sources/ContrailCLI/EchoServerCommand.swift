@@ -41,10 +41,13 @@ enum EchoServerCommand {
         fflush(nil)
         await withDiscardingTaskGroup { group in
             for await connection in server.connections {
+                // Echo on the connection's own loop thread: no hop to Swift concurrency per message.
+                connection.setLoopHandler { [weak connection] message in
+                    try? connection?.sendWithoutWaiting(message)
+                }
                 group.addTask {
-                    do {
-                        for try await message in connection.messages { try await connection.send(message) }
-                    } catch {}
+                    // Wait for the end, so that the connection lives as long as the peer keeps it open.
+                    do { for try await _ in connection.messages {} } catch {}
                 }
             }
         }

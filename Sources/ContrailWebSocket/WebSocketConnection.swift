@@ -66,6 +66,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     private var pingTimer: LoopTimer?
     private var pongTimer: LoopTimer?
     private var batch: [WebSocketMessage] = []
+    /// Set by `setLoopHandler`: messages go straight to it instead of to `inbound`.
+    private var loopHandler: (@Sendable (WebSocketMessage) -> Void)?
     private var onHandshake: ((Result<Void, WebSocketError>) -> Void)?
     private var clientKey = ""
     private var handshakeHook: (@Sendable (HTTPHead) -> HandshakeDecision)?
@@ -247,6 +249,18 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Whether the connection is fully closed.
     public var isClosed: Bool { shared.withLock { $0.isClosed } }
 
+    /// Handles every message (including any already received) on the connection's own event loop thread,
+    /// as it is decoded: no thread hop, no queueing, which is the fastest way to serve a connection (e.g.
+    /// an echo with `sendWithoutWaiting`, whose writes are gathered and written once per read). Keep
+    /// `onMessage` short and non-blocking: it holds up every connection on that loop. `messages` then
+    /// yields nothing more; it still ends when the connection closes.
+    public func setLoopHandler(_ onMessage: @escaping @Sendable (WebSocketMessage) -> Void) {
+        loop.enqueue { [self] in
+            loopHandler = onMessage
+            for message in inbound.takeAll() { onMessage(message) }
+        }
+    }
+
     /// Switches to callbacks: every message (including any already received) goes to `onMessage` and the
     /// end to `onClose(code, reason)`, all on `queue` (e.g. `.main`) and in order. `messages` then
     /// yields nothing more.
@@ -410,9 +424,9 @@ public final class WebSocketConnection: @unchecked Sendable {
                 guard let event = try assembler.push(frame) else { continue }
                 switch event {
                 case .text(let text):
-                    batch.append(.text(text))
+                    if let loopHandler { loopHandler(.text(text)) } else { batch.append(.text(text)) }
                 case .binary(let bytes):
-                    batch.append(.binary(bytes))
+                    if let loopHandler { loopHandler(.binary(bytes)) } else { batch.append(.binary(bytes)) }
                 case .ping(let payload):
                     if !sentClose { _ = payload.withUnsafeBytes { writeFrame(.pong, $0) } }
                 case .pong:

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import ContrailWebSocket
 
@@ -102,7 +103,8 @@ struct WebSocketClientTests {
         } catch {
             guard case .timedOut = error else { Issue.record("unexpected error \(error)"); return }
         }
-        #expect(ContinuousClock.now - start < .seconds(5))
+        // Far below "never" (the default timeout is 10 s), with room for a heavily loaded machine.
+        #expect(ContinuousClock.now - start < .seconds(9))
         await silent.stop()
     }
 
@@ -144,6 +146,36 @@ struct WebSocketConsumerTests {
         #expect(refused)
         try await client.send(.text("for the first"))
         #expect(try await withTimeout { try await first.value } == .text("for the first"))
+        await client.close()
+        await server.stop()
+    }
+}
+
+@Suite("WebSocket loop handler")
+struct WebSocketLoopHandlerTests {
+    @Test("a loop handler echoes every message in order, including those that arrived before it was set")
+    func loopHandlerEchoes() async throws {
+        let server = WebSocketServer(host: "127.0.0.1", port: 0)
+        let port = try await server.start()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        try await client.send(.text("early"))
+        var incoming = server.connections.makeAsyncIterator()
+        let accepted = try #require(await incoming.next())
+        // "early" waits in the queue before the handler takes over.
+        try await withTimeout { while accepted.inbound.queuedCount == 0 { await Task.yield() } }
+        let seen = Mutex(0)
+        accepted.setLoopHandler { [weak accepted] message in
+            #expect(accepted?.loop.isOnLoop == true)
+            seen.withLock { $0 += 1 }
+            try? accepted?.sendWithoutWaiting(message)
+        }
+        var echoes = client.messages.makeAsyncIterator()
+        #expect(try await withTimeout { try await echoes.next() } == .text("early"))
+        for index in 0..<200 { try await client.send(.binary([UInt8(index % 256), 1, 2, 3])) }
+        for index in 0..<200 {
+            #expect(try await withTimeout { try await echoes.next() } == .binary([UInt8(index % 256), 1, 2, 3]))
+        }
+        #expect(seen.withLock { $0 } == 201)
         await client.close()
         await server.stop()
     }

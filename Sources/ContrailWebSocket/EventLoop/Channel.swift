@@ -56,6 +56,9 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
         var shutdownWhenFlushed = false
         var didShutdown = false
         var closeWhenFlushed = false
+        /// Set by the loop thread while it hands a read burst to the delegate: writes made meanwhile are
+        /// gathered and written once when the burst ends.
+        var gathering = false
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
@@ -94,7 +97,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
             }
             fill(&s.out)
             if seal { s.sealed = true }
-            if !s.registered.contains(.write) {
+            if !s.registered.contains(.write) && !s.gathering {
                 (resume, closeNow) = flushLocked(&s)
             }
             return .accepted(pending: s.pending)
@@ -213,20 +216,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     func handleReadiness(_ readiness: Readiness) {
         loop.assertOnLoop()
         if readiness.writable || readiness.failed {
-            var resume: [CheckedContinuation<Void, Never>] = []
-            var closeNow = false
-            state.withLock { s in
-                guard !s.closed else { return }
-                (resume, closeNow) = flushLocked(&s)
-            }
-            for waiter in resume { waiter.resume() }
-            if closeNow {
-                if let broken = state.withLock({ $0.broken }) {
-                    delegate?.channelEnded(errno: broken)
-                }
-                close()
-                return
-            }
+            if flush(gatheringEnds: false) { return }
         }
         if readiness.failed && state.withLock({ $0.ended && $0.pending == 0 }) {
             // Hang-up after the end of input: both directions are done, and epoll would keep
@@ -240,6 +230,37 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     private func readAvailable() {
+        state.withLock { $0.gathering = true }
+        readBurst()
+        // Write what the delegate queued during the burst, in one go.
+        _ = flush(gatheringEnds: true)
+    }
+
+    /// Writes what the socket takes, resumes writers with room, and closes when the queue is flushed
+    /// after a close request or the socket broke (telling the delegate). Returns whether it closed.
+    /// - Parameter gatheringEnds: a read burst ends: stop gathering, and flush only if the socket is not
+    ///   already waiting for write readiness.
+    private func flush(gatheringEnds: Bool) -> Bool {
+        var resume: [CheckedContinuation<Void, Never>] = []
+        var closeNow = false
+        state.withLock { s in
+            if gatheringEnds {
+                s.gathering = false
+                if s.registered.contains(.write) { return }
+            }
+            guard !s.closed else { return }
+            (resume, closeNow) = flushLocked(&s)
+        }
+        for waiter in resume { waiter.resume() }
+        guard closeNow else { return false }
+        if let broken = state.withLock({ $0.broken }) {
+            delegate?.channelEnded(errno: broken)
+        }
+        close()
+        return true
+    }
+
+    private func readBurst() {
         let buffer = loop.readBuffer
         for _ in 0..<8 {
             guard delegate != nil else { return }

@@ -85,19 +85,12 @@ final class InboundQueue<Element: Sendable>: Sendable {
     func setSink(_ sink: Sink) {
         state.withLock { s in
             s.sink = sink
-            let queued = Array(s.items[s.head...])
-            s.items.removeAll()
-            s.head = 0
-            s.bytes = 0
+            let queued = takeAllLocked(&s)
             if !queued.isEmpty { sink.deliver(queued) }
             if s.ended { sink.end(s.endError) }
             if let waiter = s.waiter {
                 s.waiter = nil
                 waiter.resume(returning: .success(nil))
-            }
-            if s.paused {
-                s.paused = false
-                setReading(true)
             }
         }
     }
@@ -134,6 +127,27 @@ final class InboundQueue<Element: Sendable>: Sendable {
         }
         return try result.get()
     }
+
+    /// Takes every queued item at once (resuming reading if it was paused), for a consumer switching to
+    /// another delivery. O(n).
+    func takeAll() -> [Element] {
+        state.withLock { takeAllLocked(&$0) }
+    }
+
+    private func takeAllLocked(_ s: inout State) -> [Element] {
+        let queued = Array(s.items[s.head...])
+        s.items.removeAll()
+        s.head = 0
+        s.bytes = 0
+        if s.paused {
+            s.paused = false
+            setReading(true)
+        }
+        return queued
+    }
+
+    /// How many items are queued (for tests).
+    var queuedCount: Int { state.withLock { $0.items.count - $0.head } }
 
     /// Whether a consumer is parked in `next()` (for tests).
     var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
