@@ -46,7 +46,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         var isClosed = false
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
     }
-    private let shared: Mutex<Shared>
+    private let shared: Locked<Shared>
 
     // MARK: Loop-thread state
     /// `refused`: a server sent its rejection and ignores whatever the client sends next.
@@ -78,7 +78,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         self.role = role
         self.loop = loop
         self.options = options
-        shared = Mutex(Shared(path: path))
+        shared = Locked(Shared(path: path))
         let channel = Channel(fd: fd, loop: loop, highWater: options.writeBufferHighWater)
         self.channel = channel
         inbound = InboundQueue(highWater: options.readBufferHighWater, size: { $0.byteCount },

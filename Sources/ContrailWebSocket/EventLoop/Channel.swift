@@ -61,7 +61,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
         var gathering = false
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(fd: Int32, loop: EventLoop, highWater: Int) {
         self.fd = fd
