@@ -39,16 +39,12 @@ enum EchoServerCommand {
         let bound = try await server.start()
         print("listening on \(host):\(bound)")
         fflush(nil)
-        await withDiscardingTaskGroup { group in
-            for await connection in server.connections {
-                // Echo on the connection's own loop thread: no hop to Swift concurrency per message.
-                connection.setLoopHandler { [weak connection] message in
-                    try? connection?.sendWithoutWaiting(message)
-                }
-                group.addTask {
-                    // Wait for the end, so that the connection lives as long as the peer keeps it open.
-                    do { for try await _ in connection.messages {} } catch {}
-                }
+        for await connection in server.connections {
+            // Echo on the connection's own loop thread: no hop to Swift concurrency per message. The
+            // handler keeps the connection alive until it closes (the connection then drops the handler);
+            // nothing may consume `messages` meanwhile, or it would take messages before the handler is set.
+            connection.setLoopHandler { message in
+                try? connection.sendWithoutWaiting(message)
             }
         }
     }

@@ -252,8 +252,9 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Handles every message (including any already received) on the connection's own event loop thread,
     /// as it is decoded: no thread hop, no queueing, which is the fastest way to serve a connection (e.g.
     /// an echo with `sendWithoutWaiting`, whose writes are gathered and written once per read). Keep
-    /// `onMessage` short and non-blocking: it holds up every connection on that loop. `messages` then
-    /// yields nothing more; it still ends when the connection closes.
+    /// `onMessage` short and non-blocking: it holds up every connection on that loop. It may capture the
+    /// connection: the connection drops the handler once closed. Do not consume `messages` as well: it
+    /// yields nothing after the handler is set, and would take the messages received before.
     public func setLoopHandler(_ onMessage: @escaping @Sendable (WebSocketMessage) -> Void) {
         loop.enqueue { [self] in
             loopHandler = onMessage
@@ -543,6 +544,8 @@ public final class WebSocketConnection: @unchecked Sendable {
         let finished = onFinished
         onFinished = nil
         finished?()
+        // The handler may hold the connection (e.g. to answer): drop it to break that cycle.
+        loopHandler = nil
     }
 }
 
