@@ -36,16 +36,15 @@ enum EchoServerCommand {
         options.maxMessageSize = 64 << 20
         options.closeTimeout = .seconds(2)
         let server = WebSocketServer(host: host, port: port, options: options)
-        let bound = try server.start()
+        let bound = try await server.start()
         print("listening on \(host):\(bound)")
         fflush(nil)
-        await withDiscardingTaskGroup { group in
-            for await connection in server.connections {
-                group.addTask {
-                    do {
-                        for try await message in connection.messages { try await connection.send(message) }
-                    } catch {}
-                }
+        for await connection in server.connections {
+            // Echo on the connection's own loop thread: no hop to Swift concurrency per message. The
+            // handler keeps the connection alive until it closes (the connection then drops the handler);
+            // nothing may consume `messages` meanwhile, or it would take messages before the handler is set.
+            connection.setLoopHandler { message in
+                try? connection.sendWithoutWaiting(message)
             }
         }
     }

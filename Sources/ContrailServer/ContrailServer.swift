@@ -51,7 +51,7 @@ public final class ContrailServer: Sendable {
             current = created
             return created
         }
-        let port = try listener.start { [self] transport, headers, peer in accept(transport, headers: headers, peer: peer) }
+        let port = try await listener.start { [self] transport, headers, peer in accept(transport, headers: headers, peer: peer) }
         core.log.write("listening on \(options.host):\(port)")
         return port
     }

@@ -15,34 +15,44 @@ import Synchronization
 ///
 /// Thread model: the socket, the decoder and the protocol state live on the loop thread; `send`,
 /// `close` and the accessors are safe from any thread.
+///
+/// `@unchecked Sendable` invariant: the stored `var`s below "Loop-thread state" are only touched on
+/// `loop`'s thread (`EventLoop.assertOnLoop`, checked in debug builds at every entry point), after the
+/// initializer, which runs before the connection is handed to the loop. Everything else is a constant,
+/// or behind `shared` (a lock), the channel's lock, or the inbound queue's lock.
 public final class WebSocketConnection: @unchecked Sendable {
     /// Whether this end opened the connection (`.client`) or accepted it (`.server`).
     public let role: Role
     let loop: EventLoop
     let options: WebSocketOptions
     let channel: Channel
-    private let inbound: InboundQueue<WebSocketMessage>
+    let inbound: InboundQueue<WebSocketMessage>
 
-    // Written on the loop thread before the connection is handed out; constant afterwards.
     /// The request target: the URL's path and query on a client, the requested one on a server.
-    public private(set) var path: String
+    public var path: String { shared.withLock { $0.path } }
     /// The peer's IP address (e.g. `127.0.0.1`), if the socket could tell.
     public let remoteHost: String?
     /// The client's handshake request (server side only; nil on a client).
-    public private(set) var requestHeaders: HTTPHead?
+    public var requestHeaders: HTTPHead? { shared.withLock { $0.requestHeaders } }
     /// The negotiated subprotocol, if any.
-    public private(set) var subprotocol: String?
+    public var subprotocol: String? { shared.withLock { $0.subprotocol } }
 
+    /// State read from any thread, under a lock.
     private struct Shared {
+        /// Set by the handshake, on the loop thread; constant once the connection is open.
+        var path: String
+        var requestHeaders: HTTPHead?
+        var subprotocol: String?
         var closeCode: CloseCode?
         var closeReason = ""
         var isClosed = false
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
     }
-    private let shared = Mutex(Shared())
+    private let shared: Locked<Shared>
 
     // MARK: Loop-thread state
-    private enum Phase { case handshaking, open, closed }
+    /// `refused`: a server sent its rejection and ignores whatever the client sends next.
+    private enum Phase { case handshaking, refused, open, closed }
     private var phase = Phase.handshaking
     private var decoder: FrameDecoder
     private var assembler: MessageAssembler
@@ -58,6 +68,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     private var pingTimer: LoopTimer?
     private var pongTimer: LoopTimer?
     private var batch: [WebSocketMessage] = []
+    /// Set by `setLoopHandler`: messages go straight to it instead of to `inbound`.
+    private var loopHandler: (@Sendable (WebSocketMessage) -> Void)?
     private var onHandshake: ((Result<Void, WebSocketError>) -> Void)?
     private var clientKey = ""
     private var handshakeHook: (@Sendable (HTTPHead) -> HandshakeDecision)?
@@ -69,7 +81,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         self.remoteHost = SocketAddress.peer(of: fd)?.host
         self.loop = loop
         self.options = options
-        self.path = path
+        shared = Locked(Shared(path: path))
         let channel = Channel(fd: fd, loop: loop, highWater: options.writeBufferHighWater)
         self.channel = channel
         inbound = InboundQueue(highWater: options.readBufferHighWater, size: { $0.byteCount },
@@ -93,7 +105,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     {
         let target = try WebSocketURL(url)
         try Handshake.validate(headers: options.headers)
-        let loop = options.eventLoop ?? EventLoop.shared
+        let loop = options.nextLoop
         let fd = try await Connector.connect(host: target.host, port: target.port, loop: loop,
                                              timeout: options.connectTimeout)
         let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path)
@@ -123,6 +135,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func startClient(url: WebSocketURL, completion: @escaping (Result<Void, WebSocketError>) -> Void) {
+        loop.assertOnLoop()
         onHandshake = completion
         do {
             try channel.register()
@@ -145,6 +158,7 @@ public final class WebSocketConnection: @unchecked Sendable {
                        hook: @escaping @Sendable (HTTPHead) -> HandshakeDecision,
                        opened: @escaping (WebSocketConnection) -> Void) -> WebSocketConnection
     {
+        loop.assertOnLoop()
         let connection = WebSocketConnection(role: .server, fd: fd, loop: loop, options: options, path: "/")
         connection.handshakeHook = hook
         connection.onHandshake = { [unowned connection] result in
@@ -238,6 +252,19 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Whether the connection is fully closed.
     public var isClosed: Bool { shared.withLock { $0.isClosed } }
 
+    /// Handles every message (including any already received) on the connection's own event loop thread,
+    /// as it is decoded: no thread hop, no queueing, which is the fastest way to serve a connection (e.g.
+    /// an echo with `sendWithoutWaiting`, whose writes are gathered and written once per read). Keep
+    /// `onMessage` short and non-blocking: it holds up every connection on that loop. It may capture the
+    /// connection: the connection drops the handler once closed. Do not consume `messages` as well: it
+    /// yields nothing after the handler is set, and would take the messages received before.
+    public func setLoopHandler(_ onMessage: @escaping @Sendable (WebSocketMessage) -> Void) {
+        loop.enqueue { [self] in
+            loopHandler = onMessage
+            for message in inbound.takeAll() { onMessage(message) }
+        }
+    }
+
     /// Switches to callbacks: every message (including any already received) goes to `onMessage` and the
     /// end to `onClose(code, reason)`, all on `queue` (e.g. `.main`) and in order. `messages` then
     /// yields nothing more.
@@ -286,18 +313,18 @@ public final class WebSocketConnection: @unchecked Sendable {
     private func handshakeBytes(_ bytes: UnsafeRawBufferPointer) {
         head.append(contentsOf: bytes)
         let end = head.withUnsafeBytes { Handshake.headEnd(in: $0) }
-        guard let end, end <= 16 * 1024 else {
-            if head.count > 16 * 1024 {
-                if role == .client {
-                    failure = .invalidHandshake("the response head is larger than 16 KiB")
-                    channel.close()
-                } else {
-                    reject(Handshake.rejection(status: 431, reason: "Request Header Fields Too Large"),
-                           .invalidHandshake("the request head is larger than 16 KiB"))
-                }
+        // The limit holds however the head arrives: a complete head in one read is measured too.
+        guard (end ?? head.count) <= Handshake.maxHeadSize else {
+            if role == .client {
+                failure = .invalidHandshake("the response head is larger than 16 KiB")
+                channel.close()
+            } else {
+                reject(Handshake.rejection(status: 431, reason: "Request Header Fields Too Large"),
+                       .invalidHandshake("the request head is larger than 16 KiB"))
             }
             return
         }
+        guard let end else { return }
         let headBytes = Array(head[..<end])
         let rest = Array(head[end...])
         head = []
@@ -311,7 +338,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         do {
             let response = try Handshake.parseResponse(headBytes, expectedKey: clientKey,
                                                        subprotocols: options.subprotocols)
-            subprotocol = response.value(for: "Sec-WebSocket-Protocol")
+            shared.withLock { $0.subprotocol = response.value(for: "Sec-WebSocket-Protocol") }
             becomeOpen()
         } catch {
             failure = error
@@ -345,9 +372,12 @@ public final class WebSocketConnection: @unchecked Sendable {
             if !extra.contains(where: { $0.0.lowercased() == "sec-websocket-protocol" }) {
                 chosen = Handshake.requestedSubprotocols(request).first(where: options.subprotocols.contains)
             }
-            path = request.path ?? "/"
-            requestHeaders = request
-            subprotocol = chosen ?? extra.first(where: { $0.0.lowercased() == "sec-websocket-protocol" })?.1
+            let negotiated = chosen ?? extra.first(where: { $0.0.lowercased() == "sec-websocket-protocol" })?.1
+            shared.withLock { s in
+                s.path = request.path ?? "/"
+                s.requestHeaders = request
+                s.subprotocol = negotiated
+            }
             let response = Handshake.response(for: request, subprotocol: chosen, extraHeaders: extra)
             channel.write { $0.append(contentsOf: response) }
             becomeOpen()
@@ -370,9 +400,13 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     private func reject(_ response: [UInt8], _ error: WebSocketError) {
         failure = error
-        phase = .handshaking
+        phase = .refused
+        head = []
         channel.write(seal: true) { $0.append(contentsOf: response) }
-        channel.closeWhenFlushed()
+        // Lingering close: send FIN after the response and keep reading (and discarding) until the client
+        // closes or `closeTimeout` passes, so that unread request bytes do not make the kernel reset the
+        // connection before the client has read the response.
+        channel.shutdownOutputWhenFlushed()
         armCloseTimer()
     }
 
@@ -414,9 +448,9 @@ public final class WebSocketConnection: @unchecked Sendable {
                 guard let event = try assembler.push(frame) else { continue }
                 switch event {
                 case .text(let text):
-                    batch.append(.text(text))
+                    if let loopHandler { loopHandler(.text(text)) } else { batch.append(.text(text)) }
                 case .binary(let bytes):
-                    batch.append(.binary(bytes))
+                    if let loopHandler { loopHandler(.binary(bytes)) } else { batch.append(.binary(bytes)) }
                 case .ping(let payload):
                     if !sentClose { _ = payload.withUnsafeBytes { writeFrame(.pong, $0) } }
                 case .pong:
@@ -475,8 +509,9 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func startClose(code: CloseCode, reason: String) {
+        loop.assertOnLoop()
         switch phase {
-        case .handshaking:
+        case .handshaking, .refused:
             if failure == nil { failure = .closed(code, "closed before the opening handshake finished") }
             channel.close()
         case .open:
@@ -532,25 +567,29 @@ public final class WebSocketConnection: @unchecked Sendable {
         let finished = onFinished
         onFinished = nil
         finished?()
+        // The handler may hold the connection (e.g. to answer): drop it to break that cycle.
+        loopHandler = nil
     }
 }
 
 extension WebSocketConnection: ChannelDelegate {
     func channelRead(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertOnLoop()
         switch phase {
         case .handshaking: handshakeBytes(bytes)
         case .open: frameBytes(bytes)
-        case .closed: break
+        case .refused, .closed: break
         }
     }
 
     func channelEnded(errno: Int32?) {
+        loop.assertOnLoop()
         if let errno {
             if failure == nil && !receivedClose { failure = .io(errno: errno, "reading from the peer") }
             channel.close()
             return
         }
-        if phase == .handshaking {
+        if phase == .handshaking || phase == .refused {
             if failure == nil {
                 failure = role == .client
                     ? .invalidHandshake("the server closed the connection during the opening handshake")
@@ -564,6 +603,7 @@ extension WebSocketConnection: ChannelDelegate {
     }
 
     func channelClosed() {
+        loop.assertOnLoop()
         finish()
     }
 }

@@ -31,6 +31,9 @@ public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible 
     case io(errno: Int32, String)
     /// A message we were asked to send is larger than the configured limit (its size in bytes).
     case messageTooBig(Int)
+    /// A second consumer asked for the next message while another one was already waiting for it
+    /// (`messages` or `receive()` allow one consumer at a time).
+    case concurrentConsumer
 
     /// The close code to send to the peer because of this error, if it is one that ends the connection
     /// with a close frame: the code of a `protocolViolation`, `messageTooBig` (1009) for an oversized message.
@@ -72,6 +75,8 @@ public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible 
             "\(what) failed: \(Self.errnoText(errno)) (errno \(errno))"
         case .messageTooBig(let size):
             "The message is too big to send (\(size) bytes): raise maxMessageSize or split it"
+        case .concurrentConsumer:
+            "Another task is already waiting for this connection's next message: use one consumer at a time"
         }
     }
 

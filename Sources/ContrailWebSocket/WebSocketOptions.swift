@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Settings for a WebSocket connection (client or server side).
 ///
 /// ```swift
@@ -34,13 +40,29 @@ public struct WebSocketOptions: Sendable {
     /// `messages` (TCP then slows the sender down).
     public var readBufferHighWater: Int = 4 << 20
 
-    /// The event loop to run on: nil means `EventLoop.shared` for clients and a loop of its own for
-    /// each server.
+    /// One event loop to run everything on (a server's listener and all its connections, or a client):
+    /// nil spreads connections over `eventLoopGroup`.
     public var eventLoop: EventLoop? = nil
 
     /// Server only: answers plain HTTP requests (no `Upgrade: websocket`) beside the upgrade, e.g. web
     /// pages; nil rejects them with 400 as before.
     public var httpResponder: HTTPResponder? = nil
+    /// The loops connections are spread over when `eventLoop` is nil: nil means `EventLoopGroup.shared`
+    /// (one loop per core).
+    public var eventLoopGroup: EventLoopGroup? = nil
+
+    /// The loop for a new connection: `eventLoop`, else the next loop of the group.
+    var nextLoop: EventLoop { eventLoop ?? (eventLoopGroup ?? .shared).next() }
+
+    /// Where a server reports a condition worth an operator's attention, one line at a time (e.g. running
+    /// out of descriptors: once when accepting pauses, once when it resumes). Standard error by default.
+    public var log: @Sendable (String) -> Void = WebSocketOptions.standardError
+
+    /// Writes `line` and a newline to standard error in one `write(2)`.
+    public static let standardError: @Sendable (String) -> Void = { line in
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
 
     /// Default settings.
     public init() {}

@@ -1,4 +1,8 @@
-import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// A WebSocket server: listens on a host and port, runs the opening handshake (asking an optional hook
@@ -8,13 +12,14 @@ import Synchronization
 /// let server = WebSocketServer(port: 0) { request in
 ///     request.value(for: "Authorization") == "Bearer secret" ? .accept : .reject(status: 401, reason: "Unauthorized")
 /// }
-/// let port = try server.start()
+/// let port = try await server.start()
 /// for await connection in server.connections {
 ///     Task { for try await message in connection.messages { try await connection.send(message) } }
 /// }
 /// ```
 ///
-/// All its sockets run on one event loop thread (its own unless `options.eventLoop` names one).
+/// Connections are spread over `options.eventLoopGroup` (one loop per core by default), or all run on
+/// `options.eventLoop` if it names one.
 /// A client that does not complete its handshake within `options.handshakeTimeout` is dropped.
 public final class WebSocketServer: Sendable {
     /// The host (name or address) to listen on.
@@ -27,14 +32,15 @@ public final class WebSocketServer: Sendable {
     private let continuation: AsyncStream<WebSocketConnection>.Continuation
 
     private struct State {
+        /// The listener's loop.
         var loop: EventLoop?
-        var ownsLoop = false
         var listener: Listener?
         var port: UInt16?
         var live: [ObjectIdentifier: WebSocketConnection] = [:]
         var stopped = false
+        var starting = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A server that is not listening yet; call `start()`.
     /// - Parameters:
@@ -52,47 +58,54 @@ public final class WebSocketServer: Sendable {
         (connections, continuation) = AsyncStream.makeStream(of: WebSocketConnection.self)
     }
 
-    /// Starts listening and returns the bound port. Calling it again returns the same port.
-    /// - Throws: `unknownHost` for a host that does not resolve, `io` when binding fails (e.g. port in use).
+    /// Starts listening and returns the bound port. Calling it again returns the same port. Nothing blocks:
+    /// the host is resolved on a Dispatch queue and the socket registered on its loop.
+    /// - Throws: `unknownHost` for a host that does not resolve, `io` when binding fails (e.g. port in use)
+    ///   or when another `start()` is still under way, `closed` once stopped.
     @discardableResult
-    public func start() throws(WebSocketError) -> UInt16 {
-        if let port = state.withLock({ $0.port }) { return port }
-        let loop: EventLoop
-        let ownsLoop = options.eventLoop == nil
-        if let shared = options.eventLoop {
-            loop = shared
-        } else {
-            loop = try EventLoop(name: "contrail.websocket.server")
+    public func start() async throws(WebSocketError) -> UInt16 {
+        let phase = state.withLock { s -> StartPhase in
+            if let port = s.port { return .started(port) }
+            if s.stopped { return .stopped }
+            if s.starting { return .busy }
+            s.starting = true
+            return .idle
         }
+        switch phase {
+        case .started(let port): return port
+        case .stopped: throw .closed(nil, "the server has stopped")
+        case .busy: throw .io(errno: EALREADY, "WebSocketServer.start() while another start() is under way")
+        case .idle: break
+        }
+        let loop = options.nextLoop
         let listener: Listener
-        do {
-            listener = try Listener(host: host, port: requestedPort, loop: loop) { [weak self] fd in
-                self?.accepted(fd, loop: loop)
+        do throws(WebSocketError) {
+            listener = try await Listener.start(host: host, port: requestedPort, loop: loop, log: options.log) {
+                [weak self] fd in
+                if let self { self.dispatch(fd) } else { Socket.close(fd) }
             }
         } catch {
-            if ownsLoop { Task { await loop.stop() } }
+            state.withLock { $0.starting = false }
             throw error
         }
-        let registered = DispatchSemaphore(value: 0)
-        let failure = Mutex<WebSocketError?>(nil)
-        loop.enqueue {
-            do throws(WebSocketError) { try listener.register() } catch { failure.withLock { $0 = error } }
-            registered.signal()
-        }
-        registered.wait()
-        if let error = failure.withLock({ $0 }) {
-            loop.enqueue { listener.close() }
-            if ownsLoop { Task { await loop.stop() } }
-            throw error
-        }
-        state.withLock { s in
+        let installed = state.withLock { s -> Bool in
+            s.starting = false
+            guard !s.stopped else { return false }
             s.loop = loop
-            s.ownsLoop = ownsLoop
             s.listener = listener
             s.port = listener.port
+            return true
+        }
+        guard installed else {
+            // `stop()` ran while this start was under way.
+            await loop.submit { listener.close() }
+            throw .closed(nil, "the server was stopped while starting")
         }
         return listener.port
     }
+
+    /// What `start()` finds.
+    private enum StartPhase { case idle, busy, started(UInt16), stopped }
 
     /// The bound port once started.
     public var port: UInt16? { state.withLock { $0.port } }
@@ -100,6 +113,19 @@ public final class WebSocketServer: Sendable {
     /// Connections that are open or still handshaking.
     public var connectionCount: Int { state.withLock { $0.live.count } }
 
+    /// Hands a freshly accepted descriptor to the loop that will serve it. On the listener's loop thread.
+    private func dispatch(_ fd: Int32) {
+        let target = options.nextLoop
+        if target.isOnLoop {
+            accepted(fd, loop: target)
+        } else {
+            target.enqueue { [weak self] in
+                if let self { self.accepted(fd, loop: target) } else { Socket.close(fd) }
+            }
+        }
+    }
+
+    /// Starts the handshake of an accepted connection. On `loop`'s thread.
     private func accepted(_ fd: Int32, loop: EventLoop) {
         if state.withLock({ $0.stopped }) {
             Socket.close(fd)
@@ -111,28 +137,33 @@ public final class WebSocketServer: Sendable {
         }
         let key = ObjectIdentifier(connection)
         if connection.isClosed { return }
-        state.withLock { $0.live[key] = connection }
+        let kept = state.withLock { s -> Bool in
+            guard !s.stopped else { return false }
+            s.live[key] = connection
+            return true
+        }
+        guard kept else {
+            // `stop()` took its list of connections before this one was added.
+            connection.channel.close()
+            return
+        }
         connection.onFinished = { [weak self] in
             _ = self?.state.withLock { $0.live.removeValue(forKey: key) }
         }
     }
 
-    /// Stops listening, closes every connection (going away, 1001) and waits for them, finishes
-    /// `connections`, and stops the server's own loop thread.
+    /// Stops listening, closes every connection (going away, 1001) and waits for them, and finishes
+    /// `connections`. The event loops keep running (they are shared).
     public func stop() async {
-        let (loop, ownsLoop, listener, live) = state.withLock { s in
+        let (loop, listener, live) = state.withLock { s in
             s.stopped = true
-            let taken = (s.loop, s.ownsLoop, s.listener, Array(s.live.values))
+            let taken = (s.loop, s.listener, Array(s.live.values))
             s.listener = nil
             s.live = [:]
             s.loop = nil
             return taken
         }
-        guard let loop else {
-            continuation.finish()
-            return
-        }
-        if let listener {
+        if let loop, let listener {
             await loop.submit { listener.close() }
         }
         await withTaskGroup(of: Void.self) { group in
@@ -141,6 +172,5 @@ public final class WebSocketServer: Sendable {
             }
         }
         continuation.finish()
-        if ownsLoop { await loop.stop() }
     }
 }

@@ -199,7 +199,7 @@ struct ClusterServerTests {
 
     @Test func aServerCutOffFromNATSCatchesUpWhenItReconnects() async throws {
         let nats = try await NATSServerProcess.start()
-        let proxy = try CuttableProxy(target: nats.port)
+        let proxy = try await CuttableProxy(target: nats.port)
         let cutOff = try makeServer(at: NATSServerURL(host: "127.0.0.1", port: proxy.port))
         let other = try makeServer(nats)
         let a = try await makeReplica(cutOff)

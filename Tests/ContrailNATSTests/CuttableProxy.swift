@@ -9,8 +9,8 @@ final class CuttableProxy: Sendable {
     /// The port clients connect to.
     let port: UInt16
 
-    init(target: UInt16) throws {
-        port = try server.start()
+    init(target: UInt16) async throws {
+        port = try await server.start()
         Task { [self] in
             for await inbound in server.connections {
                 guard !state.withLock({ $0.cut }),

@@ -151,7 +151,7 @@ struct NATSKeepAliveTests {
     /// goes unanswered, so the client drops the socket and starts reconnecting.
     @Test func unansweredPingDropsTheConnection() async throws {
         let server = TCPServer()
-        let port = try server.start()
+        let port = try await server.start()
         let silent = Task { () -> Int in
             var accepted = 0
             for await connection in server.connections {

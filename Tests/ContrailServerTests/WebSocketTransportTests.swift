@@ -4,9 +4,9 @@ import Testing
 
 @Suite struct WebSocketTransportTests {
     /// A server that echoes text frames, and closes with 4096 when told "deny".
-    func startEchoServer() throws -> (WebSocketServer, UInt16) {
+    func startEchoServer() async throws -> (WebSocketServer, UInt16) {
         let server = WebSocketServer(host: "127.0.0.1", port: 0)
-        let port = try server.start()
+        let port = try await server.start()
         Task {
             for await connection in server.connections {
                 Task {
@@ -24,7 +24,7 @@ import Testing
     }
 
     @Test func framesGoBothWays() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         let transport = try await WebSocketConnector(url: "ws://127.0.0.1:\(port)/").connect(headers: [("X-Jetstream-Test", "1")])
         try await transport.send(#"{"type":"Ping","index":0,"ack":0,"resendMissing":false}"#)
         var frames = transport.frames.makeAsyncIterator()
@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func closeCodeReachesTheReader() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         let transport = try await WebSocketConnector(url: "ws://127.0.0.1:\(port)/").connect(headers: [])
         try await transport.send("deny")
         var frames = transport.frames.makeAsyncIterator()

@@ -38,10 +38,10 @@ private struct TaskBox: @unchecked Sendable {
 /// A started echo server on 127.0.0.1 (port 0): every message comes back on the same connection.
 func startEchoServer(options: WebSocketOptions = .init(),
                      handshake: @escaping @Sendable (HTTPHead) -> HandshakeDecision = { _ in .accept })
-    throws -> (server: WebSocketServer, port: UInt16)
+    async throws -> (server: WebSocketServer, port: UInt16)
 {
     let server = WebSocketServer(host: "127.0.0.1", port: 0, options: options, handshake: handshake)
-    let port = try server.start()
+    let port = try await server.start()
     Task {
         for await connection in server.connections {
             Task {

@@ -40,7 +40,7 @@ struct EventLoopTests {
     func tcpEcho(backend: EventLoop.Backend) async throws {
         let loop = try EventLoop(name: "test", backend: backend)
         let server = TCPServer(eventLoop: loop)
-        let port = try server.start()
+        let port = try await server.start()
         #expect(port != 0)
         Task {
             for await connection in server.connections {
@@ -67,7 +67,7 @@ struct EventLoopTests {
     @Test("IPv6 loopback works when the machine has it")
     func ipv6() async throws {
         let server = TCPServer(host: "::1")
-        guard let port = try? server.start() else { return }  // no IPv6 on this machine
+        guard let port = try? await server.start() else { return }  // no IPv6 on this machine
         let client = try await TCPConnection.connect(host: "::1", port: port)
         var iterator = server.connections.makeAsyncIterator()
         let accepted = try #require(await iterator.next())

@@ -4,9 +4,9 @@ import Testing
 @testable import ContrailWebSocket
 
 /// A raw TCP server that answers the WebSocket handshake correctly and then does only what the test says.
-private func startRawPeer() throws -> (TCPServer, UInt16) {
+private func startRawPeer() async throws -> (TCPServer, UInt16) {
     let server = TCPServer(readHighWater: 64 * 1024)
-    return (server, try server.start())
+    return (server, try await server.start())
 }
 
 /// Reads a handshake request from `raw` and answers it with 101.
@@ -28,7 +28,7 @@ struct WebSocketConnectionTests {
     @Test("client-initiated close carries code and reason to the server")
     func clientCloses() async throws {
         let server = WebSocketServer()
-        let port = try server.start()
+        let port = try await server.start()
         let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
         var incoming = server.connections.makeAsyncIterator()
         let accepted = try #require(await incoming.next())
@@ -51,7 +51,7 @@ struct WebSocketConnectionTests {
     @Test("server-initiated close carries code and reason to the client")
     func serverCloses() async throws {
         let server = WebSocketServer()
-        let port = try server.start()
+        let port = try await server.start()
         let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
         var incoming = server.connections.makeAsyncIterator()
         let accepted = try #require(await incoming.next())
@@ -73,7 +73,7 @@ struct WebSocketConnectionTests {
 
     @Test("a normal close finishes the messages sequence without error")
     func normalClose() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
         await client.close()
         for try await _ in client.messages {}
@@ -84,7 +84,7 @@ struct WebSocketConnectionTests {
 
     @Test("an unmasked frame from a client is answered with close 1002")
     func protocolErrorCloseCode() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         let raw = try await TCPConnection.connect(host: "127.0.0.1", port: port)
         let key = Handshake.makeKey()
         let url = try WebSocketURL("ws://127.0.0.1:\(port)/")
@@ -105,7 +105,7 @@ struct WebSocketConnectionTests {
 
     @Test("callback API delivers messages and the close on the given queue")
     func callbacks() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
         let queue = DispatchQueue(label: "test.callbacks")
         let (events, continuation) = AsyncStream.makeStream(of: String.self)
@@ -129,7 +129,7 @@ struct WebSocketConnectionTests {
 
     @Test("callback connect reports the connection or the typed error on the queue")
     func callbackConnect() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         let queue = DispatchQueue(label: "test.connect")
         let connected = await withCheckedContinuation { continuation in
             WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", queue: queue) { result in
@@ -148,7 +148,7 @@ struct WebSocketConnectionTests {
 
     @Test("back-pressure: a peer that does not read makes send suspend with bounded memory")
     func backPressure() async throws {
-        let (peerServer, port) = try startRawPeer()
+        let (peerServer, port) = try await startRawPeer()
         var options = WebSocketOptions()
         options.writeBufferHighWater = 256 * 1024
         let settings = options
@@ -199,7 +199,7 @@ struct WebSocketConnectionTests {
         var serverOptions = WebSocketOptions()
         serverOptions.writeBufferHighWater = 128 * 1024
         let server = WebSocketServer(options: serverOptions)
-        let port = try server.start()
+        let port = try await server.start()
         var options = WebSocketOptions()
         options.readBufferHighWater = 256 * 1024
         let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
@@ -236,7 +236,7 @@ struct WebSocketConnectionTests {
         let loop = try EventLoop(name: "test.poll", backend: .poll)
         var options = WebSocketOptions()
         options.eventLoop = loop
-        let (server, port) = try startEchoServer(options: options)
+        let (server, port) = try await startEchoServer(options: options)
         let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
         var messages = client.messages.makeAsyncIterator()
         let big = [UInt8](repeating: 1, count: 500_000)
@@ -253,7 +253,7 @@ struct WebSocketConnectionTests {
 
     @Test("keep-alive pings detect a dead peer")
     func keepAliveDetectsDeadPeer() async throws {
-        let (peerServer, port) = try startRawPeer()
+        let (peerServer, port) = try await startRawPeer()
         var options = WebSocketOptions()
         options.pingInterval = .milliseconds(50)
         options.pongTimeout = .milliseconds(200)
@@ -281,7 +281,7 @@ struct WebSocketConnectionTests {
 
     @Test("keep-alive pings keep a live connection open")
     func keepAliveLivePeer() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         var options = WebSocketOptions()
         options.pingInterval = .milliseconds(20)
         options.pongTimeout = .milliseconds(500)

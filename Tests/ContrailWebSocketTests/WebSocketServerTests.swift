@@ -12,7 +12,7 @@ struct WebSocketServerTests {
             seen.withLock { $0 = (request.path, request.value(for: "x-session")) }
             return .acceptWith(headers: [("X-Server", "contrail")])
         }
-        let port = try server.start()
+        let port = try await server.start()
         #expect(port != 0)
         var options = WebSocketOptions()
         options.headers = [("X-Session", "token-1")]
@@ -31,7 +31,7 @@ struct WebSocketServerTests {
     func halfHandshakeTimesOut() async throws {
         var options = WebSocketOptions()
         options.handshakeTimeout = .milliseconds(200)
-        let (server, port) = try startEchoServer(options: options)
+        let (server, port) = try await startEchoServer(options: options)
         let raw = try await TCPConnection.connect(host: "127.0.0.1", port: port)
         try await raw.send(Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n".utf8))
         // The server must close the connection: receive() then reports the end of the stream.
@@ -45,7 +45,7 @@ struct WebSocketServerTests {
 
     @Test("a malformed request gets 400 and is closed")
     func malformedRequest() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         let raw = try await TCPConnection.connect(host: "127.0.0.1", port: port)
         try await raw.send(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         var all: [UInt8] = []
@@ -59,7 +59,7 @@ struct WebSocketServerTests {
 
     @Test("200 concurrent connections echo")
     func manyConnections() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         try await withTimeout(20) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<200 {
@@ -81,7 +81,7 @@ struct WebSocketServerTests {
 
     @Test("stop closes open connections with going away")
     func stopClosesConnections() async throws {
-        let (server, port) = try startEchoServer()
+        let (server, port) = try await startEchoServer()
         let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
         try await client.send(.text("ping"))
         var messages = client.messages.makeAsyncIterator()

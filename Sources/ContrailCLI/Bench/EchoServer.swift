@@ -8,7 +8,7 @@ struct EchoServer {
 
     static func start() async throws -> EchoServer {
         let server = WebSocketServer(host: "127.0.0.1", port: 0)
-        let port = try server.start()
+        let port = try await server.start()
         Task {
             await withDiscardingTaskGroup { group in
                 for await connection in server.connections {

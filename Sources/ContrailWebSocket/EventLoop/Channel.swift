@@ -17,6 +17,10 @@ protocol ChannelDelegate: AnyObject {
 ///
 /// Reads, `close` and the delegate belong to the loop thread; `write`, `waitForRoom`, `setReading` and the
 /// flush-then-close requests are safe from any thread.
+///
+/// `@unchecked Sendable` invariant: `delegate` is set by the owner's initializer before the channel is
+/// handed to its loop and is otherwise touched only on the loop thread (asserted in debug builds);
+/// everything else that changes is in `state`, under its lock.
 final class Channel: EventLoopHandler, @unchecked Sendable {
     /// What became of a write.
     enum WriteOutcome {
@@ -34,11 +38,12 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     let highWater: Int
     /// Waiting writers resume once the queue is at or below this.
     let lowWater: Int
-    private var id: UInt64 = 0
-    /// Loop-thread only.
+    /// Loop-thread only (see the invariant above).
     var delegate: (any ChannelDelegate)?
 
     private struct State {
+        /// The loop registration id (0: not registered).
+        var id: UInt64 = 0
         var out: [UInt8] = []
         var head = 0
         var pending: Int { out.count - head }
@@ -51,9 +56,12 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
         var shutdownWhenFlushed = false
         var didShutdown = false
         var closeWhenFlushed = false
+        /// Set by the loop thread while it hands a read burst to the delegate: writes made meanwhile are
+        /// gathered and written once when the burst ends.
+        var gathering = false
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(fd: Int32, loop: EventLoop, highWater: Int) {
         self.fd = fd
@@ -64,8 +72,12 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
 
     /// Registers with the loop, reading. Loop thread only.
     func register() throws(WebSocketError) {
-        id = try loop.register(fd, interest: .read, handler: self)
-        state.withLock { $0.registered = .read }
+        loop.assertOnLoop()
+        let id = try loop.register(fd, interest: .read, handler: self)
+        state.withLock { s in
+            s.id = id
+            s.registered = .read
+        }
     }
 
     // MARK: Writing (any thread)
@@ -85,7 +97,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
             }
             fill(&s.out)
             if seal { s.sealed = true }
-            if !s.registered.contains(.write) {
+            if !s.registered.contains(.write) && !s.gathering {
                 (resume, closeNow) = flushLocked(&s)
             }
             return .accepted(pending: s.pending)
@@ -189,34 +201,22 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     private func updateInterestLocked(_ s: inout State) {
-        guard !s.closed, id != 0 else { return }
+        guard !s.closed, s.id != 0 else { return }
         var wanted: Interest = []
         if s.reading { wanted.insert(.read) }
         if s.pending > 0 && s.broken == nil { wanted.insert(.write) }
         if wanted != s.registered {
             s.registered = wanted
-            loop.setInterest(fd, id: id, interest: wanted)
+            loop.setInterest(fd, id: s.id, interest: wanted)
         }
     }
 
     // MARK: Loop thread
 
     func handleReadiness(_ readiness: Readiness) {
+        loop.assertOnLoop()
         if readiness.writable || readiness.failed {
-            var resume: [CheckedContinuation<Void, Never>] = []
-            var closeNow = false
-            state.withLock { s in
-                guard !s.closed else { return }
-                (resume, closeNow) = flushLocked(&s)
-            }
-            for waiter in resume { waiter.resume() }
-            if closeNow {
-                if let broken = state.withLock({ $0.broken }) {
-                    delegate?.channelEnded(errno: broken)
-                }
-                close()
-                return
-            }
+            if flush(gatheringEnds: false) { return }
         }
         if readiness.failed && state.withLock({ $0.ended && $0.pending == 0 }) {
             // Hang-up after the end of input: both directions are done, and epoll would keep
@@ -230,6 +230,37 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     private func readAvailable() {
+        state.withLock { $0.gathering = true }
+        readBurst()
+        // Write what the delegate queued during the burst, in one go.
+        _ = flush(gatheringEnds: true)
+    }
+
+    /// Writes what the socket takes, resumes writers with room, and closes when the queue is flushed
+    /// after a close request or the socket broke (telling the delegate). Returns whether it closed.
+    /// - Parameter gatheringEnds: a read burst ends: stop gathering, and flush only if the socket is not
+    ///   already waiting for write readiness.
+    private func flush(gatheringEnds: Bool) -> Bool {
+        var resume: [CheckedContinuation<Void, Never>] = []
+        var closeNow = false
+        state.withLock { s in
+            if gatheringEnds {
+                s.gathering = false
+                if s.registered.contains(.write) { return }
+            }
+            guard !s.closed else { return }
+            (resume, closeNow) = flushLocked(&s)
+        }
+        for waiter in resume { waiter.resume() }
+        guard closeNow else { return false }
+        if let broken = state.withLock({ $0.broken }) {
+            delegate?.channelEnded(errno: broken)
+        }
+        close()
+        return true
+    }
+
+    private func readBurst() {
         let buffer = loop.readBuffer
         for _ in 0..<8 {
             guard delegate != nil else { return }
@@ -263,7 +294,8 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
 
     /// Closes the socket now (queued bytes are dropped) and tells the delegate. Loop thread only.
     func close() {
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>]? in
+        loop.assertOnLoop()
+        let taken = state.withLock { s -> (waiters: [CheckedContinuation<Void, Never>], id: UInt64)? in
             guard !s.closed else { return nil }
             s.closed = true
             s.registered = []
@@ -271,12 +303,12 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
             s.waiters.removeAll()
             s.out = []
             s.head = 0
-            return waiters
+            return (waiters, s.id)
         }
-        guard let waiters else { return }
-        if id != 0 { loop.deregister(fd, id: id) }
+        guard let taken else { return }
+        if taken.id != 0 { loop.deregister(fd, id: taken.id) }
         Socket.close(fd)
-        for waiter in waiters { waiter.resume() }
+        for waiter in taken.waiters { waiter.resume() }
         let delegate = self.delegate
         self.delegate = nil
         delegate?.channelClosed()

@@ -33,14 +33,7 @@ final class Connector: EventLoopHandler {
     /// - Throws: `unknownHost`, `connectionRefused`, `timedOut` or `io`.
     static func connect(host: String, port: UInt16, loop: EventLoop, timeout: Duration) async throws(WebSocketError) -> Int32 {
         let start = ContinuousClock.now
-        let resolved = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: Result { () throws(WebSocketError) in
-                    try SocketAddress.resolve(host: host, port: port)
-                })
-            }
-        }
-        let addresses = try resolved.get()
+        let addresses = try await SocketAddress.resolveInBackground(host: host, port: port)
         let left = timeout - (ContinuousClock.now - start)
         guard left > .zero else { throw .timedOut("resolving \(host) took longer than \(timeout)") }
         let result = await withCheckedContinuation { continuation in

@@ -3,6 +3,9 @@ import CContrailSystem
 import Glibc
 
 /// Linux `epoll`, level-triggered, with an `eventfd` to wake the waiting thread.
+///
+/// `@unchecked Sendable` invariant: the descriptors are constants (the kernel serializes calls on them),
+/// and `events` is scratch memory used only by `wait`, which only the owning loop's thread calls.
 final class EpollPoller: Poller, @unchecked Sendable {
     private let epollFD: Int32
     private let wakeFD: Int32

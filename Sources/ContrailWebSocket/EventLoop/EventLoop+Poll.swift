@@ -7,12 +7,15 @@ import Synchronization
 
 /// Portable `poll(2)`, with a pipe to wake the waiting thread. The descriptor table is rebuilt on
 /// each wait, so it suits the modest connection counts of platforms without epoll.
+///
+/// `@unchecked Sendable` invariant: `table` is a lock; `fds` and `ids` are scratch used only by `wait`,
+/// which only the owning loop's thread calls; the pipe descriptors are constants.
 final class PollPoller: Poller, @unchecked Sendable {
     private struct Entry {
         var id: UInt64
         var interest: Interest
     }
-    private let table = Mutex<[Int32: Entry]>([:])
+    private let table = Locked<[Int32: Entry]>([:])
     private let wakeRead: Int32
     private let wakeWrite: Int32
     /// Loop-thread scratch space.

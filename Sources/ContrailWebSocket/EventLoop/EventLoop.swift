@@ -52,6 +52,12 @@ protocol Poller: AnyObject, Sendable {
 /// let loop = EventLoop.shared
 /// loop.execute { print("on the loop thread") }
 /// ```
+///
+/// `@unchecked Sendable` invariant: `handlers`, `nextID` and `timers` are touched only by the thread that
+/// owns the loop (`assertOnLoop`, checked in debug builds): the loop thread while it runs; once it has
+/// finished, late work runs on the submitting thread one at a time under `afterlife`, which the loop
+/// thread held while finishing, so each owner's accesses happen after the previous owner's. `pending`
+/// and `finished` are locks, `owner` is atomic, the rest is constant after `init`.
 public final class EventLoop: @unchecked Sendable {
     /// Which readiness API a loop uses.
     public enum Backend: Sendable {
@@ -61,15 +67,17 @@ public final class EventLoop: @unchecked Sendable {
         case poll
     }
 
-    /// The loop that client connections use. Started on first use; never stopped.
-    public static let shared: EventLoop = {
-        // The shared loop is created once; if the system cannot make a poller there is nothing to recover.
-        (try? EventLoop(name: "contrail.websocket")) ?? EventLoop(fallbackName: "contrail.websocket")
-    }()
+    /// The first loop of `EventLoopGroup.shared`. Started on first use; never stopped.
+    public static var shared: EventLoop { EventLoopGroup.shared.loops[0] }
+
+    /// A poll loop, or a loop that reports nothing if the system cannot make any poller: only for
+    /// `EventLoopGroup.shared` when creating its loops failed.
+    static var fallback: EventLoop { EventLoop(fallbackName: "contrail.fallback") }
 
     let poller: any Poller
-    private let pending = Mutex(PendingWork())
-    /// A closure handed to the loop thread; only that thread runs it.
+    private let pending = Locked(PendingWork())
+    /// A closure handed to the loop thread. `@unchecked Sendable` invariant: only the loop's owner
+    /// (see above) runs it, once.
     private struct Work: @unchecked Sendable {
         let body: () -> Void
     }
@@ -88,7 +96,7 @@ public final class EventLoop: @unchecked Sendable {
     private var nextID: UInt64 = 1
     private var timers = TimerHeap()
     private var thread: Thread?
-    private let finished = Mutex<[CheckedContinuation<Void, Never>]?>([])
+    private let finished = Locked<[CheckedContinuation<Void, Never>]?>([])
     /// A reusable read buffer: every socket on this loop reads into it, so no read allocates.
     let readBuffer: UnsafeMutableRawBufferPointer
 
@@ -133,6 +141,28 @@ public final class EventLoop: @unchecked Sendable {
         #endif
     }
 
+    /// The thread that owns the loop's state now: the loop thread while it runs, then whichever thread
+    /// holds `afterlife` (0: none). Read by `assertOnLoop` in debug builds.
+    private let owner = Atomic<UInt>(0)
+
+    private static var currentThreadID: UInt {
+        #if os(Linux)
+        UInt(pthread_self())
+        #else
+        UInt(bitPattern: pthread_self())
+        #endif
+    }
+
+    /// Whether the caller may touch this loop's state: it is on the loop thread, or the loop has finished
+    /// and the caller runs late work under `afterlife`.
+    var isOnLoop: Bool { owner.load(ordering: .relaxed) == Self.currentThreadID }
+
+    /// Traps in debug builds unless called where loop-only state may be touched (`isOnLoop`).
+    @inline(__always)
+    func assertOnLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(isOnLoop, "loop-only state touched off its event loop thread", file: file, line: line)
+    }
+
     private func start(name: String) {
         let thread = Thread { [self] in self.run() }
         thread.name = name
@@ -157,7 +187,9 @@ public final class EventLoop: @unchecked Sendable {
         guard let wake else {
             // The loop has stopped: run the work here so that closes and their waiters still complete.
             afterlife.lock()
+            let previous = owner.exchange(Self.currentThreadID, ordering: .relaxed)
             work()
+            owner.store(previous, ordering: .relaxed)
             afterlife.unlock()
             return
         }
@@ -195,6 +227,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Registers `fd` with `handler`; returns the registration id. Loop thread only.
     func register(_ fd: Int32, interest: Interest, handler: any EventLoopHandler) throws(WebSocketError) -> UInt64 {
+        assertOnLoop()
         if pending.withLock({ $0.finished }) { throw .closed(nil, "the event loop has stopped") }
         let id = nextID
         nextID += 1
@@ -210,6 +243,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Forgets a registration; call before closing the descriptor. Loop thread only.
     func deregister(_ fd: Int32, id: UInt64) {
+        assertOnLoop()
         if handlers.removeValue(forKey: id) != nil {
             poller.remove(fd)
         }
@@ -218,12 +252,14 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `body` on the loop thread after `delay`. Loop thread only.
     @discardableResult
     func schedule(after delay: Duration, _ body: @escaping () -> Void) -> LoopTimer {
+        assertOnLoop()
         let timer = LoopTimer(deadline: .now + delay, body: body)
         timers.push(timer)
         return timer
     }
 
     private func run() {
+        owner.store(Self.currentThreadID, ordering: .relaxed)
         while true {
             let (tasks, stopping) = pending.withLock { state -> ([Work], Bool) in
                 state.wakeRequested = false
@@ -258,6 +294,8 @@ public final class EventLoop: @unchecked Sendable {
             return tasks
         }
         for task in leftover { task.body() }
+        // From now on late work runs on the thread that submits it, one at a time under `afterlife`.
+        owner.store(0, ordering: .relaxed)
         afterlife.unlock()
         let waiters = finished.withLock { waiters -> [CheckedContinuation<Void, Never>] in
             let list = waiters ?? []
@@ -339,6 +377,7 @@ struct TimerHeap {
 }
 
 /// A poller that never reports anything (only if the system refuses to create any poller).
+/// `@unchecked Sendable` invariant: it has no state.
 private final class DeadPoller: Poller, @unchecked Sendable {
     func add(_ fd: Int32, id: UInt64, interest: Interest) throws(WebSocketError) {
         throw .io(errno: 0, "creating an event poller")

@@ -16,11 +16,14 @@ final class InboundQueue<Element: Sendable>: Sendable {
         var bytes = 0
         var paused = false
         var waiter: CheckedContinuation<Result<Element?, any Error>, Never>?
+        /// Which `next()` call `waiter` belongs to, so that cancelling another call cannot take it.
+        var waiterToken: UInt64 = 0
+        var lastToken: UInt64 = 0
         var ended = false
         var endError: WebSocketError?
         var sink: Sink?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let highWater: Int
     private let size: @Sendable (Element) -> Int
     private let setReading: @Sendable (Bool) -> Void
@@ -82,39 +85,40 @@ final class InboundQueue<Element: Sendable>: Sendable {
     func setSink(_ sink: Sink) {
         state.withLock { s in
             s.sink = sink
-            let queued = Array(s.items[s.head...])
-            s.items.removeAll()
-            s.head = 0
-            s.bytes = 0
+            let queued = takeAllLocked(&s)
             if !queued.isEmpty { sink.deliver(queued) }
             if s.ended { sink.end(s.endError) }
             if let waiter = s.waiter {
                 s.waiter = nil
                 waiter.resume(returning: .success(nil))
             }
-            if s.paused {
-                s.paused = false
-                setReading(true)
-            }
         }
     }
 
-    /// The next item; nil after a clean end. Throws the end error, or `CancellationError` when the
-    /// waiting task is cancelled.
+    /// The next item; nil after a clean end. Throws the end error, `CancellationError` when the
+    /// waiting task is cancelled, or `WebSocketError.concurrentConsumer` at once while another task waits.
     func next() async throws -> Element? {
         if let ready = take() { return try ready.get() }
+        let token = state.withLock { s in
+            s.lastToken &+= 1
+            return s.lastToken
+        }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Element?, any Error>, Never>) in
                 let ready = state.withLock { s -> Result<Element?, any Error>? in
                     if let ready = takeLocked(&s) { return ready }
                     if Task.isCancelled { return .failure(CancellationError()) }
+                    // One consumer at a time: a second one fails at once instead of replacing the first.
+                    if s.waiter != nil { return .failure(WebSocketError.concurrentConsumer) }
                     s.waiter = continuation
+                    s.waiterToken = token
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
             let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, any Error>, Never>? in
+                guard s.waiterToken == token else { return nil }
                 let waiter = s.waiter
                 s.waiter = nil
                 return waiter
@@ -123,6 +127,30 @@ final class InboundQueue<Element: Sendable>: Sendable {
         }
         return try result.get()
     }
+
+    /// Takes every queued item at once (resuming reading if it was paused), for a consumer switching to
+    /// another delivery. O(n).
+    func takeAll() -> [Element] {
+        state.withLock { takeAllLocked(&$0) }
+    }
+
+    private func takeAllLocked(_ s: inout State) -> [Element] {
+        let queued = Array(s.items[s.head...])
+        s.items.removeAll()
+        s.head = 0
+        s.bytes = 0
+        if s.paused {
+            s.paused = false
+            setReading(true)
+        }
+        return queued
+    }
+
+    /// How many items are queued (for tests).
+    var queuedCount: Int { state.withLock { $0.items.count - $0.head } }
+
+    /// Whether a consumer is parked in `next()` (for tests).
+    var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
 
     private func take() -> Result<Element?, any Error>? {
         return state.withLock { s -> Result<Element?, any Error>? in

@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -44,6 +45,21 @@ struct SocketAddress: Sendable, CustomStringConvertible {
         return withUnsafePointer(to: &copy) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
         }
+    }
+
+    /// `resolve(host:port:passive:)` on a Dispatch global queue, so that the blocking `getaddrinfo` runs
+    /// neither on an event loop nor on Swift's cooperative pool.
+    static func resolveInBackground(host: String, port: UInt16, passive: Bool = false) async throws(WebSocketError)
+        -> [SocketAddress]
+    {
+        let resolved = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: Result { () throws(WebSocketError) in
+                    try resolve(host: host, port: port, passive: passive)
+                })
+            }
+        }
+        return try resolved.get()
     }
 
     /// Resolves `host` (a name, an IPv4 literal, or an IPv6 literal with or without brackets) with

@@ -3,11 +3,14 @@ import Synchronization
 /// A plain TCP byte stream on the same event loop, sockets and buffers as `WebSocketConnection`, without
 /// WebSocket framing. It is the baseline of `contrail bench websocket` and a tool for tests that need
 /// to misbehave at the byte level (half a handshake, a peer that never reads).
+///
+/// `@unchecked Sendable` invariant: every stored property is a constant, a lock (`closed`), or itself
+/// thread-safe (`channel`, `inbound`); its delegate callbacks run on the loop thread (asserted).
 public final class TCPConnection: @unchecked Sendable {
     let loop: EventLoop
     let channel: Channel
     private let inbound: InboundQueue<[UInt8]>
-    private let closed = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let closed = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(fd: Int32, loop: EventLoop, writeHighWater: Int, readHighWater: Int) {
         self.loop = loop
@@ -23,7 +26,7 @@ public final class TCPConnection: @unchecked Sendable {
                                writeHighWater: Int = 1 << 20, readHighWater: Int = 4 << 20) async throws(WebSocketError)
         -> TCPConnection
     {
-        let loop = eventLoop ?? EventLoop.shared
+        let loop = eventLoop ?? EventLoopGroup.shared.next()
         let fd = try await Connector.connect(host: host, port: port, loop: loop, timeout: timeout)
         let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: writeHighWater, readHighWater: readHighWater)
         let failure = await loop.submit { () -> WebSocketError? in
@@ -92,6 +95,7 @@ public final class TCPConnection: @unchecked Sendable {
 
 extension TCPConnection: ChannelDelegate {
     func channelRead(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertOnLoop()
         inbound.push([Array(bytes)])
     }
 

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// A plain TCP server on an event loop, handing over each accepted connection as a `TCPConnection`.
@@ -15,7 +14,7 @@ public final class TCPServer: Sendable {
         var listener: Listener?
         var port: UInt16?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private let readHighWater: Int
 
@@ -29,31 +28,31 @@ public final class TCPServer: Sendable {
         (connections, continuation) = AsyncStream.makeStream(of: TCPConnection.self)
     }
 
-    /// Starts listening and returns the bound port.
+    /// Starts listening and returns the bound port (calling it again returns the same port). Nothing blocks;
+    /// on failure the server's own loop thread is stopped.
     @discardableResult
-    public func start() throws(WebSocketError) -> UInt16 {
+    public func start() async throws(WebSocketError) -> UInt16 {
         if let port = state.withLock({ $0.port }) { return port }
         let loop: EventLoop
         if let eventLoop { loop = eventLoop } else { loop = try EventLoop(name: "contrail.tcp.server") }
         let continuation = self.continuation
         let readHighWater = self.readHighWater
-        let listener = try Listener(host: host, port: requestedPort, loop: loop) { fd in
-            let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: 1 << 20, readHighWater: readHighWater)
-            do {
-                try connection.channel.register()
-                continuation.yield(connection)
-            } catch {
-                connection.channel.close()
+        let listener: Listener
+        do throws(WebSocketError) {
+            listener = try await Listener.start(host: host, port: requestedPort, loop: loop,
+                                                log: WebSocketOptions.standardError) { fd in
+                let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: 1 << 20, readHighWater: readHighWater)
+                do {
+                    try connection.channel.register()
+                    continuation.yield(connection)
+                } catch {
+                    connection.channel.close()
+                }
             }
+        } catch {
+            if eventLoop == nil { await loop.stop() }
+            throw error
         }
-        let done = DispatchSemaphore(value: 0)
-        let failure = Mutex<WebSocketError?>(nil)
-        loop.enqueue {
-            do throws(WebSocketError) { try listener.register() } catch { failure.withLock { $0 = error } }
-            done.signal()
-        }
-        done.wait()
-        if let error = failure.withLock({ $0 }) { throw error }
         state.withLock { s in
             s.loop = loop
             s.listener = listener

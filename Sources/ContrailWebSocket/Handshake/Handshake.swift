@@ -7,6 +7,10 @@ public enum Handshake {
     /// The only protocol version this implementation speaks.
     public static let version = "13"
 
+    /// The largest HTTP head (start line, headers and the blank line) accepted on either side: a server
+    /// answers a larger request with 431, a client fails on a larger response.
+    public static let maxHeadSize = 16 * 1024
+
     /// Beginning of the `invalidHandshake` message thrown for an unsupported `Sec-WebSocket-Version`;
     /// `rejection(for:)` answers it with 426 and the version we support.
     static let unsupportedVersionMessage = "unsupported Sec-WebSocket-Version"

@@ -1,0 +1,52 @@
+import Foundation
+import Synchronization
+
+/// A fixed set of event loops, one thread each, over which connections are spread round-robin: servers
+/// put each accepted connection on the next loop, clients open theirs on the next loop. By default one
+/// loop per core (`EventLoopGroup.shared`), shared by every server and client in the process.
+///
+/// ```swift
+/// let group = try EventLoopGroup(count: 4)
+/// var options = WebSocketOptions()
+/// options.eventLoopGroup = group
+/// ```
+public final class EventLoopGroup: Sendable {
+    /// The loops, in the order `next()` hands them out.
+    public let loops: [EventLoop]
+    private let cursor = Atomic<Int>(0)
+
+    /// The group used when options name none: `CONTRAIL_EVENT_LOOPS` loops if that environment variable
+    /// holds a positive number, else one per active core. Started on first use; never stopped.
+    public static let shared: EventLoopGroup = {
+        let configured = ProcessInfo.processInfo.environment["CONTRAIL_EVENT_LOOPS"].flatMap { Int($0) }
+        let count = max(1, configured ?? ProcessInfo.processInfo.activeProcessorCount)
+        // If the system cannot make a poller there is nothing to recover: fall back to the one loop
+        // that `EventLoop.fallback` always gives.
+        return (try? EventLoopGroup(count: count, name: "contrail.loop")) ?? EventLoopGroup(loops: [.fallback])
+    }()
+
+    /// Starts `count` loops (at least one) on threads named `name-0`, `name-1`, ...
+    /// - Throws: `io` when a poller cannot be created (the loops already started are stopped).
+    public init(count: Int, name: String = "contrail.loop", backend: EventLoop.Backend? = nil) throws(WebSocketError) {
+        var loops: [EventLoop] = []
+        for index in 0..<max(1, count) {
+            loops.append(try EventLoop(name: "\(name)-\(index)", backend: backend))
+        }
+        self.loops = loops
+    }
+
+    private init(loops: [EventLoop]) {
+        self.loops = loops
+    }
+
+    /// The loop for the next connection (round-robin). Any thread; O(1).
+    public func next() -> EventLoop {
+        let index = cursor.add(1, ordering: .relaxed).oldValue
+        return loops[index % loops.count]
+    }
+
+    /// Stops every loop (see `EventLoop.stop()`); never call it on `shared`.
+    public func stop() async {
+        for loop in loops { await loop.stop() }
+    }
+}

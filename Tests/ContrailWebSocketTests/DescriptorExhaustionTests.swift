@@ -1,0 +1,166 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ContrailWebSocket
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The environment variable that turns this test runner into the child below, with this descriptor limit.
+private let childLimitVariable = "CONTRAIL_DESCRIPTOR_CHILD_LIMIT"
+
+/// A server running out of descriptors keeps serving, pauses accepting, logs once, and recovers.
+/// The descriptor limit is lowered in a child process (this test runner, re-executed), never in the runner.
+@Suite("Descriptor exhaustion")
+struct DescriptorExhaustionTests {
+    @Test("out of descriptors: open connections are served, accepting pauses and resumes, one log line per episode")
+    func serverSurvivesDescriptorExhaustion() async throws {
+        let child = try ChildProcess(
+            executable: "/proc/self/exe",
+            arguments: ["--testing-library", "swift-testing", "--filter", "DescriptorExhaustionChild"],
+            environment: [childLimitVariable: "128"])
+        defer { child.kill() }
+        var lines = child.stdoutLines.makeAsyncIterator()
+        let port = try await withTimeout(30) { () -> UInt16? in
+            while let line = await lines.next() {
+                if line.hasPrefix("LISTENING "), let port = UInt16(line.dropFirst(10)) { return port }
+            }
+            return nil
+        }
+        let serverPort = try #require(port, "the child printed no port; stderr: \(child.stderrText)")
+
+        let first = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(serverPort)/")
+        var echoes = first.messages.makeAsyncIterator()
+        try await first.send(.text("before"))
+        #expect(try await withTimeout { try await echoes.next() } == .text("before"))
+
+        // Far more clients than the child has descriptors for.
+        var raw: [TCPConnection] = []
+        for _ in 0..<200 {
+            raw.append(try await TCPConnection.connect(host: "127.0.0.1", port: serverPort))
+        }
+        try await withTimeout(20) {
+            while !child.stderrText.contains("pausing accepts") { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        // The open connection is still served while accepting is paused.
+        try await first.send(.text("during"))
+        #expect(try await withTimeout { try await echoes.next() } == .text("during"))
+
+        for connection in raw { await connection.close() }
+        // Descriptors come back: a new client gets in and is served.
+        // Until the server has closed the abandoned connections, a new one may still land in the reserve and be
+        // closed at once (the documented refusal): retry, within the bound.
+        let late = try await withTimeout(20) { () -> WebSocketConnection in
+            while true {
+                if let connection = try? await WebSocketConnection.connect(to: "ws://127.0.0.1:\(serverPort)/") {
+                    return connection
+                }
+                try Task.checkCancellation()
+            }
+        }
+        var lateEchoes = late.messages.makeAsyncIterator()
+        try await late.send(.text("after"))
+        #expect(try await withTimeout { try await lateEchoes.next() } == .text("after"))
+        try await withTimeout(20) {
+            while !child.stderrText.contains("accepting connections again") { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        await late.close()
+        await first.close()
+
+        let status = try await withTimeout(30) { await child.finish() }
+        let log = child.stderrText
+        #expect(log.components(separatedBy: "pausing accepts").count - 1 == 1, "one log line per episode: \(log)")
+        #expect(status == .exited(0), "child stdout/stderr: \(log)")
+    }
+}
+
+/// Runs only in the child process started above: serves echo with a low descriptor limit until stdin closes.
+@Suite("Descriptor exhaustion child", .enabled(if: ProcessInfo.processInfo.environment[childLimitVariable] != nil))
+struct DescriptorExhaustionChild {
+    @Test func serveWithFewDescriptors() async throws {
+        let limit = try #require(ProcessInfo.processInfo.environment[childLimitVariable].flatMap { rlim_t($0) })
+        var value = rlimit()
+        #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &value) == 0)
+        value.rlim_cur = limit
+        #expect(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &value) == 0)
+        let (server, port) = try await startEchoServer()
+        FileHandle.standardOutput.write(Data("LISTENING \(port)\n".utf8))
+        // The parent closes stdin when done; a dedicated thread waits for it (not the cooperative pool).
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                _ = FileHandle.standardInput.readDataToEndOfFile()
+                done.resume()
+            }.start()
+        }
+        await server.stop()
+    }
+}
+
+/// A child process with its stdout as a stream of lines and its stderr collected.
+final class ChildProcess: Sendable {
+    /// How the child ended.
+    enum Status: Equatable { case exited(Int32), signalled(Int32) }
+
+    private let process: Process
+    private let stdin: Pipe
+    /// Lines the child writes to standard output.
+    let stdoutLines: AsyncStream<String>
+    private let stderrBuffer = Mutex<[UInt8]>([])
+    private let ended: AsyncStream<Status>
+
+    init(executable: String, arguments: [String], environment: [String: String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: executable)) ?? executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        let (lines, lineSink) = AsyncStream.makeStream(of: String.self)
+        let (ended, endSink) = AsyncStream.makeStream(of: Status.self)
+        process.terminationHandler = { process in
+            endSink.yield(process.terminationReason == .exit ? .exited(process.terminationStatus)
+                : .signalled(process.terminationStatus))
+            endSink.finish()
+        }
+        stdoutLines = lines
+        self.ended = ended
+        self.process = process
+        stdin = input
+        try process.run()
+        // Blocking pipe reads run on threads of their own.
+        Thread {
+            var pending = Data()
+            while case let chunk = out.fileHandleForReading.availableData, !chunk.isEmpty {
+                pending += chunk
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    lineSink.yield(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                    pending = Data(pending[(newline + 1)...])
+                }
+            }
+            lineSink.finish()
+        }.start()
+        Thread { [self] in
+            while case let chunk = err.fileHandleForReading.availableData, !chunk.isEmpty {
+                self.stderrBuffer.withLock { $0 += chunk }
+            }
+        }.start()
+    }
+
+    /// Everything the child wrote to standard error so far.
+    var stderrText: String { String(decoding: stderrBuffer.withLock { $0 }, as: UTF8.self) }
+
+    /// Closes the child's stdin and waits for it to end.
+    func finish() async -> Status? {
+        try? stdin.fileHandleForWriting.close()
+        var iterator = ended.makeAsyncIterator()
+        return await iterator.next()
+    }
+
+    /// Kills the child if it is still running.
+    func kill() {
+        if process.isRunning { process.terminate() }
+    }
+}
