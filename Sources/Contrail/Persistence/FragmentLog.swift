@@ -60,29 +60,34 @@ public final class FragmentLog {
         do { opened = try LogFile.open(at: url, fsync: fsync) } catch { throw .file(error) }
         let (file, recovery) = opened
         var report = RestoreReport(records: 0, tornTail: recovery.truncatedTail)
+        var restored: [Int: ChangeSet] = [:]
         do {
             for record in recovery.records {
-                try restore(record, into: scope)
+                try restore(record, into: scope, pending: &restored)
                 report.records += 1
             }
         } catch {
             try? file.close()
             unsettled.removeAll()
+            scope.restoredPending.removeAll { changeSet in restored.values.contains { $0 === changeSet } }
             throw error
         }
         self.file = file
         self.scope = scope
-        for (sequence, pending) in unsettled.sorted(by: { $0.key < $1.key }) {
-            if let changeSet = scope.restorePending(pending.fragments, message: pending.message, isAtomic: pending.isAtomic) {
-                watch(changeSet, sequence: sequence)
-                report.pendingChangeSets += 1
-            } else {
-                unsettled[sequence] = nil
-            }
+        for (sequence, changeSet) in restored {
+            watch(changeSet, sequence: sequence)
         }
+        report.pendingChangeSets = restored.count
         if recovery.records.isEmpty, scope.root != nil { compactNow() }
         token = scope.onChanges(self) { [weak self] changeSet in self?.record(changeSet) }
         return report
+    }
+
+    /// Returns once every record appended so far is on disk (synced), or throws the error that
+    /// kept one from getting there.
+    public func waitUntilDurable() async throws(FragmentLogError) {
+        guard let file else { throw .notAttached }
+        do { try file.sync() } catch { throw .file(error) }
     }
 
     /// Stops recording and closes the file.
@@ -233,16 +238,17 @@ public final class FragmentLog {
         return entry
     }
 
-    private func restore(_ record: LogRecord, into scope: Scope) throws(FragmentLogError) {
+    /// Applies one record. A local change set that was still syncing is restored as made and kept in
+    /// `pending` by sequence number until a later settle marker (if any) takes it out again.
+    private func restore(_ record: LogRecord, into scope: Scope, pending: inout [Int: ChangeSet]) throws(FragmentLogError) {
         let decoded = try Self.decode(record)
         if let settled = decoded.settled {
             unsettled[settled] = nil
+            if let changeSet = pending.removeValue(forKey: settled) {
+                scope.restoredPending.removeAll { $0 === changeSet }
+                changeSet.settle(.completed)
+            }
             return
-        }
-        if let sequence = decoded.sequence {
-            unsettled[sequence] = decoded
-            nextSequence = max(nextSequence, sequence + 1)
-            if decoded.isCompacted { return }
         }
         do {
             if let rootUUID = decoded.root {
@@ -252,7 +258,14 @@ public final class FragmentLog {
                     scope.adoptRootUUID(rootUUID)
                 }
             }
-            try scope.apply(decoded.fragments)
+            if let sequence = decoded.sequence {
+                unsettled[sequence] = decoded
+                nextSequence = max(nextSequence, sequence + 1)
+                pending[sequence] = try scope.restorePending(decoded.fragments, message: decoded.message,
+                                                             isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted)
+            } else {
+                try scope.apply(decoded.fragments)
+            }
         } catch {
             throw .apply(offset: record.offset, error)
         }
