@@ -138,8 +138,10 @@ import Testing
             shape.x = Double(step)
             scope.flush()
         }
+        try await log.waitUntilDurable()
         let before = try Data(contentsOf: url).count
         try log.compact()
+        try await log.waitUntilDurable()
         let after = try Data(contentsOf: url).count
         #expect(after < before / 10)
         shape.y = 3
