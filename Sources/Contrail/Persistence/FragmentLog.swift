@@ -230,7 +230,7 @@ public final class FragmentLog {
                 pending[sequence] = try scope.restorePending(decoded.fragments, message: decoded.message,
                                                              isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted)
             } else {
-                try scope.apply(decoded.fragments)
+                try LogReplay.apply(decoded.fragments, to: scope)
             }
         } catch {
             throw .apply(offset: offset, error)

@@ -12,7 +12,7 @@ enum ScopeBench {
     }
 
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
-        [try record(options), try applyJSON(options)] + (try logFigures(options)) + (try await logModifyLatency(options))
+        [try record(options), try applyJSON(options)] + (try logFigures(options)) + (try await logModifyLatency(options)) + [try await logRestoreLarge(options)]
     }
 
     /// A scope whose root holds `count` points.
@@ -129,6 +129,42 @@ enum ScopeBench {
             BenchFigure(name: "scope.log_modify_p\(Int(p * 100))", value: Stopwatch.percentile(logged, p), unit: "µs",
                         baseline: Stopwatch.percentile(bare, p))
         }
+    }
+
+    // MARK: - scope.log_restore_100k
+
+    /// Milliseconds until a scope of 100,000 points is usable again from its compacted log
+    /// (`FragmentLog.attach` into an empty scope), against `FileHandle` reading the same file.
+    static func logRestoreLarge(_ options: BenchOptions) async throws -> BenchFigure {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "contrail-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appending(path: "large.log")
+        let points = options.smoke ? 100 : 100_000
+        do {
+            let (scope, _) = makeTree(points: points)
+            let log = FragmentLog(url: url, fsync: .never)
+            try log.attach(to: scope)
+            try await log.waitUntilDurable()
+            try log.close()
+        }
+        var restored = 0
+        let restoreTime = try Stopwatch.best(rounds: 3) {
+            let scope = Scope(name: "bench")
+            let log = FragmentLog(url: url, fsync: .never)
+            try log.attach(to: scope)
+            restored = scope.count
+            try log.close()
+        }
+        guard restored == points + 1 else {
+            throw CheckFailed(description: "scope.log_restore_100k: restored \(restored) objects, expected \(points + 1)")
+        }
+        let readTime = try Stopwatch.best(rounds: 3) {
+            let handle = try FileHandle(forReadingFrom: url)
+            BenchSink.consume(Double(try handle.readToEnd()?.count ?? 0))
+            try handle.close()
+        }
+        return BenchFigure(name: "scope.log_restore_100k", value: restoreTime * 1e3, unit: "ms", baseline: readTime * 1e3)
     }
 
     // MARK: - scope.record
