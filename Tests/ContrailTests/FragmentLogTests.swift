@@ -287,6 +287,30 @@ import Testing
         #expect(broken.history.filter { $0.origin == .local && $0.state == .syncing }.count <= 1)
     }
 
+    /// A log dropped without `close()` still writes its queue and lets go of the file (its lock).
+    @Test func droppedLogWritesItsQueueAndReleasesTheFile() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let (scope, canvas) = makeCanvas()
+        do {
+            let log = FragmentLog(url: url)
+            try log.attach(to: scope)
+            canvas.name = "queued before the drop"
+            scope.flush()
+            #expect(throws: FragmentLogError.self) { try FragmentLog(url: url).attach(to: Scope(name: "Canvas")) }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        var reopened: (Scope, FragmentLog)?
+        while reopened == nil, ContinuousClock.now < deadline {
+            let restored = Scope(name: "Canvas")
+            let log = FragmentLog(url: url)
+            if (try? log.attach(to: restored)) != nil { reopened = (restored, log) } else { await Task.yield() }
+        }
+        let (restored, log) = try #require(reopened, "the file was released")
+        #expect((restored.root as? Canvas)?.name == "queued before the drop")
+        try log.close()
+    }
+
     @Test func remoteChangeSetsAreLoggedToo() async throws {
         let url = temporaryURL()
         defer { try? FileManager.default.removeItem(at: url) }

@@ -106,6 +106,9 @@ public final class FragmentLog {
         return report
     }
 
+    /// A log dropped without `close()` still writes what is queued and closes its file (in the background).
+    deinit { writer?.finish() }
+
     /// Returns once every record queued so far is on disk (synced, whatever the fsync policy), or
     /// throws the error that kept one from getting there. Suspends without blocking the main actor.
     public func waitUntilDurable() async throws(FragmentLogError) {

@@ -93,12 +93,19 @@ final class FragmentLogWriter: @unchecked Sendable {
         }
     }
 
-    /// Writes what is queued, syncs (unless the policy is ``FsyncPolicy/never``) and closes the
-    /// file, waiting for the writer thread to finish: the one call that blocks (use it at shutdown).
-    func close() throws(FragmentLogError) {
+    /// Tells the writer thread to write what is queued, sync (unless the policy is
+    /// ``FsyncPolicy/never``), close the file and end, without waiting for it.
+    func finish() {
         condition.lock()
         shared.isClosing = true
         condition.broadcast()
+        condition.unlock()
+    }
+
+    /// `finish()`, then waits for the writer thread to end: the one call that blocks (use it at shutdown).
+    func close() throws(FragmentLogError) {
+        finish()
+        condition.lock()
         while !shared.isFinished { condition.wait() }
         let error = shared.closeError
         condition.unlock()
