@@ -10,6 +10,7 @@ commands:
   autobahn-client  run every Autobahn test case against AUTOBAHN_URL (conformance testee)
   echo-server      run a WebSocket echo server (Autobahn server testee)
   fuzz             convergence campaigns (see contrail fuzz --help)
+  test-client      an app that edits offline with a fragment log, for crash tests
 """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -21,6 +22,7 @@ do {
     case "autobahn-client": try await AutobahnClientCommand.run(Array(arguments.dropFirst()))
     case "echo-server": try await EchoServerCommand.run(Array(arguments.dropFirst()))
     case "fuzz": try await FuzzCommand.run(Array(arguments.dropFirst()))
+    case "test-client": try await TestClientCommand.run(Array(arguments.dropFirst()))
     case "-h", "--help", nil: print(usage)
     case let other?: throw CLIError.usage("unknown command '\(other)'\n\(usage)")
     }

@@ -90,6 +90,8 @@ final class FuzzServerHost {
         options.host = "127.0.0.1"
         options.port = 0
         options.log = nil
+        // The main actor may be busy for a while (a loaded test run): not a reason to refuse a session.
+        options.establishTimeout = .seconds(120)
         return try ContrailServer(options: options)
     }
 

@@ -15,6 +15,15 @@ import Testing
         return (scope, canvas)
     }
 
+    /// A synced canvas scope (local change sets stay pending) recording into a new log at `url`.
+    func makeSyncedLoggedCanvas(at url: URL) throws -> (Scope, Canvas, FragmentLog) {
+        let (scope, canvas) = makeCanvas()
+        scope.isSynced = true
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        return (scope, canvas, log)
+    }
+
     /// Writes a log with three change sets after the initial snapshot and returns the final state.
     func writeSampleLog(at url: URL) throws -> JSON {
         let (scope, canvas) = makeCanvas()
@@ -129,8 +138,10 @@ import Testing
             shape.x = Double(step)
             scope.flush()
         }
+        try await log.waitUntilDurable()
         let before = try Data(contentsOf: url).count
         try log.compact()
+        try await log.waitUntilDurable()
         let after = try Data(contentsOf: url).count
         #expect(after < before / 10)
         shape.y = 3
@@ -179,10 +190,7 @@ import Testing
     @Test func unsettledLocalChangeSetsAreRestoredAsPendingAndSurviveCompaction() async throws {
         let url = temporaryURL()
         defer { try? FileManager.default.removeItem(at: url) }
-        let (scope, canvas) = makeCanvas()
-        scope.isSynced = true
-        let log = FragmentLog(url: url)
-        try log.attach(to: scope)
+        let (scope, canvas, log) = try makeSyncedLoggedCanvas(at: url)
         canvas.name = "acknowledged"
         let first = try #require(scope.flush())
         first.settle(.completed)
@@ -204,6 +212,104 @@ import Testing
         #expect(try third.attach(to: afterCompaction).pendingChangeSets == 1)
         #expect(afterCompaction.stateJSON() == scope.stateJSON())
         try third.close()
+    }
+
+    /// Offline change sets that add objects and then reference them come back as they were made:
+    /// the same fragments in the same order, each applied on top of the one before (not rebuilt
+    /// from the final values), also after a compaction; a settled one does not come back.
+    @Test func pendingChangeSetsAreRestoredAsMadeInOrder() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let (scope, canvas, log) = try makeSyncedLoggedCanvas(at: url)
+        let first = Shape()
+        canvas.shapes.append(first)
+        let made1 = try #require(scope.flush())
+        let second = Shape()
+        canvas.shapes.append(second)
+        canvas.highlighted = second
+        first.x = 5
+        let made2 = try #require(scope.flush())
+        canvas.name = "acknowledged"
+        try #require(scope.flush()).settle(.completed)
+        canvas.shapes.removeFirst()
+        second.y = 9
+        let made3 = try #require(scope.flush())
+        try log.close()
+        let made = [made1, made2, made3]
+
+        for round in 0..<2 {
+            let restored = Scope(name: "Canvas")
+            let reopened = FragmentLog(url: url)
+            let report = try reopened.attach(to: restored)
+            #expect(report.pendingChangeSets == 3, "round \(round)")
+            let pending = restored.history.filter { $0.origin == .local && $0.state == .syncing }
+            #expect(pending.map(\.fragments) == made.map(\.fragments), "round \(round): resent exactly as made")
+            #expect(pending.map(\.message) == made.map(\.message))
+            #expect(pending.map(\.id) == made.map(\.id), "round \(round): each keeps its id, so a server recognises the resend")
+            #expect(restored.stateJSON() == scope.stateJSON())
+            if round == 0 { try reopened.compact() }
+            try reopened.close()
+            if round == 0 {
+                // Originals are the values before each change set (not the current ones), so a
+                // revert works (after close: a revert settles, and the log would record that).
+                let restoredCanvas = try #require(restored.root as? Canvas)
+                pending[1].revert()
+                #expect(restoredCanvas.highlighted == nil)
+                #expect(restoredCanvas.shapes.map(\.uuid) == [first.uuid])
+            }
+        }
+    }
+
+    /// A settle marker read during restore takes its change set out again, and a corrupt pending
+    /// record is a typed error that leaves nothing half-restored.
+    @Test func settledAndCorruptPendingRecordsOnRestore() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let (scope, canvas, log) = try makeSyncedLoggedCanvas(at: url)
+        canvas.name = "one"
+        let one = try #require(scope.flush())
+        canvas.name = "two"
+        _ = try #require(scope.flush())
+        one.settle(.completed)
+        try log.close()
+        let restored = Scope(name: "Canvas")
+        let reopened = FragmentLog(url: url)
+        #expect(try reopened.attach(to: restored).pendingChangeSets == 1)
+        #expect(restored.history.filter { $0.origin == .local && $0.state == .syncing }.map(\.message) == [nil])
+        #expect(restored.history.filter { $0.origin == .local && $0.state == .syncing }.first?.fragments.first?.properties["name"] == "two")
+        try reopened.close()
+
+        // A pending record naming an unknown class: typed error, nothing pending afterwards.
+        let (bad, _) = try LogFile.open(at: url)
+        try bad.append(.changeSet, Array(#"{"fragments":[{"type":"add","uuid":"6f7a2c1e-0000-4000-8000-000000000001","clsName":"NoSuchClass","properties":{}}],"root":null,"origin":"local","atomic":false,"seq":99}"#.utf8))
+        try bad.close()
+        let broken = Scope(name: "Canvas")
+        #expect(throws: FragmentLogError.self) { try FragmentLog(url: url).attach(to: broken) }
+        #expect(broken.history.filter { $0.origin == .local && $0.state == .syncing }.count <= 1)
+    }
+
+    /// A log dropped without `close()` still writes its queue and lets go of the file (its lock).
+    @Test func droppedLogWritesItsQueueAndReleasesTheFile() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let (scope, canvas) = makeCanvas()
+        do {
+            let log = FragmentLog(url: url)
+            try log.attach(to: scope)
+            canvas.name = "queued before the drop"
+            scope.flush()
+            #expect(throws: FragmentLogError.self) { try FragmentLog(url: url).attach(to: Scope(name: "Canvas")) }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        var reopened: (Scope, FragmentLog)?
+        while reopened == nil, ContinuousClock.now < deadline {
+            let restored = Scope(name: "Canvas")
+            let log = FragmentLog(url: url)
+            if (try? log.attach(to: restored)) != nil { reopened = (restored, log) } else { await Task.yield() }
+        }
+        let (restored, log) = try #require(reopened, "the file was released")
+        #expect((restored.root as? Canvas)?.name == "queued before the drop")
+        try log.close()
     }
 
     @Test func remoteChangeSetsAreLoggedToo() async throws {

@@ -12,8 +12,15 @@ import Foundation
 /// try log.compact()                              // snapshot + drop the history before it
 /// ```
 /// A torn tail (a crash mid-write) is cut off and reported in `RestoreReport.tornTail`; damage in
-/// the middle is a `FragmentLogError` naming the offset. Append failures (a full disk, say) are
-/// kept in `lastError` and reported to `onError`; the change sets stay in memory.
+/// the middle is a `FragmentLogError` naming the offset (the scope then holds what the records
+/// before it say). Append failures (a full disk, say) are kept in `lastError` and reported to
+/// `onError`; the change sets stay in memory.
+///
+/// The main actor never waits on the disk: a change set is queued for the log's own writer
+/// thread, which encodes and appends everything queued and then syncs once for the batch (group
+/// commit). With ``FsyncPolicy/everyRecord`` a change set is durable (survives a crash of the app
+/// or the machine) once that sync returns, typically within a millisecond of `modify`;
+/// `waitUntilDurable()` awaits it.
 @MainActor
 public final class FragmentLog {
     /// What `attach(to:)` found in the file.
@@ -29,21 +36,24 @@ public final class FragmentLog {
 
     /// The file's location.
     public let url: URL
+    /// When appended records are synced (on the log's own writer thread, one sync per batch).
     public let fsync: FsyncPolicy
     /// When the file grows past this many bytes, `compact()` runs on its own after an append.
     public var compactionThreshold: Int
     /// The last append or compaction error, if any.
     public private(set) var lastError: FragmentLogError?
-    /// Called with every append or compaction error.
+    /// Called with every append or compaction error (on the main actor, soon after it happened).
     public var onError: ((FragmentLogError) -> Void)?
 
-    private var file: LogFile?
+    private var writer: FragmentLogWriter?
     private weak var scope: Scope?
     private var token: ObservationToken?
     /// Local change sets still syncing, by sequence number: kept through compaction, and handed
     /// back to the scope on restore so the sync layer sends them again.
-    private var unsettled: [Int: Decoded] = [:]
+    private var unsettled: [Int: FragmentLogEntry] = [:]
     private var nextSequence = 1
+    /// The writer ticket of the last compaction queued (no second one until it has run).
+    private var compactionTicket = 0
 
     public init(url: URL, fsync: FsyncPolicy = .everyRecord, compactionThreshold: Int = 64 << 20) {
         self.url = url
@@ -53,98 +63,136 @@ public final class FragmentLog {
 
     /// Opens the file, restores `scope` from it (creating the root from the log when the scope has
     /// none, or giving the existing root the logged identity), then appends every change set the
-    /// scope makes. A new file starts with a snapshot of the scope as it is.
+    /// scope makes. A new file starts with a snapshot of the scope as it is. Reading and applying
+    /// the file happen here, on the main actor: O(file size).
     @discardableResult
     public func attach(to scope: Scope) throws(FragmentLogError) -> RestoreReport {
-        let opened: (LogFile, LogRecovery)
-        do { opened = try LogFile.open(at: url, fsync: fsync) } catch { throw .file(error) }
-        let (file, recovery) = opened
-        var report = RestoreReport(records: 0, tornTail: recovery.truncatedTail)
+        var report = RestoreReport()
+        var restored: [Int: ChangeSet] = [:]
+        var failure: FragmentLogError?
+        let opened: (LogFile, TornTail?)?
         do {
-            for record in recovery.records {
-                try restore(record, into: scope)
-                report.records += 1
+            // Records are applied as they are read; the writer thread syncs by `fsync` itself.
+            opened = try LogFile.open(at: url, fsync: .never) { kind, offset, payload in
+                guard failure == nil else { return }
+                do throws(FragmentLogError) {
+                    try restore(FragmentLogEntry(kind: kind, payload: payload, offset: offset), at: offset, into: scope, pending: &restored)
+                    report.records += 1
+                } catch {
+                    failure = error
+                }
             }
         } catch {
-            try? file.close()
+            failure = .file(error)
+            opened = nil
+        }
+        guard let (file, tornTail) = opened, failure == nil else {
+            try? opened?.0.close()
             unsettled.removeAll()
-            throw error
+            scope.restoredPending.removeAll { changeSet in restored.values.contains { $0 === changeSet } }
+            throw failure ?? .notAttached
         }
-        self.file = file
+        report.tornTail = tornTail
+        writer = FragmentLogWriter(file: file, policy: fsync) { [weak self] error in
+            Task { @MainActor in self?.report(error) }
+        }
         self.scope = scope
-        for (sequence, pending) in unsettled.sorted(by: { $0.key < $1.key }) {
-            if let changeSet = scope.restorePending(pending.fragments, message: pending.message, isAtomic: pending.isAtomic) {
-                watch(changeSet, sequence: sequence)
-                report.pendingChangeSets += 1
-            } else {
-                unsettled[sequence] = nil
-            }
+        for (sequence, changeSet) in restored {
+            watch(changeSet, sequence: sequence)
         }
-        if recovery.records.isEmpty, scope.root != nil { compactNow() }
+        report.pendingChangeSets = restored.count
+        if report.records == 0, scope.root != nil { compactNow() }
         token = scope.onChanges(self) { [weak self] changeSet in self?.record(changeSet) }
         return report
     }
 
-    /// Stops recording and closes the file.
+    /// A log dropped without `close()` still writes what is queued and closes its file (in the background).
+    deinit { writer?.finish() }
+
+    /// Returns once every record queued so far is on disk (synced, whatever the fsync policy), or
+    /// throws the error that kept one from getting there. Suspends without blocking the main actor.
+    public func waitUntilDurable() async throws(FragmentLogError) {
+        guard let writer else { throw .notAttached }
+        try await writer.waitUntilDurable()
+    }
+
+    /// Stops recording, writes what is queued, syncs (unless the policy is ``FsyncPolicy/never``)
+    /// and closes the file. This waits for the writer thread: call it when the app shuts down.
     public func close() throws(FragmentLogError) {
         token?.cancel()
         token = nil
-        defer { file = nil }
-        do { try file?.close() } catch { throw .file(error) }
+        defer { writer = nil }
+        try writer?.close()
     }
 
-    /// Replaces the file's contents with one snapshot of the scope (temp file + rename, atomic).
+    /// Queues a compaction: the file's contents are replaced by one snapshot of the scope, plus the
+    /// change sets still pending (temp file + rename, atomic, on the writer thread). The snapshot is
+    /// taken here, O(objects); errors go to `onError`.
     public func compact() throws(FragmentLogError) {
-        guard let file, let scope else { throw .notAttached }
-        let payload = Self.encode(Decoded(root: scope.root?.uuid, fragments: scope.snapshot()))
+        guard let writer, let scope else { throw .notAttached }
+        let snapshot = FragmentLogEntry(kind: .snapshot, root: scope.root?.uuid, fragments: scope.snapshot())
         let tail = unsettled.sorted { $0.key < $1.key }.map { sequence, pending in
             var kept = pending
             kept.sequence = sequence
             kept.isCompacted = true
-            return (LogRecord.Kind.changeSet, Self.encode(kept))
+            return kept
         }
-        do { try file.compact(snapshot: payload, keeping: tail) } catch { throw .file(error) }
+        compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail))
     }
 
     /// The change sets in a log file, oldest first, with their messages (read-only).
     public static func history(at url: URL) throws(FragmentLogError) -> [(message: String?, origin: String, fragments: [SyncFragment])] {
-        let recovery: LogRecovery
-        do { recovery = try LogFile.read(at: url) } catch { throw .file(error) }
         var entries: [(message: String?, origin: String, fragments: [SyncFragment])] = []
-        for record in recovery.records where record.kind == .changeSet {
-            let decoded = try decode(record)
-            if decoded.settled == nil, !decoded.isCompacted { entries.append((decoded.message, decoded.origin, decoded.fragments)) }
+        var failure: FragmentLogError?
+        do {
+            _ = try LogFile.forEachRecord(at: url) { kind, offset, payload in
+                guard failure == nil, kind == .changeSet else { return }
+                do throws(FragmentLogError) {
+                    let entry = try FragmentLogEntry(kind: kind, payload: payload, offset: offset)
+                    if entry.settled == nil, !entry.isCompacted { entries.append((entry.message, entry.origin, entry.fragments)) }
+                } catch {
+                    failure = error
+                }
+            }
+        } catch {
+            throw .file(error)
         }
+        if let failure { throw failure }
         return entries
     }
 
     // MARK: - Records
 
-    /// Appends one change set (the attached scope's own are appended automatically; this is for
-    /// change sets from elsewhere, such as another scope or a replay). Compacts past the threshold.
+    /// Queues one change set for appending (the attached scope's own are appended automatically;
+    /// this is for change sets from elsewhere, such as another scope or a replay). Returns without
+    /// I/O: the writer thread encodes, writes and syncs it. Compacts past the threshold.
     public func append(_ changeSet: ChangeSet) throws(FragmentLogError) {
-        guard let file, let scope else { throw .notAttached }
-        var entry = Decoded(root: scope.root?.uuid, fragments: changeSet.fragments, message: changeSet.message,
-                            origin: changeSet.origin.rawValue, isAtomic: changeSet.isAtomic)
+        guard let writer, let scope else { throw .notAttached }
+        var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: changeSet.fragments, message: changeSet.message,
+                                     origin: changeSet.origin.rawValue, isAtomic: changeSet.isAtomic)
         if changeSet.origin == .local, changeSet.state == .syncing {
+            entry.changeSetID = changeSet.id
             entry.sequence = nextSequence
             nextSequence += 1
         }
-        do { _ = try file.append(.changeSet, Self.encode(entry)) } catch { throw .file(error) }
+        writer.submit(.append(entry))
         if let sequence = entry.sequence {
             unsettled[sequence] = entry
             watch(changeSet, sequence: sequence)
         }
-        if file.size > compactionThreshold { try compact() }
+        if writer.size.load(ordering: .relaxed) > compactionThreshold,
+           writer.writtenTicket.load(ordering: .acquiring) >= compactionTicket {
+            try compact()
+        }
     }
 
     /// Once `changeSet` settles, a marker record says so (it will not be sent again after a restart).
     private func watch(_ changeSet: ChangeSet, sequence: Int) {
         changeSet.onStateChange { [weak self] state in
-            guard state != .syncing, let self, self.unsettled.removeValue(forKey: sequence) != nil, let file = self.file else { return }
-            var marker = Decoded(root: nil, fragments: [])
+            guard state != .syncing, let self, self.unsettled.removeValue(forKey: sequence) != nil, let writer = self.writer else { return }
+            var marker = FragmentLogEntry(root: nil, fragments: [])
             marker.settled = sequence
-            do throws(LogFileError) { _ = try file.append(.changeSet, Self.encode(marker)) } catch { self.report(.file(error)) }
+            writer.submit(.append(marker))
         }
     }
 
@@ -161,88 +209,16 @@ public final class FragmentLog {
         onError?(error)
     }
 
-    /// One record: `{"root", "fragments", "origin"?, "atomic"?, "message"?, "seq"?, "compacted"?, "settled"?}`.
-    private struct Decoded {
-        var root: UUID?
-        var fragments: [SyncFragment]
-        var message: String?
-        var origin = "snapshot"
-        var isAtomic = false
-        /// Set on local change sets that were still syncing when written.
-        var sequence: Int?
-        /// A pending change set kept by compaction: its values are already in the snapshot.
-        var isCompacted = false
-        /// A marker: the change set with this sequence number has settled.
-        var settled: Int?
-    }
-
-    private static func encode(_ entry: Decoded) -> [UInt8] {
-        var writer = JSONWriter(sortedKeys: false, capacity: 128 + entry.fragments.count * 160)
-        writer.append("{")
-        writer.writeKey("fragments", first: true)
-        SyncFragment.write(entry.fragments, into: &writer)
-        writer.writeKey("root")
-        writer.write(entry.root.map { .string($0.uuidString.lowercased()) } ?? .null)
-        if entry.origin != "snapshot" {
-            writer.writeKey("origin")
-            writer.writeString(entry.origin)
-            writer.writeKey("atomic")
-            writer.write(.bool(entry.isAtomic))
-        }
-        if let message = entry.message {
-            writer.writeKey("message")
-            writer.writeString(message)
-        }
-        if let sequence = entry.sequence {
-            writer.writeKey("seq")
-            writer.write(.int(Int64(sequence)))
-        }
-        if entry.isCompacted {
-            writer.writeKey("compacted")
-            writer.write(.bool(true))
-        }
-        if let settled = entry.settled {
-            writer.writeKey("settled")
-            writer.write(.int(Int64(settled)))
-        }
-        writer.append("}")
-        return writer.bytes
-    }
-
-    private static func decode(_ record: LogRecord) throws(FragmentLogError) -> Decoded {
-        let json: JSON
-        do { json = try JSON(parsing: record.payload) } catch {
-            throw .badRecord(offset: record.offset, reason: "\(error)")
-        }
-        guard case .array(let items)? = json["fragments"] else {
-            throw .badRecord(offset: record.offset, reason: "no fragments")
-        }
-        var fragments: [SyncFragment] = []
-        fragments.reserveCapacity(items.count)
-        for item in items {
-            do { fragments.append(try SyncFragment(json: item)) } catch {
-                throw .badRecord(offset: record.offset, reason: "\(error)")
-            }
-        }
-        var entry = Decoded(root: json["root"]?.stringValue.flatMap(UUID.init(uuidString:)), fragments: fragments,
-                            message: json["message"]?.stringValue, origin: json["origin"]?.stringValue ?? "snapshot",
-                            isAtomic: json["atomic"]?.boolValue ?? false)
-        entry.sequence = json["seq"]?.int64Value.map(Int.init)
-        entry.isCompacted = json["compacted"]?.boolValue ?? false
-        entry.settled = json["settled"]?.int64Value.map(Int.init)
-        return entry
-    }
-
-    private func restore(_ record: LogRecord, into scope: Scope) throws(FragmentLogError) {
-        let decoded = try Self.decode(record)
+    /// Applies one record. A local change set that was still syncing is restored as made and kept in
+    /// `pending` by sequence number until a later settle marker (if any) takes it out again.
+    private func restore(_ decoded: FragmentLogEntry, at offset: Int, into scope: Scope, pending: inout [Int: ChangeSet]) throws(FragmentLogError) {
         if let settled = decoded.settled {
             unsettled[settled] = nil
+            if let changeSet = pending.removeValue(forKey: settled) {
+                scope.restoredPending.removeAll { $0 === changeSet }
+                changeSet.settle(.completed)
+            }
             return
-        }
-        if let sequence = decoded.sequence {
-            unsettled[sequence] = decoded
-            nextSequence = max(nextSequence, sequence + 1)
-            if decoded.isCompacted { return }
         }
         do {
             if let rootUUID = decoded.root {
@@ -252,9 +228,17 @@ public final class FragmentLog {
                     scope.adoptRootUUID(rootUUID)
                 }
             }
-            try scope.apply(decoded.fragments)
+            if let sequence = decoded.sequence {
+                unsettled[sequence] = decoded
+                nextSequence = max(nextSequence, sequence + 1)
+                pending[sequence] = try scope.restorePending(decoded.fragments, message: decoded.message,
+                                                             isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted,
+                                                             id: decoded.changeSetID ?? UUID())
+            } else {
+                try LogReplay.apply(decoded.fragments, to: scope)
+            }
         } catch {
-            throw .apply(offset: record.offset, error)
+            throw .apply(offset: offset, error)
         }
     }
 }

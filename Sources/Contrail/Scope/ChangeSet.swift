@@ -53,7 +53,8 @@ public final class ChangeSet: Encodable {
     private var waiters: [CheckedContinuation<State, Never>] = []
     weak var scope: Scope?
 
-    init(fragments: [SyncFragment], changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State, scope: Scope?) {
+    init(fragments: [SyncFragment], changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State, scope: Scope?,
+         id: UUID = UUID()) {
         self.fragments = fragments
         self.changes = changes
         self.message = message
@@ -62,7 +63,7 @@ public final class ChangeSet: Encodable {
         self.state = state
         self.scope = scope
         self.date = Date()
-        self.id = UUID()
+        self.id = id
     }
 
     /// Encodes `{"fragments", "atomic", "message"?, "origin"}` (the state is live, so it is left out).

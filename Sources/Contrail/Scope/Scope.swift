@@ -406,45 +406,42 @@ public final class Scope {
     /// layer sends them once the scope is fetched.
     var restoredPending: [ChangeSet] = []
 
-    /// Registers a local change set restored from a fragment log that was still syncing when the
-    /// log was written. Its fragments are rebuilt from the current values of the keys it touched
-    /// (so a resend can only bring the server to what this replica shows; collections keep their
-    /// recorded bases for the server's merge), and it goes to
-    /// `restoredPending` (not to `onChanges`) for the sync layer to send once the scope is fetched.
-    /// Objects that left the tree since are dropped from it. Returns nil when nothing is left.
-    @discardableResult
-    func restorePending(_ fragments: [SyncFragment], message: String?, isAtomic: Bool) -> ChangeSet? {
-        var rebuilt: [SyncFragment] = []
-        var changes: [ChangeSet.Change] = []
-        for fragment in fragments {
+    /// Restores a local change set from a fragment log that was still syncing when the log was
+    /// written, exactly as it was made: its own fragments, in their order, are what the sync layer
+    /// sends once the scope is fetched (so a change set that references an object a later one adds
+    /// never goes out before it). Unless `isApplied` (a compacted record, whose values the log's
+    /// snapshot already holds), the fragments are applied first, as remote ones (nothing is recorded).
+    ///
+    /// The returned change set is `syncing`; its originals are the values before it (a collection
+    /// with a recorded base takes the base, for the server's three-way merge), so a revert or a
+    /// rebase works as for a change set made in this process. It goes to `restoredPending` (not to
+    /// `onChanges`); the fragment log takes it out again if a later record says it settled.
+    /// O(fragments + properties).
+    func restorePending(_ fragments: [SyncFragment], message: String?, isAtomic: Bool,
+                        isApplied: Bool, id: UUID) throws(ModelError) -> ChangeSet {
+        // Originals, read before anything changes; references resolve among the current objects.
+        var originals: [(ModelObject, Int, Any)] = []
+        for fragment in fragments where fragment.kind == .change {
             guard let object = objects[fragment.uuid] else { continue }
-            let properties = object.info.properties.filter { property in
-                property.isSynced && (fragment.kind == .add || fragment.properties[property.name] != nil)
-            }
-            var values: [String: JSON] = [:]
-            var bases: [String: [UUID]] = [:]
-            for property in properties {
-                values[property.name] = property.storage.wireValue(in: object, offset: property.offset)
-                let value = object.value(at: property.index)
-                // A collection's original comes from the recorded base, so the edit can still be
-                // merged onto what the server holds; other originals are the current values.
-                var old = value
-                if let base = fragment.bases?[property.name] {
-                    let known = base.filter { objects[$0] != nil }
-                    let wire = JSON.array(known.map { .string($0.uuidString.lowercased()) })
-                    if let decoded = try? property.storage.decode(wire, property: property.name, resolver: { self.objects[$0] }) {
+            let info = object.info
+            for name in fragment.properties.keys.sorted() {
+                guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
+                var old = object.value(at: index)
+                if let base = fragment.bases?[name] {
+                    let wire = JSON.array(base.filter { objects[$0] != nil }.map { .string($0.uuidString.lowercased()) })
+                    if let decoded = try? info.properties[index].storage.decode(wire, property: name, resolver: { self.objects[$0] }) {
                         old = decoded
-                        bases[property.name] = known
                     }
                 }
-                changes.append(ChangeSet.Change(object: object, property: property.index, old: old, new: value))
+                originals.append((object, index, old))
             }
-            rebuilt.append(SyncFragment(kind: fragment.kind, uuid: fragment.uuid, className: object.className,
-                                        properties: values, bases: bases.isEmpty ? nil : bases))
         }
-        guard !rebuilt.isEmpty else { return nil }
-        let changeSet = ChangeSet(fragments: rebuilt, changes: changes, message: message, isAtomic: isAtomic,
-                                  origin: .local, state: .syncing, scope: self)
+        if !isApplied { try apply(fragments) }
+        let changes = originals.map { object, index, old in
+            ChangeSet.Change(object: object, property: index, old: old, new: object.value(at: index))
+        }
+        let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: isAtomic,
+                                  origin: .local, state: .syncing, scope: self, id: id)
         history.append(changeSet)
         restoredPending.append(changeSet)
         return changeSet

@@ -12,7 +12,7 @@ enum ScopeBench {
     }
 
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
-        [try record(options), try applyJSON(options)] + (try logFigures(options))
+        [try record(options), try applyJSON(options)] + (try logFigures(options)) + (try await logModifyLatency(options)) + [try await logRestoreLarge(options)]
     }
 
     /// A scope whose root holds `count` points.
@@ -88,6 +88,83 @@ enum ScopeBench {
             BenchFigure(name: "scope.log_append", value: megabytes / appendTime, unit: "MB/s", baseline: megabytes / handleAppendTime),
             BenchFigure(name: "scope.log_restore", value: megabytes / restoreTime, unit: "MB/s", baseline: megabytes / readTime),
         ]
+    }
+
+    // MARK: - scope.log_modify_p99
+
+    /// The main actor's time per change set with a `FragmentLog` attached (default policy: every
+    /// record synced): the 99th percentile and the median, in µs (wall time), of `scope.modify`
+    /// calls that move 10 points, against the same calls on a scope without a log. The writer thread does the disk work; the
+    /// bench checks afterwards that every change set reached the file.
+    static func logModifyLatency(_ options: BenchOptions) async throws -> [BenchFigure] {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "contrail-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let count = options.iterations(5_000, smoke: 20)
+        func latencies(log: FragmentLog?) throws -> [Double] {
+            let (scope, canvas) = makeTree(points: 100)
+            try log?.attach(to: scope)
+            var samples: [Double] = []
+            samples.reserveCapacity(count)
+            for turn in 0..<count {
+                let start = ContinuousClock.now
+                scope.modify {
+                    for index in 0..<10 { canvas.points[(turn * 10 + index) % 100].x = Double(turn + 1) }
+                }
+                samples.append(Stopwatch.seconds(ContinuousClock.now - start) * 1e6)
+            }
+            return samples
+        }
+        let url = directory.appending(path: "modify.log")
+        let log = FragmentLog(url: url)
+        let logged = try latencies(log: log)
+        try await log.waitUntilDurable()
+        try log.close()
+        let bare = try latencies(log: nil)
+        let written = try FragmentLog.history(at: url).count
+        guard written == count else {
+            throw CheckFailed(description: "scope.log_modify_p99: the log holds \(written) change sets, expected \(count)")
+        }
+        return [0.99, 0.5].map { p in
+            BenchFigure(name: "scope.log_modify_p\(Int(p * 100))", value: Stopwatch.percentile(logged, p), unit: "µs",
+                        baseline: Stopwatch.percentile(bare, p))
+        }
+    }
+
+    // MARK: - scope.log_restore_100k
+
+    /// Milliseconds until a scope of 100,000 points is usable again from its compacted log
+    /// (`FragmentLog.attach` into an empty scope), against `FileHandle` reading the same file.
+    static func logRestoreLarge(_ options: BenchOptions) async throws -> BenchFigure {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "contrail-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appending(path: "large.log")
+        let points = options.smoke ? 100 : 100_000
+        do {
+            let (scope, _) = makeTree(points: points)
+            let log = FragmentLog(url: url, fsync: .never)
+            try log.attach(to: scope)
+            try await log.waitUntilDurable()
+            try log.close()
+        }
+        var restored = 0
+        let restoreTime = try Stopwatch.best(rounds: 3) {
+            let scope = Scope(name: "bench")
+            let log = FragmentLog(url: url, fsync: .never)
+            try log.attach(to: scope)
+            restored = scope.count
+            try log.close()
+        }
+        guard restored == points + 1 else {
+            throw CheckFailed(description: "scope.log_restore_100k: restored \(restored) objects, expected \(points + 1)")
+        }
+        let readTime = try Stopwatch.best(rounds: 3) {
+            let handle = try FileHandle(forReadingFrom: url)
+            BenchSink.consume(Double(try handle.readToEnd()?.count ?? 0))
+            try handle.close()
+        }
+        return BenchFigure(name: "scope.log_restore_100k", value: restoreTime * 1e3, unit: "ms", baseline: readTime * 1e3)
     }
 
     // MARK: - scope.record

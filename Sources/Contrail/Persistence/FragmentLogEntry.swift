@@ -1,0 +1,97 @@
+import Foundation
+
+/// One record of a ``FragmentLog``, decoded: a snapshot, a change set, or a settle marker.
+///
+/// The payload is JSON: `{"fragments", "root", "origin"?, "atomic"?, "message"?, "id"?, "seq"?,
+/// "compacted"?, "settled"?}`. Encoding runs on the log's writer thread, so the type is `Sendable`.
+struct FragmentLogEntry: Sendable {
+    /// The record kind it is written as.
+    var kind = LogRecord.Kind.changeSet
+    var root: UUID?
+    var fragments: [SyncFragment]
+    var message: String?
+    var origin = "snapshot"
+    var isAtomic = false
+    /// The change set's id (kept so a resend after a restart is recognised by the server).
+    var changeSetID: UUID?
+    /// Set on local change sets that were still syncing when written.
+    var sequence: Int?
+    /// A pending change set kept by compaction: its values are already in the snapshot.
+    var isCompacted = false
+    /// A marker: the change set with this sequence number has settled.
+    var settled: Int?
+
+    init(kind: LogRecord.Kind = .changeSet, root: UUID?, fragments: [SyncFragment], message: String? = nil,
+         origin: String = "snapshot", isAtomic: Bool = false) {
+        self.kind = kind
+        self.root = root
+        self.fragments = fragments
+        self.message = message
+        self.origin = origin
+        self.isAtomic = isAtomic
+    }
+
+    /// The record's payload bytes. O(size of the fragments).
+    func encoded() -> [UInt8] {
+        var writer = JSONWriter(sortedKeys: false, capacity: 128 + fragments.count * 160)
+        writer.append("{")
+        writer.writeKey("fragments", first: true)
+        SyncFragment.write(fragments, into: &writer)
+        writer.writeKey("root")
+        writer.write(root.map { .string($0.uuidString.lowercased()) } ?? .null)
+        if origin != "snapshot" {
+            writer.writeKey("origin")
+            writer.writeString(origin)
+            writer.writeKey("atomic")
+            writer.write(.bool(isAtomic))
+        }
+        if let message {
+            writer.writeKey("message")
+            writer.writeString(message)
+        }
+        if let changeSetID {
+            writer.writeKey("id")
+            writer.writeString(changeSetID.uuidString.lowercased())
+        }
+        if let sequence {
+            writer.writeKey("seq")
+            writer.write(.int(Int64(sequence)))
+        }
+        if isCompacted {
+            writer.writeKey("compacted")
+            writer.write(.bool(true))
+        }
+        if let settled {
+            writer.writeKey("settled")
+            writer.write(.int(Int64(settled)))
+        }
+        writer.append("}")
+        return writer.bytes
+    }
+
+    /// Decodes the payload of the record at `offset`. Throws ``FragmentLogError/badRecord(offset:reason:)``
+    /// for anything that is not an entry. O(payload size).
+    init(kind: LogRecord.Kind, payload: UnsafeRawBufferPointer, offset: Int) throws(FragmentLogError) {
+        let json: JSON
+        do { json = try JSON(parsing: payload) } catch {
+            throw .badRecord(offset: offset, reason: "\(error)")
+        }
+        guard case .array(let items)? = json["fragments"] else {
+            throw .badRecord(offset: offset, reason: "no fragments")
+        }
+        var fragments: [SyncFragment] = []
+        fragments.reserveCapacity(items.count)
+        for item in items {
+            do { fragments.append(try SyncFragment(json: item)) } catch {
+                throw .badRecord(offset: offset, reason: "\(error)")
+            }
+        }
+        self.init(kind: kind, root: json["root"]?.stringValue.flatMap(UUID.init(uuidString:)), fragments: fragments,
+                  message: json["message"]?.stringValue, origin: json["origin"]?.stringValue ?? "snapshot",
+                  isAtomic: json["atomic"]?.boolValue ?? false)
+        changeSetID = json["id"]?.stringValue.flatMap(UUID.init(uuidString:))
+        sequence = json["seq"]?.int64Value.map(Int.init)
+        isCompacted = json["compacted"]?.boolValue ?? false
+        settled = json["settled"]?.int64Value.map(Int.init)
+    }
+}

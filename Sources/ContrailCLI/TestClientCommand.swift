@@ -1,0 +1,137 @@
+import Contrail
+import Foundation
+
+/// `contrail test-client --log FILE --seed N [--count N]`: an app that edits offline, for crash tests.
+///
+/// It restores the scope "Shelf" from the fragment log (which must hold a snapshot, e.g. from a
+/// fetch), prints `torn OFFSET BYTES` if it cut off a record a kill interrupted, `restored STATE`, then makes `count` change sets of random adds, moves between
+/// collections, removals and value changes as a synced scope with no server, so every one stays
+/// pending in the log. Every change set also sets `Shelf.step` to K (one more than the last,
+/// across restarts). After each it prints `state K STATE`, and `durable K` once the log says its
+/// record is on disk. A test kills it (SIGKILL) at any point and checks what the log restores.
+/// STATE is `Scope.stateJSON()` as sorted-key JSON on one line, with a title over 1,000 characters
+/// (some are 2 MB, so that a kill can land in the middle of writing one) given as its length.
+enum TestClientCommand {
+    static let usage = "usage: contrail test-client --log FILE --seed N [--count N (0: only restore)]"
+
+    /// A failure the test should see (exit status 1).
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    @MainActor
+    static func run(_ arguments: [String]) async throws {
+        var rest = arguments[...]
+        var path: String?
+        var seed: UInt64 = 1
+        var count = 1000
+        while let argument = rest.popFirst() {
+            guard let value = rest.popFirst() else { throw CLIError.usage("\(argument) needs a value\n\(usage)") }
+            switch argument {
+            case "--log": path = value
+            case "--seed": seed = UInt64(value) ?? 1
+            case "--count": count = Int(value) ?? count
+            default: throw CLIError.usage("unknown option '\(argument)'\n\(usage)")
+            }
+        }
+        guard let path else { throw CLIError.usage(usage) }
+        ModelRegistry.register(Shelf.self)
+        let scope = Scope(name: "Shelf")
+        let log = FragmentLog(url: URL(filePath: path))
+        let report = try log.attach(to: scope)
+        if let torn = report.tornTail { emit("torn \(torn.offset) \(torn.discardedBytes)") }
+        guard let shelf = scope.root as? Shelf else { throw Failure(description: "the log holds no Shelf snapshot") }
+        scope.isSynced = true
+        emit("restored \(state(of: scope))")
+        var random = XorShift(seed: seed)
+        let first = shelf.step + 1
+        for step in first..<(first + max(count, 0)) {
+            scope.modify(message: "edit \(step)") {
+                shelf.step = step
+                for _ in 0...(random.next() % 3) { edit(shelf, &random) }
+            }
+            emit("state \(step) \(state(of: scope))")
+            try await log.waitUntilDurable()
+            emit("durable \(step)")
+        }
+        try log.close()
+    }
+
+    /// One random edit: add, move between collections, remove, reference, or change a value.
+    @MainActor
+    static func edit(_ shelf: Shelf, _ random: inout XorShift) {
+        let all = shelf.left + shelf.right
+        switch random.next() % 6 {
+        case 0, 1:
+            let item = Item()
+            item.label = "item \(random.next() % 1000)"
+            if random.next() % 2 == 0 { shelf.left.append(item) } else { shelf.right.insert(item, at: 0) }
+            if random.next() % 3 == 0 { shelf.featured = item }
+        case 2:
+            if let index = shelf.left.indices.randomElement(using: &random) {
+                shelf.right.append(shelf.left.remove(at: index))
+            } else if let index = shelf.right.indices.randomElement(using: &random) {
+                shelf.left.append(shelf.right.remove(at: index))
+            }
+        case 3:
+            if let index = shelf.right.indices.randomElement(using: &random) { shelf.right.remove(at: index) }
+        case 4:
+            all.randomElement(using: &random)?.count += 1
+        default:
+            // Sometimes large (a long write, where a kill tears the record), printed as its length.
+            shelf.title = String(repeating: "t", count: random.next() % 3 == 0 ? 2_000_000 + Int(random.next() % 1000) : Int(random.next() % 40))
+        }
+    }
+
+    @MainActor
+    static func state(of scope: Scope) -> String {
+        var state = scope.stateJSON()
+        if let root = state["root"]?.stringValue, case .object(var objects)? = state["objects"],
+           case .object(var shelf)? = objects[root], case .object(var properties)? = shelf["properties"],
+           let title = properties["title"]?.stringValue, title.utf8.count > 1000 {
+            properties["title"] = .string("\(title.utf8.count) characters")
+            shelf["properties"] = .object(properties)
+            objects[root] = .object(shelf)
+            state = .object(["root": .string(root), "objects": .object(objects)])
+        }
+        return String(decoding: state.serialized(sortedKeys: true), as: UTF8.self)
+    }
+
+    /// Writes one line to stdout at once (no buffering: the process may be killed right after).
+    static func emit(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(1, $0.baseAddress! + done, $0.count - done) }
+            if n <= 0 { return }
+            done += n
+        }
+    }
+}
+
+/// The crash test's root: two collections of items and a reference into them.
+final class Shelf: ModelObject {
+    @Property var step = 0
+    @Property var title = ""
+    @Property var left: [Item] = []
+    @Property var right: [Item] = []
+    @Property var featured: Item?
+}
+
+/// An item on a shelf.
+final class Item: ModelObject {
+    @Property var label = ""
+    @Property var count = 0
+}
+
+/// A small seeded generator (xorshift64*), so a failing run can be repeated.
+struct XorShift: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed | 1 }
+
+    mutating func next() -> UInt64 {
+        state ^= state >> 12; state ^= state << 25; state ^= state >> 27
+        return state &* 0x2545_F491_4F6C_DD1D
+    }
+}

@@ -1,0 +1,221 @@
+import Contrail
+import ContrailServer
+import Foundation
+import Synchronization
+import Testing
+
+/// The crash test's models: the same class and property names as `contrail test-client`'s.
+final class Shelf: ModelObject {
+    @Property var step = 0
+    @Property var title = ""
+    @Property var left: [Item] = []
+    @Property var right: [Item] = []
+    @Property var featured: Item?
+}
+
+final class Item: ModelObject {
+    @Property var label = ""
+    @Property var count = 0
+}
+
+/// Offline edits survive real crashes: `contrail test-client` edits a logged scope offline and is
+/// SIGKILLed at random points, again and again on the same log; then the log is restored here and
+/// synced with a server, which must end with every change set the log holds, as made.
+@MainActor
+@Suite(.serialized) struct FragmentLogCrashTests {
+    /// The `contrail` executable next to the test bundle (`swift build --build-tests` builds it).
+    static func contrailBinary() throws -> URL {
+        var candidates: [URL] = []
+        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        candidates.append(Bundle.main.bundleURL)
+        let root = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        candidates.append(root.appending(path: ".build/debug"))
+        for directory in candidates {
+            let binary = directory.appending(path: "contrail")
+            if FileManager.default.isExecutableFile(atPath: binary.path(percentEncoded: false)) { return binary }
+        }
+        throw ChildFailure(description: "no contrail executable near the tests (looked in \(candidates.map(\.path)))")
+    }
+
+    struct ChildFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// One run of `contrail test-client`: what it printed, parsed.
+    struct Round {
+        var restored: JSON?
+        /// Every `state K` line, by K.
+        var states: [Int: JSON] = [:]
+        var lastPrinted = 0
+        var lastDurable = 0
+        /// Whether the restore cut off a torn record (a kill in the middle of a write).
+        var cutTornTail = false
+    }
+
+    /// Runs the child until it has printed `killAfter` states, SIGKILLs it, and returns what it
+    /// printed. With `killAfter` nil the child only restores and exits.
+    static func runChild(_ binary: URL, log: URL, seed: UInt64, killAfter: Int?) async throws -> Round {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["test-client", "--log", log.path(percentEncoded: false), "--seed", "\(seed)"] + (killAfter == nil ? ["--count", "0"] : [])
+        let output = Pipe()
+        process.standardOutput = output
+        let collected = ChildOutput()
+        output.fileHandleForReading.readabilityHandler = { handle in collected.append(handle.availableData) }
+        try process.run()
+        let printedEnough = await eventually(.seconds(120)) { collected.count(of: "state ") >= killAfter ?? 0 && killAfter != nil || !process.isRunning }
+        if let killAfter {
+            // A random moment within the next change set or so (its encoding, write or sync).
+            try? await Task.sleep(for: .microseconds(Int.random(in: 0...20_000) * (killAfter % 2)))
+        }
+        if killAfter != nil || !printedEnough { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        output.fileHandleForReading.readabilityHandler = nil
+        collected.append(output.fileHandleForReading.readDataToEndOfFile())
+        #expect(printedEnough, "the child printed \(collected.count(of: "state ")) states in time")
+        if killAfter != nil {
+            #expect(process.terminationReason == .uncaughtSignal, "the child died of SIGKILL, not on its own: \(collected.text.suffix(300))")
+        } else {
+            #expect(process.terminationReason == .exit && process.terminationStatus == 0, "the child restored and exited: \(collected.text.suffix(300))")
+        }
+        var round = Round()
+        for line in collected.text.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 2)
+            switch parts.first {
+            case "restored": round.restored = try JSON(parsing: String(line.dropFirst("restored ".count)))
+            case "state" where parts.count == 3:
+                let step = Int(parts[1]) ?? -1
+                round.states[step] = try JSON(parsing: String(parts[2]))
+                round.lastPrinted = max(round.lastPrinted, step)
+            case "torn": round.cutTornTail = true
+            case "durable" where parts.count == 2: round.lastDurable = max(round.lastDurable, Int(parts[1]) ?? 0)
+            default: break
+            }
+        }
+        return round
+    }
+
+    static func step(of state: JSON) -> Int {
+        guard let root = state["root"]?.stringValue else { return -1 }
+        return Int(state["objects"]?[root]?["properties"]?["step"]?.int64Value ?? -1)
+    }
+
+    /// What a restart after `previous` may show: at least everything announced durable, exactly
+    /// a state the app printed, or one change set made but not yet printed when the kill came.
+    static func checkRestore(_ restored: JSON, after previous: Round, startState: JSON) {
+        let step = step(of: restored)
+        let startStep = Self.step(of: startState)
+        #expect(step >= previous.lastDurable, "restored step \(step) lost durable change sets up to \(previous.lastDurable)")
+        if step == startStep {
+            #expect(restored == startState, "restored the start state exactly")
+        } else if let printed = previous.states[step] {
+            #expect(restored == printed, "restored state at step \(step) is the one the app made")
+        } else {
+            #expect(step == max(previous.lastPrinted, startStep) + 1, "restored step \(step): at most one change set after the last printed \(previous.lastPrinted)")
+        }
+    }
+
+    @Test func offlineChangeSetsSurviveRepeatedSIGKILLsAndReachTheServerAsMade() async throws {
+        let binary = try Self.contrailBinary()
+        ModelRegistry.register(Shelf.self)
+        let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-crash-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: logURL) }
+        var options = ServerOptions()
+        options.establishTimeout = .seconds(120)
+        options.log = nil
+        let server = try ContrailServer(options: options)
+
+        // Online first: the server knows the shelf and its collections, and the log says so.
+        var startState: JSON
+        do {
+            let scope = Scope(name: "Shelf")
+            let shelf = Shelf()
+            scope.root = shelf
+            let log = FragmentLog(url: logURL)
+            try log.attach(to: scope)
+            let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
+            for index in 0..<3 {
+                let item = Item()
+                item.label = "online \(index)"
+                shelf.left.append(item)
+            }
+            shelf.right.append(Item())
+            #expect(await eventually { client.session?.pendingChangeSets == 0 })
+            startState = scope.stateJSON()
+            await client.close()
+            try log.close()
+        }
+
+        // Offline, killed again and again on the same log.
+        let seed = UInt64.random(in: 1...1_000_000)
+        var random = SystemRandomNumberGenerator()
+        var previous = Round()
+        var rounds = 0
+        var tornTails = 0
+        while rounds < 10 || Self.step(of: startState) < 24 {
+            rounds += 1
+            try #require(rounds <= 20, "enough change sets within 20 rounds")
+            let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds), killAfter: Int.random(in: 1...8, using: &random))
+            let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
+            Self.checkRestore(restored, after: previous, startState: startState)
+            previous = round
+            startState = restored
+            if round.cutTornTail { tornTails += 1 }
+        }
+        print("crash test (seed \(seed)): \(rounds) SIGKILLs, \(Self.step(of: startState)) change sets restored, \(tornTails) torn tails cut")
+
+        // One more restart that only restores, then the last one here: every offline change set is
+        // pending, restored as made, and sent.
+        let last = try await Self.runChild(binary, log: logURL, seed: seed, killAfter: nil)
+        let lastRestored = try #require(last.restored)
+        Self.checkRestore(lastRestored, after: previous, startState: startState)
+        let scope = Scope(name: "Shelf")
+        let log = FragmentLog(url: logURL)
+        let report = try log.attach(to: scope)
+        let restored = scope.stateJSON()
+        let made = Self.step(of: restored)
+        #expect(made == Self.step(of: lastRestored))
+        #expect(made >= 20, "at least 20 offline change sets (seed \(seed))")
+        #expect(report.pendingChangeSets == made, "one pending change set per offline step")
+        let pending = scope.history.filter { $0.origin == .local && $0.state == .syncing }
+        #expect(pending.count == made)
+        let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
+        #expect(await eventually(.seconds(60)) { client.session?.pendingChangeSets == 0 }, "seed \(seed)")
+        #expect(pending.allSatisfy { $0.state == .completed }, "no restored change set was rejected (seed \(seed)): \(pending.map(\.state))")
+        #expect(scope.stateJSON() == restored, "syncing changed nothing locally")
+
+        // A fresh replica fetches exactly that state: the server holds every change, and the scope is fetchable.
+        let fresh = Scope(name: "Shelf")
+        fresh.root = Shelf()
+        let observer = try await Client.sync(fresh, connector: server.connector(), options: testOptions())
+        #expect(await eventually(.seconds(30)) { fresh.stateJSON() == restored }, "the server holds every offline change (seed \(seed))")
+        await observer.close()
+        await client.close()
+        try log.close()
+        // Settled: a further restart has nothing left to send.
+        let again = Scope(name: "Shelf")
+        let reopened = FragmentLog(url: logURL)
+        #expect(try reopened.attach(to: again).pendingChangeSets == 0)
+        try reopened.close()
+        await server.stop()
+    }
+}
+
+/// Bytes a child process printed, collected from the pipe's reader thread.
+final class ChildOutput: Sendable {
+    private let bytes = Mutex<[UInt8]>([])
+
+    func append(_ data: Data) {
+        bytes.withLock { $0.append(contentsOf: data) }
+    }
+
+    var text: String { bytes.withLock { String(decoding: $0, as: UTF8.self) } }
+
+    /// Lines starting with `prefix` (complete lines only).
+    func count(of prefix: String) -> Int {
+        let text = self.text
+        return text.split(separator: "\n", omittingEmptySubsequences: true).dropLast(text.hasSuffix("\n") ? 0 : 1)
+            .filter { $0.hasPrefix(prefix) }.count
+    }
+}
