@@ -7,6 +7,9 @@ final class ModelTracking {
     var parents: [ParentLink] = []
     weak var scope: Scope?
     var observers: [ObserverEntry] = []
+    /// The `NotificationQueue` turn in which this object's tree observers (and its ancestors') were
+    /// last queued.
+    var treeTurn: UInt = 0
     /// True for a class's probe instance, which only answers key-path probes.
     let isProbe: Bool
 

@@ -25,23 +25,25 @@ public struct Property<Value: PropertyValue> {
         set { fatalError("unreachable") }
     }
 
-    /// The hot path: an object with no observers, parents or scope just stores the value.
+    /// The hot path. Both accessors are forced inline so that, in the module that declares the
+    /// model class, the key paths fold into direct stored-property accesses: no key-path object is
+    /// made (`swift_getKeyPath`) and the generic key-path runtime is never entered, even when the
+    /// set sits in an ordinary non-inlined method. An object with no observers, parents or scope
+    /// just stores the value; anything else takes `_propertyDidSet` with the storage's offset.
     @inlinable @MainActor
     public static subscript<Model: ModelObject>(
         _enclosingInstance object: Model,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Property<Value>>
     ) -> Value {
-        get { object[keyPath: storageKeyPath].value }
-        set {
+        @inline(__always) get { object[keyPath: storageKeyPath].value }
+        @inline(__always) set {
             if Value.valueKind == .value, object._tracking == nil {
                 object[keyPath: storageKeyPath].value = newValue
                 return
             }
             let old = object[keyPath: storageKeyPath].value
             object[keyPath: storageKeyPath].value = newValue
-            // The slow path is told the storage's offset, not the key path: the optimizer folds
-            // both into constants, so no key-path object is made (`swift_getKeyPath`) on any set.
             let offset = Self._offset(of: &object[keyPath: storageKeyPath], in: object)
             object._propertyDidSet(storageOffset: offset, old: old, new: newValue)
         }

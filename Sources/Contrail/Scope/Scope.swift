@@ -92,11 +92,11 @@ public final class Scope {
 
     func record<Value: PropertyValue>(_ object: ModelObject, property: Int, old: Value) {
         guard remoteDepth == 0 else { return }
-        let descriptor = object.info.properties[property]
-        guard descriptor.isSynced else { return }
-        let key = ChangeKey(object, property)
-        let interval = descriptor.options.minSyncIntervalMilliseconds
+        let options = object.info.properties[property].options
+        guard !options.isLocal else { return }
+        let interval = options.minSyncIntervalMilliseconds
         if interval > 0, pending[ObjectIdentifier(object)]?.kind != .add {
+            let key = ChangeKey(object, property)
             if throttled.contains(key) { return }
             let now = ContinuousClock.now
             if let last = lastRecorded[key], now - last < .milliseconds(interval) {
@@ -119,17 +119,25 @@ public final class Scope {
         touch(object, property: property, old: old, base: Value.valueKind == .collection ? old.models.map(\.uuid) : nil)
     }
 
-    private func touch(_ object: ModelObject, property: Int, old: Any, base: [UUID]?) {
+    /// Notes that `property` of `object` changed in this flush, keeping the value it had before the
+    /// first change. One hash lookup when the object is already pending; the entry is changed in place.
+    private func touch(_ object: ModelObject, property: Int, old: @autoclosure () -> Any, base: @autoclosure () -> [UUID]?) {
         let id = ObjectIdentifier(object)
-        if pending[id] == nil { pendingOrder.append(id) }
-        var entry = pending[id] ?? PendingFragment(object: object, kind: .change)
-        if entry.kind == .change, entry.originals[property] == nil {
-            entry.touched.append(property)
-            entry.originals[property] = old
-            if let base { entry.bases[property] = base }
+        if let at = pending.index(forKey: id) {
+            guard pending.values[at].kind == .change, pending.values[at].originals[property] == nil else { return }
+            pending.values[at].touched.append(property)
+            pending.values[at].originals[property] = old()
+            if let base = base() { pending.values[at].bases[property] = base }
+            return
         }
+        // A flush is scheduled whenever `pending` stops being empty, so only the first entry asks.
+        if pending.isEmpty { scheduleFlush() }
+        pendingOrder.append(id)
+        var entry = PendingFragment(object: object, kind: .change)
+        entry.touched = [property]
+        entry.originals = [property: old()]
+        if let base = base() { entry.bases = [property: base] }
         pending[id] = entry
-        scheduleFlush()
     }
 
     private func scheduleFlush() {
