@@ -31,6 +31,8 @@ final class CanvasView {
     private func removedShape(capturing: Bool, view: CanvasView) async throws -> (weak: WeakBox<Shape>, canvas: Canvas, scope: Scope) {
         let canvas = Canvas()
         let scope = Scope(name: "Canvas")
+        // Undo history holds the objects its change sets touched (to undo the removal); keep none.
+        scope.historyLimit = 0
         scope.root = canvas
         if capturing { try view.watchCapturing(canvas) } else { try view.watch(canvas) }
         let box = WeakBox<Shape>()

@@ -43,19 +43,38 @@ final class ModelClassInfo {
             return true
         }
         ModelClassInfo.isBuildingProbe = true
-        let probe = type.init(uuid: UUID())
+        let (probe, options) = PropertyOptionsRecorder.options(of: type, fields: fields.map(\.storage)) {
+            type.init(uuid: UUID())
+        }
         ModelClassInfo.isBuildingProbe = false
         probe._tracking = ModelTracking(isProbe: true)
         self.probe = probe
         properties = fields.enumerated().map { index, field in
             PropertyDescriptor(name: field.name, index: index, offset: field.offset, storage: field.storage,
-                               options: field.storage.options(in: probe, offset: field.offset))
+                               options: options?[index] ?? PropertyOptions())
         }
         var table = [UInt16](repeating: 0, count: (properties.map(\.offset).max() ?? -1) + 1)
         for property in properties { table[property.offset] = UInt16(property.index + 1) }
         indexByOffset = table
         indexByName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
         probe._tracking?.info = self
+    }
+
+    /// Decodes a wire value for property `index`. A `null` for a property that cannot hold nil
+    /// (a JavaScript peer's cleared value) takes the class's declared default, the value a new
+    /// instance holds, and `[]` for a collection, so every replica reads it the same way (floating
+    /// point properties read `null` as NaN). Only a non-optional model reference refuses it.
+    func decode(_ wire: JSON, at index: Int, resolver: ModelResolver) throws(ModelError) -> Any {
+        let property = properties[index]
+        do {
+            return try property.storage.decode(wire, property: property.name, resolver: resolver)
+        } catch {
+            guard case .null = wire, property.valueKind != .reference else { throw error }
+            if property.valueKind == .collection {
+                return try property.storage.decode(.array([]), property: property.name, resolver: resolver)
+            }
+            return property.storage.value(in: probe, offset: property.offset)
+        }
     }
 
     /// The property stored at `offset` bytes into the object.

@@ -27,6 +27,7 @@ open class ModelObject: Identifiable {
 
     public required init(uuid: UUID) {
         self.uuid = uuid
+        if _isRecordingPropertyOptions { PropertyOptionsRecorder.objectFinished(type(of: self)) }
     }
 
     public convenience init() {

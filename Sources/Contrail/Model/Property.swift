@@ -10,13 +10,16 @@
 /// The wire name is the declared name (`x`). A set that leaves the value unchanged notifies nobody.
 @propertyWrapper
 public struct Property<Value: PropertyValue> {
+    /// The value: the only stored field, so a `@Property` costs exactly its value's size. The
+    /// options belong to the class and are collected once, when Contrail first looks at it.
     @usableFromInline var value: Value
-    @usableFromInline let options: PropertyOptions
 
     @inlinable
     public init(wrappedValue: Value, local: Bool = false, minSyncInterval: Double = 0) {
         value = wrappedValue
-        options = PropertyOptions(local: local, minSyncInterval: minSyncInterval)
+        if _isRecordingPropertyOptions {
+            PropertyOptionsRecorder.record(PropertyOptions(local: local, minSyncInterval: minSyncInterval), storage: Self.self)
+        }
     }
 
     @available(*, unavailable, message: "@Property can only be used on ModelObject subclasses")

@@ -32,10 +32,13 @@ extension ModelObject {
             for entry in tracking.observers {
                 if case .treeChange = entry.event { NotificationQueue.main.enqueue(entry) }
             }
-            // The common case, one parent, loops; only a second parent recurses.
-            for link in tracking.parents {
-                guard let parent = link.parent else { continue }
-                if next == nil { next = parent } else { parent.notifyTreeChange() }
+            // The common case, one parent, loops; only a second parent recurses. The links are read in
+            // place: copying one copies its weak reference.
+            tracking.parents.withUnsafeBufferPointer { links in
+                for index in links.indices {
+                    guard let parent = links[index].parent else { continue }
+                    if next == nil { next = parent } else { parent.notifyTreeChange() }
+                }
             }
         }
     }

@@ -45,6 +45,8 @@ public final class Scope {
     private(set) var objects: [UUID: ModelObject] = [:]
     private var pending: [ObjectIdentifier: PendingFragment] = [:]
     private var pendingOrder: [ObjectIdentifier] = []
+    /// The most entries `pending` held in one flush: recording reserves that much at the first entry.
+    private var pendingCapacity = 0
     private var remoteDepth = 0
     private var isRecordingAttach = true
     private let listeners = ObserverList<ChangeSet>()
@@ -124,18 +126,22 @@ public final class Scope {
     private func touch(_ object: ModelObject, property: Int, old: @autoclosure () -> Any, base: @autoclosure () -> [UUID]?) {
         let id = ObjectIdentifier(object)
         if let at = pending.index(forKey: id) {
-            guard pending.values[at].kind == .change, pending.values[at].originals[property] == nil else { return }
-            pending.values[at].touched.append(property)
+            guard pending.values[at].kind == .change, !pending.values[at].originals.contains(property) else { return }
             pending.values[at].originals[property] = old()
             if let base = base() { pending.values[at].bases[property] = base }
             return
         }
-        // A flush is scheduled whenever `pending` stops being empty, so only the first entry asks.
-        if pending.isEmpty { scheduleFlush() }
+        // A flush is scheduled whenever `pending` stops being empty, so only the first entry asks;
+        // it also makes room for as many entries as the largest flush so far had.
+        if pending.isEmpty {
+            scheduleFlush()
+            pending.reserveCapacity(pendingCapacity)
+            pendingOrder.reserveCapacity(pendingCapacity)
+        }
         pendingOrder.append(id)
+        pendingCapacity = max(pendingCapacity, pendingOrder.count)
         var entry = PendingFragment(object: object, kind: .change)
-        entry.touched = [property]
-        entry.originals = [property: old()]
+        entry.originals[property] = old()
         if let base = base() { entry.bases = [property: base] }
         pending[id] = entry
     }
@@ -331,8 +337,7 @@ public final class Scope {
                     report.unknownProperties.append("\(object.className).\(name)")
                     continue
                 }
-                let storage = info.properties[index].storage
-                writes.append((object, index, try storage.decode(wire, property: name, resolver: resolver)))
+                writes.append((object, index, try info.decode(wire, at: index, resolver: resolver)))
             }
             if applyDefaults {
                 for property in info.properties where property.isSynced && fragment.properties[property.name] == nil {

@@ -91,7 +91,7 @@ final class ScopeSubscription {
         scope.applyingRemote {
             for (name, wire) in values {
                 guard let index = info.indexByName[name], info.properties[index].isSynced,
-                      let value = try? info.properties[index].storage.decode(wire, property: name, resolver: resolver)
+                      let value = try? info.decode(wire, at: index, resolver: resolver)
                 else { continue }
                 let key = ChangeKey(object, index)
                 if let next = queue.holder(of: key, after: entry) {
