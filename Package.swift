@@ -19,10 +19,12 @@ let package = Package(
         .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket"]),
         // Models in a library of their own, for the benchmark's cross-module figure.
         .target(name: "ContrailBenchModels", dependencies: ["Contrail"]),
-        .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailBenchModels"]),
+        // The convergence fuzzer, shared by `contrail fuzz` and the tests (not a product).
+        .target(name: "ContrailFuzz", dependencies: ["Contrail", "ContrailServer"]),
+        .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailFuzz", "ContrailBenchModels"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
         .testTarget(name: "ContrailTests", dependencies: ["Contrail"]),
-        .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
+        .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
     ]
 )

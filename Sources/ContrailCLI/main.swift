@@ -9,6 +9,7 @@ commands:
   log              inspect or replay a fragment log file (see contrail log --help)
   autobahn-client  run every Autobahn test case against AUTOBAHN_URL (conformance testee)
   echo-server      run a WebSocket echo server (Autobahn server testee)
+  fuzz             convergence campaigns (see contrail fuzz --help)
 """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -19,6 +20,7 @@ do {
     case "log": try await LogCommand.run(Array(arguments.dropFirst()))
     case "autobahn-client": try await AutobahnClientCommand.run(Array(arguments.dropFirst()))
     case "echo-server": try await EchoServerCommand.run(Array(arguments.dropFirst()))
+    case "fuzz": try await FuzzCommand.run(Array(arguments.dropFirst()))
     case "-h", "--help", nil: print(usage)
     case let other?: throw CLIError.usage("unknown command '\(other)'\n\(usage)")
     }

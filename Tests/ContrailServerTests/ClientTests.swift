@@ -406,9 +406,10 @@ import Testing
         let (client, session, peer) = try await connect(connector, options: options)
         let (scope, _) = makeScope()
         try await fetch(scope, session: session, peer: peer)
+        // Pings sent while the fetch was under way (on a loaded machine) still carry 0: skip those.
         var ack: Int?
         while let message = await peer.next(timeout: .seconds(30)) {
-            if case .ping(let ping) = message, !ping.resendMissing { ack = ping.ack; break }
+            if case .ping(let ping) = message, !ping.resendMissing, ping.ack > 0 { ack = ping.ack; break }
         }
         #expect(ack == 2)
         await client.close()

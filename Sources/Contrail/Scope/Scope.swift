@@ -43,6 +43,14 @@ public final class Scope {
     public private(set) var history: [ChangeSet] = []
 
     private(set) var objects: [UUID: ModelObject] = [:]
+    /// Objects that left the tree, by UUID, while something else keeps them alive (a pending change
+    /// set, the undo stack, the app). A remote fragment naming one of them brings back that same
+    /// object rather than a twin, so edits made on it stay attached to what the server knows.
+    private var retired: [UUID: WeakObject] = [:]
+    private var retiredPruneThreshold = 64
+    /// Objects the server already knew that left the tree during the current flush, with the fragment
+    /// they had pending: a return within the same flush is a move, which sends no `add`.
+    private var leftThisFlush: [ObjectIdentifier: PendingFragment?] = [:]
     private var pending: [ObjectIdentifier: PendingFragment] = [:]
     private var pendingOrder: [ObjectIdentifier] = []
     /// The most entries `pending` held in one flush: recording reserves that much at the first entry.
@@ -77,8 +85,17 @@ public final class Scope {
 
     func didAttach(_ object: ModelObject) {
         objects[object.uuid] = object
-        guard remoteDepth == 0, isRecordingAttach else { return }
+        if retired[object.uuid]?.object === object { retired[object.uuid] = nil }
         let id = ObjectIdentifier(object)
+        if let left = leftThisFlush.removeValue(forKey: id) {
+            // Back within the flush it left in: a move. Only the parents' changes go out.
+            if let left, pending[id] == nil {
+                pending[id] = left
+                pendingOrder.append(id)
+            }
+            return
+        }
+        guard remoteDepth == 0, isRecordingAttach else { return }
         if pending[id] == nil { pendingOrder.append(id) }
         pending[id] = PendingFragment(object: object, kind: .add)
         scheduleFlush()
@@ -86,10 +103,25 @@ public final class Scope {
 
     func didDetach(_ object: ModelObject) {
         if objects[object.uuid] === object { objects[object.uuid] = nil }
+        retire(object)
         let id = ObjectIdentifier(object)
-        if pending.removeValue(forKey: id) != nil {
-            pendingOrder.removeAll { $0 == id }
+        let entry = pending.removeValue(forKey: id)
+        if entry != nil { pendingOrder.removeAll { $0 == id } }
+        // An object added in this flush and gone again cancels out; one the server knows may come back.
+        if remoteDepth == 0, entry?.kind != .add { leftThisFlush[id] = entry }
+    }
+
+    private func retire(_ object: ModelObject) {
+        retired[object.uuid] = WeakObject(object)
+        if retired.count > retiredPruneThreshold {
+            retired = retired.filter { $0.value.object != nil }
+            retiredPruneThreshold = max(64, retired.count * 2)
         }
+    }
+
+    /// The object with `uuid` this scope holds or held and is still alive.
+    func knownObject(_ uuid: UUID) -> ModelObject? {
+        objects[uuid] ?? retired[uuid]?.object
     }
 
     func record<Value: PropertyValue>(_ object: ModelObject, property: Int, old: Value) {
@@ -160,6 +192,7 @@ public final class Scope {
         let building = pending
         pendingOrder.removeAll()
         pending.removeAll()
+        leftThisFlush.removeAll()
         let message = flushMessage
         let atomic = flushAtomic
         flushMessage = nil
@@ -321,6 +354,10 @@ public final class Scope {
         var created: [UUID: ModelObject] = [:]
         for fragment in fragments where fragment.kind == .add {
             if objects[fragment.uuid] != nil || created[fragment.uuid] != nil { continue }
+            if let held = retired[fragment.uuid]?.object, held.className == fragment.className {
+                created[fragment.uuid] = held
+                continue
+            }
             created[fragment.uuid] = try ModelRegistry.make(className: fragment.className, uuid: fragment.uuid)
         }
         let resolver: ModelResolver = { [objects] uuid in created[uuid] ?? objects[uuid] }

@@ -3,18 +3,34 @@
 /// survive. The client (to merge remote values into pending local edits) and the server (to apply a
 /// `change` that carries `bases`) use this one function, so both reach the same order.
 ///
+/// The rules, where "the edit" is base → new and "the other side" is base → current:
+/// 1. **Removal wins.** An element either side removed is absent from the result, unless the edit
+///    inserted it (it is in `new` but not in `base`). A move by one side does not bring back an
+///    element the other side removed.
+/// 2. **Kept elements keep the other side's order.** Elements the edit left in place (the longest
+///    run of common elements whose relative order the edit did not change) stay where `current` has them.
+/// 3. **Inserts and moves are placed by their predecessor.** Each element the edit inserted or moved
+///    goes right after its nearest predecessor in `new` that is in the result (at the front when there
+///    is none), in `new` order.
+/// 4. **Concurrent inserts at one spot: first applied, first.** Elements of `current` that the edit
+///    does not know (the other side inserted them) and that sit at that spot are stepped over, so the
+///    change applied later lands after the one applied earlier.
+/// 5. No element appears twice.
+///
 /// ```swift
 /// CollectionMerge.merge(base: [a], new: [a, b], current: [a, c])   // [a, c, b]
+/// CollectionMerge.merge(base: [x], new: [x, y], current: [])       // [y]: x stays removed
 /// ```
+///
+/// Complexity: O((b + n + c) log n) for the stable run, plus O(c) per placed element.
 public enum CollectionMerge {
-    /// `current` with the base → new edit applied. Elements keep the order of `current`; inserted
-    /// and moved elements go after their nearest predecessor in `new` that is present (or
-    /// first, when there is none) and after elements inserted there concurrently. An element never appears twice because of the merge.
+    /// `current` with the base → new edit applied, by the rules above.
     public static func merge<Element: Hashable>(base: [Element], new: [Element], current: [Element]) -> [Element] {
         if base == current { return new }
         if base == new { return current }
         let newSet = Set(new)
         let baseSet = Set(base)
+        let currentSet = Set(current)
         // Elements kept in place: common to base and new, in the longest run whose relative order
         // did not change. The other common elements were moved and are placed again like inserts.
         let stable = stableElements(base: base, new: new, newSet: newSet)
@@ -35,6 +51,8 @@ public enum CollectionMerge {
         for element in new {
             defer { previous = element }
             if placed.contains(element) { continue }
+            // Rule 1: an element of `base` that `current` lacks was removed by the other side.
+            if baseSet.contains(element), !currentSet.contains(element) { continue }
             var position = 0
             if let anchor = predecessor(of: element, in: new, placed: placed, hint: previous),
                let anchorIndex = result.firstIndex(of: anchor) {

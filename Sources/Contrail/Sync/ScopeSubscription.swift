@@ -84,15 +84,20 @@ final class ScopeSubscription {
 
     /// Applies values the server set on an accepted fragment (`modifications`, §4.8), as the
     /// server's value after `entry`: a later pending change set holding the key keeps its value.
-    func applyModifications(_ values: [String: JSON], to uuid: UUID, after entry: ChangeSetQueue.Entry) {
-        guard let object = scope.object(for: uuid) else { return }
+    /// Returns false when a value could not be applied (it names an object this replica does not
+    /// hold): the replica may differ from the server, so refetch then.
+    func applyModifications(_ values: [String: JSON], to uuid: UUID, after entry: ChangeSetQueue.Entry) -> Bool {
+        guard let object = scope.object(for: uuid) else { return false }
         let info = object.info
         let resolver: ModelResolver = { [scope] in scope.object(for: $0) }
+        var complete = true
         scope.applyingRemote {
             for (name, wire) in values {
-                guard let index = info.indexByName[name], info.properties[index].isSynced,
-                      let value = try? info.decode(wire, at: index, resolver: resolver)
-                else { continue }
+                guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
+                guard let value = try? info.decode(wire, at: index, resolver: resolver) else {
+                    complete = false
+                    continue
+                }
                 let key = ChangeKey(object, index)
                 if let next = queue.holder(of: key, after: entry) {
                     let original = next.original(key)
@@ -105,6 +110,7 @@ final class ScopeSubscription {
                 }
             }
         }
+        return complete
     }
 
     /// The write `Scope.apply` should do for a remote value (§8.3): the value itself when no

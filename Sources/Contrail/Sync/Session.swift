@@ -152,6 +152,9 @@ public final class Session {
         strikes.removeAll()
         inFlight = 0
         isHolding = false
+        // Messages held by `pauseIncoming` belong to the old wire session (its numbering, its scope
+        // indices): the refetch below supersedes them.
+        if paused != nil { paused = [] }
         byScopeIndex.removeAll()
         for subscription in subscriptions {
             subscription.scopeIndex = nil
@@ -349,11 +352,14 @@ public final class Session {
             revert(entry, of: subscription, objects: all ? nil : rejected)
             state = all ? .reverted : .partiallyReverted
         }
+        var complete = true
         for (fragment, fragmentReply) in zip(fragments, replies) {
-            if let modifications = fragmentReply.modifications, !modifications.isEmpty {
-                subscription.applyModifications(modifications, to: fragment.uuid, after: entry)
+            if let modifications = fragmentReply.modifications, !modifications.isEmpty,
+               !subscription.applyModifications(modifications, to: fragment.uuid, after: entry) {
+                complete = false
             }
         }
+        if !complete { requestFetch(subscription) }
         queue.remove(entry)
         entry.changeSet.settle(state)
         reportSyncStatus()

@@ -46,6 +46,7 @@ extension ScopeStore {
         guard case .object(var members) = stateJSON() else { return .null }
         members["name"] = .string(name)
         members["kinds"] = .object(kindMembers)
+        members["forgotten"] = .array(removed.prefix(Self.maxSnapshotForgotten).map { .string($0.wireString) })
         return .object(members)
     }
 
@@ -71,5 +72,11 @@ extension ScopeStore {
             }
         }
         self.init(rootUUID: root, objects: objects, kinds: kinds)
+        if case .array(let forgotten)? = snapshot["forgotten"] {
+            for case .string(let text) in forgotten { if let uuid = UUID(wireString: text) { forget(uuid) } }
+        }
     }
+
+    /// How many forgotten UUIDs a snapshot keeps.
+    static let maxSnapshotForgotten = 100_000
 }

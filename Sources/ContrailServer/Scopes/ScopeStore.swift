@@ -11,9 +11,11 @@ struct ScopeStore: Sendable {
     private(set) var objects: [UUID: StoredObject]
     /// The kind learnt for each (class, property).
     private(set) var kinds: [KindKey: PropertyKind]
-    /// UUIDs of objects collected as orphans (in memory only, at most `maxRemembered`): a value
-    /// naming one is a dangling reference, not a plain string.
-    private var removed: Set<UUID> = []
+    /// UUIDs known not to name objects (at most `maxRemembered`): objects collected as orphans, and
+    /// objects whose `add` was rejected. A value naming one is a dangling reference, not a plain
+    /// string, so a change set sent before the rejection came back cannot teach the server that a
+    /// reference property holds strings. Kept in snapshots.
+    private(set) var removed: Set<UUID> = []
     private static let maxRemembered = 1_000_000
 
     /// A new scope: a root with a fresh UUID and no class name yet (the first fragment naming the
@@ -68,11 +70,15 @@ struct ScopeStore: Sendable {
         for (index, plan) in pass.plans.enumerated() {
             if let error = plan.error {
                 replies.append(.rejected(error))
+                let fragment = fragments[index]
+                if fragment.kind == .add, objects[fragment.uuid] == nil { forget(fragment.uuid) }
                 continue
             }
             replies.append(FragmentReply(error: nil, modifications: plan.modifications.isEmpty ? nil : plan.modifications))
             let fragment = fragments[index]
-            accepted.append(SyncFragment(kind: fragment.kind, uuid: fragment.uuid, className: plan.className, properties: plan.values))
+            let kind: SyncFragment.Kind = plan.isNew ? .add : .change
+            if kind == .change, plan.values.isEmpty { continue }
+            accepted.append(SyncFragment(kind: kind, uuid: fragment.uuid, className: plan.className, properties: plan.values))
         }
         guard !accepted.isEmpty else { return SyncOutcome(replies: replies, accepted: []) }
         for (uuid, object) in pass.working { objects[uuid] = object }
@@ -92,10 +98,15 @@ struct ScopeStore: Sendable {
             }
         }
         if reachable.count < objects.count {
-            if removed.count > Self.maxRemembered { removed.removeAll() }
-            for uuid in objects.keys where !reachable.contains(uuid) { removed.insert(uuid) }
+            for uuid in objects.keys where !reachable.contains(uuid) { forget(uuid) }
             objects = objects.filter { reachable.contains($0.key) }
         }
+    }
+
+    /// Remembers that `uuid` names no object (any more).
+    mutating func forget(_ uuid: UUID) {
+        if removed.count >= Self.maxRemembered { removed.removeAll() }
+        removed.insert(uuid)
     }
 
     /// Calls `body` with each object `object` references, in property-name order.
@@ -152,8 +163,16 @@ struct ScopeStore: Sendable {
             var plan = pass.plans[index]
             var localKinds: [KindKey: PropertyKind] = [:]
             var failed = false
+            // An `add` of an object the scope already holds (a resend, or an object that came back
+            // while another reference kept it) never overwrites: properties the object has keep their
+            // values, and the reply tells the sender what they are.
+            let keepsExisting = fragment.kind == .add && !plan.isNew
             for key in fragment.properties.keys.sorted() {
                 guard var value = fragment.properties[key] else { continue }
+                if keepsExisting, let existing = target.properties[key] {
+                    if existing != value { plan.modifications[key] = existing }
+                    continue
+                }
                 let kindKey = KindKey(className: target.className, property: key)
                 let known = localKinds[kindKey] ?? pass.kinds[kindKey] ?? kinds[kindKey]
                 switch PropertyKind.check(value, key: key, known: known, exists: exists, wasRemoved: wasRemoved) {
@@ -167,7 +186,9 @@ struct ScopeStore: Sendable {
                     if kind?.isReference == true {
                         if let base = fragment.bases?[key], kind == .collection,
                            let merged = merge(value, base: base, current: target.properties[key]) {
-                            if merged != value { plan.modifications[key] = merged }
+                            // Always sent back: by the time the reply arrives the sender's value may
+                            // differ from what it sent (it merged later remote values locally).
+                            plan.modifications[key] = merged
                             value = merged
                         }
                         if target.properties[key] != nil && target.properties[key] != value { pass.mayOrphan = true }

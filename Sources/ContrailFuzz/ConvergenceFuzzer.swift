@@ -1,0 +1,345 @@
+import Contrail
+import Foundation
+
+/// A property-based convergence check: clients of one scope make random edits (inserts, moves within
+/// and between collections, removals, nested objects, references, atomic change sets), switch sync
+/// modes, pause, drop their connections, undo and redo, while the server restarts; then everyone
+/// comes back online and the run checks that
+/// - nothing is pending and every client is online,
+/// - every replica equals the server's state and a fresh fetch,
+/// - every insert the server acknowledged is there, unless an edit unlinked it (or its item).
+///
+/// ```swift
+/// let fuzzer = ConvergenceFuzzer(server: .inMemory)
+/// if let failure = await fuzzer.run(seed: 42) { print(failure) }
+/// ```
+@MainActor
+public final class ConvergenceFuzzer {
+    static let scopeName = "FuzzBoard"
+
+    /// Where the server runs.
+    public enum Server: Sendable {
+        case inMemory
+        case webSocket
+        /// `contrail serve` in a child process at this path; restarts SIGKILL it.
+        case childProcess(executable: String)
+    }
+
+    /// A failing run: its seed, the operations that fail (shrunk when asked), and why.
+    public struct Counterexample: Sendable, CustomStringConvertible {
+        public let seed: UInt64
+        public let clients: Int
+        public let operations: [FuzzOperation]
+        public let failure: FuzzFailure
+
+        public var description: String {
+            let replay = (try? JSONEncoder().encode(Replay(clients: clients, operations: operations)))
+                .map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return "seed \(seed), \(clients) clients, \(operations.count) steps: \(failure)\n"
+                + operations.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
+                + "\n  replay: \(replay)"
+        }
+    }
+
+    /// A run that `contrail fuzz convergence --replay FILE` replays.
+    public struct Replay: Codable, Sendable {
+        public var clients: Int
+        public var operations: [FuzzOperation]
+    }
+
+    let server: Server
+    /// How long everyone may take to settle at the end of a run.
+    public var settleTimeout: Duration = .seconds(20)
+    /// Steps per run.
+    public var steps: ClosedRange<Int> = 20...80
+    /// Whether runs restart the server.
+    public var restarts = true
+
+    public init(server: Server) {
+        self.server = server
+    }
+
+    /// Runs the operations `seed` makes; nil when the run converged.
+    public func run(seed: UInt64) async -> Counterexample? {
+        let (clients, operations) = plan(seed: seed)
+        guard let failure = await run(operations, clients: clients) else { return nil }
+        return Counterexample(seed: seed, clients: clients, operations: operations, failure: failure)
+    }
+
+    /// The clients and operations of `seed`.
+    public func plan(seed: UInt64) -> (clients: Int, operations: [FuzzOperation]) {
+        var random = SplitMix64(seed: seed)
+        let clients = Int.random(in: 2...5, using: &random)
+        let count = Int.random(in: steps, using: &random)
+        return (clients, FuzzOperation.randomRun(clients: clients, count: count, restarts: restarts, using: &random))
+    }
+
+    /// Reduces a failing run to a short list of operations that still fails (each candidate is tried
+    /// twice, since thread timing is not part of the seed), within `budget` replays.
+    public func shrink(_ example: Counterexample, budget: Int = 150) async -> Counterexample {
+        var operations = example.operations
+        var failure = example.failure
+        var replays = 0
+        var chunk = max(1, operations.count / 2)
+        while chunk >= 1, replays < budget {
+            var start = 0
+            var reduced = false
+            while start < operations.count, replays < budget {
+                var candidate = operations
+                candidate.removeSubrange(start..<min(start + chunk, candidate.count))
+                var found: FuzzFailure?
+                for _ in 0..<4 where found == nil {
+                    replays += 1
+                    found = await run(candidate, clients: example.clients)
+                }
+                if let found, found.kind == example.failure.kind {
+                    operations = candidate
+                    failure = found
+                    reduced = true
+                } else {
+                    start += chunk
+                }
+            }
+            if !reduced { chunk /= 2 }
+        }
+        return Counterexample(seed: example.seed, clients: example.clients, operations: operations, failure: failure)
+    }
+
+    // MARK: - One run
+
+    /// Replays `operations` with `clients` clients; nil when everything converged.
+    public func run(_ operations: [FuzzOperation], clients count: Int) async -> FuzzFailure? {
+        ModelRegistry.register(FuzzBoard.self)
+        let host = FuzzServerHost(kind: hostKind)
+        var replicas: [FuzzReplica] = []
+        let failure = await run(operations, clients: count, host: host, replicas: &replicas)
+        for replica in replicas { await replica.client.close() }
+        await host.shutDown()
+        return failure
+    }
+
+    private func run(_ operations: [FuzzOperation], clients count: Int, host: FuzzServerHost,
+                     replicas: inout [FuzzReplica]) async -> FuzzFailure? {
+        do {
+            let target = try await host.start()
+            for index in 0..<count {
+                let replica = FuzzReplica(index: index, connector: FuzzConnector(target, name: "c\(index)"), options: Self.clientOptions)
+                replicas.append(replica)
+                let session = try await replica.client.connect()
+                try await session.fetch(replica.scope)
+            }
+        } catch {
+            return FuzzFailure(kind: .setup, details: "\(error)")
+        }
+        var removed = Set<UUID>()
+        var parents: [UUID: UUID] = [:]
+        for operation in operations {
+            if TracingTransport.isEnabled { print("step: \(operation)") }
+            do {
+                try await perform(operation, replicas: replicas, host: host, removed: &removed, parents: &parents)
+            } catch {
+                return FuzzFailure(kind: .setup, details: "restart failed: \(error)")
+            }
+        }
+        return await check(replicas, host: host, removed: removed, parents: parents)
+    }
+
+    private var hostKind: FuzzServerHost.Kind {
+        switch server {
+        case .inMemory: return .inMemory
+        case .webSocket: return .webSocket
+        case .childProcess(let executable): return .childProcess(executable: executable)
+        }
+    }
+
+    static var clientOptions: ClientOptions {
+        var options = ClientOptions()
+        options.reconnect = ReconnectPolicy(initial: .milliseconds(1), maximum: .milliseconds(20), jitter: 0.5)
+        options.replyTimeout = .seconds(10)
+        options.connectTimeout = .seconds(10)
+        options.pingInterval = .seconds(5)
+        return options
+    }
+
+    private func perform(_ operation: FuzzOperation, replicas: [FuzzReplica], host: FuzzServerHost,
+                         removed: inout Set<UUID>, parents: inout [UUID: UUID]) async throws {
+        func replica(_ client: Int) -> FuzzReplica { replicas[client % replicas.count] }
+        switch operation {
+        case .edit(let client, let edit):
+            let replica = replica(client)
+            let before = replica.links()
+            apply(edit, to: replica, parents: &parents)
+            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
+        case .atomic(let client, let edits):
+            let replica = replica(client)
+            let before = replica.links()
+            replica.scope.modifyAtomically {
+                for edit in edits { apply(edit, to: replica, parents: &parents) }
+            }
+            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
+        case .mode(let client, let mode):
+            let replica = replica(client)
+            let modes: [SyncMode] = [.realtime, .pushOnly, .syncOff, .manual]
+            replica.session?.setMode(modes[mode % 4], for: replica.scope)
+        case .syncNow(let client):
+            let replica = replica(client)
+            if let session = replica.session {
+                Task { await session.sync(replica.scope) }
+            }
+        case .pause(let client):
+            let replica = replica(client)
+            replica.pauses += 1
+            replica.session?.pauseIncoming()
+        case .resume(let client):
+            let replica = replica(client)
+            replica.pauses = 0
+            replica.session?.resumeIncoming()
+        case .drop(let client):
+            await replica(client).connector.cut()
+        case .reconnect(let client):
+            replica(client).connector.restore()
+        case .undo(let client), .redo(let client):
+            let replica = replica(client)
+            let before = replica.links()
+            if case .undo = operation { replica.scope.undo() } else { replica.scope.redo() }
+            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
+        case .restartServer:
+            let target = try await host.restart()
+            for replica in replicas { replica.connector.route(to: target) }
+        case .drain:
+            await NotificationQueue.main.drain()
+        case .yield:
+            await Task.yield()
+        }
+    }
+
+    private func apply(_ edit: FuzzOperation.Edit, to replica: FuzzReplica, parents: inout [UUID: UUID]) {
+        let board = replica.board
+        switch edit {
+        case .setTitle(let value):
+            board.title = "t\(value)"
+        case .addScore(let value):
+            board.score += value
+        case .insert(let list, let at, let label):
+            let item = FuzzItem()
+            item.label = "l\(label)"
+            var items = replica.list(list)
+            items.insert(item, at: at % (items.count + 1))
+            replica.setList(list, items)
+        case .remove(let list, let at):
+            var items = replica.list(list)
+            guard !items.isEmpty else { return }
+            items.remove(at: at % items.count)
+            replica.setList(list, items)
+        case .moveWithin(let list, let from, let to):
+            var items = replica.list(list)
+            guard items.count > 1 else { return }
+            let item = items.remove(at: from % items.count)
+            items.insert(item, at: to % (items.count + 1))
+            replica.setList(list, items)
+        case .moveBetween(let list, let from, let to):
+            var source = replica.list(list)
+            guard !source.isEmpty else { return }
+            let item = source.remove(at: from % source.count)
+            replica.setList(list, source)
+            var target = replica.list(list + 1)
+            target.removeAll { $0 === item }
+            target.insert(item, at: to % (target.count + 1))
+            replica.setList(list + 1, target)
+        case .vote(let list, let at):
+            replica.item(list, at)?.votes += 1
+        case .relabel(let list, let at, let label):
+            replica.item(list, at)?.label = "r\(label)"
+        case .addNote(let list, let at, let text):
+            guard let item = replica.item(list, at) else { return }
+            let note = FuzzNote()
+            note.text = "n\(text)"
+            parents[note.uuid] = item.uuid
+            item.notes.append(note)
+        case .removeNote(let list, let at):
+            guard let item = replica.item(list, at), !item.notes.isEmpty else { return }
+            item.notes.removeFirst()
+        case .pin(let list, let at):
+            board.pinned = replica.item(list, at)
+        case .unpin:
+            board.pinned = nil
+        case .link(let list, let at, let target):
+            guard let item = replica.item(list, at) else { return }
+            item.link = replica.item(list + 1, target) ?? replica.item(list, target)
+        }
+    }
+
+    // MARK: - Checks
+
+    private func check(_ replicas: [FuzzReplica], host: FuzzServerHost, removed: Set<UUID>, parents: [UUID: UUID]) async -> FuzzFailure? {
+        for replica in replicas {
+            replica.connector.restore()
+            if replica.pauses > 0 { replica.session?.resumeIncoming() }
+            replica.pauses = 0
+            replica.session?.setMode(.realtime, for: replica.scope)
+        }
+        let settled = await eventually(settleTimeout) {
+            replicas.allSatisfy { $0.client.status == .online && $0.session?.pendingChangeSets == 0 }
+                && Set(replicas.map { $0.scope.stateJSON() }).count == 1
+        }
+        if !settled {
+            let stuck = replicas.filter { $0.client.status != .online || $0.session?.pendingChangeSets != 0 }
+            if !stuck.isEmpty {
+                return FuzzFailure(kind: .stuck, details: stuck.map {
+                    "c\($0.index) \($0.client.status) pending \($0.session?.pendingChangeSets ?? -1)"
+                }.joined(separator: ", "))
+            }
+        }
+        let reference: JSON
+        switch await freshState(host: host) {
+        case .success(let state): reference = state
+        case .failure(let error): return FuzzFailure(kind: .divergent, details: "a fresh fetch failed: \(error)")
+        }
+        // The server stores what was sent; a replica also shows defaults for what never was.
+        if let server = await host.state(ofScope: Self.scopeName), let difference = StateDifference.serverMismatch(server, reference) {
+            return FuzzFailure(kind: .divergent, details: "a fresh fetch differs from the server:\n" + difference)
+        }
+        let divergent = replicas.filter { $0.scope.stateJSON() != reference }
+        if !divergent.isEmpty {
+            return FuzzFailure(kind: .divergent, details: divergent.map { replica in
+                "c\(replica.index) differs from a fresh fetch:\n" + StateDifference.describe(replica.scope.stateJSON(), reference)
+            }.joined(separator: "\n"))
+        }
+        let present = Set((reference["objects"]?.objectValue ?? [:]).keys.compactMap { UUID(uuidString: $0) })
+        for replica in replicas {
+            for (uuid, changeSet) in replica.adds where changeSet.state == .completed && !present.contains(uuid) {
+                if removed.contains(uuid) || parents[uuid].map(removed.contains) == true { continue }
+                return FuzzFailure(kind: .lostInsert, details: "c\(replica.index)'s acknowledged insert \(uuid.uuidString.lowercased()) is gone, and no edit removed it")
+            }
+        }
+        return nil
+    }
+
+    /// What a new client fetches.
+    private func freshState(host: FuzzServerHost) async -> Result<JSON, SyncError> {
+        guard let target = host.connector else { return .failure(.closed) }
+        let replica = FuzzReplica(index: -1, connector: FuzzConnector(target, name: "fresh"), options: Self.clientOptions)
+        let state: Result<JSON, SyncError>
+        do {
+            let session = try await replica.client.connect()
+            try await session.fetch(replica.scope)
+            state = .success(replica.scope.stateJSON())
+        } catch {
+            state = .failure(error)
+        }
+        await replica.client.close()
+        return state
+    }
+}
+
+/// Waits (bounded) until `condition` holds, letting the main actor run in between.
+@MainActor
+func eventually(_ timeout: Duration, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        await NotificationQueue.main.drain()
+        if condition() { return true }
+        if ContinuousClock.now > deadline { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+}

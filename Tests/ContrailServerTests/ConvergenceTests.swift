@@ -1,0 +1,146 @@
+@testable import Contrail
+@testable import ContrailServer
+import ContrailFuzz
+import Foundation
+import Testing
+
+/// The convergence promise: the merge's rules, each failure class the fuzzer found (shrunk to a
+/// few steps), and a fuzz campaign over every operation kind.
+@MainActor
+@Suite("Convergence")
+struct ConvergenceTests {
+    // MARK: - The merge's rules
+
+    @Test func anElementTheOtherSideRemovedStaysRemoved() {
+        let (x, y) = (UUID(), UUID())
+        #expect(CollectionMerge.merge(base: [x], new: [x, y], current: []) == [y])
+        // A move does not bring it back either.
+        let z = UUID()
+        #expect(CollectionMerge.merge(base: [x, z], new: [z, x], current: [z]) == [z])
+        // Positive control: an element the edit inserted is placed even where the other side removed things.
+        #expect(CollectionMerge.merge(base: [x], new: [y], current: []) == [y])
+    }
+
+    /// 10,000 random three-way merges hold every rule of `CollectionMerge`'s doc comment.
+    @Test func randomMergesHoldTheRules() {
+        var random = SplitMix64(seed: 15)
+        let pool = (0..<8).map { _ in UUID() }
+        func randomList() -> [UUID] { Array(pool.shuffled(using: &random).prefix(Int.random(in: 0...6, using: &random))) }
+        for _ in 0..<10_000 {
+            let base = randomList()
+            // Each side is an edit of base: some removed, some inserted, reordered.
+            func edit(_ list: [UUID]) -> [UUID] {
+                var result = list.filter { _ in Int.random(in: 0..<4, using: &random) != 0 }
+                for element in pool where !list.contains(element) && Int.random(in: 0..<5, using: &random) == 0 {
+                    result.insert(element, at: Int.random(in: 0...result.count, using: &random))
+                }
+                if result.count > 1, Bool.random(using: &random) { result.swapAt(0, result.count - 1) }
+                return result
+            }
+            let new = edit(base), current = edit(base)
+            let merged = CollectionMerge.merge(base: base, new: new, current: current)
+            let context = "base \(base.map(pool.firstIndex)) new \(new.map(pool.firstIndex)) current \(current.map(pool.firstIndex))"
+            #expect(Set(merged).count == merged.count, "no duplicates: \(context)")
+            for element in pool {
+                let (inBase, inNew, inCurrent, inMerged) = (base.contains(element), new.contains(element), current.contains(element), merged.contains(element))
+                if inBase && (!inNew || !inCurrent) { #expect(!inMerged, "removed by a side stays removed: \(context)") }
+                if !inBase && inNew { #expect(inMerged, "the edit's insert is there: \(context)") }
+                if !inBase && inCurrent { #expect(inMerged, "the other side's insert is there: \(context)") }
+                if inBase && inNew && inCurrent { #expect(inMerged, "kept by both is there: \(context)") }
+            }
+        }
+    }
+
+    // MARK: - Moves send no add
+
+    @Test func aMoveBetweenCollectionsInOneTurnRecordsOnlyTheParentsChange() async {
+        ModelRegistry.register(FuzzBoard.self)
+        let scope = Scope(name: "moves")
+        let board = FuzzBoard()
+        scope.root = board
+        let item = FuzzItem()
+        board.items.append(item)
+        scope.flush()
+        item.votes = 3
+        board.items.removeAll()
+        board.shelf.append(item)
+        let changeSet = scope.flush()
+        let kinds = changeSet?.fragments.map { "\($0.kind)" }.sorted()
+        #expect(kinds == ["change", "change"], "the board's change and the item's own edit; no add")
+        #expect(changeSet?.fragments.contains { $0.uuid == item.uuid && $0.properties["votes"] == 3 && $0.kind == .change } == true)
+        // Positive control: leaving in one turn and coming back in a later one is a new add.
+        board.shelf.removeAll()
+        scope.flush()
+        board.items.append(item)
+        #expect(scope.flush()?.fragments.contains { $0.uuid == item.uuid && $0.kind == .add } == true)
+    }
+
+    // MARK: - The server never overwrites with an add
+
+    @Test func anAddOfAnObjectTheServerHoldsKeepsTheServersValues() {
+        var store = ScopeStore()
+        let root = store.rootUUID
+        let card = UUID()
+        _ = store.apply([
+            SyncFragment(kind: .add, uuid: card, className: "Card", properties: ["votes": 2, "text": "a"]),
+            SyncFragment(kind: .change, uuid: root, className: "Board", properties: ["cards": .array([.string(card.wireString)])]),
+        ], atomic: false, maxObjects: 100)
+        _ = store.apply([SyncFragment(kind: .change, uuid: card, className: "Card", properties: ["votes": 3])], atomic: false, maxObjects: 100)
+        let stale = store.apply([SyncFragment(kind: .add, uuid: card, className: "Card", properties: ["votes": 2, "text": "a", "extra": "new"])],
+                                atomic: false, maxObjects: 100)
+        #expect(stale.replies.first?.isAccepted == true)
+        #expect(stale.replies.first?.modifications == ["votes": 3], "the sender learns the server's value")
+        #expect(store.objects[card]?.properties["votes"] == 3)
+        #expect(store.objects[card]?.properties["extra"] == "new", "what the object lacked is filled in")
+        #expect(stale.accepted.map(\.kind) == [.change], "others are sent only what changed, as a change")
+    }
+
+    // MARK: - Waiting
+
+    @Test func everyWaiterOfAReplyIsWoken() async {
+        let waiter = ReplyWaiter<Int>()
+        async let first = waiter.wait(timeout: .seconds(30))
+        async let second = waiter.wait(timeout: .seconds(30))
+        await Task.yield()
+        waiter.resolve(.success(7))
+        let results = await [first, second].map { try? $0.get() }
+        #expect(results == [7, 7])
+        // A short deadline ends only its own wait.
+        let other = ReplyWaiter<Int>()
+        #expect(await other.wait(timeout: .milliseconds(5)) == .failure(.timedOut))
+        #expect(!other.isResolved)
+    }
+
+    // MARK: - The fuzz campaign
+
+    /// Seeded random runs over the in-memory transport with every operation kind but server restarts
+    /// (`contrail fuzz convergence` runs those). The known, still-open failure classes (see the
+    /// README's design section) show up in well under 1% of such runs; the campaign fails when more
+    /// than 2% of its seeds fail, which the code before these fixes (about 20%) does every time.
+    @Test func seededRunsConvergeInMemory() async {
+        let fuzzer = ConvergenceFuzzer(server: .inMemory)
+        fuzzer.restarts = false
+        fuzzer.settleTimeout = .seconds(5)
+        fuzzer.steps = 20...50
+        var failures: [ConvergenceFuzzer.Counterexample] = []
+        let seeds: ClosedRange<UInt64> = 1...150
+        for seed in seeds {
+            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
+        }
+        for failure in failures { print("convergence: \(failure)") }
+        #expect(failures.count * 50 <= seeds.count, "\(failures.count) of \(seeds.count) seeds failed: \(failures.map(\.seed))")
+    }
+
+    @Test func seededRunsConvergeOverWebSockets() async {
+        let fuzzer = ConvergenceFuzzer(server: .webSocket)
+        fuzzer.restarts = false
+        fuzzer.settleTimeout = .seconds(10)
+        fuzzer.steps = 20...40
+        var failures: [ConvergenceFuzzer.Counterexample] = []
+        for seed: UInt64 in 1...12 {
+            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
+        }
+        for failure in failures { print("convergence over WebSockets: \(failure)") }
+        #expect(failures.count <= 1, "\(failures.count) of 12 seeds failed: \(failures.map(\.seed))")
+    }
+}
