@@ -300,6 +300,13 @@ public final class ConvergenceFuzzer {
             return FuzzFailure(kind: .divergent, details: "a fresh fetch differs from the server:\n" + difference)
         }
         let divergent = replicas.filter { $0.scope.stateJSON() != reference }
+        if TracingTransport.isEnabled {
+            for replica in divergent {
+                for changeSet in replica.scope.history {
+                    print("c\(replica.index) history \(changeSet.origin) \(changeSet.state) \(changeSet.message ?? ""): \(JSON.array(changeSet.fragments.map(\.json)))")
+                }
+            }
+        }
         if !divergent.isEmpty {
             return FuzzFailure(kind: .divergent, details: divergent.map { replica in
                 "c\(replica.index) differs from a fresh fetch:\n" + StateDifference.describe(replica.scope.stateJSON(), reference)

@@ -63,10 +63,10 @@ final class FuzzReplica {
         return links
     }
 
-    /// The objects an edit unlinked: a link to them went away and the edit made no new one.
+    /// The objects an edit unlinked somewhere. Even when the same edit links them elsewhere (a move),
+    /// another client's concurrent edit may drop that other link, and then the object is rightly gone.
     static func unlinked(before: Set<FuzzLink>, after: Set<FuzzLink>) -> Set<UUID> {
-        let gained = Set(after.subtracting(before).map(\.child))
-        return Set(before.subtracting(after).map(\.child)).subtracting(gained)
+        Set(before.subtracting(after).map(\.child))
     }
 }
 

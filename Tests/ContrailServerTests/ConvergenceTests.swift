@@ -95,6 +95,44 @@ struct ConvergenceTests {
         #expect(stale.accepted.map(\.kind) == [.change], "others are sent only what changed, as a change")
     }
 
+    // MARK: - A change set applies once
+
+    @Test func aChangeSetSentTwiceAppliesOnceAndTheAnswerIsTheCurrentState() {
+        var store = ScopeStore()
+        let root = store.rootUUID
+        let id = UUID()
+        let card = UUID()
+        let insert: [SyncFragment] = [
+            SyncFragment(kind: .add, uuid: card, className: "Card", properties: ["votes": 1]),
+            SyncFragment(kind: .change, uuid: root, className: "Board", properties: ["cards": .array([.string(card.wireString)])],
+                         bases: ["cards": []]),
+        ]
+        #expect(store.apply(insert, atomic: false, maxObjects: 100, changeSetID: id).accepted.count == 2)
+        // Another client removes the card; then the first change set arrives again (a new session).
+        _ = store.apply([SyncFragment(kind: .change, uuid: root, className: "Board", properties: ["cards": .array([])],
+                                      bases: ["cards": [card]])], atomic: false, maxObjects: 100, changeSetID: UUID())
+        let again = store.apply(insert, atomic: false, maxObjects: 100, changeSetID: id)
+        #expect(again.accepted.isEmpty, "nothing is applied or broadcast twice")
+        #expect(store.objects[card] == nil, "the removal stands")
+        #expect(again.replies.map(\.isAccepted) == [true, true])
+        #expect(again.replies[1].modifications == ["cards": .array([])], "the sender learns the current value")
+        // Positive control: the same fragments under a new id are a new change set.
+        #expect(store.apply(insert, atomic: false, maxObjects: 100, changeSetID: UUID()).accepted.count == 2)
+        #expect(store.objects[card] != nil)
+    }
+
+    @Test func appliedChangeSetIdsSurviveASnapshot() throws {
+        var store = ScopeStore()
+        let id = UUID()
+        _ = store.apply([SyncFragment(kind: .change, uuid: store.rootUUID, className: "Board", properties: ["title": "a"])],
+                        atomic: false, maxObjects: 100, changeSetID: id)
+        var restored = try #require(ScopeStore(snapshot: store.snapshotJSON(name: "Board")))
+        let again = restored.apply([SyncFragment(kind: .change, uuid: store.rootUUID, className: "Board", properties: ["title": "b"])],
+                                   atomic: false, maxObjects: 100, changeSetID: id)
+        #expect(again.accepted.isEmpty)
+        #expect(again.replies.first?.modifications == ["title": "a"])
+    }
+
     // MARK: - Waiting
 
     @Test func everyWaiterOfAReplyIsWoken() async {

@@ -42,6 +42,9 @@ public final class ChangeSet: Encodable {
     public nonisolated let origin: Origin
     /// When the change set was made.
     public nonisolated let date: Date
+    /// The change set's identity, sent with it (`ScopeSync.changeSetID`) so that a server applies it
+    /// once however often it is sent.
+    public nonisolated let id: UUID
     public private(set) var state: State
     var changes: [Change]
     private var stateObservers: [(State) -> Void] = []
@@ -57,6 +60,7 @@ public final class ChangeSet: Encodable {
         self.state = state
         self.scope = scope
         self.date = Date()
+        self.id = UUID()
     }
 
     /// Encodes `{"fragments", "atomic", "message"?, "origin"}` (the state is live, so it is left out).

@@ -295,6 +295,7 @@ public final class Scope {
     /// other. Remote changes are not undone. Returns the new change set.
     @discardableResult
     public func undo() -> ChangeSet? {
+        flush()  // what is pending is the most recent change set: undo that one
         guard let last = undoStack.popLast() else { return nil }
         let result = replay(last, message: "Undo" + (last.message.map { " \($0)" } ?? ""), values: \.old)
         if result != nil { redoStack.append(last) }
@@ -304,6 +305,7 @@ public final class Scope {
     /// Re-applies the most recently undone change set as a new change set.
     @discardableResult
     public func redo() -> ChangeSet? {
+        flush()
         guard let last = redoStack.popLast() else { return nil }
         let result = replay(last, message: "Redo" + (last.message.map { " \($0)" } ?? ""), values: \.new)
         if result != nil { undoStack.append(last) }
@@ -316,7 +318,9 @@ public final class Scope {
         defer { isReplaying = false }
         let ordered = values == \ChangeSet.Change.old ? changeSet.changes.reversed() : changeSet.changes
         return modify(message: message, atomic: changeSet.isAtomic) {
-            for change in ordered where change.object.scope === self || change.object === root {
+            // Objects out of any tree get their values too: the replay may bring them back, and
+            // their `add` must carry what the undo restored.
+            for change in ordered where change.object.scope === self || change.object === root || change.object.scope == nil {
                 change.object.setValue(change[keyPath: values], at: change.property)
             }
         }
@@ -449,8 +453,9 @@ public final class Scope {
     }
 
 
-    /// Applies a full state (PROTOCOL.md §3.4): the root takes over `rootUUID`, objects the state
-    /// does not mention are detached, and properties a fragment leaves out get their defaults.
+    /// Applies a full state (PROTOCOL.md §3.4): the root takes over `rootUUID`, properties a fragment
+    /// leaves out get their defaults, and objects the state does not mention leave the tree with the
+    /// last reference to them.
     @discardableResult
     public func applyState(rootUUID: UUID, fragments: [SyncFragment]) throws(ModelError) -> ApplyReport {
         try applyState(rootUUID: rootUUID, fragments: fragments, redirect: nil)
@@ -463,24 +468,9 @@ public final class Scope {
         flush()
         adoptRootUUID(rootUUID)
         let report = try apply(fragments, applyDefaults: true, redirect: redirect)
-        let mentioned = Set(fragments.map(\.uuid)).union([rootUUID])
-        let strays = objects.values.filter { !mentioned.contains($0.uuid) }
-        if !strays.isEmpty {
-            applyingRemote {
-                for stray in strays {
-                    for link in stray.tracking.parents {
-                        guard let parent = link.parent, mentioned.contains(parent.uuid) else { continue }
-                        // The state says the parent no longer holds it: reset that property.
-                        let property = parent.info.properties[link.property]
-                        if property.valueKind == .reference {
-                            let reset = property.storage.value(in: parent.info.probe, offset: property.offset)
-                            guard let value = redirect.map({ $0(parent, link.property, reset) }) ?? reset else { continue }
-                            parent.setValue(value, at: link.property)
-                        }
-                    }
-                }
-            }
-        }
+        // Every object the state mentions got every property (defaults where left out), so an object
+        // it does not mention is detached once nothing points at it, unless a pending local change
+        // set still holds the key that does (its value stays until the server settles it).
         return report
     }
 

@@ -321,7 +321,9 @@ public final class Session {
         let fragments = subscription.fragments(of: entry)
         let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
         inFlight += 1
-        entry.index = request({ .scopeSync(ScopeSync(index: $0, scopeIndex: scopeIndex, fragments: fragments, atomic: atomic)) }) {
+        let id = entry.changeSet.id
+        entry.index = request({ .scopeSync(ScopeSync(index: $0, scopeIndex: scopeIndex, fragments: fragments, atomic: atomic,
+                                                     changeSetID: id)) }) {
             [weak self, weak subscription, weak entry] reply in
             guard let self else { return }
             self.inFlight -= 1

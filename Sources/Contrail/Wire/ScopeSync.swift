@@ -1,3 +1,5 @@
+import Foundation
+
 /// `ScopeSync` (both directions, sequenced): one change set for a scope (PROTOCOL.md §2.6).
 ///
 /// ```json
@@ -19,14 +21,20 @@ public struct ScopeSync: Sendable, Equatable {
     public var atomic: Bool?
     /// A procedure to run, `Model.name`. Requires `atomic` to be present.
     public var procedure: String?
+    /// The change set's identity (`"changeSet"`, a §8 extension): the same change set sent again
+    /// (after a new session or a server restart) carries the same id, and a server that already
+    /// applied it answers without applying it twice. Omitted from the wire when nil.
+    public var changeSetID: UUID?
 
     /// Creates the message.
-    public init(index: Int, scopeIndex: Int, fragments: [SyncFragment], atomic: Bool? = nil, procedure: String? = nil) {
+    public init(index: Int, scopeIndex: Int, fragments: [SyncFragment], atomic: Bool? = nil, procedure: String? = nil,
+                changeSetID: UUID? = nil) {
         self.index = index
         self.scopeIndex = scopeIndex
         self.fragments = fragments
         self.atomic = atomic
         self.procedure = procedure
+        self.changeSetID = changeSetID
     }
 
     /// Decodes and validates the envelope ("Invalid scopeIndex", "Invalid atomic", "Invalid
@@ -57,6 +65,13 @@ public struct ScopeSync: Sendable, Equatable {
         default:
             throw fields.failure("Invalid procedure")
         }
+        switch fields.members["changeSet"] {
+        case nil: changeSetID = nil
+        case .string(let text)?:
+            guard let id = UUID(wireString: text) else { throw fields.failure("Invalid changeSet") }
+            changeSetID = id
+        default: throw fields.failure("Invalid changeSet")
+        }
         var fragments: [SyncFragment] = []
         fragments.reserveCapacity(elements.count)
         var reasons: [String?] = []
@@ -83,6 +98,7 @@ public struct ScopeSync: Sendable, Equatable {
         ]
         if let atomic { members["atomic"] = .bool(atomic) }
         if let procedure { members["procedure"] = .string(procedure) }
+        if let changeSetID { members["changeSet"] = .string(changeSetID.wireString) }
         return .object(members)
     }
 }

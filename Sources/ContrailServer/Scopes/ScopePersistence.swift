@@ -49,7 +49,8 @@ final class ScopePersistence {
                     }
                     fragments.append(fragment)
                 }
-                _ = store?.apply(fragments, atomic: false, maxObjects: .max)
+                let id = json["changeSet"]?.stringValue.flatMap(UUID.init(wireString:))
+                _ = store?.apply(fragments, atomic: false, maxObjects: .max, changeSetID: id)
             }
         }
         let persistence = ScopePersistence(log: log, name: name)
@@ -59,9 +60,12 @@ final class ScopePersistence {
         return (persistence, fresh)
     }
 
-    /// Appends an accepted change set and writes it out to the OS before returning.
-    func append(_ fragments: [SyncFragment]) throws(ServerError) {
-        let payload = Array(#"{"fragments":"#.utf8) + SyncFragment.serialized(fragments) + [UInt8(ascii: "}")]
+    /// Appends an accepted change set (with its id, for deduplication after a restart) and writes
+    /// it out to the OS before returning.
+    func append(_ fragments: [SyncFragment], changeSetID: UUID? = nil) throws(ServerError) {
+        var payload = Array(#"{"fragments":"#.utf8) + SyncFragment.serialized(fragments)
+        if let changeSetID { payload += Array(#","changeSet":""#.utf8) + Array(changeSetID.wireString.utf8) + [UInt8(ascii: "\"")] }
+        payload.append(UInt8(ascii: "}"))
         do {
             try log.append(.changeSet, payload)
             try log.flush()

@@ -47,6 +47,7 @@ extension ScopeStore {
         members["name"] = .string(name)
         members["kinds"] = .object(kindMembers)
         members["forgotten"] = .array(removed.prefix(Self.maxSnapshotForgotten).map { .string($0.wireString) })
+        members["changeSets"] = .array(applied.ids.map { .string($0.wireString) })
         return .object(members)
     }
 
@@ -74,6 +75,9 @@ extension ScopeStore {
         self.init(rootUUID: root, objects: objects, kinds: kinds)
         if case .array(let forgotten)? = snapshot["forgotten"] {
             for case .string(let text) in forgotten { if let uuid = UUID(wireString: text) { forget(uuid) } }
+        }
+        if case .array(let changeSets)? = snapshot["changeSets"] {
+            for case .string(let text) in changeSets { if let id = UUID(wireString: text) { rememberApplied(id) } }
         }
     }
 

@@ -16,6 +16,8 @@ struct ScopeStore: Sendable {
     /// string, so a change set sent before the rejection came back cannot teach the server that a
     /// reference property holds strings. Kept in snapshots.
     private(set) var removed: Set<UUID> = []
+    /// The change sets applied most recently, by id (kept in snapshots and log records).
+    private(set) var applied = RecentChangeSets()
     private static let maxRemembered = 1_000_000
 
     /// A new scope: a root with a fresh UUID and no class name yet (the first fragment naming the
@@ -40,8 +42,35 @@ struct ScopeStore: Sendable {
     // MARK: Applying a change set
 
     /// Applies one change set in message order. A fragment that fails changes nothing; with
-    /// `atomic` any failure rejects them all. Orphans are collected afterwards (§3.3).
-    mutating func apply(_ fragments: [SyncFragment], atomic: Bool, maxObjects: Int) -> SyncOutcome {
+    /// `atomic` any failure rejects them all. Orphans are collected afterwards (§3.3). A change set
+    /// whose `changeSetID` was applied already changes nothing: see ``answerDuplicate(_:)``.
+    mutating func apply(_ fragments: [SyncFragment], atomic: Bool, maxObjects: Int, changeSetID: UUID? = nil) -> SyncOutcome {
+        if let changeSetID {
+            if applied.contains(changeSetID) { return answerDuplicate(fragments) }
+            applied.insert(changeSetID)
+        }
+        return applyOnce(fragments, atomic: atomic, maxObjects: maxObjects)
+    }
+
+    /// The reply to a change set applied before (whose first reply may never have arrived): every
+    /// fragment accepted, with the scope's current value of each property it names where that
+    /// differs from what it sends, so the sender ends up where the scope is. Nothing changes.
+    func answerDuplicate(_ fragments: [SyncFragment]) -> SyncOutcome {
+        let replies = fragments.map { fragment -> FragmentReply in
+            guard let object = objects[fragment.uuid] else { return FragmentReply() }
+            var modifications: [String: JSON] = [:]
+            for (key, sent) in fragment.properties {
+                if let current = object.properties[key], current != sent { modifications[key] = current }
+            }
+            return FragmentReply(error: nil, modifications: modifications.isEmpty ? nil : modifications)
+        }
+        return SyncOutcome(replies: replies, accepted: [])
+    }
+
+    /// Remembers that the change set `id` was applied (a log replay).
+    mutating func rememberApplied(_ id: UUID) { applied.insert(id) }
+
+    private mutating func applyOnce(_ fragments: [SyncFragment], atomic: Bool, maxObjects: Int) -> SyncOutcome {
         var forced: [Int: WireErrorBody] = [:]
         var pass = validate(fragments, forced: forced, maxObjects: maxObjects)
         // Rejections can cascade (a rejected add leaves references to it dangling, or a new object

@@ -77,10 +77,11 @@ actor ServerScope {
             return
         }
         self.store = nil  // keep the store uniquely referenced while it is mutated
-        let outcome = store.apply(message.fragments, atomic: message.atomic == true, maxObjects: limits.maxObjectsPerScope)
+        let outcome = store.apply(message.fragments, atomic: message.atomic == true, maxObjects: limits.maxObjectsPerScope,
+                                  changeSetID: message.changeSetID)
         if !outcome.accepted.isEmpty, let persistence {
             do {
-                try persistence.append(outcome.accepted)
+                try persistence.append(outcome.accepted, changeSetID: message.changeSetID)
                 try persistence.compactIfNeeded(store)
             } catch {
                 // Nothing was broadcast or acknowledged: drop the memory state, reload from disk.
