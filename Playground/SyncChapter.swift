@@ -24,15 +24,15 @@ func syncChapter(_ narrator: Narrator) async throws {
     narrator.say("alice and bob fetched scope 'Canvas' (root \(bobCanvas.uuid.uuidString.lowercased().prefix(8))…)")
 
     let seen = Seen()
-    bobCanvas.observeCollectionAdd(narrator, \.shapes) { shape, index in
+    try bobCanvas.observeCollectionAdd(narrator, \.shapes) { shape, index in
         narrator.say("bob: a shape arrived at index \(index)")
-        shape.observeChange(narrator, \.x, \.y) {
+        _ = try? shape.observeChange(narrator, \.x, \.y) { shape in
             narrator.say("bob: shape moved to (\(shape.x), \(shape.y))")
             seen.moves += 1
         }
     }
-    bobCanvas.observeChange(narrator, \.name) {
-        narrator.say("bob: canvas is now called '\(bobCanvas.name ?? "")'")
+    try bobCanvas.observeChange(narrator, \.name) { canvas in
+        narrator.say("bob: canvas is now called '\(canvas.name ?? "")'")
         seen.renamed = true
     }
 

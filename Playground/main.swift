@@ -3,7 +3,7 @@ import Contrail
 // The guided tour of Contrail: each chapter mirrors a part of the README.
 let narrator = await Narrator()
 print("Contrail Playground")
-await observationChapter(narrator)
+try await observationChapter(narrator)
 await changeSetChapter(narrator)
 try await persistenceChapter(narrator)
 try await syncChapter(narrator)

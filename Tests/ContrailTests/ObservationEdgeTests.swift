@@ -15,11 +15,11 @@ final class DragBoard: ModelObject {
 
 @MainActor
 @Suite struct ObservationEdgeTests {
-    @Test func anImmediateObserverCancelledInItsOwnCallbackFiresOnce() {
+    @Test func anImmediateObserverCancelledInItsOwnCallbackFiresOnce() throws {
         let shape = Shape()
         let counter = Counter()
         var token: ObservationToken?
-        token = shape.observeChangeImmediately(counter, \.x) {
+        token = try shape.observeChangeImmediately(counter, \.x) {
             counter.count += 1
             token?.cancel()
         }
@@ -29,16 +29,16 @@ final class DragBoard: ModelObject {
         #expect(token?.isCancelled == true)
     }
 
-    @Test func aQueuedObserverCancelledInItsOwnCallbackFiresOnce() async {
+    @Test func aQueuedObserverCancelledInItsOwnCallbackFiresOnce() async throws {
         let shape = Shape()
         let counter = Counter()
         let other = Counter()
         var token: ObservationToken?
-        token = shape.observeChange(counter, \.x) {
+        token = try shape.observeChange(counter, \.x) {
             counter.count += 1
             token?.cancel()
         }
-        shape.observeChange(other, \.x) { other.count += 1 }
+        try shape.observeChange(other, \.x) { other.count += 1 }
         shape.x = 1
         await NotificationQueue.main.drain()
         shape.x = 2
@@ -47,11 +47,11 @@ final class DragBoard: ModelObject {
         #expect(other.count == 2)   // cancelling one observation leaves the others alone
     }
 
-    @Test func aQueuedCallbackThatMutatesTheModelIsNotifiedInTheNextDelivery() {
+    @Test func aQueuedCallbackThatMutatesTheModelIsNotifiedInTheNextDelivery() throws {
         let shape = Shape()
         let counter = Counter()
         var seen: [Double] = []
-        shape.observeChange(counter, \.x) {
+        try shape.observeChange(counter, \.x) {
             seen.append(shape.x)
             if shape.x == 1 { shape.x = 2 }
         }
@@ -65,7 +65,7 @@ final class DragBoard: ModelObject {
         #expect(seen == [1, 2])
     }
 
-    @Test func aTreeChangeTwoLevelsDownReachesTheRootOncePerTurn() async {
+    @Test func aTreeChangeTwoLevelsDownReachesTheRootOncePerTurn() async throws {
         let root = Node()
         let middle = Node()
         let leaf = Node()
@@ -98,7 +98,7 @@ final class DragBoard: ModelObject {
         #expect(rootCounter.count == 3 && middleCounter.count == 3 && leafCounter.count == 2)
     }
 
-    @Test func attachingAndDetachingADeepSubtreeFiresOncePerObject() {
+    @Test func attachingAndDetachingADeepSubtreeFiresOncePerObject() throws {
         let scope = Scope(name: "deep")
         let root = Node()
         scope.root = root
@@ -137,15 +137,15 @@ final class DragBoard: ModelObject {
     @Test(arguments: [
         [2, 0, 1], [1, 0, 2], [2, 1, 0], [0, 2, 1], [3, 2, 1, 0], [1, 2, 3, 0], [0, 1, 2, 3],
     ])
-    func reorderingACollectionGivesRemoveAddPairsWithCorrectIndices(order: [Int]) {
+    func reorderingACollectionGivesRemoveAddPairsWithCorrectIndices(order: [Int]) throws {
         let canvas = Canvas()
         let shapes = order.indices.map { _ in Shape() }
         canvas.shapes = shapes
         let counter = Counter()
         var removed: [(Shape, Int)] = []
         var added: [(Shape, Int)] = []
-        canvas.observeCollectionRemove(counter, \.shapes) { removed.append(($0, $1)) }
-        canvas.observeCollectionAdd(counter, \.shapes) { added.append(($0, $1)) }
+        try canvas.observeCollectionRemove(counter, \.shapes) { removed.append(($0, $1)) }
+        try canvas.observeCollectionAdd(counter, \.shapes) { added.append(($0, $1)) }
 
         let reordered = order.map { shapes[$0] }
         canvas.shapes = reordered
@@ -167,7 +167,7 @@ final class DragBoard: ModelObject {
         #expect(shapes.allSatisfy { $0.parents.count == 1 && $0.parents[0].parent === canvas })
     }
 
-    @Test func settingAnEqualValueNotifiesNobodyAndRecordsNothing() async {
+    @Test func settingAnEqualValueNotifiesNobodyAndRecordsNothing() async throws {
         let scope = Scope(name: "equal")
         let canvas = Canvas()
         scope.root = canvas
@@ -184,8 +184,8 @@ final class DragBoard: ModelObject {
         shape.observeChange(counter) { counter.events.append("queued") }
         canvas.observeTreeChange(counter) { counter.events.append("tree") }
         canvas.observeChangeImmediately(counter) { counter.events.append("canvas") }
-        canvas.observeCollectionAdd(counter, \.shapes) { _, _ in counter.events.append("add") }
-        canvas.observeCollectionRemove(counter, \.shapes) { _, _ in counter.events.append("remove") }
+        try canvas.observeCollectionAdd(counter, \.shapes) { _, _ in counter.events.append("add") }
+        try canvas.observeCollectionRemove(counter, \.shapes) { _, _ in counter.events.append("remove") }
         shape.observeAddedToParent(counter) { _, _ in counter.events.append("parent") }
 
         shape.x = 5
@@ -219,7 +219,7 @@ final class DragBoard: ModelObject {
 
         // Within the interval: observers see every value, but nothing is recorded yet.
         let counter = Counter()
-        model.observeChangeImmediately(counter, \.drag) { counter.count += 1 }
+        try model.observeChangeImmediately(counter, \.drag) { counter.count += 1 }
         model.drag = 2
         model.drag = 3
         model.name = "unthrottled"

@@ -3,11 +3,11 @@ import Testing
 
 @MainActor
 @Suite struct ObservationTests {
-    @Test func queuedObserverFiresOncePerTurnImmediateOncePerChange() async {
+    @Test func queuedObserverFiresOncePerTurnImmediateOncePerChange() async throws {
         let shape = Shape()
         let counter = Counter()
         var immediate = 0
-        shape.observeChange(counter, \.x, \.y) { counter.count += 1 }
+        try shape.observeChange(counter, \.x, \.y) { counter.count += 1 }
         shape.observeChangeImmediately(counter) { immediate += 1 }
         shape.x = 10
         shape.y = 20
@@ -17,7 +17,7 @@ import Testing
         #expect(counter.count == 1)
     }
 
-    @Test func setOfSameValueNotifiesNobody() async {
+    @Test func setOfSameValueNotifiesNobody() async throws {
         let shape = Shape()
         let counter = Counter()
         shape.observeChangeImmediately(counter) { counter.count += 1 }
@@ -25,17 +25,17 @@ import Testing
         #expect(counter.count == 0)
     }
 
-    @Test func singleKeyPathOnlyFiresForThatProperty() async {
+    @Test func singleKeyPathOnlyFiresForThatProperty() async throws {
         let shape = Shape()
         let counter = Counter()
-        shape.observeChangeImmediately(counter, \.x) { counter.count += 1 }
+        try shape.observeChangeImmediately(counter, \.x) { counter.count += 1 }
         shape.y = 5
         #expect(counter.count == 0)
         shape.x = 5
         #expect(counter.count == 1)
     }
 
-    @Test func cancellingStopsDelivery() async {
+    @Test func cancellingStopsDelivery() async throws {
         let shape = Shape()
         let counter = Counter()
         let token = shape.observeChangeImmediately(counter) { counter.count += 1 }
@@ -46,7 +46,7 @@ import Testing
         #expect(token.isCancelled)
     }
 
-    @Test func releasingTheObserverStopsDelivery() async {
+    @Test func releasingTheObserverStopsDelivery() async throws {
         let shape = Shape()
         var fired = 0
         var observer: Counter? = Counter()
@@ -57,11 +57,11 @@ import Testing
         #expect(fired == 1)
     }
 
-    @Test func removeObserversRemovesAllOfOneObserver() async {
+    @Test func removeObserversRemovesAllOfOneObserver() async throws {
         let shape = Shape()
         let a = Counter(), b = Counter()
-        shape.observeChangeImmediately(a, \.x) { a.count += 1 }
-        shape.observeChangeImmediately(a, \.y) { a.count += 1 }
+        try shape.observeChangeImmediately(a, \.x) { a.count += 1 }
+        try shape.observeChangeImmediately(a, \.y) { a.count += 1 }
         shape.observeChangeImmediately(b) { b.count += 1 }
         shape.removeObservers(a)
         shape.x = 1
@@ -70,10 +70,10 @@ import Testing
         #expect(b.count == 2)
     }
 
-    @Test func compositePropertyFiresWhenDependencyChanges() async {
+    @Test func compositePropertyFiresWhenDependencyChanges() async throws {
         let shape = Shape()
         let counter = Counter()
-        shape.observeChangeImmediately(counter, \.area) { counter.count += 1 }
+        try shape.observeChangeImmediately(counter, \.area) { counter.count += 1 }
         shape.width = 3
         shape.height = 4
         shape.x = 9
@@ -81,14 +81,14 @@ import Testing
         #expect(shape.area == 12)
     }
 
-    @Test func collectionAddAndRemoveReportIndices() async {
+    @Test func collectionAddAndRemoveReportIndices() async throws {
         let canvas = Canvas()
         let counter = Counter()
         let a = Shape(), b = Shape(), c = Shape()
-        canvas.observeCollectionAdd(counter, \.shapes) { shape, index in
+        try canvas.observeCollectionAdd(counter, \.shapes) { shape, index in
             counter.events.append("add \(shape === a ? "a" : shape === b ? "b" : "c")@\(index)")
         }
-        canvas.observeCollectionRemove(counter, \.shapes) { shape, index in
+        try canvas.observeCollectionRemove(counter, \.shapes) { shape, index in
             counter.events.append("remove \(shape === a ? "a" : shape === b ? "b" : "c")@\(index)")
         }
         canvas.shapes = [a, c]
@@ -97,7 +97,7 @@ import Testing
         #expect(counter.events == ["add a@0", "add c@1", "add b@1", "remove c@2"])
     }
 
-    @Test func treeChangeFiresForDescendants() async {
+    @Test func treeChangeFiresForDescendants() async throws {
         let canvas = Canvas()
         let shape = Shape()
         canvas.shapes = [shape]
@@ -109,7 +109,7 @@ import Testing
         #expect(counter.count == 1)
     }
 
-    @Test func parentObservers() async {
+    @Test func parentObservers() async throws {
         let canvas = Canvas()
         let shape = Shape()
         let counter = Counter()
@@ -122,9 +122,9 @@ import Testing
         #expect(counter.events == ["added shapes true", "added highlighted true", "removed shapes"])
     }
 
-    @Test func valuesSequenceYieldsOncePerTurn() async {
+    @Test func valuesSequenceYieldsOncePerTurn() async throws {
         let shape = Shape()
-        let stream = shape.values(of: \.x)
+        let stream = try shape.values(of: \.x)
         shape.x = 1
         shape.x = 2
         await NotificationQueue.main.drain()

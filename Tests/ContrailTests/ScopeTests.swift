@@ -11,7 +11,7 @@ import Testing
         return (scope, canvas)
     }
 
-    @Test func addThenChangeGivesOneAddAndOneChange() async {
+    @Test func addThenChangeGivesOneAddAndOneChange() async throws {
         let (scope, canvas) = makeScope()
         var sets: [ChangeSet] = []
         let counter = Counter()
@@ -32,14 +32,14 @@ import Testing
         #expect(add.properties["isSelected"] == nil)
     }
 
-    @Test func addThenRemoveCancelsOut() async {
+    @Test func addThenRemoveCancelsOut() async throws {
         let (scope, canvas) = makeScope()
         canvas.shapes.append(Shape())
         canvas.shapes.removeAll()
         #expect(scope.flush() == nil)
     }
 
-    @Test func localPropertiesAreNeverRecorded() async {
+    @Test func localPropertiesAreNeverRecorded() async throws {
         let (scope, canvas) = makeScope()
         let shape = Shape()
         canvas.shapes = [shape]
@@ -48,7 +48,7 @@ import Testing
         #expect(scope.flush() == nil)
     }
 
-    @Test func lastValueWins() async {
+    @Test func lastValueWins() async throws {
         let (scope, canvas) = makeScope()
         let shape = Shape()
         canvas.shapes = [shape]
@@ -59,7 +59,7 @@ import Testing
         #expect(set.fragments == [SyncFragment(kind: .change, uuid: shape.uuid, className: "Shape", properties: ["x": .double(2)])])
     }
 
-    @Test func atomicChangeSetIsOneSetWithFlag() async {
+    @Test func atomicChangeSetIsOneSetWithFlag() async throws {
         let (scope, canvas) = makeScope()
         canvas.name = "before"
         let set = scope.modifyAtomically(message: "add") {
@@ -106,7 +106,7 @@ import Testing
         #expect(root.next?.scope === replica)
     }
 
-    @Test func badBatchLeavesTreeUnchanged() async {
+    @Test func badBatchLeavesTreeUnchanged() async throws {
         let replica = Scope(name: "s")
         let root = Node()
         replica.root = root
@@ -119,7 +119,7 @@ import Testing
         #expect(root.label == "")
     }
 
-    @Test func revertRestoresOriginals() async {
+    @Test func revertRestoresOriginals() async throws {
         let (scope, canvas) = makeScope()
         canvas.name = "a"
         scope.flush()
@@ -155,9 +155,9 @@ import Testing
         let canvas = Canvas()
         scope.root = canvas
         let counter = Counter()
-        canvas.observeChangeImmediately(counter, \.name) { counter.count += 1 }
+        try canvas.observeChangeImmediately(counter, \.name) { counter.count += 1 }
         var added: [Int] = []
-        canvas.observeCollectionAdd(counter, \.shapes) { _, index in added.append(index) }
+        try canvas.observeCollectionAdd(counter, \.shapes) { _, index in added.append(index) }
         let shape = UUID()
         let report = try scope.apply([
             SyncFragment(kind: .change, uuid: canvas.uuid, className: "Canvas",
@@ -172,7 +172,7 @@ import Testing
         #expect(scope.history.last?.origin == .remote)
     }
 
-    @Test func wrongValueTypeIsATypedError() async {
+    @Test func wrongValueTypeIsATypedError() async throws {
         let scope = Scope(name: "s")
         let canvas = Canvas()
         scope.root = canvas
@@ -181,7 +181,7 @@ import Testing
         }
     }
 
-    @Test func unknownClassInABatchIsATypedError() async {
+    @Test func unknownClassInABatchIsATypedError() async throws {
         let scope = Scope(name: "s")
         scope.root = Canvas()
         #expect(throws: ModelError.unknownClass("Hexagon")) {

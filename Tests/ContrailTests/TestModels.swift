@@ -11,6 +11,8 @@ final class Shape: ModelObject {
     @Property var color = Color.red
     @Property var kind = ShapeKind.rectangle
     @Property(local: true) var isSelected = false
+    /// A plain stored property: not observable.
+    var plain = 0.0
     var area: Double { width * height }
     override class var compositeProperties: [CompositeProperty] {
         [CompositeProperty(\Shape.area, dependsOn: \Shape.width, \Shape.height)]
@@ -21,6 +23,8 @@ final class Canvas: ModelObject {
     @Property var name: String?
     @Property var shapes: [Shape] = []
     @Property var highlighted: Shape?
+    /// A plain stored collection: not observable.
+    var scratch: [Shape] = []
 }
 
 /// A node for cycles and deep trees.

@@ -10,6 +10,8 @@ final class ModelClassInfo {
     let className: String
     let properties: [PropertyDescriptor]
     let indexByName: [String: Int]
+    /// Property index + 1 by storage offset (0: no property there): one load per slow-path set.
+    private let indexByOffset: [UInt16]
     /// A fresh instance: holds every property's default value, and answers key-path probes.
     let probe: ModelObject
     private var indicesByKeyPath: [AnyKeyPath: [Int]] = [:]
@@ -41,36 +43,59 @@ final class ModelClassInfo {
             return true
         }
         ModelClassInfo.isBuildingProbe = true
-        let probe = type.init(uuid: UUID())
+        let (probe, options) = PropertyOptionsRecorder.options(of: type, fields: fields.map(\.storage)) {
+            type.init(uuid: UUID())
+        }
         ModelClassInfo.isBuildingProbe = false
         probe._tracking = ModelTracking(isProbe: true)
         self.probe = probe
         properties = fields.enumerated().map { index, field in
             PropertyDescriptor(name: field.name, index: index, offset: field.offset, storage: field.storage,
-                               options: field.storage.options(in: probe, offset: field.offset))
+                               options: options?[index] ?? PropertyOptions())
         }
+        var table = [UInt16](repeating: 0, count: (properties.map(\.offset).max() ?? -1) + 1)
+        for property in properties { table[property.offset] = UInt16(property.index + 1) }
+        indexByOffset = table
         indexByName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
         probe._tracking?.info = self
     }
 
+    /// Decodes a wire value for property `index`. A `null` for a property that cannot hold nil
+    /// (a JavaScript peer's cleared value) takes the class's declared default, the value a new
+    /// instance holds, and `[]` for a collection, so every replica reads it the same way (floating
+    /// point properties read `null` as NaN). Only a non-optional model reference refuses it.
+    func decode(_ wire: JSON, at index: Int, resolver: ModelResolver) throws(ModelError) -> Any {
+        let property = properties[index]
+        do {
+            return try property.storage.decode(wire, property: property.name, resolver: resolver)
+        } catch {
+            guard case .null = wire, property.valueKind != .reference else { throw error }
+            if property.valueKind == .collection {
+                return try property.storage.decode(.array([]), property: property.name, resolver: resolver)
+            }
+            return property.storage.value(in: probe, offset: property.offset)
+        }
+    }
+
     /// The property stored at `offset` bytes into the object.
     func index(forOffset offset: Int) -> Int? {
-        for property in properties where property.offset == offset { return property.index }
-        return nil
+        guard offset >= 0, offset < indexByOffset.count else { return nil }
+        let entry = Int(indexByOffset[offset])
+        return entry == 0 ? nil : entry - 1
     }
 
     /// The properties a key path names: one `@Property`, or a composite's dependencies.
-    /// Any other key path is a programming error.
-    func indices(for keyPath: AnyKeyPath) -> [Int] {
+    /// Any other key path is refused with `ObservationError.notAProperty`.
+    func indices(for keyPath: AnyKeyPath) throws(ObservationError) -> [Int] {
         if let cached = indicesByKeyPath[keyPath] { return cached }
-        var result: [Int]
+        var result: [Int] = []
         if let composite = type.compositeProperties.first(where: { $0.keyPath == keyPath }) {
-            result = composite.dependencies.flatMap { indices(for: $0) }
+            for dependency in composite.dependencies { result += try indices(for: dependency) }
         } else {
             ModelClassInfo.probedIndex = nil
             (keyPath as? any ProbeWritableKeyPath)?.probeWrite(on: probe)
             guard let index = ModelClassInfo.probedIndex else {
-                preconditionFailure("\(keyPath) is neither a @Property nor a composite property of \(className)")
+                throw .notAProperty(className: className, keyPath: "\(keyPath)")
             }
             result = [index]
         }

@@ -21,10 +21,13 @@ open class ModelObject: Identifiable {
     public internal(set) var uuid: UUID
 
     /// Tree membership and observers; nil while the object has neither (the fast path).
-    @usableFromInline final var _tracking: ModelTracking?
+    /// Only ever touched on the main actor and never across a suspension or an inout access, so
+    /// the dynamic exclusivity check every set would otherwise pay is left out.
+    @exclusivity(unchecked) @usableFromInline final var _tracking: ModelTracking?
 
     public required init(uuid: UUID) {
         self.uuid = uuid
+        if _isRecordingPropertyOptions { PropertyOptionsRecorder.objectFinished(type(of: self)) }
     }
 
     public convenience init() {
@@ -96,6 +99,11 @@ open class ModelObject: Identifiable {
     /// The slow path of a property set: resolves the property from its storage offset, then `_didChange`.
     @usableFromInline
     final func _propertyDidSet<Value: PropertyValue>(storageOffset: Int, old: Value, new: Value) {
+        if let tracking = _tracking {
+            guard let index = tracking.info.index(forOffset: storageOffset) else { return }
+            _didChange(index: index, old: old, new: new)
+            return
+        }
         guard !ModelClassInfo.isBuildingProbe, let index = info.index(forOffset: storageOffset) else { return }
         _didChange(index: index, old: old, new: new)
     }

@@ -10,13 +10,16 @@
 /// The wire name is the declared name (`x`). A set that leaves the value unchanged notifies nobody.
 @propertyWrapper
 public struct Property<Value: PropertyValue> {
+    /// The value: the only stored field, so a `@Property` costs exactly its value's size. The
+    /// options belong to the class and are collected once, when Contrail first looks at it.
     @usableFromInline var value: Value
-    @usableFromInline let options: PropertyOptions
 
     @inlinable
     public init(wrappedValue: Value, local: Bool = false, minSyncInterval: Double = 0) {
         value = wrappedValue
-        options = PropertyOptions(local: local, minSyncInterval: minSyncInterval)
+        if _isRecordingPropertyOptions {
+            PropertyOptionsRecorder.record(PropertyOptions(local: local, minSyncInterval: minSyncInterval), storage: Self.self)
+        }
     }
 
     @available(*, unavailable, message: "@Property can only be used on ModelObject subclasses")
@@ -25,23 +28,25 @@ public struct Property<Value: PropertyValue> {
         set { fatalError("unreachable") }
     }
 
-    /// The hot path: an object with no observers, parents or scope just stores the value.
+    /// The hot path. Both accessors are forced inline so that, in the module that declares the
+    /// model class, the key paths fold into direct stored-property accesses: no key-path object is
+    /// made (`swift_getKeyPath`) and the generic key-path runtime is never entered, even when the
+    /// set sits in an ordinary non-inlined method. An object with no observers, parents or scope
+    /// just stores the value; anything else takes `_propertyDidSet` with the storage's offset.
     @inlinable @MainActor
     public static subscript<Model: ModelObject>(
         _enclosingInstance object: Model,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Property<Value>>
     ) -> Value {
-        get { object[keyPath: storageKeyPath].value }
-        set {
+        @inline(__always) get { object[keyPath: storageKeyPath].value }
+        @inline(__always) set {
             if Value.valueKind == .value, object._tracking == nil {
                 object[keyPath: storageKeyPath].value = newValue
                 return
             }
             let old = object[keyPath: storageKeyPath].value
             object[keyPath: storageKeyPath].value = newValue
-            // The slow path is told the storage's offset, not the key path: the optimizer folds
-            // both into constants, so no key-path object is made (`swift_getKeyPath`) on any set.
             let offset = Self._offset(of: &object[keyPath: storageKeyPath], in: object)
             object._propertyDidSet(storageOffset: offset, old: old, new: newValue)
         }

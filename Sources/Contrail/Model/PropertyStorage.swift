@@ -7,7 +7,6 @@ protocol PropertyStorage {
     static var valueKind: PropertyValueKind { get }
     static var typeName: String { get }
     static var modelTypes: [ModelObject.Type] { get }
-    static func options(in object: ModelObject, offset: Int) -> PropertyOptions
     static func wireValue(in object: ModelObject, offset: Int) -> JSON
     static func models(in object: ModelObject, offset: Int) -> [ModelObject]
     /// Decodes a wire value without touching the object (validation before any change).
@@ -30,10 +29,6 @@ extension Property: PropertyStorage {
             let base = Unmanaged.passUnretained(object).toOpaque()
             return body((base + offset).assumingMemoryBound(to: Property<Value>.self))
         }
-    }
-
-    static func options(in object: ModelObject, offset: Int) -> PropertyOptions {
-        withStorage(object, offset) { $0.pointee.options }
     }
 
     static func wireValue(in object: ModelObject, offset: Int) -> JSON {

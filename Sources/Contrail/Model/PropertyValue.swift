@@ -121,25 +121,33 @@ extension JSON {
     }
 }
 
+/// Non-finite numbers on the wire (JSON has none): NaN goes out as `null`, which is also what
+/// JavaScript peers send for NaN, and reads back as NaN; ±infinity goes out as the number
+/// `±1e999` (too large for a double: every JSON parser, JavaScript's and the server's included,
+/// reads it as ±infinity).
 extension Double: PropertyValue {
-    public func wireValue() -> JSON { isFinite ? .double(self) : .null }
+    public func wireValue() -> JSON { isNaN ? .null : .double(self) }
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Double {
+        if case .null = wire { return .nan }
         guard let value = wire.numberAsDouble else {
             throw .wrongType(property: property, expected: "a number", got: wire.typeDescription)
         }
         return value
     }
+    /// NaN is the same as NaN here (a set of NaN onto NaN changes nothing).
+    public static func isSame(_ lhs: Double, _ rhs: Double) -> Bool { lhs == rhs || (lhs.isNaN && rhs.isNaN) }
 }
 
 extension Float: PropertyValue {
-    /// Encoded through its shortest decimal form, so `Float(0.1)` goes out as `0.1`.
-    public func wireValue() -> JSON { isFinite ? .double(Double(description) ?? Double(self)) : .null }
-    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Float {
-        guard let value = wire.numberAsDouble else {
-            throw .wrongType(property: property, expected: "a number", got: wire.typeDescription)
-        }
-        return Float(value)
+    /// Encoded through its shortest decimal form, so `Float(0.1)` goes out as `0.1`; non-finite
+    /// values as `Double`'s are.
+    public func wireValue() -> JSON {
+        isFinite ? .double(Double(description) ?? Double(self)) : Double(self).wireValue()
     }
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Float {
+        Float(try Double.decode(wire: wire, property: property, resolver: resolver))
+    }
+    public static func isSame(_ lhs: Float, _ rhs: Float) -> Bool { lhs == rhs || (lhs.isNaN && rhs.isNaN) }
 }
 
 // MARK: - Foundation values

@@ -1,13 +1,17 @@
 /// Dispatch of model events to the entries registered on an object.
 extension ModelObject {
     /// Immediate change observers fire now; queued ones and tree observers (here and above) fire
-    /// after the turn.
+    /// after the turn. O(observers on this object), plus the ancestors once per turn.
     func notifyChange(of property: Int) {
-        if let observers = _tracking?.observers, !observers.isEmpty {
-            for entry in observers {
-                if entry.matchesChange(of: property, immediate: true) {
+        guard let tracking = _tracking else { return }
+        if !tracking.observers.isEmpty {
+            // A copy: an immediate callback may register or cancel observers on this object.
+            for entry in tracking.observers {
+                guard case .change(let immediate, let properties) = entry.event,
+                      properties?.contains(property) ?? true else { continue }
+                if immediate {
                     entry.fire()
-                } else if entry.matchesChange(of: property, immediate: false) {
+                } else {
                     NotificationQueue.main.enqueue(entry)
                 }
             }
@@ -15,18 +19,26 @@ extension ModelObject {
         notifyTreeChange()
     }
 
-    /// Queues the tree-change observers of this object and of every ancestor (each once).
+    /// Queues the tree-change observers of this object and of every ancestor. Each object is visited
+    /// at most once per delivery turn: a visited object's ancestors were queued with it, so later
+    /// sets in the same turn stop at the first visited object. Allocates nothing.
     func notifyTreeChange() {
-        guard let tracking = _tracking, !tracking.observers.isEmpty || !tracking.parents.isEmpty else { return }
-        var visited = Set<ObjectIdentifier>()
-        var stack: [ModelObject] = [self]
-        while let object = stack.popLast() {
-            guard let tracking = object._tracking, visited.insert(ObjectIdentifier(object)).inserted else { continue }
+        let turn = NotificationQueue.main.turn
+        var next: ModelObject? = self
+        while let object = next {
+            next = nil
+            guard let tracking = object._tracking, tracking.treeTurn != turn else { return }
+            tracking.treeTurn = turn
             for entry in tracking.observers {
-                if case .treeChange = entry.event, entry.isLive { NotificationQueue.main.enqueue(entry) }
+                if case .treeChange = entry.event { NotificationQueue.main.enqueue(entry) }
             }
-            for link in tracking.parents {
-                if let parent = link.parent { stack.append(parent) }
+            // The common case, one parent, loops; only a second parent recurses. The links are read in
+            // place: copying one copies its weak reference.
+            tracking.parents.withUnsafeBufferPointer { links in
+                for index in links.indices {
+                    guard let parent = links[index].parent else { continue }
+                    if next == nil { next = parent } else { parent.notifyTreeChange() }
+                }
             }
         }
     }
@@ -77,6 +89,7 @@ extension ModelObject {
         let tracking = self.tracking
         tracking.observers.removeAll { $0.observer == nil }
         tracking.observers.append(entry)
+        if case .treeChange = event { NotificationQueue.main.invalidateTreeMarks() }
         return ObservationToken(entry: entry)
     }
 

@@ -18,6 +18,10 @@ public final class NotificationQueue {
     private var flushOrder: [ObjectIdentifier] = []
     private var isScheduled = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
+    /// Tree-change marks are valid for one value of this counter (see `notifyTreeChange`). It moves
+    /// at every delivery and whenever a tree observer is registered. Starts at 1, so a zeroed mark
+    /// never matches.
+    private(set) var turn: UInt = 1
 
     private init() {}
 
@@ -29,6 +33,11 @@ public final class NotificationQueue {
         entry.isPending = true
         entries.append(entry)
         schedule()
+    }
+
+    /// Forgets which objects queued their tree observers already (a new tree observer must be reached).
+    func invalidateTreeMarks() {
+        turn &+= 1
     }
 
     /// Runs `flush` at the end of this turn, once however often it is asked for.
@@ -59,6 +68,7 @@ public final class NotificationQueue {
     /// Delivers what is pending now: scope flushes first, then queued observers. Work queued by the
     /// callbacks themselves is left for the next turn.
     public func deliverPending() {
+        turn &+= 1
         let order = flushOrder
         let flushes = flushers
         flushOrder.removeAll()

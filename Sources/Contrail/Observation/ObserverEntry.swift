@@ -15,6 +15,8 @@ final class ObserverEntry {
 
     enum Callback {
         case plain(() -> Void)
+        /// Receives the observed object, so the closure need not capture it.
+        case subject((ModelObject) -> Void)
         case element((ModelObject, Int) -> Void)
         case scope((Scope) -> Void)
         case parent((ModelObject, String) -> Void)
@@ -43,9 +45,18 @@ final class ObserverEntry {
         return properties?.contains(property) ?? true
     }
 
-    /// Runs a plain callback now (queued delivery and immediate changes).
+    /// Runs a plain or subject callback now (queued delivery and immediate changes).
+    /// An entry whose observer is gone is removed from its subject here, releasing its closure.
     func fire() {
-        guard isLive, case .plain(let body) = callback else { return }
-        body()
+        guard !isCancelled else { return }
+        guard observer != nil else {
+            subject?._removeObserverEntries { $0 === self }
+            return
+        }
+        switch callback {
+        case .plain(let body): body()
+        case .subject(let body): if let subject { body(subject) }
+        case .element, .scope, .parent: break
+        }
     }
 }

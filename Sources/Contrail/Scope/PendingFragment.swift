@@ -7,8 +7,45 @@ struct PendingFragment {
     /// `add` when the object joined the scope in this flush.
     let kind: SyncFragment.Kind
     /// Touched properties in order of first touch, with the value each had before.
-    var touched: [Int] = []
-    var originals: [Int: Any] = [:]
+    var originals = PropertyOriginals()
     /// Collection contents before the first touch, for the server's three-way merge (§8.4).
     var bases: [Int: [UUID]] = [:]
+
+    /// Touched properties in order of first touch.
+    var touched: [Int] { originals.properties }
+}
+
+/// The values properties had before their first touch in a flush, in order of first touch. The
+/// first one is stored inline, so recording a change of one property allocates nothing.
+/// Lookups are O(touched properties), a handful.
+@MainActor
+struct PropertyOriginals {
+    private var first: (property: Int, value: Any)?
+    /// Whether `property` was touched.
+    func contains(_ property: Int) -> Bool {
+        first?.property == property || rest.contains { $0.property == property }
+    }
+    private var rest: [(property: Int, value: Any)] = []
+
+    var properties: [Int] {
+        guard let first else { return [] }
+        return [first.property] + rest.map(\.property)
+    }
+
+    /// The original of `property`, if it was touched. Setting nil is not supported (nothing un-touches).
+    subscript(property: Int) -> Any? {
+        get {
+            if let first, first.property == property { return first.value }
+            return rest.first { $0.property == property }?.value
+        }
+        set {
+            guard let newValue else { return }
+            guard let first else {
+                first = (property, newValue)
+                return
+            }
+            guard first.property != property, !rest.contains(where: { $0.property == property }) else { return }
+            rest.append((property, newValue))
+        }
+    }
 }

@@ -53,6 +53,8 @@ public final class Scope {
     private var leftThisFlush: [ObjectIdentifier: PendingFragment?] = [:]
     private var pending: [ObjectIdentifier: PendingFragment] = [:]
     private var pendingOrder: [ObjectIdentifier] = []
+    /// The most entries `pending` held in one flush: recording reserves that much at the first entry.
+    private var pendingCapacity = 0
     private var remoteDepth = 0
     private var isRecordingAttach = true
     private let listeners = ObserverList<ChangeSet>()
@@ -126,11 +128,11 @@ public final class Scope {
 
     func record<Value: PropertyValue>(_ object: ModelObject, property: Int, old: Value) {
         guard remoteDepth == 0 else { return }
-        let descriptor = object.info.properties[property]
-        guard descriptor.isSynced else { return }
-        let key = ChangeKey(object, property)
-        let interval = descriptor.options.minSyncIntervalMilliseconds
+        let options = object.info.properties[property].options
+        guard !options.isLocal else { return }
+        let interval = options.minSyncIntervalMilliseconds
         if interval > 0, pending[ObjectIdentifier(object)]?.kind != .add {
+            let key = ChangeKey(object, property)
             if throttled.contains(key) { return }
             let now = ContinuousClock.now
             if let last = lastRecorded[key], now - last < .milliseconds(interval) {
@@ -153,17 +155,29 @@ public final class Scope {
         touch(object, property: property, old: old, base: Value.valueKind == .collection ? old.models.map(\.uuid) : nil)
     }
 
-    private func touch(_ object: ModelObject, property: Int, old: Any, base: [UUID]?) {
+    /// Notes that `property` of `object` changed in this flush, keeping the value it had before the
+    /// first change. One hash lookup when the object is already pending; the entry is changed in place.
+    private func touch(_ object: ModelObject, property: Int, old: @autoclosure () -> Any, base: @autoclosure () -> [UUID]?) {
         let id = ObjectIdentifier(object)
-        if pending[id] == nil { pendingOrder.append(id) }
-        var entry = pending[id] ?? PendingFragment(object: object, kind: .change)
-        if entry.kind == .change, entry.originals[property] == nil {
-            entry.touched.append(property)
-            entry.originals[property] = old
-            if let base { entry.bases[property] = base }
+        if let at = pending.index(forKey: id) {
+            guard pending.values[at].kind == .change, !pending.values[at].originals.contains(property) else { return }
+            pending.values[at].originals[property] = old()
+            if let base = base() { pending.values[at].bases[property] = base }
+            return
         }
+        // A flush is scheduled whenever `pending` stops being empty, so only the first entry asks;
+        // it also makes room for as many entries as the largest flush so far had.
+        if pending.isEmpty {
+            scheduleFlush()
+            pending.reserveCapacity(pendingCapacity)
+            pendingOrder.reserveCapacity(pendingCapacity)
+        }
+        pendingOrder.append(id)
+        pendingCapacity = max(pendingCapacity, pendingOrder.count)
+        var entry = PendingFragment(object: object, kind: .change)
+        entry.originals[property] = old()
+        if let base = base() { entry.bases = [property: base] }
         pending[id] = entry
-        scheduleFlush()
     }
 
     private func scheduleFlush() {
@@ -375,8 +389,7 @@ public final class Scope {
                     report.unknownProperties.append("\(object.className).\(name)")
                     continue
                 }
-                let storage = info.properties[index].storage
-                writes.append((object, index, try storage.decode(wire, property: name, resolver: resolver)))
+                writes.append((object, index, try info.decode(wire, at: index, resolver: resolver)))
             }
             if applyDefaults {
                 for property in info.properties where property.isSynced && fragment.properties[property.name] == nil {

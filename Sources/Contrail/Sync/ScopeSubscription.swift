@@ -94,7 +94,7 @@ final class ScopeSubscription {
         scope.applyingRemote {
             for (name, wire) in values {
                 guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
-                guard let value = try? info.properties[index].storage.decode(wire, property: name, resolver: resolver) else {
+                guard let value = try? info.decode(wire, at: index, resolver: resolver) else {
                     complete = false
                     continue
                 }

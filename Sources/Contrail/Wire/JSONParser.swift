@@ -408,7 +408,8 @@ struct JSONParser {
         }
 
         let text = String(decoding: UnsafeBufferPointer(start: p + start, count: position - start), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else {
+        // A number too large for a double reads as ±infinity (how ±infinity is written).
+        guard let value = Double(text) else {
             throw JSONError(offset: start, reason: "number out of range")
         }
         return .double(value)

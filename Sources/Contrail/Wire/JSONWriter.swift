@@ -84,8 +84,10 @@ struct JSONWriter {
     }
 
     private mutating func writeDouble(_ value: Double) {
+        // JSON has no NaN or infinity: NaN is written as null; ±infinity as ±1e999, a number too
+        // large for any double, which every JSON parser (ours included) reads back as ±infinity.
         guard value.isFinite else {
-            append("null")
+            append(value.isNaN ? "null" : value < 0 ? "-1e999" : "1e999")
             return
         }
         // Swift's description is the shortest text that parses back to the same double, and for

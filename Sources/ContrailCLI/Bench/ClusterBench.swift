@@ -104,7 +104,7 @@ enum ClusterBench {
             let writer = try await SyncBench.replicas(1, port: try await servers[0].start())[0]
             let reader = try await SyncBench.replicas(1, port: try await servers[count - 1].start())[0]
             let arrivals = SyncArrivals()
-            let token = reader.board.observeChange(arrivals, \BenchBoard.score) { arrivals.arrived() }
+            let token = try reader.board.observeChange(arrivals, \BenchBoard.score) { arrivals.arrived() }
             var samples: [Double] = []
             for _ in 0..<rounds {
                 arrivals.expect(1)

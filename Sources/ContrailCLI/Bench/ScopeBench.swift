@@ -1,5 +1,6 @@
 import Contrail
 import Foundation
+import Observation
 
 /// `contrail bench scope`: recording local changes on an attached tree, and decoding + applying
 /// remote fragments, each against the same work without Contrail's part (unattached sets, a
@@ -170,7 +171,10 @@ enum ScopeBench {
     // MARK: - scope.record
 
     /// Sets per second of `x` on the points of an attached tree (1,000 sets per turn, each turn
-    /// ending in the scope's flush into one change set), against the same sets on unattached points.
+    /// ending in the scope's flush into one change set), against what an app does without Contrail
+    /// to learn what changed in a turn: `@Observable` points, each tracked with
+    /// `withObservationTracking` re-armed every turn, and the changed points' values collected at the
+    /// end of the turn.
     static func record(_ options: BenchOptions) throws -> BenchFigure {
         let pointCount = options.smoke ? 10 : 1_000
         let perTurn = 1_000
@@ -183,33 +187,57 @@ enum ScopeBench {
             changeSets += 1
             counter.count += changeSet.fragments.count
         }
-        let unattached = (0..<pointCount).map { _ in BenchPoint() }
         var rounds = 0
         let attachedTime = Stopwatch.best(rounds: 3) {
-            setPoints(canvas.points, turns: turns, perTurn: perTurn, deliver: true)
+            setPoints(canvas.points, turns: turns, perTurn: perTurn)
             rounds += 1
         }
-        guard changeSets == rounds * turns, counter.count == rounds * turns * min(perTurn, pointCount) else {
-            throw CheckFailed(description: "scope.record: \(changeSets) change sets with \(counter.count) fragments, expected \(rounds * turns) with \(rounds * turns * min(perTurn, pointCount))")
+        let expected = rounds * turns * min(perTurn, pointCount)
+        guard changeSets == rounds * turns, counter.count == expected else {
+            throw CheckFailed(description: "scope.record: \(changeSets) change sets with \(counter.count) fragments, expected \(rounds * turns) with \(expected)")
         }
-        let unattachedTime = Stopwatch.best(rounds: 3) {
-            setPoints(unattached, turns: turns, perTurn: perTurn, deliver: false)
+        let observables = (0..<pointCount).map { _ in ObservablePoint() }
+        let collected = ChangeCollector()
+        rounds = 0
+        let observableTime = Stopwatch.best(rounds: 3) {
+            setObservablesTracked(observables, turns: turns, perTurn: perTurn, into: collected)
+            rounds += 1
         }
-        BenchSink.consume(canvas.points[0].x + unattached[0].x)
+        guard collected.changes == expected else {
+            throw CheckFailed(description: "scope.record baseline: collected \(collected.changes) changes, expected \(expected)")
+        }
+        BenchSink.consume(canvas.points[0].x + observables[0].x)
         let sets = Double(turns * perTurn)
-        return BenchFigure(name: "scope.record", value: sets / attachedTime, unit: "sets/s", baseline: sets / unattachedTime)
+        return BenchFigure(name: "scope.record", value: sets / attachedTime, unit: "sets/s", baseline: sets / observableTime)
     }
 
-    /// `perTurn` sets of `x` round-robin over `points`, then (with `deliver`) the end of the turn.
+    /// `perTurn` sets of `x` round-robin over `points`, then the end of the turn.
     @inline(never)
-    static func setPoints(_ points: [BenchPoint], turns: Int, perTurn: Int, deliver: Bool) {
+    static func setPoints(_ points: [BenchPoint], turns: Int, perTurn: Int) {
         var value = 0.5
         for _ in 0..<turns {
             for index in 0..<perTurn {
-                points[index % points.count].x = value
+                Mover.move(points[index % points.count], to: value)
                 value += 1
             }
-            if deliver { NotificationQueue.main.deliverPending() }
+            NotificationQueue.main.deliverPending()
+        }
+    }
+
+    /// The same sets on `@Observable` points, each tracked once per turn; at the end of the turn
+    /// the changed points' new values are collected (what a change set holds).
+    @inline(never)
+    static func setObservablesTracked(_ points: [ObservablePoint], turns: Int, perTurn: Int, into collector: ChangeCollector) {
+        var value = 0.5
+        for _ in 0..<turns {
+            for (index, point) in points.enumerated() {
+                withObservationTracking { _ = point.x } onChange: { collector.changed(index) }
+            }
+            for index in 0..<perTurn {
+                Mover.move(points[index % points.count], to: value)
+                value += 1
+            }
+            collector.endTurn(points)
         }
     }
 
@@ -260,5 +288,27 @@ enum ScopeBench {
         }
         let fragments = Double(applies * pointCount)
         return BenchFigure(name: "scope.apply_json", value: fragments / oursTime, unit: "frags/s", baseline: fragments / theirsTime)
+    }
+}
+
+/// Collects which `@Observable` points changed in a turn, as the `scope.record` baseline.
+/// `@unchecked Sendable`: `onChange` is a `@Sendable` closure, but the benchmark runs it only
+/// synchronously inside sets made on the main actor (asserted in debug builds).
+final class ChangeCollector: @unchecked Sendable {
+    private var changedIndices: [Int] = []
+    private(set) var changes = 0
+    private var values: [(Int, Double)] = []
+
+    func changed(_ index: Int) {
+        assert(Thread.isMainThread, "scope.record baseline: onChange ran off the main thread")
+        changedIndices.append(index)
+    }
+
+    @MainActor
+    func endTurn(_ points: [ObservablePoint]) {
+        values.removeAll(keepingCapacity: true)
+        for index in changedIndices { values.append((index, points[index].x)) }
+        changes += values.count
+        changedIndices.removeAll(keepingCapacity: true)
     }
 }

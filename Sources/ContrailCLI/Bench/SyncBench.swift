@@ -77,7 +77,7 @@ enum SyncBench {
         let arrivals = SyncArrivals()
         var tokens: [ObservationToken] = []
         for replica in replicas.dropFirst() {
-            tokens.append(replica.board.observeChange(arrivals, \BenchBoard.score) { arrivals.arrived() })
+            tokens.append(try replica.board.observeChange(arrivals, \BenchBoard.score) { arrivals.arrived() })
         }
         var samples: [Double] = []
         samples.reserveCapacity(rounds * (clients - 1))
@@ -111,7 +111,7 @@ enum SyncBench {
         var tokens: [ObservationToken] = []
         for replica in replicas.dropFirst() {
             let board = replica.board
-            tokens.append(board.observeChangeImmediately(done, \BenchBoard.score) {
+            tokens.append(try board.observeChangeImmediately(done, \BenchBoard.score) {
                 if board.score == target { done.arrived() }
             })
         }

@@ -1,0 +1,13 @@
+/// A misuse of the observation API, reported instead of trapping.
+public enum ObservationError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The key path names neither a `@Property` nor a composite property of the class
+    /// (for example `\.uuid`, or a plain stored `var`): there is nothing to observe.
+    case notAProperty(className: String, keyPath: String)
+
+    public var description: String {
+        switch self {
+        case let .notAProperty(className, keyPath):
+            "\(keyPath) is neither a @Property nor a composite property of \(className): only those can be observed"
+        }
+    }
+}
