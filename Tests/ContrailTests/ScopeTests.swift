@@ -251,6 +251,24 @@ import Testing
         #expect(decoded["fragments"] == set.json["fragments"])
     }
 
+    @Test func aFullStateResetsTheMinimumSyncInterval() throws {
+        final class Dial: ModelObject {
+            @Property(minSyncInterval: 10) var value = 0.0
+        }
+        let scope = Scope(name: "s")
+        let dial = Dial()
+        scope.root = dial
+        dial.value = 1
+        #expect(scope.flush() != nil)
+        dial.value = 2
+        #expect(scope.flush() == nil, "within the interval the edit is deferred")
+        try scope.applyState(rootUUID: dial.uuid, fragments: [
+            SyncFragment(kind: .change, uuid: dial.uuid, className: dial.className, properties: ["value": 5]),
+        ])
+        dial.value = 6
+        #expect(scope.flush()?.fragments.first?.properties["value"] == .double(6), "after a full state it goes out at once")
+    }
+
     @Test func minimumSyncIntervalDefersButKeepsTheLastValue() async throws {
         final class Slider: ModelObject {
             @Property(minSyncInterval: 0.05) var value = 0.0

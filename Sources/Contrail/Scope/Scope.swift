@@ -462,8 +462,8 @@ public final class Scope {
 
 
     /// Applies a full state (PROTOCOL.md §3.4): the root takes over `rootUUID`, properties a fragment
-    /// leaves out get their defaults, and objects the state does not mention leave the tree with the
-    /// last reference to them.
+    /// leaves out get their defaults, objects the state does not mention leave the tree with the
+    /// last reference to them, and the minimum-sync-interval timestamps start afresh.
     @discardableResult
     public func applyState(rootUUID: UUID, fragments: [SyncFragment]) throws(ModelError) -> ApplyReport {
         try applyState(rootUUID: rootUUID, fragments: fragments, redirect: nil)
@@ -476,6 +476,10 @@ public final class Scope {
         flush()
         adoptRootUUID(rootUUID)
         let report = try apply(fragments, applyDefaults: true, redirect: redirect)
+        // A full state starts afresh: the next edit of a throttled property goes out at once (one
+        // already deferred still goes out when its interval ends).
+        lastRecorded.removeAll()
+        throttled.removeAll()
         // Every object the state mentions got every property (defaults where left out), so an object
         // it does not mention is detached once nothing points at it, unless a pending local change
         // set still holds the key that does (its value stays until the server settles it).
