@@ -2,8 +2,38 @@ import Contrail
 import Foundation
 import Testing
 
+/// A model whose local properties hold objects (a selection, a clipboard): app state, not scope state.
+final class Desk: ModelObject {
+    @Property var shapes: [Shape] = []
+    @Property(local: true) var selection: Shape? = nil
+    @Property(local: true) var clipboard: [Shape] = []
+}
+
 @MainActor
 @Suite struct ModelTreeTests {
+    @Test func localReferencesNeverMakeScopeMembersOrFragments() throws {
+        let scope = Scope(name: "desk")
+        let desk = Desk()
+        scope.root = desk
+        scope.flush()
+        let scratch = Shape(), copied = Shape()
+        desk.selection = scratch
+        desk.clipboard = [copied]
+        #expect(scope.flush() == nil, "local edits record nothing")
+        #expect(scratch.scope == nil && copied.scope == nil && scope.count == 1)
+        #expect(!scope.snapshot().contains { $0.uuid == scratch.uuid || $0.uuid == copied.uuid })
+        // Positive control: a synced collection makes the same object a member, with an add.
+        desk.shapes.append(scratch)
+        #expect(scope.flush()?.fragments.contains { $0.uuid == scratch.uuid && $0.kind == .add } == true)
+        #expect(scratch.scope === scope)
+        // Leaving the synced collection takes it out of the scope, though the local selection still holds it.
+        desk.shapes.removeAll()
+        scope.flush()
+        #expect(scratch.scope == nil && scope.count == 1)
+        scratch.x = 42
+        #expect(scope.flush() == nil, "its edits are not synced")
+    }
+
     @Test func attachingSubtreeAttachesAllAndFiresObservers() async {
         let scope = Scope(name: "s")
         let canvas = Canvas()

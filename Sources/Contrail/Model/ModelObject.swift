@@ -65,6 +65,12 @@ open class ModelObject: Identifiable {
         info.properties.flatMap { $0.storage.models(in: self, offset: $0.offset) }
     }
 
+    /// The objects this one holds through synced properties: what makes objects scope members.
+    /// Objects reachable only through `@Property(local: true)` stay out of the scope (and off the wire).
+    var syncedChildObjects: [ModelObject] {
+        info.properties.filter(\.isSynced).flatMap { $0.storage.models(in: self, offset: $0.offset) }
+    }
+
     /// The names of the synced (non-local) properties, in declaration order.
     public var syncedPropertyNames: [String] {
         info.properties.filter(\.isSynced).map(\.name)
@@ -181,7 +187,7 @@ open class ModelObject: Identifiable {
             child.notifyParentChange(added: true, parent: self, key: key)
             if isCollection { notifyCollection(added: true, property: property, element: child, index: offset) }
         }
-        if let scope = _tracking?.scope {
+        if let scope = _tracking?.scope, info.properties[property].isSynced {
             for (child, _) in inserted where child.scope == nil { child.attach(to: scope) }
             let leaving = removed.map(\.0).filter { $0.scope === scope }
             if !leaving.isEmpty { ModelObject.detachUnreachable(leaving, from: scope) }
@@ -219,7 +225,7 @@ open class ModelObject: Identifiable {
             tracking.scope = scope
             attached.append(object)
             scope.didAttach(object)
-            stack.append(contentsOf: object.childObjects.reversed())
+            stack.append(contentsOf: object.syncedChildObjects.reversed())
         }
         for object in attached { object.notifyScope(attached: true, scope: scope) }
     }
@@ -233,18 +239,18 @@ open class ModelObject: Identifiable {
         while let object = stack.popLast() {
             guard object.scope === scope, inSubtree.insert(ObjectIdentifier(object)).inserted else { continue }
             subtree.append(object)
-            stack.append(contentsOf: object.childObjects)
+            stack.append(contentsOf: object.syncedChildObjects)
         }
         var kept = Set<ObjectIdentifier>()
         stack = subtree.filter { object in
             object === scope.root || object.tracking.parents.contains { link in
-                guard let parent = link.parent else { return false }
+                guard let parent = link.parent, parent.info.properties[link.property].isSynced else { return false }
                 return parent.scope === scope && !inSubtree.contains(ObjectIdentifier(parent))
             }
         }
         while let object = stack.popLast() {
             guard kept.insert(ObjectIdentifier(object)).inserted else { continue }
-            stack.append(contentsOf: object.childObjects.filter { inSubtree.contains(ObjectIdentifier($0)) })
+            stack.append(contentsOf: object.syncedChildObjects.filter { inSubtree.contains(ObjectIdentifier($0)) })
         }
         let leaving = subtree.filter { !kept.contains(ObjectIdentifier($0)) }
         for object in leaving {

@@ -505,7 +505,7 @@ public final class Scope {
         while let object = stack.popLast() {
             guard seen.insert(ObjectIdentifier(object)).inserted else { continue }
             fragments.append(object.addFragment())
-            stack.append(contentsOf: object.childObjects.reversed())
+            stack.append(contentsOf: object.syncedChildObjects.reversed())
         }
         return fragments
     }
