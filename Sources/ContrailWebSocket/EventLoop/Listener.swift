@@ -31,6 +31,10 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
         case backingOff
     }
     private var state = State.accepting
+    /// When descriptors last ran out, while an episode of exhaustion is open (logged once when it
+    /// opens, once when it ends: after `quietPeriod` of accepting without running out again).
+    private var episodeLastExhausted: ContinuousClock.Instant?
+    static let quietPeriod = Duration.seconds(1)
     /// Back-off bounds while descriptors are exhausted.
     static let firstBackOff = Duration.milliseconds(10)
     static let maxBackOff = Duration.seconds(1)
@@ -98,7 +102,10 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
         loop.assertOnLoop()
         guard case .accepting = state, id != 0 else { return }
         if case .exhausted(let reason) = acceptPending() {
-            if let reason { log("contrail: \(reason); pausing accepts on port \(port) (open connections are still served)") }
+            if episodeLastExhausted == nil, let reason {
+                log("contrail: \(reason); pausing accepts on port \(port) (open connections are still served)")
+            }
+            episodeLastExhausted = .now
             backOff(Self.firstBackOff)
         }
     }
@@ -145,11 +152,25 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
         loop.schedule(after: delay) { [self] in
             guard id != 0 else { return }
             if case .exhausted = acceptPending() {
+                episodeLastExhausted = .now
                 backOff(min(delay * 2, Self.maxBackOff))
                 return
             }
             state = .accepting
             loop.setInterest(fd, id: id, interest: .read)
+            endEpisodeWhenQuiet()
+        }
+    }
+
+    /// Logs the end of the exhaustion episode once `quietPeriod` passed without running out again.
+    private func endEpisodeWhenQuiet() {
+        loop.schedule(after: Self.quietPeriod) { [self] in
+            guard id != 0, let last = episodeLastExhausted else { return }
+            guard case .accepting = state, ContinuousClock.now - last >= Self.quietPeriod else {
+                if case .accepting = state { endEpisodeWhenQuiet() }  // ran out again meanwhile: wait on
+                return
+            }
+            episodeLastExhausted = nil
             log("contrail: accepting connections again on port \(port)")
         }
     }
