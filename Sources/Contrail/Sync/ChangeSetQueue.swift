@@ -17,6 +17,10 @@ final class ChangeSetQueue {
         var index: Int?
         /// Where each key's change sits in `changeSet.changes`.
         let positions: [ChangeKey: Int]
+        /// Objects this change set sends an `add` for: it holds every key of theirs, with no original
+        /// (the server takes the add's values for an object it creates, and answers with its own
+        /// values for one it already holds).
+        let added: Set<ObjectIdentifier>
 
         init(_ changeSet: ChangeSet) {
             self.changeSet = changeSet
@@ -25,9 +29,16 @@ final class ChangeSetQueue {
                 positions[ChangeKey(change.object, change.property)] = position
             }
             self.positions = positions
+            let scope = changeSet.scope
+            added = Set(changeSet.fragments.filter { $0.kind == .add }.compactMap { fragment in
+                scope?.object(for: fragment.uuid).map(ObjectIdentifier.init)
+            })
         }
 
-        func holds(_ key: ChangeKey) -> Bool { positions[key] != nil }
+        func holds(_ key: ChangeKey) -> Bool { positions[key] != nil || added.contains(key.object) }
+
+        /// Whether the key is held through an `add` only (no change with an original).
+        func holdsThroughAdd(_ key: ChangeKey) -> Bool { positions[key] == nil && added.contains(key.object) }
 
         /// The value the key had before this change set (as far as the server knows).
         func original(_ key: ChangeKey) -> Any? {

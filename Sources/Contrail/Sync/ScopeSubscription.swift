@@ -100,6 +100,7 @@ final class ScopeSubscription {
                 }
                 let key = ChangeKey(object, index)
                 if let next = queue.holder(of: key, after: entry) {
+                    if next.holdsThroughAdd(key) { continue }  // that add's reply settles the key
                     let original = next.original(key)
                     next.setOriginal(key, value)
                     if let merged = merge(object, index, original: original, remote: value) {
@@ -119,6 +120,9 @@ final class ScopeSubscription {
     private func redirect(_ object: ModelObject, _ index: Int, _ remote: Any) -> Any? {
         let key = ChangeKey(object, index)
         guard let holder = queue.firstHolder(of: key) else { return remote }
+        // An object this replica sends an `add` for keeps its values: the server takes them, or sends
+        // its own back in the reply.
+        if holder.holdsThroughAdd(key) { return nil }
         let original = holder.original(key)
         holder.setOriginal(key, remote)
         return merge(object, index, original: original, remote: remote)
