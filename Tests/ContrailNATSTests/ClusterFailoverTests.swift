@@ -1,7 +1,6 @@
 import Contrail
 import ContrailNATS
 import Foundation
-import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -37,34 +36,6 @@ final class ServeProcess: Sendable {
     }
 }
 
-/// Connects to the first server of a list that answers, starting with the last one that did:
-/// a client's failover to another server of the cluster.
-final class FailoverConnector: SyncConnector {
-    private let urls: [String]
-    private let current = Mutex(0)
-
-    init(_ urls: [String]) { self.urls = urls }
-
-    /// Which server the last successful connect reached.
-    var currentIndex: Int { current.withLock { $0 } }
-
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
-        let start = current.withLock { $0 }
-        var lastError: (any Error)?
-        for step in 0..<urls.count {
-            let index = (start + step) % urls.count
-            do {
-                let transport = try await WebSocketConnector(url: urls[index]).connect(headers: headers)
-                current.withLock { $0 = index }
-                return transport
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError ?? TestFailure("no server")
-    }
-}
-
 @MainActor
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
 struct ClusterFailoverTests {
@@ -80,9 +51,7 @@ struct ClusterFailoverTests {
         let writerScope = Scope(name: "Deck")
         let writerDeck = Deck()
         writerScope.root = writerDeck
-        let failover = FailoverConnector([doomed.url, survivor.url])
-        let writer = try await Client.sync(writerScope, connector: failover, options: options)
-        #expect(failover.currentIndex == 0)
+        let writer = try await Client.sync(writerScope, urls: [doomed.url, survivor.url], options: options)
         let readerScope = Scope(name: "Deck")
         let readerDeck = Deck()
         readerScope.root = readerDeck
@@ -98,11 +67,34 @@ struct ClusterFailoverTests {
                 && readerDeck.cards.count == 40 && writerScope.stateJSON() == readerScope.stateJSON()
         }
         #expect(settled, "writer pending \(writer.session?.pendingChangeSets ?? -1), reader has \(readerDeck.cards.count)")
-        #expect(failover.currentIndex == 1, "the writer moved to the surviving server")
         // Every edit exactly once, in the writer's order.
         #expect(readerDeck.cards.map(\.text) == (0..<40).map { "s\($0)" })
         await writer.close(); await reader.close()
         await survivor.kill(); await nats.stop()
+    }
+
+    @Test func aClientStartsOnTheFirstServerThatAnswers() async throws {
+        let nats = try await NATSServerProcess.start()
+        let dead = try await ServeProcess.start(nats: nats)
+        await dead.kill()
+        let live = try await ServeProcess.start(nats: nats)
+        let connector = FailoverConnector(urls: [dead.url, live.url])
+        let scope = Scope(name: "Deck")
+        scope.root = Deck()
+        let client = try await Client.sync(scope, connector: connector)
+        #expect(connector.currentURL == live.url)
+        #expect(client.status == .online)
+        await client.close()
+
+        // Positive control: the dead server alone cannot be reached.
+        await #expect(throws: SyncError.self) {
+            _ = try await Client(urls: [dead.url]).connect()
+        }
+        // No URL at all: a typed error, not a crash.
+        await #expect(throws: SyncError.transport("no server URLs to connect to")) {
+            _ = try await Client(urls: []).connect()
+        }
+        await live.kill(); await nats.stop()
     }
 
     func eventually(_ timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
