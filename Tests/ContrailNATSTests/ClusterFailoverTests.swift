@@ -21,11 +21,16 @@ final class ServeProcess: Sendable {
 
     /// Starts `contrail serve --port 0 --nats URL` and waits (up to 30 s) for its port.
     static func start(nats: NATSServerProcess) async throws -> ServeProcess {
+        try await start(natsURL: nats.url.description)
+    }
+
+    /// Starts `contrail serve --port 0 --nats natsURL` and waits (up to 30 s) for its port.
+    static func start(natsURL: String) async throws -> ServeProcess {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("contrail")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw TestFailure("\(binary.path) is missing: build with `swift build --build-tests` first")
         }
-        let child = try ChildProcess(binary, ["serve", "--port", "0", "--nats", nats.url.description, "--quiet"])
+        let child = try ChildProcess(binary, ["serve", "--port", "0", "--nats", natsURL, "--quiet"])
         let port = try await child.port(after: "listening on ws://127.0.0.1:", terminator: { $0 == "/" })
         return ServeProcess(port: port, child: child)
     }
@@ -71,6 +76,39 @@ struct ClusterFailoverTests {
         #expect(readerDeck.cards.map(\.text) == (0..<40).map { "s\($0)" })
         await writer.close(); await reader.close()
         await survivor.kill(); await nats.stop()
+    }
+
+    @Test func aFailingOverClientPassesAServerWithoutNATS() async throws {
+        let nats = try await NATSServerProcess.start()
+        let proxy = try await CuttableProxy(target: nats.port)
+        await proxy.cut()
+        let doomed = try await ServeProcess.start(nats: nats)
+        let cutOff = try await ServeProcess.start(natsURL: "nats://127.0.0.1:\(proxy.port)")
+        let survivor = try await ServeProcess.start(nats: nats)
+        var options = ClientOptions()
+        options.reconnect = ReconnectPolicy(initial: .milliseconds(5), maximum: .milliseconds(50), jitter: 0.5)
+        options.connectTimeout = .seconds(10)
+
+        let writerScope = Scope(name: "Deck")
+        let writerDeck = Deck()
+        writerScope.root = writerDeck
+        let connector = FailoverConnector(urls: [doomed.url, cutOff.url, survivor.url])
+        let writer = try await Client.sync(writerScope, connector: connector, options: options)
+        let readerScope = Scope(name: "Deck")
+        let readerDeck = Deck()
+        readerScope.root = readerDeck
+        let reader = try await Client.sync(readerScope, url: survivor.url, options: options)
+
+        await doomed.kill()
+        writerDeck.title = "after the failover"
+        // The server cut off from NATS refuses the writer's new session; it moves on to the survivor.
+        let settled = await eventually(.seconds(30)) {
+            (writer.session?.pendingChangeSets ?? 1) == 0 && readerDeck.title == "after the failover"
+        }
+        #expect(settled, "writer pending \(writer.session?.pendingChangeSets ?? -1), status \(writer.status), last error \(String(describing: writer.lastError))")
+        #expect(connector.currentURL == survivor.url)
+        await writer.close(); await reader.close()
+        await cutOff.kill(); await survivor.kill(); await proxy.stop(); await nats.stop()
     }
 
     @Test func aClientStartsOnTheFirstServerThatAnswers() async throws {
