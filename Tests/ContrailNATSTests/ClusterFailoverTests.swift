@@ -1,7 +1,6 @@
 import Contrail
 import ContrailNATS
 import Foundation
-import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -22,11 +21,16 @@ final class ServeProcess: Sendable {
 
     /// Starts `contrail serve --port 0 --nats URL` and waits (up to 30 s) for its port.
     static func start(nats: NATSServerProcess) async throws -> ServeProcess {
+        try await start(natsURL: nats.url.description)
+    }
+
+    /// Starts `contrail serve --port 0 --nats natsURL` and waits (up to 30 s) for its port.
+    static func start(natsURL: String) async throws -> ServeProcess {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("contrail")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw TestFailure("\(binary.path) is missing: build with `swift build --build-tests` first")
         }
-        let child = try ChildProcess(binary, ["serve", "--port", "0", "--nats", nats.url.description, "--quiet"])
+        let child = try ChildProcess(binary, ["serve", "--port", "0", "--nats", natsURL, "--quiet"])
         let port = try await child.port(after: "listening on ws://127.0.0.1:", terminator: { $0 == "/" })
         return ServeProcess(port: port, child: child)
     }
@@ -34,34 +38,6 @@ final class ServeProcess: Sendable {
     /// SIGKILLs the server and waits until it has exited.
     func kill() async {
         await child.kill()
-    }
-}
-
-/// Connects to the first server of a list that answers, starting with the last one that did:
-/// a client's failover to another server of the cluster.
-final class FailoverConnector: SyncConnector {
-    private let urls: [String]
-    private let current = Mutex(0)
-
-    init(_ urls: [String]) { self.urls = urls }
-
-    /// Which server the last successful connect reached.
-    var currentIndex: Int { current.withLock { $0 } }
-
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
-        let start = current.withLock { $0 }
-        var lastError: (any Error)?
-        for step in 0..<urls.count {
-            let index = (start + step) % urls.count
-            do {
-                let transport = try await WebSocketConnector(url: urls[index]).connect(headers: headers)
-                current.withLock { $0 = index }
-                return transport
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError ?? TestFailure("no server")
     }
 }
 
@@ -80,9 +56,7 @@ struct ClusterFailoverTests {
         let writerScope = Scope(name: "Deck")
         let writerDeck = Deck()
         writerScope.root = writerDeck
-        let failover = FailoverConnector([doomed.url, survivor.url])
-        let writer = try await Client.sync(writerScope, connector: failover, options: options)
-        #expect(failover.currentIndex == 0)
+        let writer = try await Client.sync(writerScope, urls: [doomed.url, survivor.url], options: options)
         let readerScope = Scope(name: "Deck")
         let readerDeck = Deck()
         readerScope.root = readerDeck
@@ -98,11 +72,67 @@ struct ClusterFailoverTests {
                 && readerDeck.cards.count == 40 && writerScope.stateJSON() == readerScope.stateJSON()
         }
         #expect(settled, "writer pending \(writer.session?.pendingChangeSets ?? -1), reader has \(readerDeck.cards.count)")
-        #expect(failover.currentIndex == 1, "the writer moved to the surviving server")
         // Every edit exactly once, in the writer's order.
         #expect(readerDeck.cards.map(\.text) == (0..<40).map { "s\($0)" })
         await writer.close(); await reader.close()
         await survivor.kill(); await nats.stop()
+    }
+
+    @Test func aFailingOverClientPassesAServerWithoutNATS() async throws {
+        let nats = try await NATSServerProcess.start()
+        let proxy = try await CuttableProxy(target: nats.port)
+        await proxy.cut()
+        let doomed = try await ServeProcess.start(nats: nats)
+        let cutOff = try await ServeProcess.start(natsURL: "nats://127.0.0.1:\(proxy.port)")
+        let survivor = try await ServeProcess.start(nats: nats)
+        var options = ClientOptions()
+        options.reconnect = ReconnectPolicy(initial: .milliseconds(5), maximum: .milliseconds(50), jitter: 0.5)
+        options.connectTimeout = .seconds(10)
+
+        let writerScope = Scope(name: "Deck")
+        let writerDeck = Deck()
+        writerScope.root = writerDeck
+        let connector = FailoverConnector(urls: [doomed.url, cutOff.url, survivor.url])
+        let writer = try await Client.sync(writerScope, connector: connector, options: options)
+        let readerScope = Scope(name: "Deck")
+        let readerDeck = Deck()
+        readerScope.root = readerDeck
+        let reader = try await Client.sync(readerScope, url: survivor.url, options: options)
+
+        await doomed.kill()
+        writerDeck.title = "after the failover"
+        // The server cut off from NATS refuses the writer's new session; it moves on to the survivor.
+        let settled = await eventually(.seconds(30)) {
+            (writer.session?.pendingChangeSets ?? 1) == 0 && readerDeck.title == "after the failover"
+        }
+        #expect(settled, "writer pending \(writer.session?.pendingChangeSets ?? -1), status \(writer.status), last error \(String(describing: writer.lastError))")
+        #expect(connector.currentURL == survivor.url)
+        await writer.close(); await reader.close()
+        await cutOff.kill(); await survivor.kill(); await proxy.stop(); await nats.stop()
+    }
+
+    @Test func aClientStartsOnTheFirstServerThatAnswers() async throws {
+        let nats = try await NATSServerProcess.start()
+        let dead = try await ServeProcess.start(nats: nats)
+        await dead.kill()
+        let live = try await ServeProcess.start(nats: nats)
+        let connector = FailoverConnector(urls: [dead.url, live.url])
+        let scope = Scope(name: "Deck")
+        scope.root = Deck()
+        let client = try await Client.sync(scope, connector: connector)
+        #expect(connector.currentURL == live.url)
+        #expect(client.status == .online)
+        await client.close()
+
+        // Positive control: the dead server alone cannot be reached.
+        await #expect(throws: SyncError.self) {
+            _ = try await Client(urls: [dead.url]).connect()
+        }
+        // No URL at all: a typed error, not a crash.
+        await #expect(throws: SyncError.transport("no server URLs to connect to")) {
+            _ = try await Client(urls: []).connect()
+        }
+        await live.kill(); await nats.stop()
     }
 
     func eventually(_ timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {

@@ -216,6 +216,50 @@ struct ClusterServerTests {
         await cutOff.stop(); await other.stop(); await proxy.stop(); await nats.stop()
     }
 
+    @Test func aServerCutOffFromNATSRefusesNewSessionsUntilItIsBack() async throws {
+        let nats = try await NATSServerProcess.start()
+        let proxy = try await CuttableProxy(target: nats.port)
+        let server = try makeServer(at: NATSServerURL(host: "127.0.0.1", port: proxy.port))
+        let other = try makeServer(nats)
+        let b = try await makeReplica(other)
+        // Positive control: with NATS reachable, a session opens.
+        let before = try await makeReplica(server)
+        await before.0.close()
+
+        await proxy.cut()
+        // On the wire: the reply names the reason, then close 4096 with the typed reason.
+        let transport = try await server.connector().connect(headers: [])
+        try await transport.send(MessageFrame.encode([.sessionCreate(SessionCreate(version: "0.2.0"))], asArray: false))
+        var frames: [String] = []
+        var closed: TransportClosed?
+        do { for try await frame in transport.frames { frames.append(frame) } } catch let error as TransportClosed { closed = error }
+        #expect(frames.count == 1 && frames[0].contains("server-unavailable"), "\(frames)")
+        #expect(closed?.code == JetstreamCloseCode.denied)
+        #expect(closed?.reason.contains("\"type\":\"server-unavailable\"") == true, "\(String(describing: closed))")
+        // Through the client: a clear, typed denial.
+        do {
+            _ = try await Client(connector: server.connector()).connect()
+            Issue.record("a server without NATS opened a session")
+        } catch {
+            guard case .serverUnavailable(let message) = error else { Issue.record("\(error)"); return }
+            #expect(message.hasPrefix("Server unavailable:"), "\(message)")
+        }
+
+        proxy.restore()
+        b.2.title = "after"
+        // The server keeps trying: once NATS is back, sessions open and see the shared state.
+        var replica: (Client, Scope, Deck)?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while replica == nil, ContinuousClock.now < deadline {
+            replica = try? await makeReplica(server)
+            if replica == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let a = try #require(replica, "no session within 60 s of NATS coming back")
+        #expect(await eventually { a.2.title == "after" })
+        await a.0.close(); await b.0.close()
+        await server.stop(); await other.stop(); await proxy.stop(); await nats.stop()
+    }
+
     @Test func withoutNATSTheFetchFailsWithAClearError() async throws {
         var options = ServerOptions()
         options.log = nil
@@ -225,8 +269,12 @@ struct ClusterServerTests {
         let server = try ContrailServer(options: options)
         let scope = Scope(name: "Deck")
         scope.root = Deck()
-        await #expect(throws: SyncError.self) {
+        do {
             _ = try await Client.sync(scope, connector: server.connector(), options: ClientOptions())
+            Issue.record("a server without NATS opened a session")
+        } catch {
+            guard case .serverUnavailable(let message) = error else { Issue.record("\(error)"); return }
+            #expect(message.contains("cannot reach NATS"), "\(message)")
         }
         await server.stop()
     }

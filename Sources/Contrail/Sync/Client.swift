@@ -56,6 +56,12 @@ public final class Client {
         self.init(connector: WebSocketConnector(url: url), options: options)
     }
 
+    /// A client for the servers of a cluster (`contrail serve --nats`): it connects to the first
+    /// URL that answers and, on losing its server, to the next ones in turn (`FailoverConnector`).
+    public convenience init(urls: [String], options: ClientOptions = .init()) {
+        self.init(connector: FailoverConnector(urls: urls), options: options)
+    }
+
     /// A client that opens its transports with `connector` (an in-memory server, a custom transport).
     public init(connector: any SyncConnector, options: ClientOptions = .init()) {
         self.connector = connector
@@ -141,6 +147,13 @@ public final class Client {
         try await sync(scope, connector: WebSocketConnector(url: url), params: params, options: options)
     }
 
+    /// Connects to the first of the cluster's server `urls` that answers, opens a session and
+    /// fetches `scope`; on losing its server the client fails over to the next URL.
+    public static func sync(_ scope: Scope, urls: [String], params: [String: JSON] = [:],
+                            options: ClientOptions = .init()) async throws(SyncError) -> Client {
+        try await sync(scope, connector: FailoverConnector(urls: urls), params: params, options: options)
+    }
+
     /// Connects with `connector`, opens a session and fetches `scope`.
     public static func sync(_ scope: Scope, connector: any SyncConnector, params: [String: JSON] = [:],
                             options: ClientOptions = .init()) async throws(SyncError) -> Client {
@@ -207,6 +220,8 @@ public final class Client {
             for case .sessionCreateReply(let reply) in messages {
                 if let token = reply.sessionToken {
                     handshake.resolve(.success(token))
+                } else if let error = reply.error, error.type == WireErrorBody.serverUnavailable("").type {
+                    handshake.resolve(.failure(.serverUnavailable(error.message)))
                 } else {
                     handshake.resolve(.failure(.sessionDenied(reply.error?.message ?? "Session creation denied")))
                 }
@@ -302,6 +317,10 @@ public final class Client {
                 lastError = error
                 status = .offline
                 return .done
+            case .serverUnavailable:
+                lastError = error
+                connector.serverUnavailable()
+                return .retry
             case .closedByServer(let code, _) where code == JetstreamCloseCode.denied || code == JetstreamCloseCode.expired:
                 return .retryWithNewSession
             default:

@@ -2,6 +2,9 @@
 public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The server denied the session (its session hook said no); the server's message.
     case sessionDenied(String)
+    /// The server cannot serve sessions now (in a cluster, it cannot reach NATS); the server's
+    /// message. A reconnecting client tries again after its backoff, on the next server of its list.
+    case serverUnavailable(String)
     /// The server refused a scope fetch with this error (its fetch hook said no).
     case fetchFailed(WireErrorBody)
     /// The client was closed, or the session ended before the operation finished.
@@ -24,6 +27,7 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .sessionDenied(let message): return "session denied by the server: \(message)"
+        case .serverUnavailable(let message): return "the server cannot serve sessions now: \(message)"
         case .fetchFailed(let error): return "scope fetch failed: \(error)"
         case .closed: return "the client is closed"
         case .timedOut: return "the server did not answer in time"

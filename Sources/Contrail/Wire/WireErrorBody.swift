@@ -95,6 +95,13 @@ extension WireErrorBody {
         WireErrorBody(message: reason, type: "bad-input")
     }
 
+    /// Contrail extension (cluster mode): `SessionCreateReply` error and close 4096 reason when the
+    /// server cannot serve sessions now (it cannot reach NATS); the client may try again later or
+    /// another server of the cluster.
+    public static func serverUnavailable(_ reason: String) -> WireErrorBody {
+        WireErrorBody(message: "Server unavailable: \(reason)", type: "server-unavailable")
+    }
+
     /// Contrail extension (§8.6): a configured limit was exceeded.
     public static func limitExceeded(_ reason: String) -> WireErrorBody {
         WireErrorBody(message: reason, type: "limit-exceeded")

@@ -17,6 +17,9 @@ import Glibc
 ///   two clients on one server without NATS, measured in the same run.
 /// - `cluster.fanout.c100.sN`: fragments per second that one client's change sets reach 99 others
 ///   spread over N servers with, as a ratio to the same on one server without NATS.
+/// - `cluster.fanout.c100x10.sN`: the same with 100 clients on 10 scopes (one sender and 9
+///   receivers each, all sending at once), as a ratio to 100 clients on 10 scopes of one server
+///   without NATS.
 @MainActor
 enum ClusterBench {
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
@@ -45,7 +48,34 @@ enum ClusterBench {
             }
             figures.append(BenchFigure(name: "cluster.fanout.c100.s\(servers)", value: rate, unit: "frag/s", baseline: single))
         }
+        let aloneServer = try SyncBench.makeServer()
+        let alone10 = try await fanoutOnTenScopes(ports: [try await aloneServer.start()], changeSets: changeSets)
+        await aloneServer.stop()
+        for servers in 1...3 {
+            let rate = try await withServers(servers, nats: nats.url) { servers in
+                var ports: [UInt16] = []
+                for server in servers { ports.append(try await server.start()) }
+                return try await fanoutOnTenScopes(ports: ports, changeSets: changeSets)
+            }
+            figures.append(BenchFigure(name: "cluster.fanout.c100x10.s\(servers)", value: rate, unit: "frag/s", baseline: alone10))
+        }
         return figures
+    }
+
+    /// 100 clients on 10 scopes, 10 each, spread over the servers at `ports`: fragments per second
+    /// that each scope's sender reaches its 9 others with, all 10 senders at once.
+    static func fanoutOnTenScopes(ports: [UInt16], changeSets: Int) async throws -> Double {
+        var groups: [[SyncBench.Replica]] = []
+        var next = 0
+        for scope in 0..<10 {
+            var group: [SyncBench.Replica] = []
+            for _ in 0..<10 {
+                group += try await SyncBench.replicas(1, port: ports[next % ports.count], scope: "bench-\(scope)")
+                next += 1
+            }
+            groups.append(group)
+        }
+        return try await SyncBench.fanout(groups: groups, changeSets: changeSets)
     }
 
     /// Runs `body` with `count` cluster servers over `nats`, stopping them afterwards.

@@ -50,12 +50,12 @@ enum SyncBench {
         let board: BenchBoard
     }
 
-    static func replicas(_ count: Int, port: UInt16) async throws -> [Replica] {
+    static func replicas(_ count: Int, port: UInt16, scope name: String = "bench") async throws -> [Replica] {
         var options = ClientOptions()
         options.maxPendingMessages = 100_000
         var replicas: [Replica] = []
         for _ in 0..<count {
-            let scope = Scope(name: "bench")
+            let scope = Scope(name: name)
             let board = BenchBoard()
             scope.root = board
             let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: options)
@@ -105,27 +105,36 @@ enum SyncBench {
 
     /// Fragments per second the first replica's change sets reach the others with (closes them all).
     static func fanout(_ replicas: [Replica], changeSets: Int) async throws -> Double {
-        let clients = replicas.count
-        let target = replicas[0].board.score + changeSets
+        try await fanout(groups: [replicas], changeSets: changeSets)
+    }
+
+    /// Fragments per second that, in every group (one scope each), the first replica's change sets
+    /// reach the others with, all groups sending at once (closes them all). O(changeSets × replicas).
+    static func fanout(groups: [[Replica]], changeSets: Int) async throws -> Double {
         let done = SyncArrivals()
         var tokens: [ObservationToken] = []
-        for replica in replicas.dropFirst() {
-            let board = replica.board
-            tokens.append(try board.observeChangeImmediately(done, \BenchBoard.score) {
-                if board.score == target { done.arrived() }
-            })
+        for group in groups {
+            let target = group[0].board.score + changeSets
+            for replica in group.dropFirst() {
+                let board = replica.board
+                tokens.append(try board.observeChangeImmediately(done, \BenchBoard.score) {
+                    if board.score == target { done.arrived() }
+                })
+            }
         }
-        done.expect(clients - 1)
-        let sender = replicas[0]
+        let receivers = groups.reduce(0) { $0 + $1.count - 1 }
+        done.expect(receivers)
         for _ in 0..<changeSets {
-            sender.board.score += 1
-            sender.scope.flush()
+            for group in groups {
+                group[0].board.score += 1
+                group[0].scope.flush()
+            }
         }
         try await done.wait(timeout: .seconds(60))
         let seconds = done.latencies.max() ?? 1
         for token in tokens { token.cancel() }
-        for replica in replicas { await replica.client.close() }
-        return Double(changeSets * (clients - 1)) / seconds
+        for group in groups { for replica in group { await replica.client.close() } }
+        return Double(changeSets * receivers) / seconds
     }
 }
 

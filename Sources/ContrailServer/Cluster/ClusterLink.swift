@@ -42,6 +42,27 @@ actor ClusterLink {
         return try result.get()
     }
 
+    /// Why the server cannot take new sessions now, or nil while NATS answers (one round trip to it).
+    /// Connects first if needed, so a server that could not reach NATS tries again with each call;
+    /// a connection that gave up reconnecting is replaced at the next call.
+    func unavailability() async -> String? {
+        let handles: Handles
+        do throws(NATSError) { handles = try await self.handles() } catch { return "cannot reach NATS (\(error))" }
+        switch await handles.jetStream.connection.status {
+        case .connected:
+            // A round trip: a socket that just died may still look connected.
+            do throws(NATSError) { try await handles.jetStream.connection.flush(timeout: options.requestTimeout) } catch {
+                return "NATS does not answer (\(error))"
+            }
+            return nil
+        case .reconnecting:
+            return "lost its connection to NATS; reconnecting"
+        case .closed:
+            if !isClosed { connecting = nil }
+            return "lost its connection to NATS; reconnecting"
+        }
+    }
+
     private static func connect(_ options: ClusterOptions) async throws(NATSError) -> Handles {
         var natsOptions = NATSOptions(servers: options.servers)
         natsOptions.name = "contrail-serve"

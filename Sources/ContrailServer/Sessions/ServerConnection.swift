@@ -109,6 +109,14 @@ final class ServerConnection: Sendable {
             return nil
         }
         core.throttle.recordSuccess(of: peer)
+        if let reason = await core.cluster?.unavailability() {
+            // Cluster mode without NATS: refused, not counted against the peer; the link keeps trying.
+            let error = WireErrorBody.serverUnavailable(reason)
+            core.log.write("session refused: \(error.message)")
+            try? await transport.send(OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: error)))]))
+            await close(code: JetstreamCloseCode.denied, reason: error.closeReason())
+            return nil
+        }
         guard let session = core.makeSession() else {
             await close(code: 1001, reason: "server is stopping")
             return nil

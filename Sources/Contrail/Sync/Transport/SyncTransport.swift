@@ -17,6 +17,14 @@ public protocol SyncConnector: Sendable {
     /// Connects, passing connect-time parameters (PROTOCOL.md §1.3) such as `X-Jetstream-SessionToken`
     /// as headers.
     func connect(headers: [(String, String)]) async throws -> any SyncTransport
+    /// The server of the last connect cannot serve sessions now (`SyncError.serverUnavailable`):
+    /// a connector with several servers moves on to the next one. Does nothing by default.
+    func serverUnavailable()
+}
+
+extension SyncConnector {
+    /// One server: nothing to move on to.
+    public func serverUnavailable() {}
 }
 
 /// Why a transport ended: the close code and reason the peer sent, if any.
