@@ -121,11 +121,6 @@ public final class Scope {
         }
     }
 
-    /// The object with `uuid` this scope holds or held and is still alive.
-    func knownObject(_ uuid: UUID) -> ModelObject? {
-        objects[uuid] ?? retired[uuid]?.object
-    }
-
     func record<Value: PropertyValue>(_ object: ModelObject, property: Int, old: Value) {
         guard remoteDepth == 0 else { return }
         let options = object.info.properties[property].options
