@@ -228,7 +228,7 @@ final class DragBoard: ModelObject {
         #expect(meanwhile.fragments.first?.properties == ["name": .string("unthrottled")])
 
         // After the interval the last value goes out on its own, in a later change set.
-        let later = await firstChangeSet(of: scope, within: .seconds(10)) { changeSet in
+        let later = await firstChangeSet(of: scope, within: .seconds(60)) { changeSet in
             changeSet.fragments.contains { $0.uuid == model.uuid && $0.properties["drag"] != nil }
         }
         let fragment = try #require(later?.fragments.first { $0.uuid == model.uuid })
