@@ -1,4 +1,5 @@
 import Contrail
+import ContrailFuzz
 import Foundation
 
 /// `contrail test-client --log FILE --seed N [--count N]`: an app that edits offline, for crash tests.
@@ -43,7 +44,7 @@ enum TestClientCommand {
         guard let shelf = scope.root as? Shelf else { throw Failure(description: "the log holds no Shelf snapshot") }
         scope.isSynced = true
         emit("restored \(state(of: scope))")
-        var random = XorShift(seed: seed)
+        var random = SplitMix64(seed: seed)
         let first = shelf.step + 1
         for step in first..<(first + max(count, 0)) {
             scope.modify(message: "edit \(step)") {
@@ -59,7 +60,7 @@ enum TestClientCommand {
 
     /// One random edit: add, move between collections, remove, reference, or change a value.
     @MainActor
-    static func edit(_ shelf: Shelf, _ random: inout XorShift) {
+    static func edit(_ shelf: Shelf, _ random: inout SplitMix64) {
         let all = shelf.left + shelf.right
         switch random.next() % 6 {
         case 0, 1:
@@ -106,32 +107,5 @@ enum TestClientCommand {
             if n <= 0 { return }
             done += n
         }
-    }
-}
-
-/// The crash test's root: two collections of items and a reference into them.
-final class Shelf: ModelObject {
-    @Property var step = 0
-    @Property var title = ""
-    @Property var left: [Item] = []
-    @Property var right: [Item] = []
-    @Property var featured: Item?
-}
-
-/// An item on a shelf.
-final class Item: ModelObject {
-    @Property var label = ""
-    @Property var count = 0
-}
-
-/// A small seeded generator (xorshift64*), so a failing run can be repeated.
-struct XorShift: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed | 1 }
-
-    mutating func next() -> UInt64 {
-        state ^= state >> 12; state ^= state << 25; state ^= state >> 27
-        return state &* 0x2545_F491_4F6C_DD1D
     }
 }

@@ -1,22 +1,9 @@
 import Contrail
+import ContrailFuzz
 import ContrailServer
 import Foundation
 import Synchronization
 import Testing
-
-/// The crash test's models: the same class and property names as `contrail test-client`'s.
-final class Shelf: ModelObject {
-    @Property var step = 0
-    @Property var title = ""
-    @Property var left: [Item] = []
-    @Property var right: [Item] = []
-    @Property var featured: Item?
-}
-
-final class Item: ModelObject {
-    @Property var label = ""
-    @Property var count = 0
-}
 
 /// Offline edits survive real crashes: `contrail test-client` edits a logged scope offline and is
 /// SIGKILLed at random points, again and again on the same log; then the log is restored here and

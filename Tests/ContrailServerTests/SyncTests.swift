@@ -1,4 +1,5 @@
 import Contrail
+import ContrailFuzz
 import ContrailServer
 import Foundation
 import Synchronization
@@ -192,7 +193,7 @@ import Testing
         let server = try makeServer()
         var replicas: [(Client, Scope, Board)] = []
         for _ in 0..<clients { replicas.append(try await makeReplica(server.connector())) }
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         for _ in 0..<300 {
             let (_, scope, board) = replicas[Int(random.next() % UInt64(clients))]
             for _ in 0...(random.next() % 3) { Self.randomEdit(board, scope: scope, random: &random) }
@@ -244,7 +245,7 @@ import Testing
         return lines.joined(separator: "\n")
     }
 
-    static func randomEdit(_ board: Board, scope: Scope, random: inout SeededRandom) {
+    static func randomEdit(_ board: Board, scope: Scope, random: inout SplitMix64) {
         let cards = board.cards
         switch random.next() % 9 {
         case 0: board.title = "t\(random.next() % 5)"
@@ -290,15 +291,3 @@ final class RoutingConnector: SyncConnector {
     }
 }
 
-/// SplitMix64: a small deterministic generator for reproducible randomized tests.
-struct SeededRandom {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
