@@ -131,15 +131,6 @@ open class ModelObject: Identifiable {
         }
     }
 
-    /// An `add` fragment holding every synced property's current wire value.
-    func addFragment() -> SyncFragment {
-        var values: [String: JSON] = [:]
-        for property in info.properties where property.isSynced {
-            values[property.name] = property.storage.wireValue(in: self, offset: property.offset)
-        }
-        return SyncFragment(kind: .add, uuid: uuid, className: className, properties: values)
-    }
-
     /// Value of a property by index, boxed (used by scopes to revert).
     func value(at index: Int) -> Any {
         let property = info.properties[index]

@@ -1,0 +1,13 @@
+import Foundation
+
+/// How the scope turns an object into wire fragments (the model layer knows nothing of fragments).
+extension ModelObject {
+    /// An `add` fragment holding every synced property's current wire value.
+    func addFragment() -> SyncFragment {
+        var values: [String: JSON] = [:]
+        for property in info.properties where property.isSynced {
+            values[property.name] = property.storage.wireValue(in: self, offset: property.offset)
+        }
+        return SyncFragment(kind: .add, uuid: uuid, className: className, properties: values)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+/// Change sets: flushing what is pending into one, publishing it, and `modify`.
+extension Scope {
+    /// Ends the current flush now: everything recorded so far becomes one change set, delivered to
+    /// the `onChanges` listeners. Returns it, or nil when nothing was recorded.
+    @discardableResult
+    public func flush() -> ChangeSet? {
+        let order = pendingOrder
+        let building = pending
+        pendingOrder.removeAll()
+        pending.removeAll()
+        leftThisFlush.removeAll()
+        let message = flushMessage
+        let atomic = flushAtomic
+        flushMessage = nil
+        flushAtomic = false
+        var fragments: [SyncFragment] = []
+        var changes: [ChangeSet.Change] = []
+        for id in order {
+            guard let entry = building[id] else { continue }
+            let object = entry.object
+            let properties = object.info.properties
+            switch entry.kind {
+            case .add:
+                fragments.append(object.addFragment())
+            case .change:
+                var values: [String: JSON] = [:]
+                var bases: [String: [UUID]] = [:]
+                for index in entry.touched {
+                    let property = properties[index]
+                    let new = object.value(at: index)
+                    guard let old = entry.originals[index] else { continue }
+                    let oldWire = property.storage.wireValue(of: old)
+                    let newWire = property.storage.wireValue(in: object, offset: property.offset)
+                    guard oldWire != newWire else { continue }
+                    values[property.name] = newWire
+                    if let base = entry.bases[index] { bases[property.name] = base }
+                    changes.append(ChangeSet.Change(object: object, property: index, old: old, new: new))
+                }
+                guard !values.isEmpty else { continue }
+                fragments.append(SyncFragment(kind: .change, uuid: object.uuid, className: object.className,
+                                              properties: values, bases: bases.isEmpty ? nil : bases))
+            }
+        }
+        guard !fragments.isEmpty else { return nil }
+        let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: atomic,
+                                  origin: .local, state: isSynced ? .syncing : .completed, scope: self)
+        if let call = flushProcedure {
+            flushProcedure = nil
+            changeSet.procedure = call.name
+            // A call that fails its constraints is reverted here and never recorded or sent (§4.7).
+            guard call.allows(changeSet) else {
+                changeSet.revert()
+                return changeSet
+            }
+        }
+        if !isReplaying {
+            undoStack.append(changeSet)
+            if undoStack.count > historyLimit { undoStack.removeFirst(undoStack.count - historyLimit) }
+            redoStack.removeAll()
+        }
+        publish(changeSet)
+        return changeSet
+    }
+
+    func publish(_ changeSet: ChangeSet) {
+        history.append(changeSet)
+        if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
+        listeners.notify(changeSet)
+        for continuation in continuations.values { continuation.yield(changeSet) }
+    }
+
+    /// Calls `body` with every change set, local and remote, after the turn in which it was made.
+    @discardableResult
+    public func onChanges(_ observer: AnyObject, _ body: @escaping @MainActor (ChangeSet) -> Void) -> ObservationToken {
+        listeners.add(observer, body)
+    }
+
+    /// Every change set from now on, as an `AsyncSequence`.
+    public var changeSets: AsyncStream<ChangeSet> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ChangeSet.self)
+        let id = UUID()
+        continuations[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { @MainActor in self?.continuations[id] = nil }
+        }
+        return stream
+    }
+
+    /// Runs `changes` as one change set with `message` (what is pending is flushed first).
+    @discardableResult
+    public func modify(message: String? = nil, _ changes: () throws -> Void) rethrows -> ChangeSet? {
+        try modify(message: message, atomic: false, changes)
+    }
+
+    /// Runs `changes` as one atomic change set: the server applies all of it or none of it.
+    @discardableResult
+    public func modifyAtomically(message: String? = nil, _ changes: () throws -> Void) rethrows -> ChangeSet? {
+        try modify(message: message, atomic: true, changes)
+    }
+
+    func modify(message: String?, atomic: Bool, _ changes: () throws -> Void) rethrows -> ChangeSet? {
+        flush()
+        defer { flushMessage = nil; flushAtomic = false }
+        try changes()
+        flushMessage = message
+        flushAtomic = atomic
+        return flush()
+    }
+}
