@@ -197,7 +197,11 @@ actor ServerScope {
     /// queues the reply.
     func sync(_ message: ScopeSync, from outbox: SessionOutbox) async {
         if let cluster { return await cluster.sync(message, from: outbox) }
-        guard var store = try? await loadedStore() else {
+        var store: ScopeStore
+        do throws(ServerError) { store = try await loadedStore() } catch {
+            // A stopping server answers nothing: a rejection would make the client revert edits
+            // that it resends, unchanged, to the next server.
+            if case .stopped = error { return }
             reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("scope could not be loaded"))
             return
         }

@@ -214,7 +214,8 @@ actor ServerSession {
                 "Session holds the maximum of \(limit) scopes")))) }
             return
         } else {
-            scope = core.scope(named: fetch.name)
+            guard let named = core.scope(named: fetch.name) else { return }  // stopping: the connection closes
+            scope = named
             scopeIndex = scopes.count
             scopes.append(scope)
             scopeIndexByName[fetch.name] = scopeIndex
