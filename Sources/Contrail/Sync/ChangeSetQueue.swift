@@ -49,6 +49,22 @@ final class ChangeSetQueue {
             guard let position = positions[key] else { return }
             changeSet.changes[position].old = value
         }
+
+        /// The collection edit this change set sends for `key`, as the server applies it (§8.4):
+        /// the `bases` and the value of its fragment (`base` nil: a plain overwrite), and the
+        /// objects the edit's values name. Nil when it holds no change of `key`.
+        func collectionEdit(_ key: ChangeKey, name: String) -> (base: [UUID]?, new: [UUID], models: [ModelObject])? {
+            guard let position = positions[key] else { return nil }
+            let change = changeSet.changes[position]
+            let uuid = change.object.uuid
+            // The root's fragment may still carry the UUID it had before it took over the server's.
+            let fragment = changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && $0.uuid == uuid }
+                ?? changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && change.object === changeSet.scope?.root }
+            guard let fragment, case .array(let elements)? = fragment.properties[name] else { return nil }
+            let new = elements.compactMap { $0.stringValue.flatMap(UUID.init(wireString:)) }
+            let models = ((change.new as? any PropertyValue)?.models ?? []) + ((change.old as? any PropertyValue)?.models ?? [])
+            return (fragment.bases?[name], new, models)
+        }
     }
 
     private(set) var entries: [Entry] = []
@@ -67,6 +83,12 @@ final class ChangeSetQueue {
     /// The oldest pending change set that holds `key`.
     func firstHolder(of key: ChangeKey) -> Entry? {
         entries.first { $0.holds(key) }
+    }
+
+    /// `entry` and every later change set that holds `key`, oldest first.
+    func holders(of key: ChangeKey, from entry: Entry) -> [Entry] {
+        guard let position = entries.firstIndex(where: { $0 === entry }) else { return [] }
+        return entries[position...].filter { $0.holds(key) }
     }
 
     /// The first change set after `entry` that holds `key`.
