@@ -412,6 +412,9 @@ public final class Session {
     /// the server's modifications.
     private func settle(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, fragments: [SyncFragment], reply: Message) {
         let queue = subscription.queue
+        // Edits made this turn become a queued change set first, so that they hold their keys: a
+        // revert or the server's values must not overwrite them (as a remote change set would not).
+        subscription.scope.flush()
         guard case .scopeSyncReply(let syncReply) = reply, syncReply.fragmentReplies.count == fragments.count else {
             revert(entry, of: subscription, objects: nil)
             queue.remove(entry)
