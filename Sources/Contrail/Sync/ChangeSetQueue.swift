@@ -97,19 +97,19 @@ final class ChangeSetQueue {
         return entries[(position + 1)...].first { $0.holds(key) }
     }
 
-    /// Every key held by change sets after `entry`.
-    func keys(after entry: Entry) -> Set<ChangeKey> {
+    /// Every key of `entry`'s changes that a change set after it holds: through a change of its
+    /// own, or through an `add` of the key's object (which sends the current value).
+    func keys(heldAfter entry: Entry) -> Set<ChangeKey> {
         guard let position = entries.firstIndex(where: { $0 === entry }) else { return [] }
-        var keys = Set<ChangeKey>()
-        for later in entries[(position + 1)...] { keys.formUnion(later.positions.keys) }
-        return keys
+        let later = entries[(position + 1)...]
+        return Set(entry.positions.keys.filter { key in later.contains { $0.holds(key) } })
     }
 
     /// Reverts `entry` locally: keys of the objects in `objects` (all when nil) go back to their
     /// originals, except keys later change sets hold, which instead take `entry`'s original as
-    /// their own (the rebase).
+    /// their own (the rebase), or keep their value when a later `add` sends it.
     func revert(_ entry: Entry, objects: Set<UUID>? = nil) {
-        let later = keys(after: entry)
+        let later = keys(heldAfter: entry)
         for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
             let key = ChangeKey(change.object, change.property)
             if later.contains(key), let next = holder(of: key, after: entry) {
