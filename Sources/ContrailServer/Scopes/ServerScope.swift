@@ -293,6 +293,14 @@ actor ServerScope {
         subscribers[ObjectIdentifier(outbox)] = nil
     }
 
+    /// Removes a session's subscription (`ScopeDetach`), then runs `done` once the broadcasts this
+    /// scope already has on their way (waiting for their log writes) are in the session's outbox:
+    /// nothing of this scope follows what `done` queues.
+    func unsubscribe(_ outbox: SessionOutbox, then done: @escaping @Sendable () -> Void) async {
+        await unsubscribe(outbox)
+        afterEarlierWrites(done)
+    }
+
     /// The state as `Scope.stateJSON()` shapes it; nil if it cannot be loaded.
     func stateJSON() async -> JSON? {
         if let cluster { return await cluster.stateJSON() }
