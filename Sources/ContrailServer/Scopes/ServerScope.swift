@@ -194,8 +194,9 @@ actor ServerScope {
 
     /// Applies one `ScopeSync` from the session owning `outbox`, then (once its record is durable,
     /// see ``ScopeLogWriter``) broadcasts what was accepted to every other subscribed session and
-    /// queues the reply.
-    func sync(_ message: ScopeSync, from outbox: SessionOutbox) async {
+    /// queues the reply. `received`: the fragments as the client sent them, when `message` holds
+    /// dates converted to epoch seconds; the broadcast carries those values as received.
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]? = nil) async {
         if let cluster { return await cluster.sync(message, from: outbox) }
         guard var store = try? await loadedStore() else {
             reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("scope could not be loaded"))
@@ -229,7 +230,8 @@ actor ServerScope {
             return
         }
         cachedState = nil
-        let text = String(decoding: SyncFragment.serialized(outcome.accepted), as: UTF8.self)
+        let broadcast = received.map { CanonicalDate.asReceived(outcome.accepted, received: $0) } ?? outcome.accepted
+        let text = String(decoding: SyncFragment.serialized(broadcast), as: UTF8.self)
         let followText = followed.isEmpty ? nil : String(decoding: SyncFragment.serialized(followed), as: UTF8.self)
         let everyone = Array(subscribers.values)
         let others = subscribers.filter { $0.key != ObjectIdentifier(outbox) }.map(\.value)

@@ -239,9 +239,11 @@ actor ServerSession {
         }
         // §8.1: dates as epoch seconds. Only Jetstream's own clients send them as ISO strings, and
         // only Contrail clients send a change-set id: their strings stay strings, whatever they look like.
+        // Broadcasts carry the fragments as received (§4.10), so Jetstream's JS clients read each
+        // other's dates.
         var canonical = sync
         if sync.changeSetID == nil { canonical.fragments = CanonicalDate.canonical(sync.fragments) }
-        await scope.sync(canonical, from: outbox)
+        await scope.sync(canonical, from: outbox, received: canonical == sync ? nil : sync.fragments)
     }
 
     /// Answers every fragment of `sync` with `error`.
