@@ -179,4 +179,45 @@ struct JetstreamOriginalsTests {
         #expect(try await modify(scopeB) { canvasB.name = "A is back" } == .completed)
         #expect(await eventually { canvasA.name == "A is back" })
     }
+
+    @Test func contrailClientLifecycleAgainstTheOriginalServer() async throws {
+        let original = try await NodeChild(script: JetstreamOriginals.script("jetstream-server.js"), arguments: ["0"], marker: "listening on ")
+        defer { original.stop() }
+        let url = "ws://127.0.0.1:\(original.port)/"
+
+        // A denied session and a refused fetch come back as typed errors with the original's texts.
+        var denying = testOptions()
+        denying.sessionParams = ["deny": true]
+        let denied = Client(url: url, options: denying)
+        await #expect(throws: SyncError.sessionDenied("Session creation denied")) { _ = try await denied.connect() }
+        await denied.close()
+        var options = testOptions()
+        options.sessionParams = ["client": "c1"]
+        let client = Client(url: url, options: options)
+        defer { Task { await client.close() } }
+        let session = try await client.connect()
+        let unknown = Scope(name: "Nope")
+        unknown.root = OriginalCanvas()
+        await #expect(throws: SyncError.fetchFailed(WireErrorBody(message: "No such scope"))) { try await session.fetch(unknown) }
+
+        // Contrail → original → original JS client.
+        let (scope, canvas) = makeScope()
+        try await session.fetch(scope)
+        let peer = try await OriginalJSPeer.start(url: url)
+        defer { peer.child.stop() }
+        #expect(try await modify(scope) { canvas.name = "to JS" } == .completed)
+        #expect(try await peer.state { $0["name"] == "to JS" }["name"] == "to JS")
+        #expect(try await peer.perform(["op": "setCanvas", "props": ["name": "from JS"]])["changeSet"] == "COMPLETED")
+        #expect(await eventually { canvas.name == "from JS" })
+
+        // The original expires the session (close 4097): the client opens a new one, fetches again
+        // and goes on.
+        let expired = try await NodeHTTP.get(original.port, "/expire?client=c1")
+        #expect(expired["expired"] == 1)
+        let sessionCreates = try await NodeHTTP.poll(original.port, "/wire") { $0.jsonString.components(separatedBy: #""client":"c1""#).count == 3 }
+        #expect(sessionCreates.jsonString.components(separatedBy: #""client":"c1""#).count == 3)   // a second SessionCreate
+        #expect(await eventually { client.session === session && client.status == .online && canvas.name == "from JS" })
+        #expect(try await modify(scope) { canvas.name = "after expiry" } == .completed)
+        #expect(try await peer.state { $0["name"] == "after expiry" }["name"] == "after expiry")
+    }
 }
