@@ -4,16 +4,18 @@ import Testing
 
 /// Interop with the original Jetstream, both ways: the original JS client against `contrail serve`,
 /// and Contrail's client against the original Node server. Needs the originals rebuilt by
-/// `../shared/tools/jetstream-originals/setup.sh` (source its `env.sh` before `swift test`);
-/// skipped otherwise. Each `#expect` is one checked behaviour.
+/// `../shared/tools/jetstream-originals/setup.sh`; skipped unless asked for:
+/// `. WORK/env.sh && JETSTREAM_ORIGINALS=1 swift test --filter JetstreamOriginals` (alone: see
+/// ``JetstreamOriginals``). Each `#expect` is one checked behaviour.
 @MainActor
 @Suite(.serialized, .enabled(if: JetstreamOriginals.unavailableReason == nil,
-                             "needs node and the originals from jetstream-originals/setup.sh: source its env.sh (JETSTREAM_DIR, INTEROP_DIR, NODE_PATH)"))
+                             "runs on request, alone, with node and the originals rebuilt: . WORK/env.sh && JETSTREAM_ORIGINALS=1 swift test --filter JetstreamOriginals"))
 struct JetstreamOriginalsTests {
     /// `2015-01-01T00:00:00.123Z`, the original demo's seed date.
     let seedDate = Date(timeIntervalSince1970: 1420070400.123)
 
-    private func makeScope() -> (Scope, OriginalCanvas) {
+    private func makeScope() throws -> (Scope, OriginalCanvas) {
+        try JetstreamOriginals.registerModels()
         let scope = Scope(name: "Canvas")
         let canvas = OriginalCanvas()
         scope.root = canvas
@@ -62,7 +64,7 @@ struct JetstreamOriginalsTests {
         #expect(moved?["x"] == 50 && moved?["label"] == "moved")
 
         // A Contrail client on the same server gets the JS clients' state, dates as dates.
-        let (scope, canvas) = makeScope()
+        let (scope, canvas) = try makeScope()
         let client = try await Client.sync(scope, url: url, options: testOptions())
         defer { Task { await client.close() } }
         #expect(canvas.name == "hello")
@@ -113,8 +115,8 @@ struct JetstreamOriginalsTests {
         let original = try await NodeChild(script: JetstreamOriginals.script("jetstream-server.js"), arguments: ["0"], marker: "listening on ")
         defer { original.stop() }
         let url = "ws://127.0.0.1:\(original.port)/"
-        let (scopeA, canvasA) = makeScope()
-        let (scopeB, canvasB) = makeScope()
+        let (scopeA, canvasA) = try makeScope()
+        let (scopeB, canvasB) = try makeScope()
         let a = try await Client.sync(scopeA, url: url, options: testOptions())
         let b = try await Client.sync(scopeB, url: url, options: testOptions())
         defer { Task { await a.close(); await b.close() } }
@@ -184,6 +186,7 @@ struct JetstreamOriginalsTests {
         let original = try await NodeChild(script: JetstreamOriginals.script("jetstream-server.js"), arguments: ["0"], marker: "listening on ")
         defer { original.stop() }
         let url = "ws://127.0.0.1:\(original.port)/"
+        try JetstreamOriginals.registerModels()
 
         // A denied session and a refused fetch come back as typed errors with the original's texts.
         var denying = testOptions()
@@ -201,7 +204,7 @@ struct JetstreamOriginalsTests {
         await #expect(throws: SyncError.fetchFailed(WireErrorBody(message: "No such scope"))) { try await session.fetch(unknown) }
 
         // Contrail → original → original JS client.
-        let (scope, canvas) = makeScope()
+        let (scope, canvas) = try makeScope()
         try await session.fetch(scope)
         let peer = try await OriginalJSPeer.start(url: url)
         defer { peer.child.stop() }

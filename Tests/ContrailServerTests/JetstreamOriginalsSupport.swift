@@ -7,18 +7,32 @@ import Testing
 
 /// The original Jetstream (Node server 0.13.3 and its JS client), rebuilt by
 /// `../shared/tools/jetstream-originals/setup.sh`, run as child processes on loopback ports for the
-/// interop suite. Available when `node` is on PATH and the environment holds what the setup's
-/// `env.sh` exports (`JETSTREAM_DIR`, `INTEROP_DIR`, `NODE_PATH`).
+/// interop suite. It runs on request (`JETSTREAM_ORIGINALS=1`) when `node` is on PATH and the
+/// environment holds what the setup's `env.sh` exports (`JETSTREAM_DIR`, `INTEROP_DIR`, `NODE_PATH`).
+/// Run it alone (`--filter JetstreamOriginals`): its models take the wire names "Canvas" and "Shape",
+/// which other suites' models use in the same test process (one class registry).
 enum JetstreamOriginals {
     static let environment = ProcessInfo.processInfo.environment
 
-    /// Why the suite cannot run here, or nil when it can.
+    /// Why the suite does not run here, or nil when it does.
     static var unavailableReason: String? {
+        guard environment["JETSTREAM_ORIGINALS"] == "1" else { return "JETSTREAM_ORIGINALS=1 is not set" }
         guard let node = executableOnPath("node") else { return "node is not on PATH" }
         for name in ["JETSTREAM_DIR", "INTEROP_DIR", "NODE_PATH"] where environment[name]?.isEmpty ?? true {
             return "\(name) is not set: run jetstream-originals/setup.sh and source its env.sh (node: \(node))"
         }
         return nil
+    }
+
+    /// Registers the Swift side's models under the original's class names, and fails clearly when
+    /// another suite's models hold those names in this process.
+    @MainActor
+    static func registerModels() throws {
+        ModelRegistry.register(OriginalCanvas.self, OriginalShape.self)
+        let holders = try ["Canvas", "Shape"].map { try ModelRegistry.modelClass(named: $0) }
+        guard holders[0] == OriginalCanvas.self, holders[1] == OriginalShape.self else {
+            throw ServerProcessError(message: "other models hold the wire names Canvas and Shape in this process: run this suite alone (swift test --filter JetstreamOriginals)")
+        }
     }
 
     /// A script of `INTEROP_DIR/app`.
