@@ -141,11 +141,12 @@ final class ScopeSubscription {
         for model in theirs + Self.models(object.value(at: index)) { byUUID[model.uuid] = model }
         var value = theirs.map(\.uuid)
         for holder in queue.holders(of: key, from: first) {
-            guard let edit = holder.collectionEdit(key, name: property.name) else { continue }
+            guard let edit = holder.collectionEdit(of: object, property: index, name: property.name) else { continue }
             for model in edit.models { byUUID[model.uuid] = model }
             value = edit.base.map { CollectionMerge.merge(base: $0, new: edit.new, current: value) } ?? edit.new
         }
-        let resolve: ModelResolver = { [scope] uuid in byUUID[uuid] ?? scope.object(for: uuid) }
+        // Objects an add names may be out of the tree just now (a pending edit took them out).
+        let resolve: ModelResolver = { [scope] uuid in byUUID[uuid] ?? scope.object(for: uuid) ?? scope.retired[uuid]?.object }
         let wire = JSON.array(value.filter { resolve($0) != nil }.map { .string($0.wireString) })
         return try? property.storage.decode(wire, property: property.name, resolver: resolve)
     }
