@@ -21,6 +21,9 @@ final class ChangeSetQueue {
         /// (the server takes the add's values for an object it creates, and answers with its own
         /// values for one it already holds).
         let added: Set<ObjectIdentifier>
+        /// Whether remote values for objects it adds were not applied (its add holds their keys):
+        /// if it is reverted, those values are missing and the scope must be fetched again.
+        var heldBackRemoteValues = false
 
         init(_ changeSet: ChangeSet) {
             self.changeSet = changeSet

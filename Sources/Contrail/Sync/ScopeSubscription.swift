@@ -100,7 +100,10 @@ final class ScopeSubscription {
                 }
                 let key = ChangeKey(object, index)
                 if let next = queue.holder(of: key, after: entry) {
-                    if next.holdsThroughAdd(key) { continue }  // that add's reply settles the key
+                    if next.holdsThroughAdd(key) {  // that add's reply settles the key
+                        next.heldBackRemoteValues = true
+                        continue
+                    }
                     next.setOriginal(key, value)
                     if let rebased = rebase(object, index, remote: value, from: next) {
                         object.setValue(rebased, at: index)
@@ -121,7 +124,10 @@ final class ScopeSubscription {
         guard let holder = queue.firstHolder(of: key) else { return remote }
         // An object this replica sends an `add` for keeps its values: the server takes them, or sends
         // its own back in the reply.
-        if holder.holdsThroughAdd(key) { return nil }
+        if holder.holdsThroughAdd(key) {
+            holder.heldBackRemoteValues = true
+            return nil
+        }
         holder.setOriginal(key, remote)
         return rebase(object, index, remote: remote, from: holder)
     }

@@ -470,14 +470,15 @@ public final class Session {
     }
 
     /// Reverts `entry` locally. Objects a revert brings back into the tree missed the remote changes
-    /// made while they were out of it, so the scope is fetched again when that happens.
+    /// made while they were out of it, and remote values its adds held back are missing, so the
+    /// scope is fetched again when either happens.
     private func revert(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, objects: Set<UUID>?) {
         let scope = subscription.scope
         let before = scope.count
         let known = Set(scope.allObjects.map(ObjectIdentifier.init))
         subscription.queue.revert(entry, objects: objects)
         let returned = scope.count > before || scope.allObjects.contains { !known.contains(ObjectIdentifier($0)) }
-        if returned { requestFetch(subscription) }
+        if returned || entry.heldBackRemoteValues { requestFetch(subscription) }
     }
 
     // MARK: - Helpers
