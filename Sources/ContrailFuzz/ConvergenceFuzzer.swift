@@ -7,7 +7,8 @@ import Foundation
 /// comes back online and the run checks that
 /// - nothing is pending and every client is online,
 /// - every replica equals the server's state and a fresh fetch,
-/// - every insert the server acknowledged is there, unless an edit unlinked it (or its item).
+/// - every insert the server acknowledged is there, unless an edit unlinked it (or its item), or it
+///   was held only by a single reference (`pinned`, `link`) that another change set wrote too.
 ///
 /// ```swift
 /// let fuzzer = ConvergenceFuzzer(server: .inMemory)
@@ -316,9 +317,20 @@ public final class ConvergenceFuzzer {
             }.joined(separator: "\n"))
         }
         let present = Set((reference["objects"]?.objectValue ?? [:]).keys.compactMap { UUID(uuidString: $0) })
+        // A single reference is last-write-wins: another client's concurrent write to the same key
+        // (made without knowing the insert) replaces it, and then the insert is rightly gone.
+        let referenceWrites = replicas.flatMap(\.referenceWrites)
+        func displaced(_ uuid: UUID, addedBy changeSet: ChangeSet) -> Bool {
+            let holders = changeSet.fragments.flatMap { fragment in
+                FuzzLink.singleReferences.filter { fragment.properties[$0]?.stringValue.flatMap(UUID.init(uuidString:)) == uuid }
+                    .map { FuzzLink.Key(parent: fragment.uuid, property: $0) }
+            }
+            return holders.contains { key in referenceWrites.contains { $0.key == key && $0.changeSet !== changeSet } }
+        }
         for replica in replicas {
             for (uuid, changeSet) in replica.adds where changeSet.state == .completed && !present.contains(uuid) {
                 if removed.contains(uuid) || parents[uuid].map(removed.contains) == true { continue }
+                if displaced(uuid, addedBy: changeSet) { continue }
                 return FuzzFailure(kind: .lostInsert, details: "c\(replica.index)'s acknowledged insert \(uuid.uuidString.lowercased()) is gone, and no edit removed it")
             }
         }
