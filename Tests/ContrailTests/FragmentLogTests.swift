@@ -300,7 +300,8 @@ import Testing
             scope.flush()
             #expect(throws: FragmentLogError.self) { try FragmentLog(url: url).attach(to: Scope(name: "Canvas")) }
         }
-        let deadline = ContinuousClock.now + .seconds(30)
+        // Bounded, and long: on a heavily loaded shared machine the file was still locked after 30 s in 2 of 5 runs (cause not established).
+        let deadline = ContinuousClock.now + .seconds(120)
         var reopened: (Scope, FragmentLog)?
         var lastError: FragmentLogError?
         while reopened == nil, ContinuousClock.now < deadline {

@@ -109,6 +109,7 @@ struct LogReplay {
         for write in writes {
             values.append(try write.object.info.decode(write.wire, at: write.index, resolver: resolver))
         }
+        if created.count > 64 { scope.reserveObjects(created.count) }
         if scope.root == nil, let root, let object = created[root] { scope.root = object }
         scope.applyingRemote {
             for (write, value) in zip(writes, values) { write.object.setValue(value, at: write.index) }

@@ -410,6 +410,11 @@ public final class Scope {
         return report
     }
 
+    /// Makes room for `additional` more attached objects (a restore about to attach them). O(objects).
+    func reserveObjects(_ additional: Int) {
+        objects.reserveCapacity(objects.count + additional)
+    }
+
     /// Local change sets restored from a fragment log that the server never acknowledged; the sync
     /// layer sends them once the scope is fetched.
     var restoredPending: [ChangeSet] = []
