@@ -14,6 +14,8 @@ import Glibc
 /// inherit it), never in the library.
 ///
 /// Figures:
+/// - `connections.KiB/websocket.nN`: the same for `contrail echo-server` holding N open WebSockets (the
+///   WebSocket layer alone), against the same baseline.
 /// - `connections.KiB/session.nN`: server RSS growth per session, against the RSS growth per connection
 ///   of the plain epoll TCP echo (`PlainTCPEcho`, in a child process too) holding N bare connections.
 /// - `connections.sync.ms.nN`: the median of 5 `Client.sync` calls with N idle sessions open, against
@@ -28,19 +30,12 @@ enum ConnectionsBench {
         let executable = URL(filePath: "/proc/self/exe").resolvingSymlinksInPath()
 
         // Baseline: the plain epoll echo holding `count` bare TCP connections.
-        let plain = try ChildServer.start(executable, arguments: ["bench", plainEchoChildArgument])
-        let plainGrowth: Double
-        do {
-            let before = try plain.residentKiB()
-            let held = try await blocking {
-                try RawClient.open(count: count, port: plain.port, steps: [.init(send: [0x21], until: [0x21])])
-            }
-            plainGrowth = Double(try plain.residentKiB() - before) / Double(count)
-            held.close()
-            plain.kill()
-        } catch {
-            plain.kill()
-            throw error
+        let plainGrowth = try await growthPerConnection(executable, ["bench", plainEchoChildArgument], count: count) { _ in
+            [.init(send: [0x21], until: [0x21])]
+        }
+        // The WebSocket layer alone: `contrail echo-server` holding `count` open WebSockets.
+        let webSocketGrowth = try await growthPerConnection(executable, ["echo-server"], count: count) { port in
+            [.init(send: upgradeRequest(port: port), until: Array("\r\n\r\n".utf8))]
         }
 
         // Contrail: `contrail serve` holding `count` sessions that each fetched a scope.
@@ -56,21 +51,38 @@ enum ConnectionsBench {
         let loaded = try await syncMilliseconds(port: server.port)
         if !options.json {
             print("(connections: \(count) sessions opened in \(String(format: "%.1f", openSeconds)) s; server RSS "
-                  + "\(String(format: "%.1f", growth)) KiB per session, plain TCP echo \(String(format: "%.2f", plainGrowth)) KiB per connection)")
+                  + "\(String(format: "%.1f", growth)) KiB per session, WebSocket echo \(String(format: "%.2f", webSocketGrowth)) KiB per connection, plain TCP echo \(String(format: "%.2f", plainGrowth)) KiB per connection)")
         }
         return [
+            BenchFigure(name: "connections.KiB/websocket.n\(count)", value: webSocketGrowth, unit: "KiB", baseline: plainGrowth),
             BenchFigure(name: "connections.KiB/session.n\(count)", value: growth, unit: "KiB", baseline: plainGrowth),
             BenchFigure(name: "connections.sync.ms.n\(count)", value: loaded, unit: "ms", baseline: fresh),
         ]
     }
 
+    /// The server child's RSS growth in KiB per connection while `count` connections that ran `steps`
+    /// (given the child's port) are open.
+    private static func growthPerConnection(_ executable: URL, _ arguments: [String], count: Int,
+                                            steps: @escaping @Sendable (UInt16) -> [RawClient.Step]) async throws -> Double {
+        let child = try ChildServer.start(executable, arguments: arguments)
+        defer { child.kill() }
+        let before = try child.residentKiB()
+        let held = try await blocking { try RawClient.open(count: count, port: child.port, steps: steps(child.port)) }
+        defer { held.close() }
+        return Double(try child.residentKiB() - before) / Double(count)
+    }
+
+    /// A WebSocket upgrade request for `/`.
+    private static func upgradeRequest(port: UInt16) -> [UInt8] {
+        Array(("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
+    }
+
     /// What each raw session does: upgrade + `SessionCreate` (until the reply), `ScopeFetch` (until its
     /// reply), then a `Ping` acknowledging the reply, as a real client does.
     private static func sessionSteps(port: UInt16) -> [RawClient.Step] {
-        let upgrade = "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        return [
-            .init(send: Array(upgrade.utf8) + maskedTextFrame(#"{"type":"SessionCreate","index":0,"version":"0.2.0","params":{}}"#),
+        [
+            .init(send: upgradeRequest(port: port) + maskedTextFrame(#"{"type":"SessionCreate","index":0,"version":"0.2.0","params":{}}"#),
                   until: Array("SessionCreateReply".utf8)),
             .init(send: maskedTextFrame(#"{"type":"ScopeFetch","index":1,"name":"bench","params":{}}"#),
                   until: Array("ScopeFetchReply".utf8)),
