@@ -136,45 +136,20 @@ final class ServerConnection: Sendable {
         }
         await previous?.close(code: 1000, reason: "replaced by a newer connection of the session")
         let outbox = session.outbox
-        let (wake, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let generation = outbox.attach(wakeContinuation, resumed: resumed)
-        let writer = Task { [transport, core] in
-            // Frames stay within the message limit (and small, so a close frame is not stuck
-            // behind much); a single message over the limit cannot be delivered: end the session
-            // with the reason instead of stalling.
-            let maxBytes = core.limits.maxMessageBytes
-            for await _ in wake {
-                while true {
-                    let batch = outbox.takePending()
-                    if batch.isEmpty { break }
-                    for frame in OutgoingMessage.frames(batch, maxBytes: min(maxBytes, 1 << 20)) {
-                        guard frame.utf8.count <= maxBytes else {
-                            core.expireSession(token: session.token, reason: .limitExceeded(
-                                "A message of \(frame.utf8.count) bytes is over the message limit of \(maxBytes) bytes; start a new session"))
-                            return
-                        }
-                        do { try await transport.send(frame) } catch { return }
-                    }
-                }
-            }
-        }
-        let interval = core.options.pingInterval
-        let pinger = Task {
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: interval * Double.random(in: 0.9...1.1)) } catch { return }
-                outbox.enqueuePing()
-            }
-        }
+        let writer = OutboxWriter(outbox: outbox, transport: transport, core: core, token: session.token)
+        writer.attach(resumed: resumed)
+        core.ticker.startPinging(outbox, key: ObjectIdentifier(self))
         defer {
-            outbox.detach(generation: generation)
-            writer.cancel()
-            pinger.cancel()
+            writer.stop()
+            core.ticker.stopPinging(key: ObjectIdentifier(self))
         }
         while true {
             let frame: String?
             do { frame = try await frames.next() } catch { frame = nil }
             guard let frame else { break }
-            if case .close(let code, let reason) = await session.handle(frame) {
+            // Handled in a task of its own: a task keeps the stack memory of its deepest call until it
+            // ends, and this loop lives as long as the connection.
+            if case .close(let code, let reason) = await Task(operation: { await session.handle(frame) }).value {
                 core.log.write("session \(session.number): closing the connection: \(reason.message)")
                 await close(code: code, reason: reason.closeReason())
                 break
