@@ -84,8 +84,7 @@ final class ServerConnection: Sendable {
             do { try await Task.sleep(for: timeout) } catch { return }
             await deny(.sessionEstablishTimedOut)
         }
-        let frame: String?
-        do { frame = try await frames.next() } catch { frame = nil }
+        let frame = await nextFrame(&frames)
         timer.cancel()
         guard let frame, !closed.load(ordering: .relaxed) else { return nil }
         let create: SessionCreate
@@ -127,6 +126,24 @@ final class ServerConnection: Sendable {
         return session
     }
 
+    /// The client's next frame; nil at the end. A WebSocket is read directly rather than through the
+    /// transport's stream: each stream layer is one more async frame that the connection's task keeps
+    /// allocated for the connection's life (kilobytes per idle session).
+    private func nextFrame(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async -> String? {
+        guard let webSocket = (transport as? WebSocketTransport)?.connection else {
+            do { return try await frames.next() } catch { return nil }
+        }
+        do {
+            switch try await webSocket.receive() {
+            case .text(let text): return text
+            case .binary(let bytes): return String(decoding: bytes, as: UTF8.self)
+            case nil: return nil
+            }
+        } catch {
+            return nil
+        }
+    }
+
     /// Attaches to the session and pumps frames both ways until the transport ends.
     private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async {
         let (accepted, previous) = await session.attach(self)
@@ -144,8 +161,7 @@ final class ServerConnection: Sendable {
             core.ticker.stopPinging(key: ObjectIdentifier(self))
         }
         while true {
-            let frame: String?
-            do { frame = try await frames.next() } catch { frame = nil }
+            let frame = await nextFrame(&frames)
             guard let frame else { break }
             // Handled in a task of its own: a task keeps the stack memory of its deepest call until it
             // ends, and this loop lives as long as the connection.

@@ -133,7 +133,7 @@ final class SessionOutbox: Sendable {
         state.withLock { state in
             guard !state.pending.isEmpty, state.generation == generation, state.wake != nil else { return [] }
             let taken = state.pending
-            state.pending.removeAll(keepingCapacity: true)
+            state.pending = []   // moved out whole: nothing is copied, and an idle session keeps no buffer
             return taken
         }
     }
@@ -174,7 +174,7 @@ final class SessionOutbox: Sendable {
             state.start += 1
         }
         if state.start == state.unacked.count {
-            state.unacked.removeAll(keepingCapacity: true)
+            state.unacked = []   // an idle session keeps no buffer
             state.unackedBytes = 0
             state.start = 0
         } else if state.start > 1024, state.start * 2 > state.unacked.count {
