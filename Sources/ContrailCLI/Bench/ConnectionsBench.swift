@@ -26,7 +26,7 @@ enum ConnectionsBench {
 
     static func run(_ options: BenchOptions, sessions: Int) async throws -> [BenchFigure] {
         let count = max(1, sessions)
-        try raiseDescriptorLimit(to: count + count / 8 + 4096)
+        try raiseDescriptorLimit(to: count + 1024)
         let executable = URL(filePath: "/proc/self/exe").resolvingSymlinksInPath()
 
         // Baseline: the plain epoll echo holding `count` bare TCP connections.
