@@ -7,7 +7,8 @@ import Synchronization
 /// session's outbox to the transport, with keep-alive pings.
 final class ServerConnection: Sendable {
     private let transport: any SyncTransport
-    private let headers: [(String, String)]
+    /// The connect-time headers, until `run()` takes them (a session outlives its need for them).
+    private let connectHeaders: Mutex<[(String, String)]>
     /// The peer's address, for counting failed attempts.
     private let peer: String
     private let core: ServerCore
@@ -16,7 +17,7 @@ final class ServerConnection: Sendable {
     init(transport: any SyncTransport, headers: [(String, String)], peer: String, core: ServerCore) {
         self.peer = peer
         self.transport = transport
-        self.headers = headers
+        self.connectHeaders = Mutex(headers)
         self.core = core
     }
 
@@ -47,38 +48,52 @@ final class ServerConnection: Sendable {
             return
         }
         defer { core.unregister(self) }
+        var frames = transport.frames.makeAsyncIterator()
+        guard let (session, resumed) = await establish(&frames) else { return }
+        await serve(session, resumed: resumed, &frames)
+    }
+
+    /// Checks the peer and the app's connection hook, then resumes a session by token or opens a
+    /// new one. Nil when the connection was refused (and closed). The connect-time headers live only
+    /// here: a session does not keep them.
+    private func establish(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async
+        -> (ServerSession, resumed: Bool)?
+    {
+        let headers = connectHeaders.withLock { headers in
+            defer { headers = [] }
+            return headers
+        }
         if let wait = core.throttle.refusal(of: peer) {
             let seconds = Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))
             let reason = WireErrorBody(message: "Too many failed attempts; try again in \(seconds) s", type: "rejected")
             await close(code: JetstreamCloseCode.denied, reason: reason.jsonString)
-            return
+            return nil
         }
         guard await core.options.connectionHook(headers) else {
             await deny(.rejected)
-            return
+            return nil
         }
-        var frames = transport.frames.makeAsyncIterator()
         if let token = headers.first(where: { $0.0.lowercased() == "x-jetstream-sessiontoken" })?.1 {
             guard let resumed = core.session(token: token) else {
                 // An expired session, or one from before a restart: the client opens a new one. Not a
                 // failed attempt (a token is 384 random bits; nobody guesses one), or every client
                 // behind one address would be refused after a restart.
                 await close(code: JetstreamCloseCode.denied, reason: WireErrorBody.sessionTokenUnrecognized.jsonString)
-                return
+                return nil
             }
             core.throttle.recordSuccess(of: peer)
             core.log.write("session \(resumed.number) resumed")
-            await serve(resumed, resumed: true, &frames)
-        } else {
-            guard let created = await handshake(&frames) else { return }
-            await serve(created, resumed: false, &frames)
+            return (resumed, true)
         }
+        guard let created = await handshake(&frames, headers: headers) else { return nil }
+        return (created, false)
     }
 
     /// Waits for a bare `SessionCreate` and asks the session hook. A denial is answered, then the
     /// connection is closed with 4096 and the reason (a new attempt needs a new connection, and
     /// counts against the peer).
-    private func handshake(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async -> ServerSession? {
+    private func handshake(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator,
+                           headers: [(String, String)]) async -> ServerSession? {
         let timeout = core.options.establishTimeout
         let timer = Task { [self] in
             do { try await Task.sleep(for: timeout) } catch { return }
