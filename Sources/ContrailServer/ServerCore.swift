@@ -16,6 +16,8 @@ final class ServerCore: Sendable {
     let throttle: AuthThrottle
     /// The connection to the cluster's log (`ServerOptions.cluster`), if any.
     let cluster: ClusterLink?
+    /// Keep-alive pings and session expiry.
+    let ticker: SessionTicker
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -35,6 +37,7 @@ final class ServerCore: Sendable {
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
         self.throttle = AuthThrottle(limit: options.maxFailedAttempts, window: options.failedAttemptWindow)
         self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
+        self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry)
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }
@@ -114,7 +117,8 @@ final class ServerCore: Sendable {
 
     /// Marks the server stopped and hands back everything to shut down.
     func stopAll() -> (sessions: [ServerSession], scopes: [ServerScope], connections: [ServerConnection]) {
-        state.withLock { state in
+        ticker.stop()
+        return state.withLock { state in
             state.isStopped = true
             defer {
                 state.sessions = [:]

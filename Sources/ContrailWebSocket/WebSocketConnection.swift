@@ -188,6 +188,13 @@ public final class WebSocketConnection: @unchecked Sendable {
         return AsyncThrowingStream(unfolding: { try await inbound.next() })
     }
 
+    /// The next received message, as `messages` yields it, without an `AsyncSequence` in between (each
+    /// layer is one more async frame that a long-lived reading task keeps allocated). Nil after a normal
+    /// close; throws as `messages` does. One consumer at a time (a second gets `.concurrentConsumer`).
+    public func receive() async throws -> WebSocketMessage? {
+        try await inbound.next()
+    }
+
     /// Sends a message. Returns once it is written or queued; suspends while more than
     /// `writeBufferHighWater` bytes are queued (a peer that does not read slows us down instead of
     /// growing memory).

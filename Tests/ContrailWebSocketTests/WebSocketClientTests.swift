@@ -151,6 +151,33 @@ struct WebSocketConsumerTests {
     }
 }
 
+@Suite("WebSocket receive")
+struct WebSocketReceiveTests {
+    @Test("receive() yields messages in order, refuses a second waiting consumer, and ends with nil after a normal close")
+    func receiveInOrderThenNil() async throws {
+        let (server, port) = try await startEchoServer()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        try await client.send(.text("one"))
+        try await client.send(.binary([2]))
+        try await withTimeout {
+            let one = try await client.receive()
+            let two = try await client.receive()
+            #expect(one == .text("one"))
+            #expect(two == .binary([2]))
+        }
+        let first = Task { try await client.receive() }
+        try await withTimeout { while !client.inbound.hasWaiter { await Task.yield() } }
+        await #expect(throws: WebSocketError.concurrentConsumer) { try await client.receive() }
+        try await client.send(.text("three"))
+        #expect(try await withTimeout { try await first.value } == .text("three"))
+        // Positive control for the end: after this side's close, receive() ends with nil (no error).
+        await client.close()
+        let end = try await withTimeout { try await client.receive() }
+        #expect(end == nil)
+        await server.stop()
+    }
+}
+
 @Suite("WebSocket loop handler")
 struct WebSocketLoopHandlerTests {
     @Test("a loop handler echoes every message in order, including those that arrived before it was set")

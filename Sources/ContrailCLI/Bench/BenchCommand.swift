@@ -1,25 +1,37 @@
 import Foundation
 
-/// `contrail bench [model|scope|json|websocket|sync|durability|cluster|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|json|websocket|sync|durability|cluster|connections|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|json|websocket|sync|durability|cluster|all] [--json] [--smoke]
+    usage: contrail bench [model|scope|json|websocket|sync|durability|cluster|connections|all] [--json] [--smoke]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
-      needs nats-server installed.
+      needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
+      --sessions N idle sessions (default 10000) against it; it raises the descriptor limit.
       --json   one JSON object per line: {"name","value","unit","baseline","ratio"}
       --smoke  tiny iteration counts: proves the code paths, figures are meaningless
+      --sessions N  sessions for `connections`
     """
 
     static func run(_ arguments: [String]) async throws {
         var options = BenchOptions()
         var suites: [String] = []
-        for argument in arguments {
+        var sessions = 10_000
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
             switch argument {
+            case ConnectionsBench.plainEchoChildArgument:
+                try ConnectionsBench.servePlainEchoChild()
+                return
+            case "--sessions":
+                guard let value = rest.popFirst(), let number = Int(value), number > 0 else {
+                    throw CLIError.usage("--sessions needs a positive number\n\(usage)")
+                }
+                sessions = number
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "json", "websocket", "sync", "durability", "cluster": suites.append(argument)
+            case "model", "scope", "json", "websocket", "sync", "durability", "cluster", "connections": suites.append(argument)
             case "all": suites += ["model", "scope", "json", "websocket", "sync", "durability"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
@@ -38,6 +50,7 @@ enum BenchCommand {
             case "sync": figures = try await SyncBench.run(options)
             case "durability": figures = try await DurabilityBench.run(options)
             case "cluster": figures = try await ClusterBench.run(options)
+            case "connections": figures = try await ConnectionsBench.run(options, sessions: sessions)
             default: figures = []
             }
             for figure in figures { report(figure, json: options.json) }

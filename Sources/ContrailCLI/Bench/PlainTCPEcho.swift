@@ -177,7 +177,7 @@ enum PlainTCPEcho {
     }
 
     /// The server thread: accepts and echoes until `stop` becomes readable.
-    private static func serve(listener: Int32, stop: Int32) {
+    static func serve(listener: Int32, stop: Int32) {
         let epoll = epoll_create1(0)
         defer { close(epoll) }
         var event = epoll_event()

@@ -7,7 +7,8 @@ import Synchronization
 /// session's outbox to the transport, with keep-alive pings.
 final class ServerConnection: Sendable {
     private let transport: any SyncTransport
-    private let headers: [(String, String)]
+    /// The connect-time headers, until `run()` takes them (a session outlives its need for them).
+    private let connectHeaders: Mutex<[(String, String)]>
     /// The peer's address, for counting failed attempts.
     private let peer: String
     private let core: ServerCore
@@ -16,7 +17,7 @@ final class ServerConnection: Sendable {
     init(transport: any SyncTransport, headers: [(String, String)], peer: String, core: ServerCore) {
         self.peer = peer
         self.transport = transport
-        self.headers = headers
+        self.connectHeaders = Mutex(headers)
         self.core = core
     }
 
@@ -47,45 +48,58 @@ final class ServerConnection: Sendable {
             return
         }
         defer { core.unregister(self) }
+        var frames = transport.frames.makeAsyncIterator()
+        guard let (session, resumed) = await establish(&frames) else { return }
+        await serve(session, resumed: resumed, &frames)
+    }
+
+    /// Checks the peer and the app's connection hook, then resumes a session by token or opens a
+    /// new one. Nil when the connection was refused (and closed). The connect-time headers live only
+    /// here: a session does not keep them.
+    private func establish(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async
+        -> (ServerSession, resumed: Bool)?
+    {
+        let headers = connectHeaders.withLock { headers in
+            defer { headers = [] }
+            return headers
+        }
         if let wait = core.throttle.refusal(of: peer) {
             let seconds = Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))
             let reason = WireErrorBody(message: "Too many failed attempts; try again in \(seconds) s", type: "rejected")
             await close(code: JetstreamCloseCode.denied, reason: reason.jsonString)
-            return
+            return nil
         }
         guard await core.options.connectionHook(headers) else {
             await deny(.rejected)
-            return
+            return nil
         }
-        var frames = transport.frames.makeAsyncIterator()
         if let token = headers.first(where: { $0.0.lowercased() == "x-jetstream-sessiontoken" })?.1 {
             guard let resumed = core.session(token: token) else {
                 // An expired session, or one from before a restart: the client opens a new one. Not a
                 // failed attempt (a token is 384 random bits; nobody guesses one), or every client
                 // behind one address would be refused after a restart.
                 await close(code: JetstreamCloseCode.denied, reason: WireErrorBody.sessionTokenUnrecognized.jsonString)
-                return
+                return nil
             }
             core.throttle.recordSuccess(of: peer)
             core.log.write("session \(resumed.number) resumed")
-            await serve(resumed, resumed: true, &frames)
-        } else {
-            guard let created = await handshake(&frames) else { return }
-            await serve(created, resumed: false, &frames)
+            return (resumed, true)
         }
+        guard let created = await handshake(&frames, headers: headers) else { return nil }
+        return (created, false)
     }
 
     /// Waits for a bare `SessionCreate` and asks the session hook. A denial is answered, then the
     /// connection is closed with 4096 and the reason (a new attempt needs a new connection, and
     /// counts against the peer).
-    private func handshake(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async -> ServerSession? {
+    private func handshake(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator,
+                           headers: [(String, String)]) async -> ServerSession? {
         let timeout = core.options.establishTimeout
         let timer = Task { [self] in
             do { try await Task.sleep(for: timeout) } catch { return }
             await deny(.sessionEstablishTimedOut)
         }
-        let frame: String?
-        do { frame = try await frames.next() } catch { frame = nil }
+        let frame = await nextFrame(&frames)
         timer.cancel()
         guard let frame, !closed.load(ordering: .relaxed) else { return nil }
         let create: SessionCreate
@@ -128,6 +142,24 @@ final class ServerConnection: Sendable {
         return session
     }
 
+    /// The client's next frame; nil at the end. A WebSocket is read directly rather than through the
+    /// transport's stream: each stream layer is one more async frame that the connection's task keeps
+    /// allocated for the connection's life (kilobytes per idle session).
+    private func nextFrame(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async -> String? {
+        guard let webSocket = (transport as? WebSocketTransport)?.connection else {
+            do { return try await frames.next() } catch { return nil }
+        }
+        do {
+            switch try await webSocket.receive() {
+            case .text(let text): return text
+            case .binary(let bytes): return String(decoding: bytes, as: UTF8.self)
+            case nil: return nil
+            }
+        } catch {
+            return nil
+        }
+    }
+
     /// Attaches to the session and pumps frames both ways until the transport ends.
     private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async {
         let (accepted, previous) = await session.attach(self)
@@ -137,45 +169,19 @@ final class ServerConnection: Sendable {
         }
         await previous?.close(code: 1000, reason: "replaced by a newer connection of the session")
         let outbox = session.outbox
-        let (wake, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let generation = outbox.attach(wakeContinuation, resumed: resumed)
-        let writer = Task { [transport, core] in
-            // Frames stay within the message limit (and small, so a close frame is not stuck
-            // behind much); a single message over the limit cannot be delivered: end the session
-            // with the reason instead of stalling.
-            let maxBytes = core.limits.maxMessageBytes
-            for await _ in wake {
-                while true {
-                    let batch = outbox.takePending()
-                    if batch.isEmpty { break }
-                    for frame in OutgoingMessage.frames(batch, maxBytes: min(maxBytes, 1 << 20)) {
-                        guard frame.utf8.count <= maxBytes else {
-                            core.expireSession(token: session.token, reason: .limitExceeded(
-                                "A message of \(frame.utf8.count) bytes is over the message limit of \(maxBytes) bytes; start a new session"))
-                            return
-                        }
-                        do { try await transport.send(frame) } catch { return }
-                    }
-                }
-            }
-        }
-        let interval = core.options.pingInterval
-        let pinger = Task {
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: interval * Double.random(in: 0.9...1.1)) } catch { return }
-                outbox.enqueuePing()
-            }
-        }
+        let writer = OutboxWriter(outbox: outbox, transport: transport, core: core, token: session.token)
+        writer.attach(resumed: resumed)
+        core.ticker.startPinging(outbox, key: ObjectIdentifier(self))
         defer {
-            outbox.detach(generation: generation)
-            writer.cancel()
-            pinger.cancel()
+            writer.stop()
+            core.ticker.stopPinging(key: ObjectIdentifier(self))
         }
         while true {
-            let frame: String?
-            do { frame = try await frames.next() } catch { frame = nil }
+            let frame = await nextFrame(&frames)
             guard let frame else { break }
-            if case .close(let code, let reason) = await session.handle(frame) {
+            // Handled in a task of its own: a task keeps the stack memory of its deepest call until it
+            // ends, and this loop lives as long as the connection.
+            if case .close(let code, let reason) = await Task(operation: { await session.handle(frame) }).value {
                 core.log.write("session \(session.number): closing the connection: \(reason.message)")
                 await close(code: code, reason: reason.closeReason())
                 break

@@ -1,5 +1,6 @@
 import Contrail
 import Foundation
+import Synchronization
 
 /// One client's session on the server: outlives reconnects, found by its token. Handles the
 /// client's messages in arrival order: sequencing (§8.5), acks and resends (§1.6), fetches and
@@ -25,9 +26,11 @@ actor ServerSession {
     private var scopes: [Int: ServerScope] = [:]
     private var scopeIndexByName: [String: Int] = [:]
     private var nextScopeIndex = 0
-    private var lastActivity = ContinuousClock.now
+    /// When the client was last heard from (read by the ``SessionTicker`` for expiry).
+    private nonisolated let lastActivity = Mutex(ContinuousClock.now)
     private var connection: ServerConnection?
-    private var expiryTask: Task<Void, Never>?
+    /// Whether the ticker watches this session for expiry (from the first attach).
+    private var watched = false
     private(set) var isEnded = false
 
     init(number: Int, token: String, core: ServerCore) {
@@ -49,8 +52,11 @@ actor ServerSession {
         guard !isEnded else { return (false, nil) }
         let previous = self.connection
         self.connection = connection
-        lastActivity = .now
-        if expiryTask == nil { startExpiryTimer() }
+        lastActivity.withLock { $0 = .now }
+        if !watched {
+            watched = true
+            core.ticker.watch(self)
+        }
         return (true, previous === connection ? nil : previous)
     }
 
@@ -59,19 +65,13 @@ actor ServerSession {
         if self.connection === connection { self.connection = nil }
     }
 
-    private func startExpiryTimer() {
-        let expiry = core.options.sessionExpiry
-        expiryTask = Task { [weak self] in
-            while let self, !Task.isCancelled {
-                let deadline = await self.lastActivity + expiry
-                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
-                if await self.expireIfIdle(expiry) { return }
-            }
-        }
-    }
+    /// When the client was last heard from.
+    nonisolated var idleSince: ContinuousClock.Instant { lastActivity.withLock { $0 } }
 
-    private func expireIfIdle(_ expiry: Duration) async -> Bool {
-        guard ContinuousClock.now - lastActivity >= expiry else { return false }
+    /// Ends the session if nothing arrived for `expiry`. Returns whether it has ended.
+    func expireIfIdle(_ expiry: Duration) async -> Bool {
+        guard !isEnded else { return true }
+        guard ContinuousClock.now - idleSince >= expiry else { return false }
         await expire(reason: nil)
         return true
     }
@@ -80,7 +80,7 @@ actor ServerSession {
     func expire(reason: WireErrorBody?) async {
         guard !isEnded else { return }
         isEnded = true
-        expiryTask?.cancel()
+        core.ticker.forget(self)
         core.removeSession(token: token)
         core.log.write("session \(number) ended: \(reason?.message ?? "expired")")
         let connection = self.connection
@@ -92,14 +92,14 @@ actor ServerSession {
     /// Stops timers without closing anything (server stop).
     func shutDown() {
         isEnded = true
-        expiryTask?.cancel()
+        core.ticker.forget(self)
     }
 
     // MARK: Incoming frames
 
     /// Handles one frame from the client.
     func handle(_ frame: String) async -> Verdict {
-        lastActivity = .now
+        lastActivity.withLock { $0 = .now }
         let limits = core.limits
         guard frame.utf8.count <= limits.maxMessageBytes else {
             return .close(code: JetstreamCloseCode.badInput, reason: .limitExceeded(

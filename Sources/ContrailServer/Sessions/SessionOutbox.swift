@@ -22,8 +22,8 @@ final class SessionOutbox: Sendable {
         var awaitingResend = false
         /// Messages queued for the next frame.
         var pending: [OutgoingMessage] = []
-        /// Wakes the attached connection's writer.
-        var wake: AsyncStream<Void>.Continuation?
+        /// Wakes the attached connection's writer (called under the lock: it must not call back in).
+        var wake: (@Sendable () -> Void)?
         /// Counts attachments, so a late detach of an old connection does not detach a newer one.
         var generation = 0
         var overflowed = false
@@ -62,7 +62,7 @@ final class SessionOutbox: Sendable {
             state.unackedBytes += size
             if state.awaitingResend { return (true, false) }
             state.pending.append(message)
-            if state.pending.count == 1 { state.wake?.yield() }
+            if state.pending.count == 1 { state.wake?() }
             return (true, false)
         }
         if overflowNow { onOverflow() }
@@ -73,7 +73,7 @@ final class SessionOutbox: Sendable {
     func enqueueUnsequenced(_ message: OutgoingMessage) {
         state.withLock { state in
             state.pending.append(message)
-            if state.pending.count == 1 { state.wake?.yield() }
+            if state.pending.count == 1 { state.wake?() }
         }
     }
 
@@ -81,7 +81,7 @@ final class SessionOutbox: Sendable {
     func enqueuePing() {
         state.withLock { state in
             state.pending.append(.message(.ping(Ping(ack: state.clientIndex, resendMissing: false))))
-            if state.pending.count == 1 { state.wake?.yield() }
+            if state.pending.count == 1 { state.wake?() }
         }
     }
 
@@ -89,7 +89,7 @@ final class SessionOutbox: Sendable {
     func enqueueResendRequest() {
         state.withLock { state in
             state.pending.append(.message(.ping(Ping(ack: state.clientIndex, resendMissing: true))))
-            if state.pending.count == 1 { state.wake?.yield() }
+            if state.pending.count == 1 { state.wake?() }
         }
     }
 
@@ -112,7 +112,7 @@ final class SessionOutbox: Sendable {
             state.pending.removeAll(keepingCapacity: true)
             state.pending.append(.message(.ping(Ping(ack: state.clientIndex, resendMissing: true))))
             state.pending.append(contentsOf: state.unacked[state.start...])
-            state.wake?.yield()
+            state.wake?()
         }
     }
 
@@ -123,16 +123,17 @@ final class SessionOutbox: Sendable {
             guard state.awaitingResend else { return }
             state.awaitingResend = false
             state.pending.append(contentsOf: state.unacked[state.start...])
-            if !state.pending.isEmpty { state.wake?.yield() }
+            if !state.pending.isEmpty { state.wake?() }
         }
     }
 
-    /// Takes everything queued (the writer splits it into frames); empty when nothing is.
-    func takePending() -> [OutgoingMessage] {
+    /// Takes everything queued (the writer splits it into frames); empty when nothing is, or when
+    /// attachment `generation` is no longer the current one.
+    func takePending(generation: Int) -> [OutgoingMessage] {
         state.withLock { state in
-            guard !state.pending.isEmpty else { return [] }
+            guard !state.pending.isEmpty, state.generation == generation, state.wake != nil else { return [] }
             let taken = state.pending
-            state.pending.removeAll(keepingCapacity: true)
+            state.pending = []   // moved out whole: nothing is copied, and an idle session keeps no buffer
             return taken
         }
     }
@@ -140,31 +141,25 @@ final class SessionOutbox: Sendable {
     /// Connects the writer of a newly attached connection (replacing the previous one) and
     /// returns the attachment's generation, for ``detach(generation:)``. On a resume
     /// (`resumed`), queued sequenced messages are left to the resend exchange, so they are sent once.
-    func attach(_ wake: AsyncStream<Void>.Continuation, resumed: Bool) -> Int {
-        let (previous, generation) = state.withLock { state -> (AsyncStream<Void>.Continuation?, Int) in
-            let previous = state.wake
+    func attach(_ wake: @escaping @Sendable () -> Void, resumed: Bool) -> Int {
+        state.withLock { state in
             state.wake = wake
             state.generation += 1
             if resumed {
                 state.awaitingResend = true
                 state.pending.removeAll { $0.index != 0 }
             }
-            if !state.pending.isEmpty { wake.yield() }
-            return (previous, state.generation)
+            if !state.pending.isEmpty { wake() }
+            return state.generation
         }
-        previous?.finish()
-        return generation
     }
 
     /// Disconnects the writer of attachment `generation` if it is still the current one (messages
     /// stay queued and buffered for the next connection).
     func detach(generation: Int) {
-        let wake = state.withLock { state -> AsyncStream<Void>.Continuation? in
-            guard state.generation == generation else { return nil }
-            defer { state.wake = nil }
-            return state.wake
+        state.withLock { state in
+            if state.generation == generation { state.wake = nil }
         }
-        wake?.finish()
     }
 
     /// The number of unacknowledged messages (for tests and logs).
@@ -179,7 +174,7 @@ final class SessionOutbox: Sendable {
             state.start += 1
         }
         if state.start == state.unacked.count {
-            state.unacked.removeAll(keepingCapacity: true)
+            state.unacked = []   // an idle session keeps no buffer
             state.unackedBytes = 0
             state.start = 0
         } else if state.start > 1024, state.start * 2 > state.unacked.count {

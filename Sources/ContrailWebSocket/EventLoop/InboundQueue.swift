@@ -170,7 +170,7 @@ final class InboundQueue<Element: Sendable>: Sendable {
             s.head += 1
             s.bytes -= size(item) + 64
             if s.head == s.items.count {
-                s.items.removeAll(keepingCapacity: s.items.capacity <= 1024)
+                s.items = []   // an idle connection keeps no buffer
                 s.head = 0
             } else if s.head >= 1024 && s.head * 2 >= s.items.count {
                 s.items.removeSubrange(0..<s.head)
