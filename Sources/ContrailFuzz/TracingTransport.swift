@@ -1,10 +1,11 @@
 import Contrail
+import ContrailWebSocket
 import Foundation
 
 /// A transport that prints every frame it carries, prefixed with its client's name (set
 /// `CONTRAIL_FUZZ_TRACE=1` to trace a replayed run).
 final class TracingTransport: SyncTransport {
-    let frames: AsyncThrowingStream<String, any Error>
+    let frames: TypedAsyncStream<String, TransportClosed>
     private let inner: any SyncTransport
     private let name: String
 
@@ -12,24 +13,24 @@ final class TracingTransport: SyncTransport {
         self.inner = inner
         self.name = name
         let source = inner.frames
-        frames = AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    for try await frame in source {
-                        print("\(name) <- \(frame)")
-                        continuation.yield(frame)
-                    }
-                    continuation.finish()
-                } catch {
-                    print("\(name) <- closed \(error)")
-                    continuation.finish(throwing: error)
+        let (stream, continuation) = TypedAsyncStream<String, TransportClosed>.makeStream()
+        frames = stream
+        // Ends with the inner transport's frames.
+        Task {
+            do throws(TransportClosed) {
+                for try await frame in source {
+                    print("\(name) <- \(frame)")
+                    continuation.yield(frame)
                 }
+                continuation.finish()
+            } catch {
+                print("\(name) <- closed \(error)")
+                continuation.finish(throwing: error)
             }
-            continuation.onTermination = { _ in task.cancel() }
         }
     }
 
-    func send(_ frame: String) async throws {
+    func send(_ frame: String) async throws(TransportClosed) {
         print("\(name) -> \(frame)")
         try await inner.send(frame)
     }

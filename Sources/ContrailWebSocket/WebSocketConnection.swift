@@ -182,10 +182,22 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// peer's code, a protocol violation, `.timedOut` for a dead peer, ...).
     ///
     /// Reading pauses while more than `readBufferHighWater` bytes are waiting here, so a slow consumer
-    /// slows the sender down instead of growing memory. Use one consumer at a time.
-    public var messages: AsyncThrowingStream<WebSocketMessage, Error> {
-        let inbound = self.inbound
-        return AsyncThrowingStream(unfolding: { try await inbound.next() })
+    /// slows the sender down instead of growing memory. Use one consumer at a time; a consumer whose
+    /// task is cancelled sees the sequence end.
+    public var messages: TypedAsyncStream<WebSocketMessage, WebSocketError> {
+        TypedAsyncStream(unfolding: { [self] () async throws(WebSocketError) in try await nextMessage() })
+    }
+
+    /// The next received message, as ``messages`` yields it: nil after a normal close or when the
+    /// waiting task is cancelled.
+    package func nextMessage() async throws(WebSocketError) -> WebSocketMessage? {
+        do {
+            return try await inbound.next()
+        } catch let error as WebSocketError {
+            throw error
+        } catch {
+            return nil
+        }
     }
 
     /// Sends a message. Returns once it is written or queued; suspends while more than

@@ -232,7 +232,7 @@ struct ClusterServerTests {
         try await transport.send(MessageFrame.encode([.sessionCreate(SessionCreate(version: "0.2.0"))], asArray: false))
         var frames: [String] = []
         var closed: TransportClosed?
-        do { for try await frame in transport.frames { frames.append(frame) } } catch let error as TransportClosed { closed = error }
+        do throws(TransportClosed) { for try await frame in transport.frames { frames.append(frame) } } catch { closed = error }
         #expect(frames.count == 1 && frames[0].contains("server-unavailable"), "\(frames)")
         #expect(closed?.code == JetstreamCloseCode.denied)
         #expect(closed?.reason.contains("\"type\":\"server-unavailable\"") == true, "\(String(describing: closed))")

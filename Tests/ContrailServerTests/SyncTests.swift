@@ -285,8 +285,8 @@ final class RoutingConnector: SyncConnector {
 
     func route(to connector: (any SyncConnector)?) { target.withLock { $0 = connector } }
 
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
-        guard let connector = target.withLock({ $0 }) else { throw TransportClosed(code: nil, reason: "server down") }
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
+        guard let connector = target.withLock({ $0 }) else { throw .transport("server down") }
         return try await connector.connect(headers: headers)
     }
 }

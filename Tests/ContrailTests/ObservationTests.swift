@@ -129,6 +129,7 @@ import Testing
         shape.x = 2
         await NotificationQueue.main.drain()
         var iterator = stream.makeAsyncIterator()
+        #expect(await iterator.next() == 0)   // the value when the sequence was made
         #expect(await iterator.next() == 2)
     }
 }

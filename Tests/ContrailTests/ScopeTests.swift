@@ -224,14 +224,14 @@ import Testing
         let canvas = Canvas()
         scope.root = canvas
         scope.isSynced = true
-        let stream = scope.changeSets
+        let stream = scope.changeSets()
         canvas.name = "a"
         await NotificationQueue.main.drain()
         var iterator = stream.makeAsyncIterator()
         let set = try #require(await iterator.next())
         #expect(set.state == .syncing)
         var states: [ChangeSet.State] = []
-        set.onStateChange { states.append($0) }
+        set.onStateChange(scope) { states.append($0) }
         Task { @MainActor in set.settle(.completed) }
         #expect(await set.settled() == .completed)
         #expect(states == [.completed])

@@ -1,7 +1,8 @@
 import Foundation
 
-/// A model object as a property value is a reference: its UUID on the wire.
-extension ModelObject: PropertyValue {
+/// A model object as a property value is a reference: its UUID on the wire. The conformance is
+/// isolated to the main actor, as the model tree is.
+extension ModelObject: @MainActor PropertyValue {
     public static var valueKind: PropertyValueKind { .reference }
     public static var typeName: String { className }
     public static var modelTypes: [ModelObject.Type] { [self] }

@@ -9,7 +9,10 @@ public typealias ModelResolver = (UUID) -> ModelObject?
 /// Conformances ship for `String`, `Bool`, every sized integer, `Float`, `Double`, `Date`, `Data`,
 /// `URL`, `UUID`, `Color`, optionals, arrays, model objects; a `RawRepresentable` enum only has to
 /// declare the conformance: `enum Kind: String, PropertyValue { case circle, square }`.
-@MainActor
+///
+/// The protocol is nonisolated: a plain value's `wireValue()` and `decode` run on any thread. Only
+/// model objects conform on the main actor (`extension ModelObject: @MainActor PropertyValue`), and
+/// so do optionals and arrays of them.
 public protocol PropertyValue {
     /// Whether this is a plain value, a model reference, or a model collection.
     static var valueKind: PropertyValueKind { get }
@@ -38,7 +41,6 @@ extension PropertyValue where Self: Equatable {
     @inlinable public static func isSame(_ lhs: Self, _ rhs: Self) -> Bool { lhs == rhs }
 }
 
-@MainActor
 extension JSON {
     /// A short description of a wire value's type for error messages.
     var typeDescription: String {

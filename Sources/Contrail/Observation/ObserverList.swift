@@ -16,6 +16,20 @@ final class ObserverList<Value> {
         entries.removeAll { $0.observer.object == nil }
         for entry in entries { entry.body(value) }
     }
+
+    /// The values from now on as an `AsyncStream`, starting with `current` if given, buffered as
+    /// `bufferingPolicy` says. The stream ends when this list is freed (its owner is gone).
+    func stream(startingWith current: Value?, bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy) -> AsyncStream<Value>
+    where Value: Sendable {
+        let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: bufferingPolicy)
+        if let current { continuation.yield(current) }
+        let finisher = StreamFinisher(continuation)
+        let token = add(finisher) { finisher.continuation.yield($0) }
+        continuation.onTermination = { _ in
+            Task { @MainActor in token.cancel() }
+        }
+        return stream
+    }
 }
 
 /// A weak reference to an observer.

@@ -49,7 +49,7 @@ public final class ChangeSet: Encodable {
     public nonisolated let id: UUID
     public private(set) var state: State
     var changes: [Change]
-    private var stateObservers: [(State) -> Void] = []
+    private let stateObservers = ObserverList<State>()
     private var waiters: [CheckedContinuation<State, Never>] = []
     weak var scope: Scope?
 
@@ -84,9 +84,10 @@ public final class ChangeSet: Encodable {
     /// Whether the change set is still waiting for the server.
     public var isSettled: Bool { state != .syncing }
 
-    /// Calls `body` whenever the state changes.
-    public func onStateChange(_ body: @escaping @MainActor (State) -> Void) {
-        stateObservers.append(body)
+    /// Calls `body` whenever the state changes, while `observer` lives (or until the token is cancelled).
+    @discardableResult
+    public func onStateChange(_ observer: AnyObject, _ body: @escaping @MainActor (State) -> Void) -> ObservationToken {
+        stateObservers.add(observer, body)
     }
 
     /// Returns once the change set is completed, reverted or partially reverted.
@@ -99,7 +100,7 @@ public final class ChangeSet: Encodable {
     public func settle(_ newState: State) {
         guard newState != state else { return }
         state = newState
-        for observer in stateObservers { observer(newState) }
+        stateObservers.notify(newState)
         if isSettled {
             let waiting = waiters
             waiters.removeAll()

@@ -58,7 +58,6 @@ public final class Scope {
     var remoteDepth = 0
     var isRecordingAttach = true
     let listeners = ObserverList<ChangeSet>()
-    var continuations: [UUID: AsyncStream<ChangeSet>.Continuation] = [:]
     var lastRecorded: [ChangeKey: ContinuousClock.Instant] = [:]
     var throttled: Set<ChangeKey> = []
     var undoStack: [ChangeSet] = []

@@ -1,4 +1,5 @@
 import Contrail
+import ContrailWebSocket
 import Foundation
 import Synchronization
 
@@ -78,7 +79,7 @@ final class ServerConnection: Sendable {
     /// Waits for a bare `SessionCreate` and asks the session hook. A denial is answered, then the
     /// connection is closed with 4096 and the reason (a new attempt needs a new connection, and
     /// counts against the peer).
-    private func handshake(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async -> ServerSession? {
+    private func handshake(_ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator) async -> ServerSession? {
         let timeout = core.options.establishTimeout
         let timer = Task { [self] in
             do { try await Task.sleep(for: timeout) } catch { return }
@@ -128,7 +129,7 @@ final class ServerConnection: Sendable {
     }
 
     /// Attaches to the session and pumps frames both ways until the transport ends.
-    private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async {
+    private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator) async {
         let (accepted, previous) = await session.attach(self)
         guard accepted else {
             await deny(.sessionTokenUnrecognized)
