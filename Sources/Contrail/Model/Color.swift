@@ -3,9 +3,13 @@ import Foundation
 /// An RGBA color, 0–255 per channel. On the wire it is the unsigned 32-bit number `0xRRGGBBAA`
 /// (opaque `#1dd2af` is 500346879), as Jetstream sends `UIColor`.
 public struct Color: Hashable, Sendable, CustomStringConvertible {
+    /// The red component, 0 to 255.
     public var red: UInt8
+    /// The green component, 0 to 255.
     public var green: UInt8
+    /// The blue component, 0 to 255.
     public var blue: UInt8
+    /// The opacity, 0 (transparent) to 255 (opaque).
     public var alpha: UInt8
 
     public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
@@ -26,13 +30,20 @@ public struct Color: Hashable, Sendable, CustomStringConvertible {
         UInt32(red) << 24 | UInt32(green) << 16 | UInt32(blue) << 8 | UInt32(alpha)
     }
 
+    /// Opaque black.
     public static let black = Color(rgba: 0x0000_00FF)
+    /// Opaque white.
     public static let white = Color(rgba: 0xFFFF_FFFF)
+    /// Opaque red.
     public static let red = Color(rgba: 0xFF00_00FF)
+    /// Opaque green.
     public static let green = Color(rgba: 0x00FF_00FF)
+    /// Opaque blue.
     public static let blue = Color(rgba: 0x0000_FFFF)
+    /// Fully transparent.
     public static let clear = Color(rgba: 0)
 
+    /// The value in words.
     public var description: String {
         "#" + [red, green, blue, alpha].map { byte in
             let hex = String(byte, radix: 16)
@@ -43,8 +54,10 @@ public struct Color: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension Color: PropertyValue {
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { .int(Int64(rgba)) }
 
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Color {
         Color(rgba: try UInt32.decode(wire: wire, property: property, resolver: resolver))
     }

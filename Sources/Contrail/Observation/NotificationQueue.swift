@@ -26,7 +26,7 @@ public final class NotificationQueue {
     private init() {}
 
     /// Whether anything is waiting for delivery.
-    public var hasPending: Bool { !entries.isEmpty || !flushOrder.isEmpty }
+    package var hasPending: Bool { !entries.isEmpty || !flushOrder.isEmpty }
 
     func enqueue(_ entry: ObserverEntry) {
         guard !entry.isPending else { return }
@@ -67,7 +67,7 @@ public final class NotificationQueue {
 
     /// Delivers what is pending now: scope flushes first, then queued observers. Work queued by the
     /// callbacks themselves is left for the next turn.
-    public func deliverPending() {
+    package func deliverPending() {
         turn &+= 1
         let order = flushOrder
         let flushes = flushers

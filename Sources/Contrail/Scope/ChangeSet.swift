@@ -17,9 +17,13 @@ public final class ChangeSet: Encodable {
 
     /// Where a change set stands with the server.
     public enum State: String, Sendable, Codable {
+        /// Sent or waiting to be sent; the server has not answered yet.
         case syncing
+        /// Applied by the server (or made in a scope that is not synced).
         case completed
+        /// Rejected by the server: every change was undone locally.
         case reverted
+        /// Partly rejected by the server: the rejected fragments were undone locally.
         case partiallyReverted
     }
 
@@ -41,12 +45,14 @@ public final class ChangeSet: Encodable {
     public nonisolated let isAtomic: Bool
     /// The procedure this change set calls (`Model.name`, from `Scope.modify(procedure:)`), if any.
     public internal(set) var procedure: String?
+    /// Whether this app made the change set or it was applied from elsewhere.
     public nonisolated let origin: Origin
     /// When the change set was made.
     public nonisolated let date: Date
     /// The change set's identity, sent with it (`ScopeSync.changeSetID`) so that a server applies it
     /// once however often it is sent.
     public nonisolated let id: UUID
+    /// Where the change set stands with the server (see `onStateChange` and `settled()`).
     public private(set) var state: State
     var changes: [Change]
     private let stateObservers = ObserverList<State>()
@@ -97,7 +103,7 @@ public final class ChangeSet: Encodable {
     }
 
     /// Sets the state (the sync layer calls this) and notifies.
-    public func settle(_ newState: State) {
+    package func settle(_ newState: State) {
         guard newState != state else { return }
         state = newState
         stateObservers.notify(newState)
