@@ -62,7 +62,11 @@ public final class ConvergenceFuzzer {
     /// Runs the operations `seed` makes; nil when the run converged.
     public func run(seed: UInt64) async -> Counterexample? {
         let (clients, operations) = plan(seed: seed)
+        TracingTransport.discardKept()
         guard let failure = await run(operations, clients: clients) else { return nil }
+        if TracingTransport.keepsForFailures {
+            TracingTransport.writeKept(to: FileManager.default.temporaryDirectory.appending(path: "contrail-fuzz-\(seed).trace").path)
+        }
         return Counterexample(seed: seed, clients: clients, operations: operations, failure: failure)
     }
 
@@ -134,7 +138,7 @@ public final class ConvergenceFuzzer {
         var removed = Set<UUID>()
         var parents: [UUID: UUID] = [:]
         for operation in operations {
-            if TracingTransport.isEnabled { print("step: \(operation)") }
+            if TracingTransport.isEnabled { TracingTransport.trace("step: \(operation)") }
             do {
                 try await perform(operation, replicas: replicas, host: host, removed: &removed, parents: &parents)
             } catch {
@@ -299,9 +303,10 @@ public final class ConvergenceFuzzer {
         }
         let divergent = replicas.filter { $0.scope.stateJSON() != reference }
         if TracingTransport.isEnabled {
-            for replica in divergent {
+            TracingTransport.trace("fresh fetch: \(reference)")
+            for replica in replicas {
                 for changeSet in replica.scope.history {
-                    print("c\(replica.index) history \(changeSet.origin) \(changeSet.state) \(changeSet.message ?? ""): \(JSON.array(changeSet.fragments.map(\.json)))")
+                    TracingTransport.trace("c\(replica.index) history \(changeSet.origin) \(changeSet.state) \(changeSet.message ?? ""): \(JSON.array(changeSet.fragments.map(\.json)))")
                 }
             }
         }
