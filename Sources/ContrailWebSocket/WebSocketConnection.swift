@@ -22,7 +22,7 @@ import Synchronization
 /// or behind `shared` (a lock), the channel's lock, or the inbound queue's lock.
 public final class WebSocketConnection: @unchecked Sendable {
     /// Whether this end opened the connection (`.client`) or accepted it (`.server`).
-    public let role: Role
+    public let role: WebSocketRole
     let loop: EventLoop
     let options: WebSocketOptions
     let channel: Channel
@@ -76,7 +76,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Called on the loop thread once the connection is fully closed.
     var onFinished: (() -> Void)?
 
-    init(role: Role, fd: Int32, loop: EventLoop, options: WebSocketOptions, path: String) {
+    init(role: WebSocketRole, fd: Int32, loop: EventLoop, options: WebSocketOptions, path: String) {
         self.role = role
         self.remoteHost = SocketAddress.peer(of: fd)?.host
         self.loop = loop

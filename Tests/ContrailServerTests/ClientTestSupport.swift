@@ -178,7 +178,7 @@ final class SwitchableConnector: SyncConnector {
 func eventually(_ timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while true {
-        await NotificationQueue.main.drain()   // flush local edits and deliver observers first
+        await ChangeDelivery.main.drain()   // flush local edits and deliver observers first
         if condition() { return true }
         if ContinuousClock.now > deadline { return false }
         try? await Task.sleep(for: .milliseconds(1))

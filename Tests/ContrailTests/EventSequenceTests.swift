@@ -8,12 +8,12 @@ import Testing
     @Test func valuesStartWithTheCurrentValueAndFollowEachTurn() async throws {
         let shape = Shape()
         shape.x = 5
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         var iterator = try shape.values(of: \.x).makeAsyncIterator()
         #expect(await iterator.next() == 5)
         shape.x = 6
         shape.x = 7
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(await iterator.next() == 7)
     }
 
@@ -33,7 +33,7 @@ import Testing
         let stream = try shape.values(of: \.x)
         for turn in 1...100 {
             shape.x = Double(turn)
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
         }
         var seen: [Double] = []
         for await value in stream {

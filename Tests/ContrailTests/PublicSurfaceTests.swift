@@ -35,6 +35,20 @@ import Testing
         #expect(undocumented.isEmpty, "\(undocumented.count) undocumented public declarations in \(module):\n\(list)")
     }
 
+    @Test func noPublicTypeNameCollidesWithAFrameworkType() throws {
+        let frameworks = try FrameworkTypeNames.all()
+        #expect(frameworks.contains("String") && frameworks.contains("Color") && frameworks.contains("NotificationQueue"))
+        var collisions: [String] = []
+        for module in Self.libraryModules {
+            for declaration in try Self.publicDeclarations(of: module) {
+                guard let name = declaration.typeName, frameworks.contains(name) else { continue }
+                collisions.append("\(declaration) (\(name))")
+            }
+        }
+        let list = collisions.joined(separator: "\n")
+        #expect(collisions.isEmpty, "public types named like a framework type:\n\(list)")
+    }
+
     // MARK: - The scanner itself
 
     static let sample = """

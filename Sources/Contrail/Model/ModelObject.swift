@@ -5,7 +5,7 @@ import Foundation
 /// ```swift
 /// final class Shape: ModelObject {
 ///     @Property var x: Double = 0
-///     @Property var color = Color.red
+///     @Property var color = ModelColor.red
 /// }
 /// final class Canvas: ModelObject {
 ///     @Property var name: String?

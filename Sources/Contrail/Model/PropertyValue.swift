@@ -7,7 +7,7 @@ public typealias ModelResolver = (UUID) -> ModelObject?
 /// references and collections, which model objects it holds.
 ///
 /// Conformances ship for `String`, `Bool`, every sized integer, `Float`, `Double`, `Date`, `Data`,
-/// `URL`, `UUID`, `Color`, optionals, arrays, model objects; a `RawRepresentable` enum only has to
+/// `URL`, `UUID`, `ModelColor`, optionals, arrays, model objects; a `RawRepresentable` enum only has to
 /// declare the conformance: `enum Kind: String, PropertyValue { case circle, square }`.
 ///
 /// The protocol is nonisolated: a plain value's `wireValue()` and `decode` run on any thread. Only

@@ -6,12 +6,12 @@ import Foundation
 /// Tests and apps can await delivery instead of sleeping:
 /// ```swift
 /// shape.x = 10
-/// await NotificationQueue.main.drain()   // every queued observer has now fired
+/// await ChangeDelivery.main.drain()   // every queued observer has now fired
 /// ```
 @MainActor
-public final class NotificationQueue {
+public final class ChangeDelivery {
     /// The queue of the main actor, the only one Contrail uses.
-    public static let main = NotificationQueue()
+    public static let main = ChangeDelivery()
 
     private var entries: [ObserverEntry] = []
     private var flushers: [ObjectIdentifier: () -> Void] = [:]

@@ -2,7 +2,7 @@ import Foundation
 
 /// An RGBA color, 0–255 per channel. On the wire it is the unsigned 32-bit number `0xRRGGBBAA`
 /// (opaque `#1dd2af` is 500346879), as Jetstream sends `UIColor`.
-public struct Color: Hashable, Sendable, CustomStringConvertible {
+public struct ModelColor: Hashable, Sendable, CustomStringConvertible {
     /// The red component, 0 to 255.
     public var red: UInt8
     /// The green component, 0 to 255.
@@ -19,7 +19,7 @@ public struct Color: Hashable, Sendable, CustomStringConvertible {
         self.alpha = alpha
     }
 
-    /// `Color(rgba: 0x1DD2AFFF)`.
+    /// `ModelColor(rgba: 0x1DD2AFFF)`.
     public init(rgba: UInt32) {
         self.init(red: UInt8(rgba >> 24), green: UInt8((rgba >> 16) & 0xFF),
                   blue: UInt8((rgba >> 8) & 0xFF), alpha: UInt8(rgba & 0xFF))
@@ -31,17 +31,17 @@ public struct Color: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Opaque black.
-    public static let black = Color(rgba: 0x0000_00FF)
+    public static let black = ModelColor(rgba: 0x0000_00FF)
     /// Opaque white.
-    public static let white = Color(rgba: 0xFFFF_FFFF)
+    public static let white = ModelColor(rgba: 0xFFFF_FFFF)
     /// Opaque red.
-    public static let red = Color(rgba: 0xFF00_00FF)
+    public static let red = ModelColor(rgba: 0xFF00_00FF)
     /// Opaque green.
-    public static let green = Color(rgba: 0x00FF_00FF)
+    public static let green = ModelColor(rgba: 0x00FF_00FF)
     /// Opaque blue.
-    public static let blue = Color(rgba: 0x0000_FFFF)
+    public static let blue = ModelColor(rgba: 0x0000_FFFF)
     /// Fully transparent.
-    public static let clear = Color(rgba: 0)
+    public static let clear = ModelColor(rgba: 0)
 
     /// The value in words.
     public var description: String {
@@ -53,12 +53,12 @@ public struct Color: Hashable, Sendable, CustomStringConvertible {
 
 }
 
-extension Color: PropertyValue {
+extension ModelColor: PropertyValue {
     /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { .int(Int64(rgba)) }
 
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
-    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Color {
-        Color(rgba: try UInt32.decode(wire: wire, property: property, resolver: resolver))
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> ModelColor {
+        ModelColor(rgba: try UInt32.decode(wire: wire, property: property, resolver: resolver))
     }
 }
