@@ -16,17 +16,17 @@ func changeSetChapter(_ narrator: Narrator) async {
     let shape = Shape()
     canvas.shapes.append(shape)
     shape.x = 5
-    await NotificationQueue.main.drain()
+    await ChangeDelivery.main.drain()
 
     shape.x = 6
     shape.x = 7   // the last value wins
     canvas.name = "Sketch"
-    await NotificationQueue.main.drain()
+    await ChangeDelivery.main.drain()
 
     narrator.say("adding and removing a shape in the same turn records nothing:")
     canvas.shapes.append(Shape())
     canvas.shapes.removeLast()
-    await NotificationQueue.main.drain()
+    await ChangeDelivery.main.drain()
 
     narrator.chapter("Atomic change sets")
     let cart = Cart()
@@ -43,5 +43,5 @@ func changeSetChapter(_ narrator: Narrator) async {
         cart.total += item.price
     }
     narrator.say("the server applies all of it or none of it")
-    await NotificationQueue.main.drain()
+    await ChangeDelivery.main.drain()
 }

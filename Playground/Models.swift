@@ -6,7 +6,7 @@ final class Shape: ModelObject {
     @Property var y: Double = 0
     @Property var width: Double = 100
     @Property var height: Double = 100
-    @Property var color = Color.red
+    @Property var color = ModelColor.red
 }
 
 final class Canvas: ModelObject {

@@ -28,7 +28,7 @@ func observationChapter(_ narrator: Narrator) async throws {
 
     let shape = Shape()
     canvas.shapes.append(shape)
-    await NotificationQueue.main.drain()
+    await ChangeDelivery.main.drain()
 
     narrator.say("setting x, y, width and height in one turn…")
     try shape.observeChangeImmediately(narrator, \.x) { shape in narrator.say("immediate observer: x = \(shape.x)") }
@@ -36,12 +36,12 @@ func observationChapter(_ narrator: Narrator) async throws {
     shape.y = 20
     shape.width = 50
     shape.height = 50
-    await NotificationQueue.main.drain()
+    await ChangeDelivery.main.drain()
 
-    shape.color = Color(rgba: 0x1DD2_AFFF)
-    await NotificationQueue.main.drain()
+    shape.color = ModelColor(rgba: 0x1DD2_AFFF)
+    await ChangeDelivery.main.drain()
 
     narrator.say("removing the shape…")
     canvas.shapes.removeAll()
-    await NotificationQueue.main.drain()
+    await ChangeDelivery.main.drain()
 }

@@ -39,5 +39,5 @@ func persistenceChapter(_ narrator: Narrator) async throws {
     narrator.say("undo 'move right': x is \(shape.x)")
     scope.redo()
     narrator.say("redo: x is \(shape.x) — undo and redo are change sets that sync like any other")
-    await NotificationQueue.main.drain()
+    await ChangeDelivery.main.drain()
 }

@@ -74,7 +74,7 @@ final class Seen {
         let deadline = ContinuousClock.now + .seconds(5)
         while !condition() {
             guard ContinuousClock.now < deadline else { throw TimedOut() }
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             try await Task.sleep(for: .milliseconds(2))
         }
     }

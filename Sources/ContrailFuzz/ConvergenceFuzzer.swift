@@ -211,7 +211,7 @@ public final class ConvergenceFuzzer {
             let target = try await host.restart()
             for replica in replicas { replica.connector.route(to: target) }
         case .drain:
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
         case .yield:
             await Task.yield()
         }
@@ -359,7 +359,7 @@ public final class ConvergenceFuzzer {
 func eventually(_ timeout: Duration, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while true {
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         if condition() { return true }
         if ContinuousClock.now > deadline { return false }
         try? await Task.sleep(for: .milliseconds(1))

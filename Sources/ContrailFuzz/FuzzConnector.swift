@@ -20,9 +20,9 @@ final class FuzzConnector: SyncConnector {
         self.name = name
     }
 
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
         guard let target = state.withLock({ $0.isCut ? nil : $0.target }) else {
-            throw TransportClosed(code: nil, reason: "cut by the fuzzer")
+            throw .transport("cut by the fuzzer")
         }
         var transport = try await target.connect(headers: headers)
         if TracingTransport.isEnabled { transport = TracingTransport(transport, name: name) }
@@ -34,7 +34,7 @@ final class FuzzConnector: SyncConnector {
         }
         if !keep {
             await transport.close(code: 1001, reason: "cut by the fuzzer")
-            throw TransportClosed(code: nil, reason: "cut by the fuzzer")
+            throw .transport("cut by the fuzzer")
         }
         return transport
     }

@@ -1,4 +1,5 @@
 import Contrail
+import ContrailWebSocket
 import Foundation
 import Synchronization
 
@@ -7,7 +8,7 @@ import Synchronization
 /// `CONTRAIL_FUZZ_TRACE=failures` and written to a file only when the run fails (failures that
 /// depend on thread timing rarely come back on a replay).
 final class TracingTransport: SyncTransport {
-    let frames: AsyncThrowingStream<String, any Error>
+    let frames: TypedAsyncStream<String, TransportClosed>
     private let inner: any SyncTransport
     private let name: String
 
@@ -15,24 +16,24 @@ final class TracingTransport: SyncTransport {
         self.inner = inner
         self.name = name
         let source = inner.frames
-        frames = AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    for try await frame in source {
-                        Self.trace("\(name) <- \(frame)")
-                        continuation.yield(frame)
-                    }
-                    continuation.finish()
-                } catch {
-                    Self.trace("\(name) <- closed \(error)")
-                    continuation.finish(throwing: error)
+        let (stream, continuation) = TypedAsyncStream<String, TransportClosed>.makeStream()
+        frames = stream
+        // Ends with the inner transport's frames.
+        Task {
+            do throws(TransportClosed) {
+                for try await frame in source {
+                    Self.trace("\(name) <- \(frame)")
+                    continuation.yield(frame)
                 }
+                continuation.finish()
+            } catch {
+                Self.trace("\(name) <- closed \(error)")
+                continuation.finish(throwing: error)
             }
-            continuation.onTermination = { _ in task.cancel() }
         }
     }
 
-    func send(_ frame: String) async throws {
+    func send(_ frame: String) async throws(TransportClosed) {
         Self.trace("\(name) -> \(frame)")
         try await inner.send(frame)
     }

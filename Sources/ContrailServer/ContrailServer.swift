@@ -18,12 +18,12 @@ public final class ContrailServer: Sendable {
     private let listener = Mutex<WebSocketListener?>(nil)
 
     /// Creates a server; creates `options.dataDirectory` if needed. Nothing listens until ``start()``.
-    public init(options: ServerOptions = .init()) throws {
+    public init(options: ServerOptions = .init()) throws(ServerError) {
         if let directory = options.dataDirectory {
             do {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             } catch {
-                throw ServerError.dataDirectory(path: directory.path(percentEncoded: false), reason: error.localizedDescription)
+                throw .dataDirectory(path: directory.path(percentEncoded: false), reason: error.localizedDescription)
             }
         }
         core = ServerCore(options: options)
@@ -36,8 +36,8 @@ public final class ContrailServer: Sendable {
     /// Starts the WebSocket listener on `options.host`/`options.port` and returns the bound port.
     /// Calling it again returns the same port.
     /// - Throws: ``ServerError/listener(_:)`` when the address cannot be bound, ``ServerError/stopped``.
-    public func start() async throws -> UInt16 {
-        guard !core.isStopped else { throw ServerError.stopped }
+    public func start() async throws(ServerError) -> UInt16 {
+        guard !core.isStopped else { throw .stopped }
         let options = core.options
         var pages: HTTPResponder?
         if options.servesPages {

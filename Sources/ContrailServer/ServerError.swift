@@ -11,6 +11,7 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The server holds its maximum of loaded scopes (``ServerOptions/maxOpenScopes``).
     case tooManyOpenScopes(limit: Int)
 
+    /// What went wrong, in words.
     public var description: String {
         switch self {
         case .persistence(let scope, let reason): return "scope '\(scope)' storage failed: \(reason)"

@@ -22,7 +22,7 @@ import Synchronization
 /// or behind `shared` (a lock), the channel's lock, or the inbound queue's lock.
 public final class WebSocketConnection: @unchecked Sendable {
     /// Whether this end opened the connection (`.client`) or accepted it (`.server`).
-    public let role: Role
+    public let role: WebSocketRole
     let loop: EventLoop
     let options: WebSocketOptions
     let channel: Channel
@@ -76,7 +76,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Called on the loop thread once the connection is fully closed.
     var onFinished: (() -> Void)?
 
-    init(role: Role, fd: Int32, loop: EventLoop, options: WebSocketOptions, path: String) {
+    init(role: WebSocketRole, fd: Int32, loop: EventLoop, options: WebSocketOptions, path: String) {
         self.role = role
         self.remoteHost = SocketAddress.peer(of: fd)?.host
         self.loop = loop
@@ -182,17 +182,24 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// peer's code, a protocol violation, `.timedOut` for a dead peer, ...).
     ///
     /// Reading pauses while more than `readBufferHighWater` bytes are waiting here, so a slow consumer
-    /// slows the sender down instead of growing memory. Use one consumer at a time.
-    public var messages: AsyncThrowingStream<WebSocketMessage, Error> {
-        let inbound = self.inbound
-        return AsyncThrowingStream(unfolding: { try await inbound.next() })
+    /// slows the sender down instead of growing memory. Use one consumer at a time; a consumer whose
+    /// task is cancelled sees the sequence end.
+    public var messages: TypedAsyncStream<WebSocketMessage, WebSocketError> {
+        TypedAsyncStream(unfolding: { [self] () async throws(WebSocketError) in try await receive() })
     }
 
-    /// The next received message, as `messages` yields it, without an `AsyncSequence` in between (each
-    /// layer is one more async frame that a long-lived reading task keeps allocated). Nil after a normal
-    /// close; throws as `messages` does. One consumer at a time (a second gets `.concurrentConsumer`).
-    public func receive() async throws -> WebSocketMessage? {
-        try await inbound.next()
+    /// The next received message, as ``messages`` yields it, without an `AsyncSequence` in between
+    /// (each layer is one more async frame that a long-lived reading task keeps allocated): nil after
+    /// a normal close or when the waiting task is cancelled. One consumer at a time (a second gets
+    /// `.concurrentConsumer`).
+    public func receive() async throws(WebSocketError) -> WebSocketMessage? {
+        do {
+            return try await inbound.next()
+        } catch let error as WebSocketError {
+            throw error
+        } catch {
+            return nil
+        }
     }
 
     /// Sends a message. Returns once it is written or queued; suspends while more than

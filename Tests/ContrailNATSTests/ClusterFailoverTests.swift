@@ -64,7 +64,7 @@ struct ClusterFailoverTests {
 
         for index in 0..<40 {
             writerDeck.cards.append(Slide(text: "s\(index)"))
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             if index == 15 { await doomed.kill() }
         }
         let settled = await eventually {
@@ -138,7 +138,7 @@ struct ClusterFailoverTests {
     func eventually(_ timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while true {
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             if condition() { return true }
             if ContinuousClock.now > deadline { return false }
             try? await Task.sleep(for: .milliseconds(2))

@@ -49,7 +49,7 @@ struct ClusterServerTests {
     func eventually(_ timeout: Duration = .seconds(60), _ condition: () async -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while true {
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             if await condition() { return true }
             if ContinuousClock.now > deadline { return false }
             try? await Task.sleep(for: .milliseconds(2))
@@ -115,7 +115,7 @@ struct ClusterServerTests {
         for _ in 0..<300 {
             let (_, scope, deck) = replicas[Int(random.next() % UInt64(replicas.count))]
             Self.randomEdit(deck, scope: scope, random: &random)
-            if random.next() % 3 == 0 { await NotificationQueue.main.drain() }
+            if random.next() % 3 == 0 { await ChangeDelivery.main.drain() }
         }
         let ok = await converged(replicas, servers)
         #expect(ok, "replicas or servers diverged; seed \(seed), \(count) servers")
@@ -133,7 +133,7 @@ struct ClusterServerTests {
             slide.text = "s\(index)"
             writer.2.cards.append(slide)
             writer.2.score = index
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
         }
         #expect(await eventually { (writer.0.session?.pendingChangeSets ?? 1) == 0 })
         // The log was trimmed behind the snapshots: fewer messages than change sets.
@@ -180,7 +180,7 @@ struct ClusterServerTests {
             for _ in 0..<count {
                 let (_, scope, deck) = replicas[Int(random.next() % UInt64(replicas.count))]
                 Self.randomEdit(deck, scope: scope, random: &random)
-                await NotificationQueue.main.drain()
+                await ChangeDelivery.main.drain()
             }
         }
         await edit(30)
@@ -232,7 +232,7 @@ struct ClusterServerTests {
         try await transport.send(MessageFrame.encode([.sessionCreate(SessionCreate(version: "0.2.0"))], asArray: false))
         var frames: [String] = []
         var closed: TransportClosed?
-        do { for try await frame in transport.frames { frames.append(frame) } } catch let error as TransportClosed { closed = error }
+        do throws(TransportClosed) { for try await frame in transport.frames { frames.append(frame) } } catch { closed = error }
         #expect(frames.count == 1 && frames[0].contains("server-unavailable"), "\(frames)")
         #expect(closed?.code == JetstreamCloseCode.denied)
         #expect(closed?.reason.contains("\"type\":\"server-unavailable\"") == true, "\(String(describing: closed))")

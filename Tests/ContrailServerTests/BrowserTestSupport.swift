@@ -17,7 +17,7 @@ final class BrowserShape: ModelObject {
     @Property var y: Double = 0
     @Property var width: Double = 100
     @Property var height: Double = 100
-    @Property var color = Color.red
+    @Property var color = ModelColor.red
 }
 
 /// Headless Chromium with remote debugging on a free loopback port, in a throw-away profile.

@@ -79,14 +79,14 @@ import Testing
         }
         let red = try #require(rig.canvas.shapes.first)
         #expect(red.uuid.uuidString.lowercased() == redID)
-        #expect(red.x == 60 && red.width == 160 && red.color == Color(rgba: 0xe74c_3cff))
+        #expect(red.x == 60 && red.width == 160 && red.color == ModelColor(rgba: 0xe74c_3cff))
 
         // Swift adds a green shape and recolours the browser's shape blue; the browser sees both.
         let green = BrowserShape()
         green.x = 420; green.y = 230; green.width = 140; green.height = 110
-        green.color = Color(rgba: 0x2ecc_71ff)
+        green.color = ModelColor(rgba: 0x2ecc_71ff)
         rig.canvas.shapes.append(green)
-        red.color = Color(rgba: 0x3498_dbff)
+        red.color = ModelColor(rgba: 0x3498_dbff)
         let greenID = green.uuid.uuidString.lowercased()
         _ = try await page.waitFor("""
             contrailDemo.scope.root.get('shapes').includes('\(greenID)') &&

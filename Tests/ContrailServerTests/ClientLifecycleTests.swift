@@ -10,7 +10,7 @@ final class CountingConnector: SyncConnector {
 
     var count: Int { attempts.withLock { $0 } }
 
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
         attempts.withLock { $0 += 1 }
         return try await inner.connect(headers: headers)
     }

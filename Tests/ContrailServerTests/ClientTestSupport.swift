@@ -108,8 +108,8 @@ final class ScriptedConnector: SyncConnector {
     /// Makes connects fail (the server is unreachable) or succeed again.
     func setFailing(_ value: Bool) { failing.withLock { $0 = value } }
 
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
-        if failing.withLock({ $0 }) { throw TransportClosed(code: nil, reason: "unreachable") }
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
+        if failing.withLock({ $0 }) { throw .transport("unreachable") }
         let (client, server) = InMemoryTransport.pair()
         await queue.push(ScriptedPeer(transport: server, headers: headers))
         return client
@@ -153,8 +153,8 @@ final class SwitchableConnector: SyncConnector {
 
     init(_ inner: any SyncConnector) { self.inner = inner }
 
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
-        if state.withLock({ $0.offline }) { throw TransportClosed(code: nil, reason: "offline") }
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
+        if state.withLock({ $0.offline }) { throw .transport("offline") }
         let transport = try await inner.connect(headers: headers)
         state.withLock { $0.open.append(transport) }
         return transport
@@ -178,7 +178,7 @@ final class SwitchableConnector: SyncConnector {
 func eventually(_ timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while true {
-        await NotificationQueue.main.drain()   // flush local edits and deliver observers first
+        await ChangeDelivery.main.drain()   // flush local edits and deliver observers first
         if condition() { return true }
         if ContinuousClock.now > deadline { return false }
         try? await Task.sleep(for: .milliseconds(1))

@@ -502,3 +502,64 @@ import Testing
         #expect(CollectionMerge.merge(base: [1, 2], new: [1, 2, 9], current: [1, 2]) == [1, 2, 9])
     }
 }
+
+/// Client status and sync status as async sequences: the current value first, then each change;
+/// they end when their source is freed.
+@MainActor
+@Suite struct StatusSequenceTests {
+    @Test func clientStatusUpdatesStartWithTheCurrentStatusAndFollowTheConnection() async throws {
+        let connector = ScriptedConnector()
+        let client = Client(connector: connector, options: testOptions())
+        var updates = client.statusUpdates().makeAsyncIterator()
+        #expect(await updates.next() == .offline)
+        let task = Task { _ = try await client.connect() }
+        let peer = try await connector.nextPeer()
+        _ = await peer.next()
+        await peer.send(.sessionCreateReply(SessionCreateReply(sessionToken: "t")))
+        try await task.value
+        #expect(await updates.next() == .connecting)
+        #expect(await updates.next() == .online)
+        await client.close()
+        #expect(await updates.next() == .offline)
+    }
+
+    @Test func clientStatusUpdatesEndWhenTheClientIsFreed() async throws {
+        var client: Client? = Client(connector: ScriptedConnector(), options: testOptions())
+        weak var weakClient = client
+        let stream = try #require(client).statusUpdates()
+        client = nil
+        #expect(weakClient == nil)
+        var seen: [Client.Status] = []
+        for await status in stream { seen.append(status) }   // ends: would hang otherwise
+        #expect(seen == [.offline])
+    }
+
+    @Test func syncStatusUpdatesStartWithTheCurrentStatus() async throws {
+        let connector = ScriptedConnector()
+        let client = Client(connector: connector, options: testOptions())
+        let task = Task { _ = try await client.connect() }
+        let peer = try await connector.nextPeer()
+        _ = await peer.next()
+        await peer.send(.sessionCreateReply(SessionCreateReply(sessionToken: "t")))
+        try await task.value
+        let session = try #require(client.session)
+        let scope = Scope(name: "Board")
+        let board = Board()
+        scope.root = board
+        let fetch = Task { try await session.fetch(scope) }
+        guard case .scopeFetch(let request)? = await peer.nextNonPing() else { Issue.record("expected ScopeFetch"); return }
+        let root = UUID()
+        await peer.send(.scopeFetchReply(ScopeFetchReply(index: 1, replyTo: request.index, scopeIndex: 0)),
+                        .scopeState(ScopeState(index: 2, scopeIndex: 0, rootUUID: root,
+                                               fragments: [SyncFragment(kind: .change, uuid: root, className: "Board", properties: ["score": 1])])))
+        try await fetch.value
+        var updates = session.syncStatusUpdates().makeAsyncIterator()
+        #expect(await updates.next() == .synced)
+        board.score = 2
+        guard case .scopeSync(let sync)? = await peer.nextNonPing() else { Issue.record("expected ScopeSync"); return }
+        #expect(await updates.next() == .syncing(pending: 1))
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: [.accepted])))
+        #expect(await updates.next() == .synced)
+        await client.close()
+    }
+}

@@ -1,5 +1,6 @@
 import Contrail
 import ContrailServer
+import ContrailWebSocket
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// Invariant for `@unchecked Sendable`: one test task drives it at a time.
 final class ServerTestClient: @unchecked Sendable {
     let transport: any SyncTransport
-    private var iterator: AsyncThrowingStream<String, any Error>.Iterator
+    private var iterator: TypedAsyncStream<String, TransportClosed>.Iterator
     /// Messages received but not yet taken.
     private var buffered: [JSON] = []
     /// How the transport ended, once it has.
@@ -143,8 +144,8 @@ final class ServerTestClient: @unchecked Sendable {
 
 /// Lets the iterator be advanced from a child task.
 final class IteratorBox: @unchecked Sendable {
-    var iterator: AsyncThrowingStream<String, any Error>.Iterator
-    init(_ iterator: AsyncThrowingStream<String, any Error>.Iterator) { self.iterator = iterator }
+    var iterator: TypedAsyncStream<String, TransportClosed>.Iterator
+    init(_ iterator: TypedAsyncStream<String, TransportClosed>.Iterator) { self.iterator = iterator }
     func next() async throws -> String? { try await iterator.next() }
 }
 

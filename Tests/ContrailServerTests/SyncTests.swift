@@ -104,7 +104,7 @@ import Testing
             let card = Card()
             card.votes = index
             a.2.cards.append(card)
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
         }
         a.2.score = 42
         #expect(await eventually { a.0.status == .connecting })
@@ -156,7 +156,7 @@ import Testing
             await switchable.cut()
             board.title = "written offline"
             board.cards.append(Card())
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             #expect(client.session?.pendingChangeSets == 1)
             try log.close()
             await client.close()
@@ -198,7 +198,7 @@ import Testing
             let (_, scope, board) = replicas[Int(random.next() % UInt64(clients))]
             for _ in 0...(random.next() % 3) { Self.randomEdit(board, scope: scope, random: &random) }
             switch random.next() % 4 {
-            case 0: await NotificationQueue.main.drain()
+            case 0: await ChangeDelivery.main.drain()
             case 1: await Task.yield()
             default: break
             }
@@ -285,8 +285,8 @@ final class RoutingConnector: SyncConnector {
 
     func route(to connector: (any SyncConnector)?) { target.withLock { $0 = connector } }
 
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
-        guard let connector = target.withLock({ $0 }) else { throw TransportClosed(code: nil, reason: "server down") }
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
+        guard let connector = target.withLock({ $0 }) else { throw .transport("server down") }
         return try await connector.connect(headers: headers)
     }
 }

@@ -40,9 +40,9 @@ final class DragBoard: ModelObject {
         }
         try shape.observeChange(other, \.x) { other.count += 1 }
         shape.x = 1
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         shape.x = 2
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(counter.count == 1)
         #expect(other.count == 2)   // cancelling one observation leaves the others alone
     }
@@ -56,12 +56,12 @@ final class DragBoard: ModelObject {
             if shape.x == 1 { shape.x = 2 }
         }
         shape.x = 1
-        NotificationQueue.main.deliverPending()
+        ChangeDelivery.main.deliverPending()
         #expect(seen == [1])                         // not re-entered during its own delivery
-        #expect(NotificationQueue.main.hasPending)
-        NotificationQueue.main.deliverPending()
+        #expect(ChangeDelivery.main.hasPending)
+        ChangeDelivery.main.deliverPending()
         #expect(seen == [1, 2])
-        NotificationQueue.main.deliverPending()
+        ChangeDelivery.main.deliverPending()
         #expect(seen == [1, 2])
     }
 
@@ -71,7 +71,7 @@ final class DragBoard: ModelObject {
         let leaf = Node()
         root.children = [middle]
         middle.children = [leaf]
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         let rootCounter = Counter()
         let middleCounter = Counter()
         let leafCounter = Counter()
@@ -82,19 +82,19 @@ final class DragBoard: ModelObject {
         leaf.label = "a"
         leaf.label = "b"
         middle.label = "m"
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(rootCounter.count == 1 && middleCounter.count == 1 && leafCounter.count == 1)
 
         middle.label = "changed"
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(rootCounter.count == 2 && middleCounter.count == 2 && leafCounter.count == 1)
 
         // Once taken out, the leaf's changes no longer reach its former ancestors.
         middle.children = []
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(rootCounter.count == 3 && middleCounter.count == 3)
         leaf.label = "alone"
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(rootCounter.count == 3 && middleCounter.count == 3 && leafCounter.count == 2)
     }
 
@@ -177,7 +177,7 @@ final class DragBoard: ModelObject {
         canvas.name = "same"
         shape.x = 5
         scope.flush()
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
 
         let counter = Counter()
         shape.observeChangeImmediately(counter) { counter.events.append("immediate") }
@@ -194,12 +194,12 @@ final class DragBoard: ModelObject {
         canvas.name = "same"
         canvas.shapes = [shape]
         canvas.highlighted = shape
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(counter.events.isEmpty)
         #expect(scope.flush() == nil)
 
         shape.x = 6
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(counter.events == ["immediate", "queued", "tree"])
     }
 

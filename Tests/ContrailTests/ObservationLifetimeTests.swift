@@ -40,11 +40,11 @@ final class CanvasView {
             let shape = Shape()
             box.object = shape
             canvas.shapes.append(shape)
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             shape.x = 42
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             canvas.shapes.removeAll()
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
         }
         return (box, canvas, scope)
     }
@@ -78,11 +78,11 @@ final class CanvasView {
             shape.observeChangeImmediately(observer!) { _ in _ = captured }
         }
         shape.x = 1
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(payload.object != nil)
         observer = nil
         shape.x = 2
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(payload.object == nil)
     }
 
@@ -111,7 +111,7 @@ final class CanvasView {
         try shape.observeChange(observer, \.x) { received.append($0) }
         canvas.observeTreeChange(observer) { received.append($0) }
         shape.x = 3
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(received.count == 3)
         #expect(received[0] === shape && received[1] === shape && received[2] === canvas)
     }
@@ -150,7 +150,7 @@ final class CanvasView {
         middle.observeTreeChange(observer) { _ in middleFired += 1 }
         for turn in 1...3 {
             for leaf in leaves { leaf.label = "turn \(turn)" }
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             #expect(rootFired == turn && middleFired == turn)
         }
     }
@@ -163,7 +163,7 @@ final class CanvasView {
         let observer = Counter()
         root.observeTreeChange(observer) { _ in observer.count += 1 }
         leaf.label = "second"
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(observer.count == 1)
     }
 
@@ -173,13 +173,13 @@ final class CanvasView {
         let shared = Node()
         left.children = [shared]
         right.next = shared
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         let observer = Counter()
         left.observeTreeChange(observer) { _ in observer.events.append("left") }
         right.observeTreeChange(observer) { _ in observer.events.append("right") }
         shared.label = "a"
         shared.label = "b"
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(observer.events.sorted() == ["left", "right"])
     }
 }

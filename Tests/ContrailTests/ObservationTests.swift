@@ -13,7 +13,7 @@ import Testing
         shape.y = 20
         #expect(immediate == 2)
         #expect(counter.count == 0)
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(counter.count == 1)
     }
 
@@ -105,7 +105,7 @@ import Testing
         canvas.observeTreeChange(counter) { counter.count += 1 }
         shape.x = 1
         shape.y = 2
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(counter.count == 1)
     }
 
@@ -127,8 +127,9 @@ import Testing
         let stream = try shape.values(of: \.x)
         shape.x = 1
         shape.x = 2
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         var iterator = stream.makeAsyncIterator()
+        #expect(await iterator.next() == 0)   // the value when the sequence was made
         #expect(await iterator.next() == 2)
     }
 }

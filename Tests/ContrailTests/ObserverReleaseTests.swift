@@ -43,7 +43,7 @@ import Testing
         #expect(observer.object == nil)
         // Nothing released yet: no turn has ended since the observer died.
         #expect(sentinel.object != nil)
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(sentinel.object == nil)
         #expect(kept.object != nil)
     }
@@ -55,7 +55,7 @@ import Testing
         scope.root = canvas
         let shape = Shape()
         canvas.shapes = [shape]
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         // A row view per shape, dropped when its shape is removed (as a list view does).
         var rows: [Counter] = [Counter()]
         let sentinel = WeakBox<Payload>()
@@ -69,7 +69,7 @@ import Testing
         canvas.shapes.removeAll()
         #expect(rows.isEmpty)
         // One run-loop turn: the scope's flush is queued, so the queue delivers once by itself.
-        await NotificationQueue.main.nextDelivery()
+        await ChangeDelivery.main.nextDelivery()
         #expect(sentinel.object == nil)
     }
 
@@ -87,7 +87,7 @@ import Testing
         #expect(!token.isCancelled)
         token.cancel()
         #expect(token.isCancelled && sentinel.object == nil)
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(observer.count == 0)
     }
 
@@ -100,11 +100,11 @@ import Testing
             scope.onChanges(observer) { _ in _ = captured }
         }
         #expect(observer.object == nil && sentinel.object != nil)
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(sentinel.object == nil)
         // Positive control: the live listener still hears changes.
         (scope.root as? Canvas)?.name = "renamed"
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(keeper.count == 1)
     }
 
@@ -114,7 +114,7 @@ import Testing
             client.onStatusChange(observer) { _ in _ = captured }
         }
         #expect(observer.object == nil && sentinel.object != nil)
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(sentinel.object == nil)
     }
 
@@ -132,7 +132,7 @@ import Testing
             session.onSyncStatus(observer) { _ in _ = captured }
         }
         #expect(observer.object == nil && sentinel.object != nil)
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(sentinel.object == nil)
         #expect(kept.object != nil)
     }
@@ -152,7 +152,7 @@ import Testing
             live.append(survivor)
             try shape.observeChangeImmediately(survivor, \.x) { _ in survivor.count += 1 }
         }
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(sentinels.allSatisfy { $0.object == nil })
         shape.x = 5
         #expect(live.allSatisfy { $0.count == 1 })
@@ -174,7 +174,7 @@ import Testing
             shape.observeChange(observer) { _ in _ = captured }
         }
         observers.removeAll()
-        let sweep = NotificationQueue.main.sweep
+        let sweep = ChangeDelivery.main.sweep
         #expect(sweep.sweep(budget: 4) <= 4)
         // Each sentinel belongs to one observer: at most four were released.
         #expect(sentinels.filter { $0.object != nil }.count >= 6)

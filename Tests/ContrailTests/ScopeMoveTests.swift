@@ -45,7 +45,7 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         let rootA = Node(), rootB = Node()
         a.root = rootA
         b.root = rootB
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         return (a, b, rootA, rootB)
     }
 
@@ -55,14 +55,14 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         moved.children = [below]
         rootA.children = [moved, stays]
         rootA.next = below          // a second reference in A to something that moves
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         let replicaA = try Replica(of: a), replicaB = try Replica(of: b)
         #expect(a.count == 4 && b.count == 1)
         let observer = Counter()
         watchScopes([moved, below, stays], into: observer)
 
         rootB.children.append(moved)
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
 
         // A dropped every reference to what moved; B holds it.
         #expect(rootA.children.map(\.uuid) == [stays.uuid] && rootA.next == nil)
@@ -95,14 +95,14 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         rootA.children = [nested]
         rootA.next = child
         a.root = rootA
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         let replicaA = try Replica(of: a)
         let observer = Counter()
         watchScopes([nested, child], into: observer)
 
         let b = Scope(name: "B")
         b.root = nested
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
 
         #expect(nested.parents.isEmpty)
         #expect(rootA.children.isEmpty && rootA.next == nil)
@@ -118,7 +118,7 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
     @Test func theRootOfOneScopeMadeRootOfAnotherLeavesTheFirstEmpty() async throws {
         let (a, _, rootA, _) = await twoScopes()
         rootA.children = [Node(), Node()]
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         let c = Scope(name: "C")
         c.root = rootA
         #expect(a.root == nil && a.count == 0 && a.snapshot().isEmpty)
@@ -132,9 +132,9 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         first.next = second
         second.next = first        // a cycle inside what moves
         rootA.children = [first]
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         rootB.next = first
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(first.next === second && second.next === first)
         #expect(rootA.children.isEmpty)
         #expect(first.scope === b && second.scope === b)
@@ -145,14 +145,14 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         let (a, b, rootA, rootB) = await twoScopes()
         let node = Node()
         rootA.children = [node]
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         let replicaA = try Replica(of: a), replicaB = try Replica(of: b)
         for round in 0..<3 {
             rootB.children = [node]
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             #expect(node.scope === b && rootA.children.isEmpty, "round \(round)")
             rootA.children = [node]
-            await NotificationQueue.main.drain()
+            await ChangeDelivery.main.drain()
             #expect(node.scope === a && rootB.children.isEmpty, "round \(round)")
             try replicaA.catchUp()
             try replicaB.catchUp()
@@ -167,7 +167,7 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         let node = Node()
         rootA.children = [node]
         rootA.next = node          // a second parent in the same scope is fine
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(rootA.children.first === node && rootA.next === node)
         #expect(node.scope === a && a.count == 2 && b.count == 1)
         #expect(node.parents.count == 2)
@@ -178,7 +178,7 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         let node = Node(), loose = Node()
         rootA.children = [node]
         loose.next = node          // not in any scope: nothing on any wire
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         rootB.children = [node]
         #expect(loose.next === node && rootA.children.isEmpty)
         #expect(node.scope === b && a.count == 1)
@@ -191,7 +191,7 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         deskA.shapes = [shape]
         a.root = deskA
         b.root = deskB
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         deskB.selection = shape    // local: app state, not scope state
         deskB.clipboard = [shape]
         #expect(shape.scope === a && deskA.shapes.first === shape && b.count == 1)
@@ -205,16 +205,16 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         let (a, b, rootA, rootB) = await twoScopes()
         let node = Node()
         rootB.children = [node]
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         rootA.children = [node]    // moves from B to A
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(node.scope === a && rootB.children.isEmpty)
         // B's server, not yet aware, links the node's UUID again.
         try b.apply([
             SyncFragment(kind: .add, uuid: node.uuid, className: "Node", properties: ["label": "remote", "children": [], "next": nil]),
             SyncFragment(kind: .change, uuid: rootB.uuid, className: "Node", properties: ["children": [.string(node.uuid.uuidString.lowercased())]]),
         ])
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         let twin = try #require(rootB.children.first)
         #expect(twin !== node && twin.uuid == node.uuid && twin.label == "remote")
         #expect(node.scope === a && rootA.children.first === node && node.label == "")

@@ -19,7 +19,7 @@ import Testing
         let shape = Shape()
         canvas.shapes.append(shape)
         shape.x = 5
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         #expect(sets.count == 1)
         let fragments = sets[0].fragments
         #expect(fragments.count == 2)
@@ -224,14 +224,14 @@ import Testing
         let canvas = Canvas()
         scope.root = canvas
         scope.isSynced = true
-        let stream = scope.changeSets
+        let stream = scope.changeSets()
         canvas.name = "a"
-        await NotificationQueue.main.drain()
+        await ChangeDelivery.main.drain()
         var iterator = stream.makeAsyncIterator()
         let set = try #require(await iterator.next())
         #expect(set.state == .syncing)
         var states: [ChangeSet.State] = []
-        set.onStateChange { states.append($0) }
+        set.onStateChange(scope) { states.append($0) }
         Task { @MainActor in set.settle(.completed) }
         #expect(await set.settled() == .completed)
         #expect(states == [.completed])
@@ -287,7 +287,7 @@ import Testing
         // The deferred value is recorded once the interval has passed.
         let deadline = ContinuousClock.now + .seconds(60)  // bounded; the main actor may be busy with other suites
         while sets.count < 2, ContinuousClock.now < deadline {
-            await NotificationQueue.main.nextDelivery()
+            await ChangeDelivery.main.nextDelivery()
             await Task.yield()
         }
         #expect(sets.map { $0.fragments.first?.properties["value"] } == [.double(1), .double(3)])

@@ -8,7 +8,7 @@ final class Shape: ModelObject {
     @Property var y: Double = 0
     @Property var width: Double = 100
     @Property var height: Double = 100
-    @Property var color = Color.red
+    @Property var color = ModelColor.red
     @Property var kind = ShapeKind.rectangle
     @Property(local: true) var isSelected = false
     /// A plain stored property: not observable.

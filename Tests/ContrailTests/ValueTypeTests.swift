@@ -30,7 +30,7 @@ final class ValueHolder: ModelObject {
     @Property var data = Data()
     @Property var url = URL(string: "https://example.com")!
     @Property var uuidValue = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
-    @Property var color = Color.black
+    @Property var color = ModelColor.black
     @Property var mood = ValueMood.calm
     @Property var priority = ValuePriority.normal
     @Property var optionalString: String?
@@ -92,7 +92,7 @@ final class ValueHolder: ModelObject {
         holder.data = Data((0...255).map { UInt8($0) })
         holder.url = URL(string: "https://example.com/a%20path/?q=1&r=%C3%A9#frag")!
         holder.uuidValue = UUID(uuidString: "3F2504E0-4F89-11D3-9A0C-0305E82C3301")!
-        holder.color = Color(red: 0x1D, green: 0xD2, blue: 0xAF)
+        holder.color = ModelColor(red: 0x1D, green: 0xD2, blue: 0xAF)
         holder.mood = .happy
         holder.priority = .high
         holder.optionalString = "present"
@@ -117,7 +117,7 @@ final class ValueHolder: ModelObject {
         #expect(copy.data == holder.data)
         #expect(copy.url == holder.url)
         #expect(copy.uuidValue == holder.uuidValue)
-        #expect(copy.color == Color(rgba: 0x1DD2_AFFF))
+        #expect(copy.color == ModelColor(rgba: 0x1DD2_AFFF))
         #expect(copy.mood == .happy && copy.priority == .high)
         #expect(copy.optionalString == "present" && copy.optionalInt == -42 && copy.optionalMood == .angry)
         #expect(copy.optionalDate == Date(timeIntervalSince1970: -86_400.5))
@@ -195,7 +195,7 @@ final class ValueHolder: ModelObject {
     @Test func wireValuesHaveTheProtocolTypes() {
         #expect(UInt64.max.wireValue() == .uint(.max))
         #expect(Int64.min.wireValue() == .int(.min))
-        #expect(Color(rgba: 0x1DD2_AFFF).wireValue() == .int(500_346_879))
+        #expect(ModelColor(rgba: 0x1DD2_AFFF).wireValue() == .int(500_346_879))
         #expect(ValuePriority.high.wireValue() == .int(7))
         #expect(ValueMood.happy.wireValue() == .string("😀 smile"))
         #expect(Date(timeIntervalSince1970: 12.5).wireValue() == .double(12.5))

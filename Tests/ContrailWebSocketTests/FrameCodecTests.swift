@@ -3,9 +3,9 @@ import ContrailWebSocket
 
 @Suite struct FrameCodecTests {
     /// Decodes `bytes` fed in chunks of `chunk` bytes (nil: all at once), calling `next()` after every append.
-    private func decode(_ bytes: [UInt8], role: Role, maxFrameSize: Int = 1 << 20, chunk: Int? = nil) throws -> [Frame] {
+    private func decode(_ bytes: [UInt8], role: WebSocketRole, maxFrameSize: Int = 1 << 20, chunk: Int? = nil) throws -> [WebSocketFrame] {
         var decoder = FrameDecoder(role: role, maxFrameSize: maxFrameSize)
-        var frames: [Frame] = []
+        var frames: [WebSocketFrame] = []
         let size = chunk ?? max(bytes.count, 1)
         var offset = 0
         repeat {
@@ -19,7 +19,7 @@ import ContrailWebSocket
     }
 
     /// The close code of the `protocolViolation` thrown while decoding `bytes`, nil if nothing was thrown.
-    private func closeCode(decoding bytes: [UInt8], role: Role, maxFrameSize: Int = 1 << 20) -> CloseCode? {
+    private func closeCode(decoding bytes: [UInt8], role: WebSocketRole, maxFrameSize: Int = 1 << 20) -> CloseCode? {
         do {
             _ = try decode(bytes, role: role, maxFrameSize: maxFrameSize)
             return nil
@@ -39,7 +39,7 @@ import ContrailWebSocket
 
     @Test(arguments: [0, 125, 126, 65535, 65536], [false, true])
     func roundTripAllAtOnce(size: Int, masked: Bool) throws {
-        let frame = Frame(fin: true, opcode: .binary, payload: payload(size))
+        let frame = WebSocketFrame(fin: true, opcode: .binary, payload: payload(size))
         var wire: [UInt8] = []
         FrameEncoder.encode(frame, maskingKey: masked ? 0x1234_5678 : nil, into: &wire)
         #expect(wire.count == FrameEncoder.headerSize(payloadCount: size, masked: masked) + size)
@@ -49,7 +49,7 @@ import ContrailWebSocket
 
     @Test(arguments: [0, 125, 126, 65535, 65536], [false, true])
     func roundTripByteByByte(size: Int, masked: Bool) throws {
-        let frame = Frame(fin: false, opcode: .text, payload: payload(size))
+        let frame = WebSocketFrame(fin: false, opcode: .text, payload: payload(size))
         var wire: [UInt8] = []
         FrameEncoder.encode(frame, maskingKey: masked ? 0xA1B2_C3D4 : nil, into: &wire)
         let decoded = try decode(wire, role: masked ? .server : .client, chunk: 1)
@@ -58,12 +58,12 @@ import ContrailWebSocket
 
     @Test func roundTripManyFramesInOddChunks() throws {
         let frames = [
-            Frame(fin: false, opcode: .text, payload: Array("hel".utf8)),
-            Frame(opcode: .ping, payload: [1, 2, 3]),
-            Frame(fin: true, opcode: .continuation, payload: Array("lo".utf8)),
-            Frame(opcode: .binary, payload: payload(70_000)),
-            Frame(opcode: .pong, payload: []),
-            Frame(opcode: .close, payload: FrameEncoder.closePayload(code: .normal, reason: "bye")),
+            WebSocketFrame(fin: false, opcode: .text, payload: Array("hel".utf8)),
+            WebSocketFrame(opcode: .ping, payload: [1, 2, 3]),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: Array("lo".utf8)),
+            WebSocketFrame(opcode: .binary, payload: payload(70_000)),
+            WebSocketFrame(opcode: .pong, payload: []),
+            WebSocketFrame(opcode: .close, payload: FrameEncoder.closePayload(code: .normal, reason: "bye")),
         ]
         var wire: [UInt8] = []
         var keys = MaskingKeyGenerator()
@@ -92,9 +92,9 @@ import ContrailWebSocket
     @Test func rfcMaskedHelloExample() throws {
         // RFC 6455 §5.7: a single-frame masked text message containing "Hello".
         let wire: [UInt8] = [0x81, 0x85, 0x37, 0xFA, 0x21, 0x3D, 0x7F, 0x9F, 0x4D, 0x51, 0x58]
-        #expect(try decode(wire, role: .server) == [Frame(opcode: .text, payload: Array("Hello".utf8))])
+        #expect(try decode(wire, role: .server) == [WebSocketFrame(opcode: .text, payload: Array("Hello".utf8))])
         var encoded: [UInt8] = []
-        FrameEncoder.encode(Frame(opcode: .text, payload: Array("Hello".utf8)), maskingKey: 0x37FA_213D, into: &encoded)
+        FrameEncoder.encode(WebSocketFrame(opcode: .text, payload: Array("Hello".utf8)), maskingKey: 0x37FA_213D, into: &encoded)
         #expect(encoded == wire)
     }
 
@@ -150,11 +150,11 @@ import ContrailWebSocket
     @Test(arguments: [Opcode.close, .ping, .pong])
     func controlFrameLongerThan125IsProtocolError(opcode: Opcode) {
         var wire: [UInt8] = []
-        FrameEncoder.encode(Frame(opcode: opcode, payload: payload(126)), maskingKey: 1, into: &wire)
+        FrameEncoder.encode(WebSocketFrame(opcode: opcode, payload: payload(126)), maskingKey: 1, into: &wire)
         #expect(closeCode(decoding: wire, role: .server) == .protocolError)
         // 125 bytes is fine.
         var ok: [UInt8] = []
-        FrameEncoder.encode(Frame(opcode: opcode, payload: payload(125)), maskingKey: 1, into: &ok)
+        FrameEncoder.encode(WebSocketFrame(opcode: opcode, payload: payload(125)), maskingKey: 1, into: &ok)
         #expect(closeCode(decoding: ok, role: .server) == nil)
     }
 
@@ -192,7 +192,7 @@ import ContrailWebSocket
         var first: WebSocketError?
         do { _ = try decoder.next() } catch { first = error }
         var wire: [UInt8] = []
-        FrameEncoder.encode(Frame(opcode: .text, payload: [0x61]), maskingKey: 9, into: &wire)
+        FrameEncoder.encode(WebSocketFrame(opcode: .text, payload: [0x61]), maskingKey: 9, into: &wire)
         decoder.append(wire)
         var second: WebSocketError?
         do { _ = try decoder.next() } catch { second = error }
@@ -203,14 +203,14 @@ import ContrailWebSocket
     @Test func nonMinimalLengthEncodingIsAccepted() throws {
         // RFC 6455 asks senders for the minimal length form; receiving a longer form is harmless.
         let wire: [UInt8] = [0x82, 126, 0x00, 0x03, 1, 2, 3]
-        #expect(try decode(wire, role: .client) == [Frame(opcode: .binary, payload: [1, 2, 3])])
+        #expect(try decode(wire, role: .client) == [WebSocketFrame(opcode: .binary, payload: [1, 2, 3])])
     }
 
     @Test func partialFramesKeepBufferBounded() throws {
         var decoder = FrameDecoder(role: .server, maxFrameSize: 1 << 22)
         var wire: [UInt8] = []
-        FrameEncoder.encode(Frame(opcode: .binary, payload: payload(1 << 21)), maskingKey: 0x0102_0304, into: &wire)
-        var frames: [Frame] = []
+        FrameEncoder.encode(WebSocketFrame(opcode: .binary, payload: payload(1 << 21)), maskingKey: 0x0102_0304, into: &wire)
+        var frames: [WebSocketFrame] = []
         var offset = 0
         while offset < wire.count {
             let end = min(offset + 65_536, wire.count)
@@ -220,7 +220,7 @@ import ContrailWebSocket
             // Payload bytes are moved out of the buffer at once.
             #expect(decoder.bufferedByteCount == 0)
         }
-        #expect(frames == [Frame(opcode: .binary, payload: payload(1 << 21))])
+        #expect(frames == [WebSocketFrame(opcode: .binary, payload: payload(1 << 21))])
         #expect(decoder.isIdle)
     }
 
@@ -228,9 +228,9 @@ import ContrailWebSocket
 
     /// Feeds `chunks` one at a time to a validating server decoder; returns the frames decoded and,
     /// if one was thrown, the close code and the index of the chunk after which it was thrown.
-    private func feedValidating(_ chunks: [[UInt8]]) -> (frames: [Frame], code: CloseCode?, chunk: Int?) {
+    private func feedValidating(_ chunks: [[UInt8]]) -> (frames: [WebSocketFrame], code: CloseCode?, chunk: Int?) {
         var decoder = FrameDecoder(role: .server, maxFrameSize: 1 << 20, validatesUTF8: true)
-        var frames: [Frame] = []
+        var frames: [WebSocketFrame] = []
         for (index, chunk) in chunks.enumerated() {
             decoder.append(chunk)
             do {
@@ -243,7 +243,7 @@ import ContrailWebSocket
         return (frames, nil, nil)
     }
 
-    private func wire(_ frames: [Frame]) -> [UInt8] {
+    private func wire(_ frames: [WebSocketFrame]) -> [UInt8] {
         var out: [UInt8] = []
         for frame in frames { FrameEncoder.encode(frame, maskingKey: 0x5A5A_1234, into: &out) }
         return out
@@ -254,7 +254,7 @@ import ContrailWebSocket
         let good = Array("κόσμε".utf8)
         let bad: [UInt8] = [0xF4, 0x90, 0x80, 0x80]
         let rest = Array("edited".utf8)
-        let bytes = wire([Frame(opcode: .text, payload: good + bad + rest)])
+        let bytes = wire([WebSocketFrame(opcode: .text, payload: good + bad + rest)])
         let header = FrameEncoder.headerSize(payloadCount: good.count + bad.count + rest.count, masked: true)
         let cut1 = header + good.count
         let cut2 = cut1 + bad.count
@@ -266,10 +266,10 @@ import ContrailWebSocket
     @Test func invalidUTF8InALaterFragmentFailsBeforeTheMessageEnds() {
         // Like Autobahn 6.4.1: the second fragment is bad; the final fragment never needs to arrive.
         let chunks = [
-            wire([Frame(fin: false, opcode: .text, payload: Array("κόσμε".utf8))]),
-            wire([Frame(opcode: .ping, payload: [1])]),
-            wire([Frame(fin: false, opcode: .continuation, payload: [0xF4, 0x90, 0x80, 0x80])]),
-            wire([Frame(fin: true, opcode: .continuation, payload: Array("edited".utf8))]),
+            wire([WebSocketFrame(fin: false, opcode: .text, payload: Array("κόσμε".utf8))]),
+            wire([WebSocketFrame(opcode: .ping, payload: [1])]),
+            wire([WebSocketFrame(fin: false, opcode: .continuation, payload: [0xF4, 0x90, 0x80, 0x80])]),
+            wire([WebSocketFrame(fin: true, opcode: .continuation, payload: Array("edited".utf8))]),
         ]
         let result = feedValidating(chunks)
         #expect(result.code == .invalidFramePayloadData)
@@ -281,9 +281,9 @@ import ContrailWebSocket
         let text = Array("a€𝄞 κόσμε 🎉".utf8)
         for cut in 1..<text.count {
             let bytes = wire([
-                Frame(fin: false, opcode: .text, payload: Array(text[..<cut])),
-                Frame(opcode: .pong, payload: []),
-                Frame(fin: true, opcode: .continuation, payload: Array(text[cut...])),
+                WebSocketFrame(fin: false, opcode: .text, payload: Array(text[..<cut])),
+                WebSocketFrame(opcode: .pong, payload: []),
+                WebSocketFrame(fin: true, opcode: .continuation, payload: Array(text[cut...])),
             ])
             let result = feedValidating(bytes.map { [$0] })  // byte by byte
             #expect(result.code == nil, "cut \(cut)")
@@ -297,17 +297,17 @@ import ContrailWebSocket
     }
 
     @Test func textEndingInsideACodePointFailsOnTheLastFrame() {
-        #expect(feedValidating([wire([Frame(opcode: .text, payload: [0x61, 0xE2, 0x82])])]).code == .invalidFramePayloadData)
+        #expect(feedValidating([wire([WebSocketFrame(opcode: .text, payload: [0x61, 0xE2, 0x82])])]).code == .invalidFramePayloadData)
         let fragmented = feedValidating([
-            wire([Frame(fin: false, opcode: .text, payload: [0xE2, 0x82])]),
-            wire([Frame(fin: true, opcode: .continuation, payload: [])]),
+            wire([WebSocketFrame(fin: false, opcode: .text, payload: [0xE2, 0x82])]),
+            wire([WebSocketFrame(fin: true, opcode: .continuation, payload: [])]),
         ])
         #expect(fragmented.code == .invalidFramePayloadData)
         #expect(fragmented.chunk == 1)
     }
 
     @Test func binaryIsNotValidatedByTheDecoder() {
-        let result = feedValidating([wire([Frame(fin: false, opcode: .binary, payload: [0xFF]), Frame(fin: true, opcode: .continuation, payload: [0xC0])])])
+        let result = feedValidating([wire([WebSocketFrame(fin: false, opcode: .binary, payload: [0xFF]), WebSocketFrame(fin: true, opcode: .continuation, payload: [0xC0])])])
         #expect(result.code == nil)
         #expect(result.frames.count == 2)
     }
@@ -316,7 +316,7 @@ import ContrailWebSocket
         // Continuation with nothing open: only the first byte is needed.
         #expect(feedValidating([[0x80]]).code == .protocolError)
         // New text while a binary message is open.
-        let result = feedValidating([wire([Frame(fin: false, opcode: .binary, payload: [1])]), [0x81]])
+        let result = feedValidating([wire([WebSocketFrame(fin: false, opcode: .binary, payload: [1])]), [0x81]])
         #expect(result.code == .protocolError)
         #expect(result.chunk == 1)
     }

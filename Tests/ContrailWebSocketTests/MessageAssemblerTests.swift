@@ -3,7 +3,7 @@ import ContrailWebSocket
 
 @Suite struct MessageAssemblerTests {
     /// Pushes frames in order; returns the non-nil events, or the close code of the error thrown.
-    private func run(_ frames: [Frame], maxMessageSize: Int = 1 << 20) -> (events: [WebSocketEvent], error: CloseCode?, pushed: Int) {
+    private func run(_ frames: [WebSocketFrame], maxMessageSize: Int = 1 << 20) -> (events: [WebSocketEvent], error: CloseCode?, pushed: Int) {
         var assembler = MessageAssembler(maxMessageSize: maxMessageSize)
         var events: [WebSocketEvent] = []
         for (index, frame) in frames.enumerated() {
@@ -17,15 +17,15 @@ import ContrailWebSocket
         return (events, nil, frames.count)
     }
 
-    private func close(_ code: UInt16, _ reason: [UInt8] = []) -> Frame {
-        Frame(opcode: .close, payload: [UInt8(code >> 8), UInt8(code & 0xFF)] + reason)
+    private func close(_ code: UInt16, _ reason: [UInt8] = []) -> WebSocketFrame {
+        WebSocketFrame(opcode: .close, payload: [UInt8(code >> 8), UInt8(code & 0xFF)] + reason)
     }
 
     @Test func singleFrameMessages() {
         let result = run([
-            Frame(opcode: .text, payload: Array("hello".utf8)),
-            Frame(opcode: .binary, payload: [0, 255, 7]),
-            Frame(opcode: .text, payload: []),
+            WebSocketFrame(opcode: .text, payload: Array("hello".utf8)),
+            WebSocketFrame(opcode: .binary, payload: [0, 255, 7]),
+            WebSocketFrame(opcode: .text, payload: []),
         ])
         #expect(result.error == nil)
         #expect(result.events == [.text("hello"), .binary([0, 255, 7]), .text("")])
@@ -33,15 +33,15 @@ import ContrailWebSocket
 
     @Test func fragmentsWithInterleavedControlFrames() {
         let result = run([
-            Frame(fin: false, opcode: .text, payload: Array("Hel".utf8)),
-            Frame(opcode: .ping, payload: [1]),
-            Frame(fin: false, opcode: .continuation, payload: Array("lo, ".utf8)),
-            Frame(opcode: .pong, payload: [2]),
-            Frame(fin: false, opcode: .continuation, payload: []),
-            Frame(fin: true, opcode: .continuation, payload: Array("world".utf8)),
-            Frame(fin: false, opcode: .binary, payload: [1, 2]),
-            Frame(opcode: .ping, payload: []),
-            Frame(fin: true, opcode: .continuation, payload: [3]),
+            WebSocketFrame(fin: false, opcode: .text, payload: Array("Hel".utf8)),
+            WebSocketFrame(opcode: .ping, payload: [1]),
+            WebSocketFrame(fin: false, opcode: .continuation, payload: Array("lo, ".utf8)),
+            WebSocketFrame(opcode: .pong, payload: [2]),
+            WebSocketFrame(fin: false, opcode: .continuation, payload: []),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: Array("world".utf8)),
+            WebSocketFrame(fin: false, opcode: .binary, payload: [1, 2]),
+            WebSocketFrame(opcode: .ping, payload: []),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: [3]),
             close(1000, Array("done".utf8)),
         ])
         #expect(result.error == nil)
@@ -49,16 +49,16 @@ import ContrailWebSocket
     }
 
     @Test func continuationWithoutStartIsProtocolError() {
-        #expect(run([Frame(fin: true, opcode: .continuation, payload: [1])]).error == .protocolError)
+        #expect(run([WebSocketFrame(fin: true, opcode: .continuation, payload: [1])]).error == .protocolError)
         // Also after a completed message.
-        let afterComplete = run([Frame(opcode: .text, payload: [0x61]), Frame(fin: false, opcode: .continuation, payload: [])])
+        let afterComplete = run([WebSocketFrame(opcode: .text, payload: [0x61]), WebSocketFrame(fin: false, opcode: .continuation, payload: [])])
         #expect(afterComplete.error == .protocolError)
         #expect(afterComplete.events == [.text("a")])
     }
 
     @Test(arguments: [Opcode.text, .binary])
     func newMessageWhileFragmentedMessageIsOpenIsProtocolError(opcode: Opcode) {
-        let result = run([Frame(fin: false, opcode: .binary, payload: [1]), Frame(opcode: opcode, payload: [2])])
+        let result = run([WebSocketFrame(fin: false, opcode: .binary, payload: [1]), WebSocketFrame(opcode: opcode, payload: [2])])
         #expect(result.error == .protocolError)
         #expect(result.pushed == 1)
     }
@@ -68,8 +68,8 @@ import ContrailWebSocket
         // Split in the middle of every multi-byte sequence.
         for cut in 1..<bytes.count {
             let result = run([
-                Frame(fin: false, opcode: .text, payload: Array(bytes[..<cut])),
-                Frame(fin: true, opcode: .continuation, payload: Array(bytes[cut...])),
+                WebSocketFrame(fin: false, opcode: .text, payload: Array(bytes[..<cut])),
+                WebSocketFrame(fin: true, opcode: .continuation, payload: Array(bytes[cut...])),
             ])
             #expect(result.error == nil, "cut \(cut)")
             #expect(result.events == [.text("κόσμε €𝄞")])
@@ -79,60 +79,60 @@ import ContrailWebSocket
     @Test func invalidUTF8FailsFastOnTheFragmentThatBringsIt() {
         // 0xF4 0x90 cannot start valid UTF-8; the second fragment fails before the message is complete.
         let result = run([
-            Frame(fin: false, opcode: .text, payload: Array("κόσμε".utf8) + [0xF4]),
-            Frame(fin: false, opcode: .continuation, payload: [0x90, 0x80]),
-            Frame(fin: true, opcode: .continuation, payload: [0x80]),
+            WebSocketFrame(fin: false, opcode: .text, payload: Array("κόσμε".utf8) + [0xF4]),
+            WebSocketFrame(fin: false, opcode: .continuation, payload: [0x90, 0x80]),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: [0x80]),
         ])
         #expect(result.error == .invalidFramePayloadData)
         #expect(result.pushed == 1)
     }
 
     @Test func invalidUTF8InFirstFragmentFailsImmediately() {
-        let result = run([Frame(fin: false, opcode: .text, payload: [0x61, 0xC0, 0xAF])])
+        let result = run([WebSocketFrame(fin: false, opcode: .text, payload: [0x61, 0xC0, 0xAF])])
         #expect(result.error == .invalidFramePayloadData)
         #expect(result.pushed == 0)
     }
 
     @Test func textEndingInsideACodePointIsInvalid() {
-        #expect(run([Frame(opcode: .text, payload: [0xE2, 0x82])]).error == .invalidFramePayloadData)
+        #expect(run([WebSocketFrame(opcode: .text, payload: [0xE2, 0x82])]).error == .invalidFramePayloadData)
         let fragmented = run([
-            Frame(fin: false, opcode: .text, payload: [0x61]),
-            Frame(fin: true, opcode: .continuation, payload: [0xE2, 0x82]),
+            WebSocketFrame(fin: false, opcode: .text, payload: [0x61]),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: [0xE2, 0x82]),
         ])
         #expect(fragmented.error == .invalidFramePayloadData)
     }
 
     @Test func binaryIsNotValidated() {
-        #expect(run([Frame(opcode: .binary, payload: [0xFF, 0xC0])]).events == [.binary([0xFF, 0xC0])])
+        #expect(run([WebSocketFrame(opcode: .binary, payload: [0xFF, 0xC0])]).events == [.binary([0xFF, 0xC0])])
     }
 
     @Test func messageSizeLimit() {
-        #expect(run([Frame(opcode: .binary, payload: [UInt8](repeating: 1, count: 10))], maxMessageSize: 10).error == nil)
-        #expect(run([Frame(opcode: .binary, payload: [UInt8](repeating: 1, count: 11))], maxMessageSize: 10).error == .messageTooBig)
+        #expect(run([WebSocketFrame(opcode: .binary, payload: [UInt8](repeating: 1, count: 10))], maxMessageSize: 10).error == nil)
+        #expect(run([WebSocketFrame(opcode: .binary, payload: [UInt8](repeating: 1, count: 11))], maxMessageSize: 10).error == .messageTooBig)
         let fragmented = run([
-            Frame(fin: false, opcode: .text, payload: Array("abcdef".utf8)),
-            Frame(fin: false, opcode: .continuation, payload: Array("ghij".utf8)),
-            Frame(fin: true, opcode: .continuation, payload: Array("k".utf8)),
+            WebSocketFrame(fin: false, opcode: .text, payload: Array("abcdef".utf8)),
+            WebSocketFrame(fin: false, opcode: .continuation, payload: Array("ghij".utf8)),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: Array("k".utf8)),
         ], maxMessageSize: 10)
         #expect(fragmented.error == .messageTooBig)
         #expect(fragmented.pushed == 2)
         // Control frames do not count towards the message.
         let withPing = run([
-            Frame(fin: false, opcode: .binary, payload: [UInt8](repeating: 0, count: 8)),
-            Frame(opcode: .ping, payload: [UInt8](repeating: 0, count: 100)),
-            Frame(fin: true, opcode: .continuation, payload: [0, 0]),
+            WebSocketFrame(fin: false, opcode: .binary, payload: [UInt8](repeating: 0, count: 8)),
+            WebSocketFrame(opcode: .ping, payload: [UInt8](repeating: 0, count: 100)),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: [0, 0]),
         ], maxMessageSize: 10)
         #expect(withPing.error == nil)
     }
 
     @Test func closeFrames() {
-        #expect(run([Frame(opcode: .close, payload: [])]).events == [.close(nil, "")])
+        #expect(run([WebSocketFrame(opcode: .close, payload: [])]).events == [.close(nil, "")])
         #expect(run([close(1000)]).events == [.close(.normal, "")])
         #expect(run([close(4000, Array("ünicode reason".utf8))]).events == [.close(CloseCode(4000), "ünicode reason")])
     }
 
     @Test func closePayloadOfOneByteIsProtocolError() {
-        #expect(run([Frame(opcode: .close, payload: [0x03])]).error == .protocolError)
+        #expect(run([WebSocketFrame(opcode: .close, payload: [0x03])]).error == .protocolError)
     }
 
     @Test(arguments: [0, 999, 1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000, 65535] as [UInt16])
@@ -154,17 +154,17 @@ import ContrailWebSocket
     }
 
     @Test func closeMayInterruptAFragmentedMessage() {
-        let result = run([Frame(fin: false, opcode: .text, payload: [0x61]), close(1001)])
+        let result = run([WebSocketFrame(fin: false, opcode: .text, payload: [0x61]), close(1001)])
         #expect(result.events == [.close(.goingAway, "")])
         #expect(result.error == nil)
     }
 
     @Test func assemblerStaysFailedUntilReset() throws {
         var assembler = MessageAssembler(maxMessageSize: 100)
-        #expect(throws: WebSocketError.self) { try assembler.push(Frame(opcode: .continuation, payload: [])) }
-        #expect(throws: WebSocketError.self) { try assembler.push(Frame(opcode: .text, payload: [0x61])) }
+        #expect(throws: WebSocketError.self) { try assembler.push(WebSocketFrame(opcode: .continuation, payload: [])) }
+        #expect(throws: WebSocketError.self) { try assembler.push(WebSocketFrame(opcode: .text, payload: [0x61])) }
         assembler.reset()
-        #expect(try assembler.push(Frame(opcode: .text, payload: [0x61])) == .text("a"))
+        #expect(try assembler.push(WebSocketFrame(opcode: .text, payload: [0x61])) == .text("a"))
     }
 
     @Test func decoderAndAssemblerTogether() throws {
@@ -172,9 +172,9 @@ import ContrailWebSocket
         var wire: [UInt8] = []
         var keys = MaskingKeyGenerator()
         for frame in [
-            Frame(fin: false, opcode: .text, payload: Array("frag".utf8)),
-            Frame(opcode: .ping, payload: Array("p".utf8)),
-            Frame(fin: true, opcode: .continuation, payload: Array("mented €".utf8)),
+            WebSocketFrame(fin: false, opcode: .text, payload: Array("frag".utf8)),
+            WebSocketFrame(opcode: .ping, payload: Array("p".utf8)),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: Array("mented €".utf8)),
         ] {
             FrameEncoder.encode(frame, maskingKey: keys.next(), into: &wire)
         }

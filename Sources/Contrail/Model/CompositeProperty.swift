@@ -16,6 +16,7 @@ public struct CompositeProperty {
     let keyPath: AnyKeyPath
     let dependencies: [AnyKeyPath]
 
+    /// A composite property: observers of `keyPath` fire whenever one of `dependencies` changes.
     public init<Model: ModelObject, Value>(_ keyPath: KeyPath<Model, Value>, dependsOn dependencies: PartialKeyPath<Model>...) {
         self.keyPath = keyPath
         self.dependencies = dependencies

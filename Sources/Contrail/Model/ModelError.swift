@@ -17,6 +17,7 @@ public enum ModelError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A reference points at an object of the wrong class.
     case wrongClass(property: String, expected: String, got: String)
 
+    /// What went wrong, in words.
     public var description: String {
         switch self {
         case let .wrongType(property, expected, got):

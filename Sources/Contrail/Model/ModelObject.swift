@@ -5,7 +5,7 @@ import Foundation
 /// ```swift
 /// final class Shape: ModelObject {
 ///     @Property var x: Double = 0
-///     @Property var color = Color.red
+///     @Property var color = ModelColor.red
 /// }
 /// final class Canvas: ModelObject {
 ///     @Property var name: String?
@@ -34,6 +34,7 @@ open class ModelObject: Identifiable {
         self.init(uuid: UUID())
     }
 
+    /// The object's identity in this process (`uuid` is its identity across replicas).
     public nonisolated var id: ObjectIdentifier { ObjectIdentifier(self) }
 
     /// The class name used on the wire: the bare Swift class name.

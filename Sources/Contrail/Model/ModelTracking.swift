@@ -11,7 +11,7 @@ final class ModelTracking {
     @exclusivity(unchecked) var parents: [ParentLink] = []
     weak var scope: Scope?
     @exclusivity(unchecked) var observers: [ObserverEntry] = []
-    /// The `NotificationQueue` turn in which this object's tree observers (and its ancestors') were
+    /// The `ChangeDelivery` turn in which this object's tree observers (and its ancestors') were
     /// last queued.
     @exclusivity(unchecked) var treeTurn: UInt = 0
     /// True for a class's probe instance, which only answers key-path probes.

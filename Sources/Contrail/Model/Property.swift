@@ -22,6 +22,7 @@ public struct Property<Value: PropertyValue> {
         }
     }
 
+    /// The value; a set records a fragment in the object's scope and notifies observers.
     @available(*, unavailable, message: "@Property can only be used on ModelObject subclasses")
     public var wrappedValue: Value {
         get { fatalError("unreachable") }

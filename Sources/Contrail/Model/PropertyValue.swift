@@ -7,9 +7,12 @@ public typealias ModelResolver = (UUID) -> ModelObject?
 /// references and collections, which model objects it holds.
 ///
 /// Conformances ship for `String`, `Bool`, every sized integer, `Float`, `Double`, `Date`, `Data`,
-/// `URL`, `UUID`, `Color`, optionals, arrays, model objects; a `RawRepresentable` enum only has to
+/// `URL`, `UUID`, `ModelColor`, optionals, arrays, model objects; a `RawRepresentable` enum only has to
 /// declare the conformance: `enum Kind: String, PropertyValue { case circle, square }`.
-@MainActor
+///
+/// The protocol is nonisolated: a plain value's `wireValue()` and `decode` run on any thread. Only
+/// model objects conform on the main actor (`extension ModelObject: @MainActor PropertyValue`), and
+/// so do optionals and arrays of them.
 public protocol PropertyValue {
     /// Whether this is a plain value, a model reference, or a model collection.
     static var valueKind: PropertyValueKind { get }
@@ -28,17 +31,21 @@ public protocol PropertyValue {
 }
 
 extension PropertyValue {
+    /// Whether this is a plain value, a model reference or a model collection.
     public static var valueKind: PropertyValueKind { .value }
+    /// A short type name for error messages.
     public static var typeName: String { String(describing: Self.self) }
+    /// The model classes this type can hold.
     public static var modelTypes: [ModelObject.Type] { [] }
+    /// The model objects this value holds, in order (O(n) for collections).
     public var models: [ModelObject] { [] }
 }
 
 extension PropertyValue where Self: Equatable {
+    /// Whether the two are the same value (a set of the same value notifies nobody).
     @inlinable public static func isSame(_ lhs: Self, _ rhs: Self) -> Bool { lhs == rhs }
 }
 
-@MainActor
 extension JSON {
     /// A short description of a wire value's type for error messages.
     var typeDescription: String {
@@ -56,7 +63,9 @@ extension JSON {
 // MARK: - Strings, booleans, numbers
 
 extension String: PropertyValue {
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { .string(self) }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> String {
         guard case .string(let value) = wire else {
             throw .wrongType(property: property, expected: "a string", got: wire.typeDescription)
@@ -66,7 +75,9 @@ extension String: PropertyValue {
 }
 
 extension Bool: PropertyValue {
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { .bool(self) }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Bool {
         guard case .bool(let value) = wire else {
             throw .wrongType(property: property, expected: "a boolean", got: wire.typeDescription)
@@ -79,10 +90,12 @@ extension Bool: PropertyValue {
 public protocol IntegerPropertyValue: PropertyValue, FixedWidthInteger {}
 
 extension IntegerPropertyValue {
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON {
         if Self.isSigned || self <= Int64.max { return .int(Int64(self)) }
         return .uint(UInt64(self))
     }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Self {
         let result: Self?
         switch wire {
@@ -126,7 +139,9 @@ extension JSON {
 /// `±1e999` (too large for a double: every JSON parser, JavaScript's and the server's included,
 /// reads it as ±infinity).
 extension Double: PropertyValue {
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { isNaN ? .null : .double(self) }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Double {
         if case .null = wire { return .nan }
         guard let value = wire.numberAsDouble else {
@@ -144,9 +159,11 @@ extension Float: PropertyValue {
     public func wireValue() -> JSON {
         isFinite ? .double(Double(description) ?? Double(self)) : Double(self).wireValue()
     }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Float {
         Float(try Double.decode(wire: wire, property: property, resolver: resolver))
     }
+    /// Whether the two are the same value (a set of the same value notifies nobody).
     public static func isSame(_ lhs: Float, _ rhs: Float) -> Bool { lhs == rhs || (lhs.isNaN && rhs.isNaN) }
 }
 
@@ -155,6 +172,7 @@ extension Float: PropertyValue {
 extension Date: PropertyValue {
     /// Seconds since the Unix epoch (PROTOCOL.md §8.1); ISO-8601 strings are accepted on input.
     public func wireValue() -> JSON { .double(timeIntervalSince1970) }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Date {
         if let seconds = wire.numberAsDouble { return Date(timeIntervalSince1970: seconds) }
         if case .string(let text) = wire {
@@ -171,6 +189,7 @@ extension Date: PropertyValue {
 extension Data: PropertyValue {
     /// Base64 (a Contrail extension: Jetstream has no bytes type).
     public func wireValue() -> JSON { .string(base64EncodedString()) }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Data {
         guard case .string(let text) = wire, let data = Data(base64Encoded: text) else {
             throw .wrongType(property: property, expected: "base64 data", got: wire.typeDescription)
@@ -180,7 +199,9 @@ extension Data: PropertyValue {
 }
 
 extension URL: PropertyValue {
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { .string(absoluteString) }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> URL {
         guard case .string(let text) = wire, let url = URL(string: text) else {
             throw .wrongType(property: property, expected: "a URL string", got: wire.typeDescription)
@@ -190,7 +211,9 @@ extension URL: PropertyValue {
 }
 
 extension UUID: PropertyValue {
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { .string(uuidString.lowercased()) }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> UUID {
         guard case .string(let text) = wire, let uuid = UUID(uuidString: text) else {
             throw .wrongType(property: property, expected: "a UUID string", got: wire.typeDescription)
@@ -202,7 +225,9 @@ extension UUID: PropertyValue {
 // MARK: - Enums
 
 extension PropertyValue where Self: RawRepresentable, RawValue: PropertyValue {
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { rawValue.wireValue() }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Self {
         let raw = try RawValue.decode(wire: wire, property: property, resolver: resolver)
         guard let value = Self(rawValue: raw) else {
@@ -215,14 +240,20 @@ extension PropertyValue where Self: RawRepresentable, RawValue: PropertyValue {
 // MARK: - Optionals and arrays
 
 extension Optional: PropertyValue where Wrapped: PropertyValue {
+    /// Whether this is a plain value, a model reference or a model collection.
     public static var valueKind: PropertyValueKind { Wrapped.valueKind }
+    /// A short type name for error messages.
     public static var typeName: String { Wrapped.typeName + "?" }
+    /// The model classes this type can hold.
     public static var modelTypes: [ModelObject.Type] { Wrapped.modelTypes }
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { self?.wireValue() ?? .null }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Wrapped? {
         if case .null = wire { return nil }
         return try Wrapped.decode(wire: wire, property: property, resolver: resolver)
     }
+    /// Whether the two are the same value (a set of the same value notifies nobody).
     public static func isSame(_ lhs: Wrapped?, _ rhs: Wrapped?) -> Bool {
         switch (lhs, rhs) {
         case (nil, nil): true
@@ -230,15 +261,20 @@ extension Optional: PropertyValue where Wrapped: PropertyValue {
         default: false
         }
     }
+    /// The model objects this value holds, in order (O(n) for collections).
     public var models: [ModelObject] { self?.models ?? [] }
 }
 
 extension Array: PropertyValue where Element: PropertyValue {
     /// `[SomeModel]` is a collection of models; `[Double]` and friends are plain values.
     public static var valueKind: PropertyValueKind { Element.valueKind == .value ? .value : .collection }
+    /// A short type name for error messages.
     public static var typeName: String { "[\(Element.typeName)]" }
+    /// The model classes this type can hold.
     public static var modelTypes: [ModelObject.Type] { Element.modelTypes }
+    /// The wire value (PROTOCOL.md §3.1).
     public func wireValue() -> JSON { .array(map { $0.wireValue() }) }
+    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> [Element] {
         guard case .array(let items) = wire else {
             throw .wrongType(property: property, expected: "an array", got: wire.typeDescription)
@@ -248,9 +284,11 @@ extension Array: PropertyValue where Element: PropertyValue {
         for item in items { result.append(try Element.decode(wire: item, property: property, resolver: resolver)) }
         return result
     }
+    /// Whether the two are the same value (a set of the same value notifies nobody).
     public static func isSame(_ lhs: [Element], _ rhs: [Element]) -> Bool {
         lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { Element.isSame($0, $1) }
     }
+    /// The model objects this value holds, in order (O(n) for collections).
     public var models: [ModelObject] {
         if Element.valueKind == .value { return [] }
         if let objects = self as? [ModelObject] { return objects }

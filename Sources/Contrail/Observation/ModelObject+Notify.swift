@@ -12,7 +12,7 @@ extension ModelObject {
                 if immediate {
                     entry.fire()
                 } else {
-                    NotificationQueue.main.enqueue(entry)
+                    ChangeDelivery.main.enqueue(entry)
                 }
             }
         }
@@ -23,14 +23,14 @@ extension ModelObject {
     /// at most once per delivery turn: a visited object's ancestors were queued with it, so later
     /// sets in the same turn stop at the first visited object. Allocates nothing.
     func notifyTreeChange() {
-        let turn = NotificationQueue.main.turn
+        let turn = ChangeDelivery.main.turn
         var next: ModelObject? = self
         while let object = next {
             next = nil
             guard let tracking = object._tracking, tracking.treeTurn != turn else { return }
             tracking.treeTurn = turn
             for entry in tracking.observers {
-                if case .treeChange = entry.event { NotificationQueue.main.enqueue(entry) }
+                if case .treeChange = entry.event { ChangeDelivery.main.enqueue(entry) }
             }
             // The common case, one parent, loops; only a second parent recurses. The links are read in
             // place: copying one copies its weak reference.
@@ -89,7 +89,7 @@ extension ModelObject {
         let tracking = self.tracking
         tracking.observers.removeAll { $0.observer == nil }
         tracking.observers.append(entry)
-        if case .treeChange = event { NotificationQueue.main.invalidateTreeMarks() }
+        if case .treeChange = event { ChangeDelivery.main.invalidateTreeMarks() }
         return ObservationToken(entry: entry)
     }
 

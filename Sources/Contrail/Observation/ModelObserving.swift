@@ -167,25 +167,22 @@ extension ModelObserving {
 
     // MARK: - Async sequences
 
-    /// The values of a property, once per turn in which it changed, as an `AsyncSequence`.
-    /// The sequence ends when the consuming task is cancelled.
+    /// The values of a property as an `AsyncSequence`: the current value first, then the value
+    /// after each turn in which it changed. Buffering: the newest 64 unread values are kept (a
+    /// slower consumer skips older ones, never the latest). The sequence ends when the object is
+    /// freed, and for a consumer whose task is cancelled.
+    /// - Throws: ``ObservationError`` when `keyPath` is not a `@Property` of this class.
     public func values<Value: Sendable>(of keyPath: KeyPath<Self, Value>) throws(ObservationError) -> AsyncStream<Value> {
         let properties = try indices([keyPath])
         let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(64))
-        let box = StreamObserver()
-        let token = addObserver(box, .change(immediate: false, properties: properties), Self.subject { object in
-            continuation.yield(object[keyPath: keyPath])
+        continuation.yield(self[keyPath: keyPath])
+        let finisher = StreamFinisher(continuation)
+        let token = addObserver(finisher, .change(immediate: false, properties: properties), Self.subject { object in
+            finisher.continuation.yield(object[keyPath: keyPath])
         })
-        box.token = token
         continuation.onTermination = { _ in
-            Task { @MainActor in box.token?.cancel(); box.token = nil }
+            Task { @MainActor in token.cancel() }
         }
         return stream
     }
-}
-
-/// Keeps an `AsyncStream`'s observation alive until the stream terminates.
-@MainActor
-final class StreamObserver {
-    var token: ObservationToken?
 }

@@ -4,6 +4,7 @@ public enum ObservationError: Error, Equatable, Sendable, CustomStringConvertibl
     /// (for example `\.uuid`, or a plain stored `var`): there is nothing to observe.
     case notAProperty(className: String, keyPath: String)
 
+    /// What went wrong, in words.
     public var description: String {
         switch self {
         case let .notAProperty(className, keyPath):

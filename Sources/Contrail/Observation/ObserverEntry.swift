@@ -1,5 +1,5 @@
 /// One registered observation: what it listens for, whom it belongs to, and what to call.
-/// Listed with `NotificationQueue.main.sweep` under its observer, which releases it once the
+/// Listed with `ChangeDelivery.main.sweep` under its observer, which releases it once the
 /// observer is gone.
 @MainActor
 final class ObserverEntry: ObserverRegistration {
@@ -41,7 +41,7 @@ final class ObserverEntry: ObserverRegistration {
         self.callback = callback
         self.observer = observer
         self.subject = subject
-        NotificationQueue.main.sweep.register(self, for: observer)
+        ChangeDelivery.main.sweep.register(self, for: observer)
     }
 
     var isReleased: Bool {

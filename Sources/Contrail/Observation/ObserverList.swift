@@ -31,7 +31,7 @@ final class ObserverList<Value> {
     func add(_ observer: AnyObject, _ body: @escaping (Value) -> Void) -> ObservationToken {
         let registration = Registration(observer: observer, body: body, list: self)
         registrations.append(registration)
-        NotificationQueue.main.sweep.register(registration, for: observer)
+        ChangeDelivery.main.sweep.register(registration, for: observer)
         return ObservationToken(entry: registration)
     }
 
@@ -42,5 +42,19 @@ final class ObserverList<Value> {
         for registration in registrations where registration.observer != nil {
             registration.body?(value)
         }
+    }
+
+    /// The values from now on as an `AsyncStream`, starting with `current` if given, buffered as
+    /// `bufferingPolicy` says. The stream ends when this list is freed (its owner is gone).
+    func stream(startingWith current: Value?, bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy) -> AsyncStream<Value>
+    where Value: Sendable {
+        let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: bufferingPolicy)
+        if let current { continuation.yield(current) }
+        let finisher = StreamFinisher(continuation)
+        let token = add(finisher) { finisher.continuation.yield($0) }
+        continuation.onTermination = { _ in
+            Task { @MainActor in token.cancel() }
+        }
+        return stream
     }
 }

@@ -1,7 +1,7 @@
 /// Releases the callbacks of observers that were deallocated, at the end of each delivery turn.
 ///
 /// Linux has no deallocation hook for an arbitrary object, so every registration is listed here
-/// under its (weakly held) observer, and `NotificationQueue` calls `sweep()` at the end of each
+/// under its (weakly held) observer, and `ChangeDelivery` calls `sweep()` at the end of each
 /// delivery (`deliverPending`, which every run-loop turn with queued work and every `drain()` runs).
 /// A sweep checks up to `budget` observers, round robin from where the last one stopped, and
 /// releases every registration of the ones that are gone: their closures, and what those captured,

@@ -9,7 +9,7 @@
 /// crc.update([0x01])
 /// crc.update(payload)                        // same as checksum([0x01] + payload)
 /// ```
-public struct CRC32C: Sendable, Equatable {
+package struct CRC32C: Sendable, Equatable {
     /// The checksum of every byte passed to `update` so far (0 for no bytes).
     public private(set) var value: UInt32 = 0
 

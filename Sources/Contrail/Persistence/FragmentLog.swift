@@ -193,7 +193,7 @@ public final class FragmentLog {
 
     /// Once `changeSet` settles, a marker record says so (it will not be sent again after a restart).
     private func watch(_ changeSet: ChangeSet, sequence: Int) {
-        changeSet.onStateChange { [weak self] state in
+        changeSet.onStateChange(self) { [weak self] state in
             guard state != .syncing, let self, self.unsettled.removeValue(forKey: sequence) != nil, let writer = self.writer else { return }
             var marker = FragmentLogEntry(root: nil, fragments: [])
             marker.settled = sequence

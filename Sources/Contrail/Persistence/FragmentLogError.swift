@@ -9,6 +9,7 @@ public enum FragmentLogError: Error, Equatable, CustomStringConvertible {
     /// The log is not attached to a scope.
     case notAttached
 
+    /// What went wrong, in words.
     public var description: String {
         switch self {
         case .file(let error): "fragment log: \(error)"

@@ -23,7 +23,7 @@ import Foundation
 ///
 /// A `LogFile` holds an exclusive `flock` on its file, so a second writer (in this or another
 /// process) gets ``LogFileError/locked(path:)``. It is not `Sendable`: use it from one actor or thread.
-public final class LogFile {
+package final class LogFile {
     /// The default ``maxRecordSize``: 64 MiB.
     public static let defaultMaxRecordSize = 64 << 20
     /// The default in-memory append buffer: 64 KiB.

@@ -24,6 +24,7 @@ public enum LogFileError: Error, Equatable, CustomStringConvertible {
     /// The log was closed, or an earlier failed sync left it in an unknown state; reopen it.
     case unusable(path: String, reason: String)
 
+    /// What went wrong, in words.
     public var description: String {
         switch self {
         case let .io(path, code, operation):

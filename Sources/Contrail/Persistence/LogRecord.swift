@@ -1,5 +1,5 @@
 /// One record of a ``LogFile``: a kind tag and opaque payload bytes.
-public struct LogRecord: Sendable, Equatable {
+package struct LogRecord: Sendable, Equatable {
     /// What a record holds. The storage layer only stores the tag; meaning belongs to the layer above.
     public enum Kind: UInt8, Sendable {
         /// A full state image; history before it is no longer needed.

@@ -17,6 +17,7 @@ public struct TornTail: Sendable, Equatable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// What went wrong, in words.
     public var description: String {
         "torn tail at offset \(offset): \(discardedBytes) byte\(discardedBytes == 1 ? "" : "s") discarded (\(reason))"
     }

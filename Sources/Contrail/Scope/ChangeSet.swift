@@ -17,9 +17,13 @@ public final class ChangeSet: Encodable {
 
     /// Where a change set stands with the server.
     public enum State: String, Sendable, Codable {
+        /// Sent or waiting to be sent; the server has not answered yet.
         case syncing
+        /// Applied by the server (or made in a scope that is not synced).
         case completed
+        /// Rejected by the server: every change was undone locally.
         case reverted
+        /// Partly rejected by the server: the rejected fragments were undone locally.
         case partiallyReverted
     }
 
@@ -41,15 +45,17 @@ public final class ChangeSet: Encodable {
     public nonisolated let isAtomic: Bool
     /// The procedure this change set calls (`Model.name`, from `Scope.modify(procedure:)`), if any.
     public internal(set) var procedure: String?
+    /// Whether this app made the change set or it was applied from elsewhere.
     public nonisolated let origin: Origin
     /// When the change set was made.
     public nonisolated let date: Date
     /// The change set's identity, sent with it (`ScopeSync.changeSetID`) so that a server applies it
     /// once however often it is sent.
     public nonisolated let id: UUID
+    /// Where the change set stands with the server (see `onStateChange` and `settled()`).
     public private(set) var state: State
     var changes: [Change]
-    private var stateObservers: [(State) -> Void] = []
+    private let stateObservers = ObserverList<State>()
     private var waiters: [CheckedContinuation<State, Never>] = []
     weak var scope: Scope?
 
@@ -84,9 +90,10 @@ public final class ChangeSet: Encodable {
     /// Whether the change set is still waiting for the server.
     public var isSettled: Bool { state != .syncing }
 
-    /// Calls `body` whenever the state changes.
-    public func onStateChange(_ body: @escaping @MainActor (State) -> Void) {
-        stateObservers.append(body)
+    /// Calls `body` whenever the state changes, while `observer` lives (or until the token is cancelled).
+    @discardableResult
+    public func onStateChange(_ observer: AnyObject, _ body: @escaping @MainActor (State) -> Void) -> ObservationToken {
+        stateObservers.add(observer, body)
     }
 
     /// Returns once the change set is completed, reverted or partially reverted.
@@ -96,10 +103,10 @@ public final class ChangeSet: Encodable {
     }
 
     /// Sets the state (the sync layer calls this) and notifies.
-    public func settle(_ newState: State) {
+    package func settle(_ newState: State) {
         guard newState != state else { return }
         state = newState
-        for observer in stateObservers { observer(newState) }
+        stateObservers.notify(newState)
         if isSettled {
             let waiting = waiters
             waiters.removeAll()

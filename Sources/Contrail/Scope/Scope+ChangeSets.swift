@@ -68,7 +68,6 @@ extension Scope {
         history.append(changeSet)
         if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
         listeners.notify(changeSet)
-        for continuation in continuations.values { continuation.yield(changeSet) }
     }
 
     /// Calls `body` with every change set, local and remote, after the turn in which it was made.
@@ -77,30 +76,26 @@ extension Scope {
         listeners.add(observer, body)
     }
 
-    /// Every change set from now on, as an `AsyncSequence`.
-    public var changeSets: AsyncStream<ChangeSet> {
-        let (stream, continuation) = AsyncStream.makeStream(of: ChangeSet.self)
-        let id = UUID()
-        continuations[id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { @MainActor in self?.continuations[id] = nil }
-        }
-        return stream
+    /// Every change set from now on, local and remote, as an `AsyncSequence` (each call makes a
+    /// new sequence for one consumer). Buffering: unbounded, so a consumer sees every change set;
+    /// consume it or cancel its task. The sequence ends when the scope is freed.
+    public func changeSets() -> AsyncStream<ChangeSet> {
+        listeners.stream(startingWith: nil, bufferingPolicy: .unbounded)
     }
 
     /// Runs `changes` as one change set with `message` (what is pending is flushed first).
     @discardableResult
-    public func modify(message: String? = nil, _ changes: () throws -> Void) rethrows -> ChangeSet? {
+    public func modify<Failure: Error>(message: String? = nil, _ changes: () throws(Failure) -> Void) throws(Failure) -> ChangeSet? {
         try modify(message: message, atomic: false, changes)
     }
 
     /// Runs `changes` as one atomic change set: the server applies all of it or none of it.
     @discardableResult
-    public func modifyAtomically(message: String? = nil, _ changes: () throws -> Void) rethrows -> ChangeSet? {
+    public func modifyAtomically<Failure: Error>(message: String? = nil, _ changes: () throws(Failure) -> Void) throws(Failure) -> ChangeSet? {
         try modify(message: message, atomic: true, changes)
     }
 
-    func modify(message: String?, atomic: Bool, _ changes: () throws -> Void) rethrows -> ChangeSet? {
+    func modify<Failure: Error>(message: String?, atomic: Bool, _ changes: () throws(Failure) -> Void) throws(Failure) -> ChangeSet? {
         flush()
         defer { flushMessage = nil; flushAtomic = false }
         try changes()

@@ -93,6 +93,6 @@ extension Scope {
     }
 
     private func scheduleFlush() {
-        NotificationQueue.main.enqueueFlush(for: self) { [weak self] in self?.flush() }
+        ChangeDelivery.main.enqueueFlush(for: self) { [weak self] in self?.flush() }
     }
 }

@@ -37,7 +37,7 @@ public final class Scope {
     }
 
     /// Whether a sync layer settles this scope's change sets (they start `syncing` instead of `completed`).
-    public var isSynced = false
+    package var isSynced = false
 
     /// Upper bound of `history` and of the undo stack (older change sets are dropped from memory, not from a log).
     public var historyLimit = 1000
@@ -61,7 +61,6 @@ public final class Scope {
     var remoteDepth = 0
     var isRecordingAttach = true
     let listeners = ObserverList<ChangeSet>()
-    var continuations: [UUID: AsyncStream<ChangeSet>.Continuation] = [:]
     var lastRecorded: [ChangeKey: ContinuousClock.Instant] = [:]
     var throttled: Set<ChangeKey> = []
     var undoStack: [ChangeSet] = []

@@ -5,7 +5,7 @@ extension ChangeSet {
     public func settled(timeout: Duration?) async throws(SyncError) -> State {
         if isSettled { return state }
         let waiter = ReplyWaiter<State>()
-        onStateChange { [weak waiter] state in
+        onStateChange(waiter) { [weak waiter] state in
             if state != .syncing { waiter?.resolve(.success(state)) }
         }
         return try await waiter.wait(timeout: timeout).get()

@@ -86,6 +86,13 @@ public final class Client {
         statusObservers.add(observer, body)
     }
 
+    /// The status as an `AsyncSequence`: the current status first, then every change. Buffering:
+    /// the newest 64 unread statuses are kept. The sequence ends when the client is freed, and for
+    /// a consumer whose task is cancelled.
+    public func statusUpdates() -> AsyncStream<Status> {
+        statusObservers.stream(startingWith: status, bufferingPolicy: .bufferingNewest(64))
+    }
+
     /// Connects and creates a session with `options.sessionParams`. A denied session throws
     /// `SyncError.sessionDenied`; a failed connection `.transport`; `close()` meanwhile `.closed`.
     /// Returns the existing session when already connected; concurrent calls share one attempt.
@@ -192,14 +199,7 @@ public final class Client {
     }
 
     private func open(headers: [(String, String)]) async throws(SyncError) -> Connection {
-        let transport: any SyncTransport
-        do {
-            transport = try await connector.connect(headers: headers)
-        } catch let error as SyncError {
-            throw error
-        } catch {
-            throw .transport("\(error)")
-        }
+        let transport = try await connector.connect(headers: headers)
         if isClosed {
             await transport.close(code: 1000, reason: "client closed")
             throw .closed

@@ -169,7 +169,7 @@ public final class Session {
         defer { syncWaiters.removeAll { $0 === done } }
         for changeSet in unsettled {
             let id = ObjectIdentifier(changeSet)
-            changeSet.onStateChange { [weak done] state in
+            changeSet.onStateChange(done) { [weak done] state in
                 guard state != .syncing, remaining.remove(id) != nil, remaining.isEmpty else { return }
                 done?.resolve(.success(()))
             }
@@ -198,6 +198,13 @@ public final class Session {
     @discardableResult
     public func onSyncStatus(_ observer: AnyObject, _ body: @escaping @MainActor (SyncStatus) -> Void) -> ObservationToken {
         syncStatusObservers.add(observer, body)
+    }
+
+    /// The sync status as an `AsyncSequence`: the current status first, then every change.
+    /// Buffering: the newest 64 unread statuses are kept. The sequence ends when the session is
+    /// freed, and for a consumer whose task is cancelled.
+    public func syncStatusUpdates() -> AsyncStream<SyncStatus> {
+        syncStatusObservers.stream(startingWith: lastSyncStatus, bufferingPolicy: .bufferingNewest(64))
     }
 
     /// The current sync status.

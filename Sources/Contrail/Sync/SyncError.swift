@@ -24,6 +24,7 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The fetched state could not be applied to the local model (unknown class, bad value…).
     case invalidState(String)
 
+    /// What went wrong, in words.
     public var description: String {
         switch self {
         case .sessionDenied(let message): return "session denied by the server: \(message)"

@@ -4,7 +4,7 @@
 /// let message = try Message(json: JSON(parsing: #"{"type":"Ping","index":0,"ack":6,"resendMissing":false}"#))
 /// if case .ping(let ping) = message { print(ping.ack) }   // 6
 /// ```
-public enum Message: Sendable, Equatable {
+package enum Message: Sendable, Equatable {
     /// Client → server: open a session (§2.1).
     case sessionCreate(SessionCreate)
     /// Server → client: token or denial (§2.2).
@@ -27,7 +27,7 @@ public enum Message: Sendable, Equatable {
     case scopeDetachReply(ScopeDetachReply)
 
     /// The message's `index` (0 for unsequenced messages).
-    public var index: Int {
+    package var index: Int {
         switch self {
         case .sessionCreate(let message): return message.index
         case .sessionCreateReply(let message): return message.index
@@ -43,7 +43,7 @@ public enum Message: Sendable, Equatable {
     }
 
     /// The wire `type`, e.g. `"ScopeSync"`.
-    public var typeName: String {
+    package var typeName: String {
         switch self {
         case .sessionCreate: return SessionCreate.typeName
         case .sessionCreateReply: return SessionCreateReply.typeName
@@ -59,7 +59,7 @@ public enum Message: Sendable, Equatable {
     }
 
     /// The `replyTo` of reply messages, `nil` for others.
-    public var replyTo: Int? {
+    package var replyTo: Int? {
         switch self {
         case .scopeFetchReply(let message): return message.replyTo
         case .scopeSyncReply(let message): return message.replyTo
@@ -70,7 +70,7 @@ public enum Message: Sendable, Equatable {
 
     /// Decodes one message object by its `type`, validating it as §2 describes. Unknown extra
     /// fields are ignored. The abstract `Reply` type is not decoded (`unknownMessageType`).
-    public init(json: JSON) throws(WireError) {
+    package init(json: JSON) throws(WireError) {
         guard case .object(let members) = json else {
             throw WireError.invalidMessage(type: nil, reason: "Message is not an object")
         }
@@ -93,7 +93,7 @@ public enum Message: Sendable, Equatable {
     }
 
     /// The wire object.
-    public var json: JSON {
+    package var json: JSON {
         switch self {
         case .sessionCreate(let message): return message.json
         case .sessionCreateReply(let message): return message.json

@@ -6,12 +6,12 @@ import Foundation
 /// let messages = try MessageFrame.decode(frameText)            // object or array
 /// let text = MessageFrame.encode([.ping(Ping(ack: 3))], asArray: true)
 /// ```
-public enum MessageFrame {
+package enum MessageFrame {
     // MARK: Decoding
 
     /// Decodes a parsed frame: an object gives one message, an array one message per element, in
     /// order. A bad element throws `WireError.batchElement(position:error:)` for the first one.
-    public static func decode(_ json: JSON) throws(WireError) -> [Message] {
+    package static func decode(_ json: JSON) throws(WireError) -> [Message] {
         switch json {
         case .object:
             return [try Message(json: json)]
@@ -32,22 +32,22 @@ public enum MessageFrame {
     }
 
     /// Decodes a frame from UTF-8 bytes (see ``decode(_:)-(JSON)``).
-    public static func decode(_ bytes: UnsafeRawBufferPointer, limits: JSONLimits = .init()) throws(WireError) -> [Message] {
+    package static func decode(_ bytes: UnsafeRawBufferPointer, limits: JSONLimits = .init()) throws(WireError) -> [Message] {
         try decode(parse(bytes, limits: limits))
     }
 
     /// Decodes a frame from UTF-8 bytes.
-    public static func decode(_ bytes: [UInt8], limits: JSONLimits = .init()) throws(WireError) -> [Message] {
+    package static func decode(_ bytes: [UInt8], limits: JSONLimits = .init()) throws(WireError) -> [Message] {
         try decode(parse(bytes, limits: limits))
     }
 
     /// Decodes a frame from any collection of UTF-8 bytes.
-    public static func decode(_ bytes: some Collection<UInt8>, limits: JSONLimits = .init()) throws(WireError) -> [Message] {
+    package static func decode(_ bytes: some Collection<UInt8>, limits: JSONLimits = .init()) throws(WireError) -> [Message] {
         try decode(parse(bytes, limits: limits))
     }
 
     /// Decodes a frame from text.
-    public static func decode(_ text: String, limits: JSONLimits = .init()) throws(WireError) -> [Message] {
+    package static func decode(_ text: String, limits: JSONLimits = .init()) throws(WireError) -> [Message] {
         let json: JSON
         do { json = try JSON(parsing: text, limits: limits) } catch { throw WireError.malformedJSON(error) }
         return try decode(json)
@@ -56,7 +56,7 @@ public enum MessageFrame {
     /// Decodes every element of a parsed frame on its own, so a caller can act on the good ones
     /// and answer the bad ones (e.g. a `ScopeSync` with invalid fragments, §8.7). Throws only when
     /// the frame is neither an object nor an array.
-    public static func decodeEach(_ json: JSON) throws(WireError) -> [Result<Message, WireError>] {
+    package static func decodeEach(_ json: JSON) throws(WireError) -> [Result<Message, WireError>] {
         switch json {
         case .object:
             return [Result { () throws(WireError) in try Message(json: json) }]
@@ -80,7 +80,7 @@ public enum MessageFrame {
     /// The frame's UTF-8 bytes. With `asArray` (what servers always send) the messages go in a JSON
     /// array; without it a single message goes as a bare object (what clients send). More or fewer
     /// than one message always go as an array.
-    public static func encodedBytes(_ messages: [Message], asArray: Bool, sortedKeys: Bool = false) -> [UInt8] {
+    package static func encodedBytes(_ messages: [Message], asArray: Bool, sortedKeys: Bool = false) -> [UInt8] {
         if !asArray, messages.count == 1 {
             return messages[0].json.serialized(sortedKeys: sortedKeys)
         }
@@ -88,7 +88,7 @@ public enum MessageFrame {
     }
 
     /// The frame's text (see ``encodedBytes(_:asArray:sortedKeys:)``).
-    public static func encode(_ messages: [Message], asArray: Bool, sortedKeys: Bool = false) -> String {
+    package static func encode(_ messages: [Message], asArray: Bool, sortedKeys: Bool = false) -> String {
         String(decoding: encodedBytes(messages, asArray: asArray, sortedKeys: sortedKeys), as: UTF8.self)
     }
 }

@@ -4,27 +4,27 @@
 /// ```json
 /// {"type":"Ping","index":0,"ack":6,"resendMissing":false}
 /// ```
-public struct Ping: Sendable, Equatable {
+package struct Ping: Sendable, Equatable {
     /// The wire `type`.
-    public static let typeName = "Ping"
+    package static let typeName = "Ping"
 
     /// Always 0.
-    public var index: Int
+    package var index: Int
     /// The last index received from the other side.
-    public var ack: Int
+    package var ack: Int
     /// Asks the other side to resend everything after `ack`. Only a literal `true` counts on input;
     /// always sent.
-    public var resendMissing: Bool
+    package var resendMissing: Bool
 
     /// Creates the message.
-    public init(index: Int = 0, ack: Int, resendMissing: Bool = false) {
+    package init(index: Int = 0, ack: Int, resendMissing: Bool = false) {
         self.index = index
         self.ack = ack
         self.resendMissing = resendMissing
     }
 
     /// Decodes and validates ("Invalid ack").
-    public init(json: JSON) throws(WireError) {
+    package init(json: JSON) throws(WireError) {
         let fields = try WireFields(json, type: Self.typeName)
         index = try fields.index()
         ack = try fields.unsigned("ack", "Invalid ack")
@@ -32,7 +32,7 @@ public struct Ping: Sendable, Equatable {
     }
 
     /// The wire object (`resendMissing` always present).
-    public var json: JSON {
+    package var json: JSON {
         ["type": .string(Self.typeName), "index": .int(Int64(index)), "ack": .int(Int64(ack)), "resendMissing": .bool(resendMissing)]
     }
 }

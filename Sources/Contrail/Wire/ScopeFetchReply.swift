@@ -1,20 +1,20 @@
 /// `ScopeFetchReply` (server → client, sequenced): the scope's handle, or why the fetch failed
 /// (PROTOCOL.md §2.4).
-public struct ScopeFetchReply: Sendable, Equatable {
+package struct ScopeFetchReply: Sendable, Equatable {
     /// The wire `type`.
-    public static let typeName = "ScopeFetchReply"
+    package static let typeName = "ScopeFetchReply"
 
     /// The server's sequence number.
-    public var index: Int
+    package var index: Int
     /// The `index` of the `ScopeFetch` this answers.
-    public var replyTo: Int
+    package var replyTo: Int
     /// On success: the session's handle for the scope, used by every later `ScopeSync`.
-    public var scopeIndex: Int?
+    package var scopeIndex: Int?
     /// On failure: the app's error.
-    public var error: WireErrorBody?
+    package var error: WireErrorBody?
 
     /// Creates the message. Exactly one of `scopeIndex` and `error` should be set.
-    public init(index: Int, replyTo: Int, scopeIndex: Int? = nil, error: WireErrorBody? = nil) {
+    package init(index: Int, replyTo: Int, scopeIndex: Int? = nil, error: WireErrorBody? = nil) {
         self.index = index
         self.replyTo = replyTo
         self.scopeIndex = scopeIndex
@@ -22,7 +22,7 @@ public struct ScopeFetchReply: Sendable, Equatable {
     }
 
     /// Decodes and validates: needs `replyTo` and a `scopeIndex` or an `error` (as iOS does).
-    public init(json: JSON) throws(WireError) {
+    package init(json: JSON) throws(WireError) {
         let fields = try WireFields(json, type: Self.typeName)
         index = try fields.index()
         replyTo = try fields.unsigned("replyTo", "Invalid replyTo")
@@ -34,7 +34,7 @@ public struct ScopeFetchReply: Sendable, Equatable {
     }
 
     /// The wire object.
-    public var json: JSON {
+    package var json: JSON {
         var members: [String: JSON] = [
             "type": .string(Self.typeName), "index": .int(Int64(index)), "replyTo": .int(Int64(replyTo)),
         ]

@@ -2,21 +2,21 @@ import Foundation
 
 /// `ScopeState` (server → client, sequenced): the whole tree of a scope as fragments, the root
 /// first with type `change`, every other object an `add` (PROTOCOL.md §2.5, §3.4).
-public struct ScopeState: Sendable, Equatable {
+package struct ScopeState: Sendable, Equatable {
     /// The wire `type`.
-    public static let typeName = "ScopeState"
+    package static let typeName = "ScopeState"
 
     /// The server's sequence number.
-    public var index: Int
+    package var index: Int
     /// The session's handle for the scope.
-    public var scopeIndex: Int
+    package var scopeIndex: Int
     /// The UUID of the server's root object (sent lowercase).
-    public var rootUUID: UUID
+    package var rootUUID: UUID
     /// The tree in pre-order, starting at the root.
-    public var fragments: [SyncFragment]
+    package var fragments: [SyncFragment]
 
     /// Creates the message.
-    public init(index: Int, scopeIndex: Int, rootUUID: UUID, fragments: [SyncFragment]) {
+    package init(index: Int, scopeIndex: Int, rootUUID: UUID, fragments: [SyncFragment]) {
         self.index = index
         self.scopeIndex = scopeIndex
         self.rootUUID = rootUUID
@@ -24,7 +24,7 @@ public struct ScopeState: Sendable, Equatable {
     }
 
     /// Decodes and validates; a bad fragment fails with `WireError.invalidFragment(index:reason:)`.
-    public init(json: JSON) throws(WireError) {
+    package init(json: JSON) throws(WireError) {
         let fields = try WireFields(json, type: Self.typeName)
         index = try fields.index()
         scopeIndex = try fields.unsigned("scopeIndex", "Invalid scopeIndex")
@@ -49,7 +49,7 @@ public struct ScopeState: Sendable, Equatable {
     }
 
     /// The wire object.
-    public var json: JSON {
+    package var json: JSON {
         [
             "type": .string(Self.typeName), "index": .int(Int64(index)), "scopeIndex": .int(Int64(scopeIndex)),
             "rootUUID": .string(rootUUID.wireString), "fragments": .array(fragments.map(\.json)),

@@ -6,28 +6,28 @@ import Foundation
 /// {"type":"ScopeSync","index":3,"scopeIndex":0,"atomic":true,"procedure":"ChatRoom.postMessage",
 ///  "fragments":[…]}
 /// ```
-public struct ScopeSync: Sendable, Equatable {
+package struct ScopeSync: Sendable, Equatable {
     /// The wire `type`.
-    public static let typeName = "ScopeSync"
+    package static let typeName = "ScopeSync"
 
     /// The sender's sequence number.
-    public var index: Int
+    package var index: Int
     /// The session's handle for the scope.
-    public var scopeIndex: Int
+    package var scopeIndex: Int
     /// The change set, in order. May be empty.
-    public var fragments: [SyncFragment]
+    package var fragments: [SyncFragment]
     /// Whether the change set must apply as a whole. Omitted from the wire when nil; servers never
     /// send it in broadcasts.
-    public var atomic: Bool?
+    package var atomic: Bool?
     /// A procedure to run, `Model.name`. Requires `atomic` to be present.
-    public var procedure: String?
+    package var procedure: String?
     /// The change set's identity (`"changeSet"`, a §8 extension): the same change set sent again
     /// (after a new session or a server restart) carries the same id, and a server that already
     /// applied it answers without applying it twice. Omitted from the wire when nil.
-    public var changeSetID: UUID?
+    package var changeSetID: UUID?
 
     /// Creates the message.
-    public init(index: Int, scopeIndex: Int, fragments: [SyncFragment], atomic: Bool? = nil, procedure: String? = nil,
+    package init(index: Int, scopeIndex: Int, fragments: [SyncFragment], atomic: Bool? = nil, procedure: String? = nil,
                 changeSetID: UUID? = nil) {
         self.index = index
         self.scopeIndex = scopeIndex
@@ -42,7 +42,7 @@ public struct ScopeSync: Sendable, Equatable {
     /// atomic", "SyncFragments not on `fragments`"), then every fragment. If the envelope is fine
     /// but fragments are not, throws `WireError.invalidScopeSyncFragments` with a reason per
     /// fragment, so a server can answer each one.
-    public init(json: JSON) throws(WireError) {
+    package init(json: JSON) throws(WireError) {
         let fields = try WireFields(json, type: Self.typeName)
         index = try fields.index()
         scopeIndex = try fields.unsigned("scopeIndex", "Invalid scopeIndex")
@@ -91,7 +91,7 @@ public struct ScopeSync: Sendable, Equatable {
     }
 
     /// The wire object.
-    public var json: JSON {
+    package var json: JSON {
         var members: [String: JSON] = [
             "type": .string(Self.typeName), "index": .int(Int64(index)), "scopeIndex": .int(Int64(scopeIndex)),
             "fragments": .array(fragments.map(\.json)),

@@ -4,26 +4,26 @@
 /// ```json
 /// {"type":"ScopeSyncReply","index":5,"replyTo":3,"fragmentReplies":[{}, {"error":{"message":"ModelObject not found"}}]}
 /// ```
-public struct ScopeSyncReply: Sendable, Equatable {
+package struct ScopeSyncReply: Sendable, Equatable {
     /// The wire `type`.
-    public static let typeName = "ScopeSyncReply"
+    package static let typeName = "ScopeSyncReply"
 
     /// The server's sequence number.
-    public var index: Int
+    package var index: Int
     /// The `index` of the `ScopeSync` this answers.
-    public var replyTo: Int
+    package var replyTo: Int
     /// One entry per request fragment, in order.
-    public var fragmentReplies: [FragmentReply]
+    package var fragmentReplies: [FragmentReply]
 
     /// Creates the message.
-    public init(index: Int, replyTo: Int, fragmentReplies: [FragmentReply]) {
+    package init(index: Int, replyTo: Int, fragmentReplies: [FragmentReply]) {
         self.index = index
         self.replyTo = replyTo
         self.fragmentReplies = fragmentReplies
     }
 
     /// Decodes and validates ("Invalid replyTo", "Invalid fragmentReplies").
-    public init(json: JSON) throws(WireError) {
+    package init(json: JSON) throws(WireError) {
         let fields = try WireFields(json, type: Self.typeName)
         index = try fields.index()
         replyTo = try fields.unsigned("replyTo", "Invalid replyTo")
@@ -42,7 +42,7 @@ public struct ScopeSyncReply: Sendable, Equatable {
     }
 
     /// The wire object.
-    public var json: JSON {
+    package var json: JSON {
         [
             "type": .string(Self.typeName), "index": .int(Int64(index)), "replyTo": .int(Int64(replyTo)),
             "fragmentReplies": .array(fragmentReplies.map(\.json)),

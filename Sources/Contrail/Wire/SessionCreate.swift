@@ -3,26 +3,26 @@
 /// ```json
 /// {"type":"SessionCreate","index":0,"version":"0.2.0","params":{"userId":"42"}}
 /// ```
-public struct SessionCreate: Sendable, Equatable {
+package struct SessionCreate: Sendable, Equatable {
     /// The wire `type`.
-    public static let typeName = "SessionCreate"
+    package static let typeName = "SessionCreate"
 
     /// Always 0 from clients; the server accepts any unsigned integer.
-    public var index: Int
+    package var index: Int
     /// Client protocol version; must be valid semver (iOS sends "0.2.0", JS "0.1.0").
-    public var version: String
+    package var version: String
     /// App parameters handed to the server's session hook; `{}` when absent.
-    public var params: [String: JSON]
+    package var params: [String: JSON]
 
     /// Creates the message.
-    public init(index: Int = 0, version: String, params: [String: JSON] = [:]) {
+    package init(index: Int = 0, version: String, params: [String: JSON] = [:]) {
         self.index = index
         self.version = version
         self.params = params
     }
 
     /// Decodes and validates: `version` must be semver ("Requires version" / "Requires valid version").
-    public init(json: JSON) throws(WireError) {
+    package init(json: JSON) throws(WireError) {
         let fields = try WireFields(json, type: Self.typeName)
         index = try fields.index()
         guard let version = fields.members["version"], !version.isNull else {
@@ -36,7 +36,7 @@ public struct SessionCreate: Sendable, Equatable {
     }
 
     /// The wire object.
-    public var json: JSON {
+    package var json: JSON {
         ["type": .string(Self.typeName), "index": .int(Int64(index)), "version": .string(version), "params": .object(params)]
     }
 }

@@ -4,22 +4,22 @@
 /// Contrail extension: a Contrail server lists the extra messages it understands in `extensions`
 /// (e.g. `["ScopeDetach"]`). Jetstream clients ignore the field; a Contrail client sends such a
 /// message only to a server that listed it, so a Jetstream server never receives one.
-public struct SessionCreateReply: Sendable, Equatable {
+package struct SessionCreateReply: Sendable, Equatable {
     /// The wire `type`.
-    public static let typeName = "SessionCreateReply"
+    package static let typeName = "SessionCreateReply"
 
     /// Always 0.
-    public var index: Int
+    package var index: Int
     /// The new session's token, on accept.
-    public var sessionToken: String?
+    package var sessionToken: String?
     /// Why the session was denied, on deny.
-    public var error: WireErrorBody?
+    package var error: WireErrorBody?
     /// Contrail extension: the extra message types the server understands (`[]` from a Jetstream
     /// server, and on deny).
-    public var extensions: [String]
+    package var extensions: [String]
 
     /// Creates the message. Exactly one of `sessionToken` and `error` should be set.
-    public init(index: Int = 0, sessionToken: String? = nil, error: WireErrorBody? = nil, extensions: [String] = []) {
+    package init(index: Int = 0, sessionToken: String? = nil, error: WireErrorBody? = nil, extensions: [String] = []) {
         self.index = index
         self.sessionToken = sessionToken
         self.error = error
@@ -27,7 +27,7 @@ public struct SessionCreateReply: Sendable, Equatable {
     }
 
     /// Decodes and validates: needs a string `sessionToken` or an `error` object (as iOS does).
-    public init(json: JSON) throws(WireError) {
+    package init(json: JSON) throws(WireError) {
         let fields = try WireFields(json, type: Self.typeName)
         index = try fields.index()
         sessionToken = try fields.optionalString("sessionToken", "Invalid sessionToken")
@@ -39,7 +39,7 @@ public struct SessionCreateReply: Sendable, Equatable {
     }
 
     /// The wire object.
-    public var json: JSON {
+    package var json: JSON {
         var members: [String: JSON] = ["type": .string(Self.typeName), "index": .int(Int64(index))]
         if let sessionToken { members["sessionToken"] = .string(sessionToken) }
         if let error { members["error"] = error.json }

@@ -9,7 +9,9 @@ import Foundation
 public struct SyncFragment: Sendable, Hashable, Codable {
     /// Whether the fragment creates an object or changes an existing one (`"type"` on the wire).
     public enum Kind: String, Sendable, Hashable, Codable {
+        /// Creates the object (`"add"`).
         case add
+        /// Changes an existing object (`"change"`).
         case change
     }
 

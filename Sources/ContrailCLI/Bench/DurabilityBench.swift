@@ -1,5 +1,6 @@
 import Contrail
 import ContrailServer
+import ContrailWebSocket
 import Foundation
 
 /// `contrail bench durability`: acknowledged change sets per second on a server persisting to a
@@ -68,7 +69,7 @@ enum DurabilityBench {
 private final class RawSession: @unchecked Sendable {
     // `@unchecked Sendable` invariant: one task at a time uses it (its writer's loop).
     let transport: any SyncTransport
-    private var iterator: AsyncThrowingStream<String, any Error>.Iterator
+    private var iterator: TypedAsyncStream<String, TransportClosed>.Iterator
     private var buffered: [JSON] = []
 
     init(_ transport: any SyncTransport) {

@@ -68,7 +68,7 @@ enum ModelBench {
         }
         let observables = (0..<pointCount).map { _ in ObservablePoint() }
         var rounds = 0
-        let ours = bestOfTimedTurns(turns: turns, points: canvas.points, move: Mover.move, after: { NotificationQueue.main.deliverPending() }) {
+        let ours = bestOfTimedTurns(turns: turns, points: canvas.points, move: Mover.move, after: { ChangeDelivery.main.deliverPending() }) {
             rounds += 1
         }
         try check("model.set.recorded: \(changeSets) change sets with \(counter.count) fragments",
@@ -124,7 +124,7 @@ enum ModelBench {
                     Mover.move(model, to: value)
                     value += 1
                 }
-                NotificationQueue.main.deliverPending()
+                ChangeDelivery.main.deliverPending()
             }
             rounds += 1
         }

@@ -243,7 +243,7 @@ enum ScopeBench {
                 Mover.move(points[index % points.count], to: value)
                 value += 1
             }
-            NotificationQueue.main.deliverPending()
+            ChangeDelivery.main.deliverPending()
         }
     }
 

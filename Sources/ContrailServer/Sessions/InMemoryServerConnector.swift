@@ -4,7 +4,7 @@ import Contrail
 struct InMemoryServerConnector: SyncConnector {
     let server: ContrailServer
 
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport {
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
         let (client, serverEnd) = InMemoryTransport.pair()
         server.accept(serverEnd, headers: headers)
         return client

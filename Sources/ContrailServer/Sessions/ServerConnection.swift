@@ -1,4 +1,5 @@
 import Contrail
+import ContrailWebSocket
 import Foundation
 import Synchronization
 
@@ -56,7 +57,7 @@ final class ServerConnection: Sendable {
     /// Checks the peer and the app's connection hook, then resumes a session by token or opens a
     /// new one. Nil when the connection was refused (and closed). The connect-time headers live only
     /// here: a session does not keep them.
-    private func establish(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async
+    private func establish(_ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator) async
         -> (ServerSession, resumed: Bool)?
     {
         let headers = connectHeaders.withLock { headers in
@@ -92,7 +93,7 @@ final class ServerConnection: Sendable {
     /// Waits for a bare `SessionCreate` and asks the session hook. A denial is answered, then the
     /// connection is closed with 4096 and the reason (a new attempt needs a new connection, and
     /// counts against the peer).
-    private func handshake(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator,
+    private func handshake(_ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator,
                            headers: [(String, String)]) async -> ServerSession? {
         let timeout = core.options.establishTimeout
         let timer = Task { [self] in
@@ -145,7 +146,7 @@ final class ServerConnection: Sendable {
     /// The client's next frame; nil at the end. A WebSocket is read directly rather than through the
     /// transport's stream: each stream layer is one more async frame that the connection's task keeps
     /// allocated for the connection's life (kilobytes per idle session).
-    private func nextFrame(_ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async -> String? {
+    private func nextFrame(_ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator) async -> String? {
         guard let webSocket = (transport as? WebSocketTransport)?.connection else {
             do { return try await frames.next() } catch { return nil }
         }
@@ -161,7 +162,7 @@ final class ServerConnection: Sendable {
     }
 
     /// Attaches to the session and pumps frames both ways until the transport ends.
-    private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout AsyncThrowingStream<String, any Error>.Iterator) async {
+    private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator) async {
         let (accepted, previous) = await session.attach(self)
         guard accepted else {
             await deny(.sessionTokenUnrecognized)

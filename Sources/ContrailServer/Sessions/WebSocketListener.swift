@@ -22,9 +22,9 @@ final class WebSocketListener: Sendable {
     }
 
     /// Starts listening; returns the bound port. Each accepted connection goes to `accept`.
-    func start(accept: @escaping @Sendable (any SyncTransport, [(String, String)], String?) -> Void) async throws -> UInt16 {
+    func start(accept: @escaping @Sendable (any SyncTransport, [(String, String)], String?) -> Void) async throws(ServerError) -> UInt16 {
         let port: UInt16
-        do { port = try await server.start() } catch { throw ServerError.listener(error.description) }
+        do { port = try await server.start() } catch { throw .listener(error.description) }
         guard !started.exchange(true, ordering: .relaxed) else { return port }
         let connections = server.connections
         Task {

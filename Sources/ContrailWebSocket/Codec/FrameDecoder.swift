@@ -41,7 +41,7 @@ public struct FrameDecoder {
     }
 
     /// Which end we are: servers require masked frames, clients require unmasked ones.
-    public let role: Role
+    public let role: WebSocketRole
     /// Frames whose payload is longer than this are refused with `messageTooBig` (1009).
     public var maxFrameSize: Int
     /// Whether the decoder tracks fragmented messages and validates text as UTF-8 while it arrives.
@@ -69,7 +69,7 @@ public struct FrameDecoder {
     /// A decoder for the frames a `role` endpoint receives.
     /// - Parameter validatesUTF8: also check message sequencing and UTF-8 of text, failing fast
     ///   (see the type's documentation). Off by default.
-    public init(role: Role, maxFrameSize: Int, validatesUTF8: Bool = false) {
+    public init(role: WebSocketRole, maxFrameSize: Int, validatesUTF8: Bool = false) {
         self.role = role
         self.maxFrameSize = max(0, maxFrameSize)
         self.validatesUTF8 = validatesUTF8
@@ -115,7 +115,7 @@ public struct FrameDecoder {
     /// Decodes the next complete frame, unmasked.
     /// - Returns: the frame, or nil when more bytes are needed.
     /// - Throws: `WebSocketError.protocolViolation` with the close code to send (see the type's documentation).
-    public mutating func next() throws(WebSocketError) -> Frame? {
+    public mutating func next() throws(WebSocketError) -> WebSocketFrame? {
         if let failure { throw failure }
         do {
             let frame = try step()
@@ -136,7 +136,7 @@ public struct FrameDecoder {
 
     // MARK: - State machine
 
-    private mutating func step() throws(WebSocketError) -> Frame? {
+    private mutating func step() throws(WebSocketError) -> WebSocketFrame? {
         while true {
             switch state {
             case .idle:
@@ -224,7 +224,7 @@ public struct FrameDecoder {
     }
 
     /// The payload length is known: check it against the limit, then read the masking key or the payload.
-    private mutating func lengthKnown(first: UInt8, length: Int, masked: Bool) throws(WebSocketError) -> Frame? {
+    private mutating func lengthKnown(first: UInt8, length: Int, masked: Bool) throws(WebSocketError) -> WebSocketFrame? {
         guard length <= maxFrameSize else {
             throw .protocolViolation(.messageTooBig, "frame of \(length) bytes exceeds the limit of \(maxFrameSize) bytes")
         }
@@ -236,7 +236,7 @@ public struct FrameDecoder {
     }
 
     /// The header is complete. Returns the frame at once when it has no payload.
-    private mutating func startPayload(first: UInt8, length: Int, maskingKey: UInt32?) throws(WebSocketError) -> Frame? {
+    private mutating func startPayload(first: UInt8, length: Int, maskingKey: UInt32?) throws(WebSocketError) -> WebSocketFrame? {
         if length == 0 {
             state = .idle
             try checkTextComplete(first: first)
@@ -250,7 +250,7 @@ public struct FrameDecoder {
         return nil
     }
 
-    private mutating func finishFrame(first: UInt8) throws(WebSocketError) -> Frame {
+    private mutating func finishFrame(first: UInt8) throws(WebSocketError) -> WebSocketFrame {
         let done = payload
         payload = []
         state = .idle
@@ -285,9 +285,9 @@ public struct FrameDecoder {
         throw .protocolViolation(.invalidFramePayloadData, "text message ends in the middle of a UTF-8 sequence")
     }
 
-    private func makeFrame(first: UInt8, payload: [UInt8]) -> Frame {
+    private func makeFrame(first: UInt8, payload: [UInt8]) -> WebSocketFrame {
         // The opcode was validated when the first byte arrived.
-        Frame(fin: first & 0x80 != 0, opcode: Opcode(rawValue: first & 0x0F) ?? .binary, payload: payload)
+        WebSocketFrame(fin: first & 0x80 != 0, opcode: Opcode(rawValue: first & 0x0F) ?? .binary, payload: payload)
     }
 
     /// Copies `bytes` to the end of `payload`, unmasking them (and validating text with `validatesUTF8`).

@@ -15,13 +15,13 @@ public enum FrameEncoder {
     }
 
     /// Appends the header and the (masked) payload of `frame` to `buffer`.
-    public static func encode(_ frame: Frame, maskingKey: UInt32?, into buffer: inout [UInt8]) {
+    public static func encode(_ frame: WebSocketFrame, maskingKey: UInt32?, into buffer: inout [UInt8]) {
         frame.payload.withUnsafeBytes { payload in
             encode(opcode: frame.opcode, fin: frame.fin, payload: payload, maskingKey: maskingKey, into: &buffer)
         }
     }
 
-    /// Appends a frame built from `payload` to `buffer` without an intermediate `Frame` or copy of the payload.
+    /// Appends a frame built from `payload` to `buffer` without an intermediate `WebSocketFrame` or copy of the payload.
     public static func encode(
         opcode: Opcode, fin: Bool, payload: UnsafeRawBufferPointer, maskingKey: UInt32?, into buffer: inout [UInt8]
     ) {

@@ -47,7 +47,7 @@ public struct MessageAssembler {
     /// Takes the next frame.
     /// - Returns: the event it completes, or nil for a fragment that does not end its message.
     /// - Throws: `WebSocketError.protocolViolation` (see the type's documentation).
-    public mutating func push(_ frame: Frame) throws(WebSocketError) -> WebSocketEvent? {
+    public mutating func push(_ frame: WebSocketFrame) throws(WebSocketError) -> WebSocketEvent? {
         if let failure { throw failure }
         do {
             return try handle(frame)
@@ -59,7 +59,7 @@ public struct MessageAssembler {
         }
     }
 
-    private mutating func handle(_ frame: Frame) throws(WebSocketError) -> WebSocketEvent? {
+    private mutating func handle(_ frame: WebSocketFrame) throws(WebSocketError) -> WebSocketEvent? {
         switch frame.opcode {
         case .ping:
             return .ping(frame.payload)

@@ -29,15 +29,13 @@ final class Connection: Sendable {
         }
         Task.detached {
             var closed: TransportClosed?
-            do {
+            do throws(TransportClosed) {
                 for try await frame in transport.frames {
                     let messages = Self.decode(frame)
                     if !messages.isEmpty { await onMessages(messages) }
                 }
-            } catch let error as TransportClosed {
-                closed = error
             } catch {
-                closed = TransportClosed(code: nil, reason: "\(error)")
+                closed = error
             }
             await onClose(closed)
         }

@@ -38,10 +38,10 @@ public final class FailoverConnector: SyncConnector {
     /// Connects to the current URL or, when it fails, to the next ones in turn (each at most once
     /// per call; O(n) attempts for n URLs). Rethrows the last failure when none answers;
     /// throws `SyncError.transport` when `urls` is empty.
-    public func connect(headers: [(String, String)]) async throws -> any SyncTransport {
-        guard !urls.isEmpty else { throw SyncError.transport("no server URLs to connect to") }
+    public func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
+        guard !urls.isEmpty else { throw .transport("no server URLs to connect to") }
         let start = current.withLock { $0 }
-        var lastError: any Error = SyncError.transport("no server answered")
+        var lastError = SyncError.transport("no server answered")
         for step in 0..<urls.count {
             let index = (start + step) % urls.count
             do {

@@ -1,3 +1,4 @@
+import ContrailWebSocket
 import Synchronization
 
 /// One end of an in-process transport pair: what one end sends, the other receives, in order.
@@ -6,8 +7,9 @@ import Synchronization
 /// let (client, server) = InMemoryTransport.pair()
 /// ```
 public final class InMemoryTransport: SyncTransport {
-    public let frames: AsyncThrowingStream<String, any Error>
-    private let continuation: AsyncThrowingStream<String, any Error>.Continuation
+    /// The frames the other end sent (unbounded buffer: the sender never waits).
+    public let frames: TypedAsyncStream<String, TransportClosed>
+    private let continuation: TypedAsyncStream<String, TransportClosed>.Continuation
     private let state = Mutex<State>(State())
 
     private struct State {
@@ -16,7 +18,7 @@ public final class InMemoryTransport: SyncTransport {
     }
 
     private init() {
-        (frames, continuation) = AsyncThrowingStream.makeStream(of: String.self, throwing: (any Error).self)
+        (frames, continuation) = TypedAsyncStream.makeStream()
     }
 
     /// Two connected ends.
@@ -27,7 +29,8 @@ public final class InMemoryTransport: SyncTransport {
         return (a, b)
     }
 
-    public func send(_ frame: String) async throws {
+    /// Hands `frame` to the other end; throws once either end is closed.
+    public func send(_ frame: String) async throws(TransportClosed) {
         let peer = try state.withLock { state throws(TransportClosed) -> InMemoryTransport? in
             if state.isClosed { throw TransportClosed(code: nil, reason: "transport is closed") }
             return state.peer
@@ -40,6 +43,7 @@ public final class InMemoryTransport: SyncTransport {
         continuation.yield(frame)
     }
 
+    /// Closes both ends: the other end's frames end, with `TransportClosed` unless `code` is 1000.
     public func close(code: UInt16, reason: String) async {
         let peer = state.withLock { state -> InMemoryTransport? in
             guard !state.isClosed else { return nil }

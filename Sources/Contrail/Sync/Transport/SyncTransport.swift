@@ -1,3 +1,5 @@
+import ContrailWebSocket
+
 /// A bidirectional channel of text frames between a sync client and a sync server (each frame is
 /// one JSON message or an array of them, PROTOCOL.md §1.2). WebSocket is the default; an
 /// in-memory pair lets tests and apps run client and server in one process.
@@ -5,9 +7,9 @@ public protocol SyncTransport: AnyObject, Sendable {
     /// The frames received, in order. Finishes when the peer closes normally; throws
     /// `TransportClosed` when it closes with a code (4096 denied, 4097 expired, 4098 bad input…)
     /// or the connection fails.
-    var frames: AsyncThrowingStream<String, any Error> { get }
+    var frames: TypedAsyncStream<String, TransportClosed> { get }
     /// Sends one frame. Throws once the transport is closed.
-    func send(_ frame: String) async throws
+    func send(_ frame: String) async throws(TransportClosed)
     /// Closes the transport with a WebSocket close code and reason.
     func close(code: UInt16, reason: String) async
 }
@@ -15,8 +17,8 @@ public protocol SyncTransport: AnyObject, Sendable {
 /// Opens transports to one server, for the first connection and every reconnect.
 public protocol SyncConnector: Sendable {
     /// Connects, passing connect-time parameters (PROTOCOL.md §1.3) such as `X-Jetstream-SessionToken`
-    /// as headers.
-    func connect(headers: [(String, String)]) async throws -> any SyncTransport
+    /// as headers. Throws `SyncError.transport` (or another `SyncError`) when it cannot connect.
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport
     /// The server of the last connect cannot serve sessions now (`SyncError.serverUnavailable`):
     /// a connector with several servers moves on to the next one. Does nothing by default.
     func serverUnavailable()
@@ -29,14 +31,18 @@ extension SyncConnector {
 
 /// Why a transport ended: the close code and reason the peer sent, if any.
 public struct TransportClosed: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The WebSocket close code the peer sent; nil when the connection failed without one.
     public var code: UInt16?
+    /// The close reason, or what failed.
     public var reason: String
 
+    /// A closed transport with this code and reason.
     public init(code: UInt16?, reason: String) {
         self.code = code
         self.reason = reason
     }
 
+    /// "transport closed with code C: reason".
     public var description: String {
         "transport closed" + (code.map { " with code \($0)" } ?? "") + (reason.isEmpty ? "" : ": \(reason)")
     }

@@ -2,17 +2,25 @@ import ContrailWebSocket
 
 /// Opens WebSocket transports to a sync server URL (`ws://host:port/path`).
 public struct WebSocketConnector: SyncConnector {
+    /// The server URL.
     public let url: String
+    /// The WebSocket options of every connect (the connect-time headers are added to them).
     public let options: WebSocketOptions
 
+    /// A connector to `url`.
     public init(url: String, options: WebSocketOptions = .init()) {
         self.url = url
         self.options = options
     }
 
-    public func connect(headers: [(String, String)]) async throws -> any SyncTransport {
+    /// Opens a WebSocket connection; throws `SyncError.transport` with the reason when it cannot.
+    public func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
         var options = self.options
         options.headers += headers
-        return WebSocketTransport(try await WebSocketConnection.connect(to: url, options: options))
+        do {
+            return WebSocketTransport(try await WebSocketConnection.connect(to: url, options: options))
+        } catch {
+            throw .transport("\(error)")
+        }
     }
 }

@@ -3,30 +3,32 @@ import ContrailWebSocket
 /// A `SyncTransport` over one `WebSocketConnection` (text frames; binary frames are read as UTF-8,
 /// as the Jetstream server does).
 public final class WebSocketTransport: SyncTransport {
+    /// The WebSocket connection the frames go over.
     public let connection: WebSocketConnection
-    public let frames: AsyncThrowingStream<String, any Error>
+    /// The received frames (pulled from the connection one at a time: no buffer of their own).
+    public let frames: TypedAsyncStream<String, TransportClosed>
 
+    /// A transport over an open connection.
     public init(_ connection: WebSocketConnection) {
         self.connection = connection
-        let messages = connection.messages
-        frames = AsyncThrowingStream { () async throws -> String? in
-            var iterator = messages.makeAsyncIterator()
-            do {
-                switch try await iterator.next() {
+        frames = TypedAsyncStream(unfolding: { () async throws(TransportClosed) -> String? in
+            do throws(WebSocketError) {
+                switch try await connection.receive() {
                 case .text(let text): return text
                 case .binary(let bytes): return String(decoding: bytes, as: UTF8.self)
                 case nil: return nil
                 }
-            } catch let error as WebSocketError {
+            } catch {
                 if case .closed(let code, let reason) = error {
                     throw TransportClosed(code: code?.rawValue, reason: reason)
                 }
                 throw TransportClosed(code: nil, reason: error.description)
             }
-        }
+        })
     }
 
-    public func send(_ frame: String) async throws {
+    /// Sends one text frame.
+    public func send(_ frame: String) async throws(TransportClosed) {
         do {
             try await connection.send(.text(frame))
         } catch {
@@ -34,6 +36,7 @@ public final class WebSocketTransport: SyncTransport {
         }
     }
 
+    /// Closes the connection with this code and reason.
     public func close(code: UInt16, reason: String) async {
         await connection.close(code: CloseCode(rawValue: code), reason: reason)
     }

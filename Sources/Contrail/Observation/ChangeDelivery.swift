@@ -6,12 +6,12 @@ import Foundation
 /// Tests and apps can await delivery instead of sleeping:
 /// ```swift
 /// shape.x = 10
-/// await NotificationQueue.main.drain()   // every queued observer has now fired
+/// await ChangeDelivery.main.drain()   // every queued observer has now fired
 /// ```
 @MainActor
-public final class NotificationQueue {
+public final class ChangeDelivery {
     /// The queue of the main actor, the only one Contrail uses.
-    public static let main = NotificationQueue()
+    public static let main = ChangeDelivery()
 
     /// Every registration under its observer: releases those of observers that are gone at the
     /// end of each delivery.
@@ -30,7 +30,7 @@ public final class NotificationQueue {
     private init() {}
 
     /// Whether anything is waiting for delivery.
-    public var hasPending: Bool { !entries.isEmpty || !flushOrder.isEmpty }
+    package var hasPending: Bool { !entries.isEmpty || !flushOrder.isEmpty }
 
     func enqueue(_ entry: ObserverEntry) {
         guard !entry.isPending else { return }
@@ -73,7 +73,7 @@ public final class NotificationQueue {
     /// callbacks themselves is left for the next turn. Then releases the callbacks (and what they
     /// captured) of observers that are gone, including those that died in this turn's callbacks:
     /// O(observers) up to `ObserverSweep.budget` of them.
-    public func deliverPending() {
+    package func deliverPending() {
         turn &+= 1
         let order = flushOrder
         let flushes = flushers

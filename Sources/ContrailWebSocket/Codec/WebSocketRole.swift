@@ -2,7 +2,7 @@
 ///
 /// The role decides masking (RFC 6455 §5.3): a client masks every frame it sends and
 /// must receive unmasked frames; a server is the other way round.
-public enum Role: Sendable, Hashable {
+public enum WebSocketRole: Sendable, Hashable {
     /// The end that opened the connection; sends masked frames.
     case client
     /// The end that accepted the connection; sends unmasked frames.

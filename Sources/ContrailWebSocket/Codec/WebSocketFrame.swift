@@ -1,5 +1,5 @@
 /// One WebSocket frame, with its payload already unmasked.
-public struct Frame: Sendable, Equatable {
+public struct WebSocketFrame: Sendable, Equatable {
     /// Whether this is the final fragment of a message (always true for control frames).
     public var fin: Bool
     /// The frame's opcode.
@@ -16,9 +16,9 @@ public struct Frame: Sendable, Equatable {
     }
 }
 
-extension Frame: CustomStringConvertible {
-    /// A short summary, e.g. `"Frame(text, fin, 5 bytes)"`.
+extension WebSocketFrame: CustomStringConvertible {
+    /// A short summary, e.g. `"WebSocketFrame(text, fin, 5 bytes)"`.
     public var description: String {
-        "Frame(\(opcode)\(fin ? ", fin" : ""), \(payload.count) bytes)"
+        "WebSocketFrame(\(opcode)\(fin ? ", fin" : ""), \(payload.count) bytes)"
     }
 }
