@@ -1,9 +1,9 @@
 import Foundation
 
-/// The fragment a scope is building for one object during the current flush.
+/// The fragment a scope is building for one object during the current flush. It is kept on the
+/// object's tracking record (see `PendingFragments`), so it holds no reference to the object.
 @MainActor
 struct PendingFragment {
-    let object: ModelObject
     /// `add` when the object joined the scope in this flush.
     let kind: SyncFragment.Kind
     /// Touched properties in order of first touch, with the value each had before.
@@ -13,6 +13,17 @@ struct PendingFragment {
 
     /// Touched properties in order of first touch.
     var touched: [Int] { originals.properties }
+
+    /// An entry of `kind` with no touched property yet.
+    init(kind: SyncFragment.Kind) {
+        self.kind = kind
+    }
+
+    /// A `change` entry whose first touched property is `property`, which had value `original`.
+    init(changing property: Int, from original: Any) {
+        kind = .change
+        originals = PropertyOriginals(first: (property, original))
+    }
 }
 
 /// The values properties had before their first touch in a flush, in order of first touch. The
@@ -21,6 +32,10 @@ struct PendingFragment {
 @MainActor
 struct PropertyOriginals {
     private var first: (property: Int, value: Any)?
+
+    init(first: (property: Int, value: Any)? = nil) {
+        self.first = first
+    }
     /// Whether `property` was touched.
     func contains(_ property: Int) -> Bool {
         first?.property == property || rest.contains { $0.property == property }
