@@ -41,7 +41,9 @@ final class ObservationProbe: Observable {
     @usableFromInline
     func isTracking() -> Bool {
         let before = hashes.load(ordering: .relaxed)
-        box.registrar.access(self, keyPath: keyPath)
+        // Nothing replaces `box` during the access (a marker's hash only counts): no retain needed.
+        unowned(unsafe) let current = box
+        current.registrar.access(self, keyPath: keyPath)
         guard hashes.load(ordering: .relaxed) != before else { return false }
         detections += 1
         if detections >= Self.rotation {

@@ -17,12 +17,13 @@ extension ModelObject {
                 }
             }
         }
-        notifyTreeChange()
+        if NotificationQueue.main.hasTreeObservers { notifyTreeChange() }
     }
 
     /// Queues the tree-change observers of this object and of every ancestor. Each object is visited
     /// at most once per delivery turn: a visited object's ancestors were queued with it, so later
-    /// sets in the same turn stop at the first visited object. Allocates nothing.
+    /// sets in the same turn stop at the first visited object. Allocates nothing. Skipped (by
+    /// `notifyChange`) until the first tree observer is registered.
     func notifyTreeChange() {
         let turn = NotificationQueue.main.turn
         var next: ModelObject? = self

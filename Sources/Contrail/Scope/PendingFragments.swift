@@ -36,7 +36,7 @@ struct PendingFragments {
     }
 
     /// Gives `object` the entry `entry`, listing it last if it had none.
-    mutating func set(_ entry: PendingFragment, for object: ModelObject) {
+    mutating func set(_ entry: consuming PendingFragment, for object: ModelObject) {
         let tracking = object.tracking
         if tracking.pendingGeneration != generation {
             if order.isEmpty { order.reserveCapacity(capacity) }
