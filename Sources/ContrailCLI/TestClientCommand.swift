@@ -2,7 +2,7 @@ import Contrail
 import ContrailFuzz
 import Foundation
 
-/// `contrail test-client --log FILE --seed N [--count N]`: an app that edits offline, for crash tests.
+/// `contrail test-client --log FILE --seed N [--count N] [--title-bytes N]`: an app that edits offline, for crash tests.
 ///
 /// It restores the scope "Shelf" from the fragment log (which must hold a snapshot, e.g. from a
 /// fetch), prints `torn OFFSET BYTES` if it cut off a record a kill interrupted, `restored STATE`, then makes `count` change sets of random adds, moves between
@@ -12,8 +12,10 @@ import Foundation
 /// record is on disk. A test kills it (SIGKILL) at any point and checks what the log restores.
 /// STATE is `Scope.stateJSON()` as sorted-key JSON on one line, with a title over 1,000 characters
 /// (some are 2 MB, so that a kill can land in the middle of writing one) given as its length.
+/// With `--title-bytes N` every change set also sets a title of N bytes: every record is large,
+/// so that a test watching the file grow can kill the app in the middle of writing one.
 enum TestClientCommand {
-    static let usage = "usage: contrail test-client --log FILE --seed N [--count N (0: only restore)]"
+    static let usage = "usage: contrail test-client --log FILE --seed N [--count N (0: only restore)] [--title-bytes N]"
 
     /// A failure the test should see (exit status 1).
     struct Failure: Error, CustomStringConvertible {
@@ -26,12 +28,14 @@ enum TestClientCommand {
         var path: String?
         var seed: UInt64 = 1
         var count = 1000
+        var titleBytes = 0
         while let argument = rest.popFirst() {
             guard let value = rest.popFirst() else { throw CLIError.usage("\(argument) needs a value\n\(usage)") }
             switch argument {
             case "--log": path = value
             case "--seed": seed = UInt64(value) ?? 1
             case "--count": count = Int(value) ?? count
+            case "--title-bytes": titleBytes = max(0, Int(value) ?? 0)
             default: throw CLIError.usage("unknown option '\(argument)'\n\(usage)")
             }
         }
@@ -50,6 +54,7 @@ enum TestClientCommand {
             scope.modify(message: "edit \(step)") {
                 shelf.step = step
                 for _ in 0...(random.next() % 3) { edit(shelf, &random) }
+                if titleBytes > 0 { shelf.title = String(repeating: "l", count: titleBytes + Int(random.next() % 1000)) }
             }
             emit("state \(step) \(state(of: scope))")
             try await log.waitUntilDurable()

@@ -14,6 +14,8 @@ final class FuzzReplica {
     var pauses = 0
     /// Change sets that added objects this replica created, by object.
     private(set) var adds: [UUID: ChangeSet] = [:]
+    /// The single-reference keys (`pinned`, `link`) its local change sets wrote, by change set.
+    private(set) var referenceWrites: [(key: FuzzLink.Key, changeSet: ChangeSet)] = []
     private var token: ObservationToken?
 
     init(index: Int, connector: FuzzConnector, options: ClientOptions) {
@@ -25,7 +27,12 @@ final class FuzzReplica {
         client = Client(connector: connector, options: options)
         token = scope.onChanges(self) { [weak self] changeSet in
             guard let self, changeSet.origin == .local else { return }
-            for fragment in changeSet.fragments where fragment.kind == .add { self.adds[fragment.uuid] = changeSet }
+            for fragment in changeSet.fragments {
+                if fragment.kind == .add { self.adds[fragment.uuid] = changeSet }
+                for name in FuzzLink.singleReferences where fragment.kind == .change && fragment.properties[name] != nil {
+                    self.referenceWrites.append((FuzzLink.Key(parent: fragment.uuid, property: name), changeSet))
+                }
+            }
         }
     }
 
@@ -83,4 +90,13 @@ struct FuzzLink: Hashable {
     let parent: UUID
     let property: String
     let child: UUID
+
+    /// A parent's property.
+    struct Key: Hashable {
+        let parent: UUID
+        let property: String
+    }
+
+    /// The properties that hold one reference: a concurrent write replaces it (the last write wins).
+    static let singleReferences = ["pinned", "link"]
 }

@@ -1,8 +1,11 @@
 import Contrail
 import Foundation
+import Synchronization
 
-/// A transport that prints every frame it carries, prefixed with its client's name (set
-/// `CONTRAIL_FUZZ_TRACE=1` to trace a replayed run).
+/// A transport that traces every frame it carries, prefixed with its client's name: printed with
+/// `CONTRAIL_FUZZ_TRACE=1` (to trace a replayed run), or kept in memory with
+/// `CONTRAIL_FUZZ_TRACE=failures` and written to a file only when the run fails (failures that
+/// depend on thread timing rarely come back on a replay).
 final class TracingTransport: SyncTransport {
     let frames: AsyncThrowingStream<String, any Error>
     private let inner: any SyncTransport
@@ -16,12 +19,12 @@ final class TracingTransport: SyncTransport {
             let task = Task {
                 do {
                     for try await frame in source {
-                        print("\(name) <- \(frame)")
+                        Self.trace("\(name) <- \(frame)")
                         continuation.yield(frame)
                     }
                     continuation.finish()
                 } catch {
-                    print("\(name) <- closed \(error)")
+                    Self.trace("\(name) <- closed \(error)")
                     continuation.finish(throwing: error)
                 }
             }
@@ -30,14 +33,31 @@ final class TracingTransport: SyncTransport {
     }
 
     func send(_ frame: String) async throws {
-        print("\(name) -> \(frame)")
+        Self.trace("\(name) -> \(frame)")
         try await inner.send(frame)
     }
 
     func close(code: UInt16, reason: String) async {
-        print("\(name) closes \(code)")
+        Self.trace("\(name) closes \(code)")
         await inner.close(code: code, reason: reason)
     }
 
     static let isEnabled = ProcessInfo.processInfo.environment["CONTRAIL_FUZZ_TRACE"] != nil
+    /// Whether the trace is kept for failing runs instead of printed.
+    static let keepsForFailures = ProcessInfo.processInfo.environment["CONTRAIL_FUZZ_TRACE"] == "failures"
+    private static let kept = Mutex<[String]>([])
+
+    /// Prints `line`, or keeps it for `writeKept(to:)`.
+    static func trace(_ line: String) {
+        if keepsForFailures { kept.withLock { $0.append(line) } } else { print(line) }
+    }
+
+    /// Forgets what was kept (a run starts).
+    static func discardKept() { kept.withLock { $0.removeAll() } }
+
+    /// Writes what was kept since the last `discardKept()` to `path`.
+    static func writeKept(to path: String) {
+        let text = kept.withLock { $0.joined(separator: "\n") }
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+    }
 }

@@ -91,6 +91,6 @@ public final class ContrailServer: Sendable {
         guard let directory = core.options.dataDirectory, !core.isStopped else { return nil }
         let file = directory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
         guard FileManager.default.fileExists(atPath: file.path(percentEncoded: false)) else { return nil }
-        return await core.scope(named: name).stateJSON()
+        return await core.scope(named: name)?.stateJSON()
     }
 }

@@ -73,9 +73,11 @@ final class ServerCore: Sendable {
 
     // MARK: Scopes
 
-    /// The scope named `name`, created on first use.
-    func scope(named name: String) -> ServerScope {
+    /// The scope named `name`, created on first use; nil once the server stopped (a scope made then
+    /// would open its log beside the one the stop just closed).
+    func scope(named name: String) -> ServerScope? {
         state.withLock { state in
+            if state.isStopped { return nil }
             if let scope = state.scopes[name] { return scope }
             let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
                                     slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, log: log, cluster: cluster,

@@ -31,19 +31,24 @@ final class ChildProcess: Sendable {
         self.process = process
         self.exited = exited
         self.chunks = Mutex(chunks)
-        pipe.fileHandleForReading.readabilityHandler = { [output] handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                chunkContinuation.finish()
-            } else {
-                let text = String(decoding: data, as: UTF8.self)
+        process.terminationHandler = { _ in exitContinuation.finish() }
+        try process.run()
+        // A blocking read on a thread of its own, not `readabilityHandler`: tearing down that
+        // libdispatch source races the descriptor's close and now and then crashes libdispatch on
+        // Linux (swift-corelibs-libdispatch#949).
+        let handle = pipe.fileHandleForReading
+        Thread { [output] in
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                let text = String(decoding: buffer[..<count], as: UTF8.self)
                 output.text.withLock { $0 += text }
                 chunkContinuation.yield(text)
             }
-        }
-        process.terminationHandler = { _ in exitContinuation.finish() }
-        try process.run()
+            chunkContinuation.finish()
+        }.start()
     }
 
     /// The port printed after `prefix` and followed by `terminator`, within `timeout`; SIGKILLs the

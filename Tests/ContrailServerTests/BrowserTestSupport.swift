@@ -49,10 +49,8 @@ final class HeadlessChromium: Sendable {
         process.terminationHandler = { _ in exited.continuation.finish() }
         let lines = AsyncStream<String>.makeStream()
         let buffer = Mutex([UInt8]())
-        errors.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
+        let drain: @Sendable (Data) -> Void = { data in
             if data.isEmpty {
-                handle.readabilityHandler = nil
                 lines.continuation.finish()
                 return
             }
@@ -68,6 +66,7 @@ final class HeadlessChromium: Sendable {
             for line in complete { lines.continuation.yield(line) }
         }
         try process.run()
+        PipeReader.drain(errors.fileHandleForReading, drain)
         let deadline = Task {
             try await Task.sleep(for: timeout)
             lines.continuation.finish()

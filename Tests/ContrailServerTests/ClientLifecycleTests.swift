@@ -191,9 +191,12 @@ final class HeldClient {
         await client.close()
     }
 
-    @Test func detachSendsPendingChangesFirstThenStopsSyncing() async throws {
+    /// A server that lists the `ScopeDetach` extension is told after the pending change sets; a
+    /// Jetstream server (no `extensions`) never sees the message.
+    @Test(arguments: [false, true])
+    func detachSendsPendingChangesFirstThenStopsSyncing(advertised: Bool) async throws {
         let connector = ScriptedConnector()
-        let (client, session, peer) = try await base.connect(connector)
+        let (client, session, peer) = try await base.connect(connector, extensions: advertised ? [ScopeDetach.typeName] : [])
         let (scope, board) = base.makeScope()
         try await base.fetch(scope, session: session, peer: peer)
         session.setMode(.manual, for: scope)
@@ -201,12 +204,21 @@ final class HeldClient {
         let detaching = Task { try await session.detach(scope, timeout: .seconds(30)) }
         let sync = try await base.nextSync(peer)   // the pending change goes out first
         await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: [.accepted])))
+        if advertised {
+            let message = await peer.nextNonPing()
+            guard case .scopeDetach(let detach)? = message else {
+                Issue.record("expected ScopeDetach, got \(String(describing: message))")
+                return
+            }
+            #expect(detach.index == sync.index + 1 && detach.scopeIndex == 0)
+            await peer.send(.scopeDetachReply(ScopeDetachReply(index: 4, replyTo: detach.index)))
+        }
         #expect(try await detaching.value.isEmpty)
         #expect(session.mode(of: scope) == nil && !scope.isSynced)
         // Local edits stay local, remote changes are ignored.
         board.score = 2
         #expect(await peer.nothing())
-        await peer.send(.scopeSync(ScopeSync(index: 4, scopeIndex: 0, fragments: [
+        await peer.send(.scopeSync(ScopeSync(index: advertised ? 5 : 4, scopeIndex: 0, fragments: [
             SyncFragment(kind: .change, uuid: base.rootUUID, className: "Board", properties: ["title": "remote"]),
         ])))
         #expect(await peer.nothing())

@@ -7,8 +7,10 @@ import Testing
 @Suite struct ClientTests {
     let rootUUID = UUID(uuidString: "11111111-2222-3333-4444-555555555555")!
 
-    /// Connects a client and answers its handshake; returns the client, its session and the peer.
-    func connect(_ connector: ScriptedConnector, options: ClientOptions = testOptions()) async throws -> (Client, Session, ScriptedPeer) {
+    /// Connects a client and answers its handshake, listing `extensions` (none, as Jetstream does,
+    /// by default); returns the client, its session and the peer.
+    func connect(_ connector: ScriptedConnector, options: ClientOptions = testOptions(),
+                 extensions: [String] = []) async throws -> (Client, Session, ScriptedPeer) {
         let client = Client(connector: connector, options: options)
         let task = Task { _ = try await client.connect() }
         let peer = try await connector.nextPeer()
@@ -19,7 +21,7 @@ import Testing
         }
         #expect(message.index == 0)
         #expect(message.version == "0.2.0")
-        await peer.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-1")))
+        await peer.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-1", extensions: extensions)))
         try await task.value
         return (client, try #require(client.session), peer)
     }

@@ -152,8 +152,9 @@ struct ConvergenceTests {
     // MARK: - The fuzz campaign
 
     /// Seeded random runs over the in-memory transport with every operation kind, server restarts
-    /// included. At most two of 150 may fail (a rare, timing-dependent class is still open, see the
-    /// README's design section); the code before these fixes failed about one seed in five.
+    /// included. None may diverge or lose an insert; one run may fail to settle in time (the suite
+    /// shares two cores with everything else), which the campaigns in the README's design section
+    /// never saw either. The code before these fixes failed about one seed in five.
     @Test func seededRunsConvergeInMemory() async {
         let fuzzer = ConvergenceFuzzer(server: .inMemory)
         fuzzer.settleTimeout = .seconds(10)
@@ -164,7 +165,7 @@ struct ConvergenceTests {
             if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
         }
         for failure in failures { print("convergence: \(failure)") }
-        #expect(failures.count <= 2, "\(failures.count) of \(seeds.count) seeds failed: \(failures.map(\.seed))")
+        Self.expectConverged(failures, of: seeds.count)
     }
 
     /// Restarts here SIGKILL a `contrail serve` child on the same data directory: what it acknowledged
@@ -181,7 +182,7 @@ struct ConvergenceTests {
         }
         for failure in failures { print("convergence with a child server: \(failure)") }
         #expect(restarts > 0, "the seeds kill the server at least once")
-        #expect(failures.count <= 1, "\(failures.count) of 12 seeds failed: \(failures.map(\.seed))")
+        Self.expectConverged(failures, of: 12)
     }
 
     @Test func seededRunsConvergeOverWebSockets() async {
@@ -193,6 +194,14 @@ struct ConvergenceTests {
             if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
         }
         for failure in failures { print("convergence over WebSockets: \(failure)") }
-        #expect(failures.count <= 1, "\(failures.count) of 12 seeds failed: \(failures.map(\.seed))")
+        Self.expectConverged(failures, of: 12)
+    }
+
+    /// No divergence and no lost insert; at most one run that did not settle (or start) within its
+    /// timeout on a loaded machine.
+    static func expectConverged(_ failures: [ConvergenceFuzzer.Counterexample], of count: Int) {
+        let wrong = failures.filter { $0.failure.kind == .divergent || $0.failure.kind == .lostInsert }
+        #expect(wrong.isEmpty, "\(wrong.count) of \(count) seeds diverged or lost an insert: \(wrong.map(\.seed))")
+        #expect(failures.count - wrong.count <= 1, "\(failures.count - wrong.count) of \(count) seeds did not settle in time")
     }
 }

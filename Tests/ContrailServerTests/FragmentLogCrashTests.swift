@@ -38,30 +38,65 @@ import Testing
         var lastDurable = 0
         /// Whether the restore cut off a torn record (a kill in the middle of a write).
         var cutTornTail = false
+        /// Where the cut-off torn record started.
+        var tornOffset: Int?
+        /// With ``Kill/whileWriting(afterDurable:)``: the log's size just before the write the kill interrupted.
+        var sizeBeforeKill: Int?
     }
 
-    /// Runs the child until it has printed `killAfter` states, SIGKILLs it, and returns what it
-    /// printed. With `killAfter` nil the child only restores and exits.
-    static func runChild(_ binary: URL, log: URL, seed: UInt64, killAfter: Int?) async throws -> Round {
+    /// When `runChild` kills the child.
+    enum Kill {
+        /// After it printed this many states, plus a random moment (for odd counts).
+        case afterStates(Int)
+        /// After it printed this many `durable` lines, as soon as its log file is seen growing
+        /// again: in the middle of writing the next record.
+        case whileWriting(afterDurable: Int)
+        /// Never: the child only restores and exits.
+        case never
+    }
+
+    /// The size of the file at `url` (-1 if it cannot be read).
+    static func fileSize(_ url: URL) -> Int {
+        var info = stat()
+        return stat(url.path(percentEncoded: false), &info) == 0 ? Int(info.st_size) : -1
+    }
+
+    /// Runs the child, SIGKILLs it as `kill` says, and returns what it printed.
+    static func runChild(_ binary: URL, log: URL, seed: UInt64, kill killPoint: Kill, arguments extra: [String] = []) async throws -> Round {
         let process = Process()
         process.executableURL = binary
-        process.arguments = ["test-client", "--log", log.path(percentEncoded: false), "--seed", "\(seed)"] + (killAfter == nil ? ["--count", "0"] : [])
+        let only = if case .never = killPoint { ["--count", "0"] } else { [String]() }
+        process.arguments = ["test-client", "--log", log.path(percentEncoded: false), "--seed", "\(seed)"] + only + extra
         let output = Pipe()
         process.standardOutput = output
         let collected = ChildOutput()
         output.fileHandleForReading.readabilityHandler = { handle in collected.append(handle.availableData) }
         try process.run()
-        let printedEnough = await eventually(.seconds(120)) { collected.count(of: "state ") >= killAfter ?? 0 && killAfter != nil || !process.isRunning }
-        if let killAfter {
+        var sizeBeforeKill: Int?
+        let printedEnough: Bool
+        switch killPoint {
+        case .afterStates(let count):
+            printedEnough = await eventually(.seconds(120)) { collected.count(of: "state ") >= count || !process.isRunning }
             // A random moment within the next change set or so (its encoding, write or sync).
-            try? await Task.sleep(for: .microseconds(Int.random(in: 0...20_000) * (killAfter % 2)))
+            try? await Task.sleep(for: .microseconds(Int.random(in: 0...20_000) * (count % 2)))
+        case .whileWriting(let count):
+            printedEnough = await eventually(.seconds(120)) { collected.count(of: "durable ") >= count || !process.isRunning }
+            // Watch the file (bounded): the first growth is the next record being written.
+            let size = fileSize(log)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while process.isRunning, fileSize(log) == size, ContinuousClock.now < deadline { usleep(20) }
+            sizeBeforeKill = size
+        case .never:
+            printedEnough = await eventually(.seconds(120)) { !process.isRunning }
         }
-        if killAfter != nil || !printedEnough { kill(process.processIdentifier, SIGKILL) }
+        let killed: Bool
+        if case .never = killPoint { killed = false } else { killed = true }
+        if killed || !printedEnough { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         output.fileHandleForReading.readabilityHandler = nil
         collected.append(output.fileHandleForReading.readDataToEndOfFile())
         #expect(printedEnough, "the child printed \(collected.count(of: "state ")) states in time")
-        if killAfter != nil {
+        if killed {
             #expect(process.terminationReason == .uncaughtSignal, "the child died of SIGKILL, not on its own: \(collected.text.suffix(300))")
         } else {
             #expect(process.terminationReason == .exit && process.terminationStatus == 0, "the child restored and exited: \(collected.text.suffix(300))")
@@ -75,11 +110,14 @@ import Testing
                 let step = Int(parts[1]) ?? -1
                 round.states[step] = try JSON(parsing: String(parts[2]))
                 round.lastPrinted = max(round.lastPrinted, step)
-            case "torn": round.cutTornTail = true
+            case "torn":
+                round.cutTornTail = true
+                round.tornOffset = parts.count > 1 ? Int(parts[1]) : nil
             case "durable" where parts.count == 2: round.lastDurable = max(round.lastDurable, Int(parts[1]) ?? 0)
             default: break
             }
         }
+        round.sizeBeforeKill = sizeBeforeKill
         return round
     }
 
@@ -103,67 +141,49 @@ import Testing
         }
     }
 
-    @Test func offlineChangeSetsSurviveRepeatedSIGKILLsAndReachTheServerAsMade() async throws {
-        let binary = try Self.contrailBinary()
-        ModelRegistry.register(Shelf.self)
-        let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-crash-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: logURL) }
+    /// A server that knows the shelf and its collections, and a log at `logURL` that says so;
+    /// returns the shelf's state.
+    static func startOnline(_ server: ContrailServer, logURL: URL) async throws -> JSON {
+        let scope = Scope(name: "Shelf")
+        let shelf = Shelf()
+        scope.root = shelf
+        let log = FragmentLog(url: logURL)
+        try log.attach(to: scope)
+        let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
+        for index in 0..<3 {
+            let item = Item()
+            item.label = "online \(index)"
+            shelf.left.append(item)
+        }
+        shelf.right.append(Item())
+        #expect(await eventually { client.session?.pendingChangeSets == 0 })
+        let state = scope.stateJSON()
+        await client.close()
+        try log.close()
+        return state
+    }
+
+    static func makeServer() throws -> ContrailServer {
         var options = ServerOptions()
         options.establishTimeout = .seconds(120)
         options.log = nil
-        let server = try ContrailServer(options: options)
+        return try ContrailServer(options: options)
+    }
 
-        // Online first: the server knows the shelf and its collections, and the log says so.
-        var startState: JSON
-        do {
-            let scope = Scope(name: "Shelf")
-            let shelf = Shelf()
-            scope.root = shelf
-            let log = FragmentLog(url: logURL)
-            try log.attach(to: scope)
-            let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
-            for index in 0..<3 {
-                let item = Item()
-                item.label = "online \(index)"
-                shelf.left.append(item)
-            }
-            shelf.right.append(Item())
-            #expect(await eventually { client.session?.pendingChangeSets == 0 })
-            startState = scope.stateJSON()
-            await client.close()
-            try log.close()
-        }
-
-        // Offline, killed again and again on the same log.
-        let seed = UInt64.random(in: 1...1_000_000)
-        var random = SystemRandomNumberGenerator()
-        var previous = Round()
-        var rounds = 0
-        var tornTails = 0
-        while rounds < 10 || Self.step(of: startState) < 24 {
-            rounds += 1
-            try #require(rounds <= 20, "enough change sets within 20 rounds")
-            let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds), killAfter: Int.random(in: 1...8, using: &random))
-            let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
-            Self.checkRestore(restored, after: previous, startState: startState)
-            previous = round
-            startState = restored
-            if round.cutTornTail { tornTails += 1 }
-        }
-        print("crash test (seed \(seed)): \(rounds) SIGKILLs, \(Self.step(of: startState)) change sets restored, \(tornTails) torn tails cut")
-
-        // One more restart that only restores, then the last one here: every offline change set is
-        // pending, restored as made, and sent.
-        let last = try await Self.runChild(binary, log: logURL, seed: seed, killAfter: nil)
+    /// One more restart that only restores, then the last one here: every offline change set is
+    /// pending, restored as made, and sent; the server ends with all of them and a fresh replica
+    /// fetches that state. Returns the number of change sets.
+    @discardableResult
+    static func finish(_ server: ContrailServer, binary: URL, logURL: URL, seed: UInt64, after previous: Round, startState: JSON) async throws -> Int {
+        let last = try await runChild(binary, log: logURL, seed: seed, kill: .never)
         let lastRestored = try #require(last.restored)
-        Self.checkRestore(lastRestored, after: previous, startState: startState)
+        checkRestore(lastRestored, after: previous, startState: startState)
         let scope = Scope(name: "Shelf")
         let log = FragmentLog(url: logURL)
         let report = try log.attach(to: scope)
         let restored = scope.stateJSON()
-        let made = Self.step(of: restored)
-        #expect(made == Self.step(of: lastRestored))
-        #expect(made >= 20, "at least 20 offline change sets (seed \(seed))")
+        let made = step(of: restored)
+        #expect(made == step(of: lastRestored))
         #expect(report.pendingChangeSets == made, "one pending change set per offline step")
         let pending = scope.history.filter { $0.origin == .local && $0.state == .syncing }
         #expect(pending.count == made)
@@ -185,6 +205,73 @@ import Testing
         let reopened = FragmentLog(url: logURL)
         #expect(try reopened.attach(to: again).pendingChangeSets == 0)
         try reopened.close()
+        return made
+    }
+
+    @Test func offlineChangeSetsSurviveRepeatedSIGKILLsAndReachTheServerAsMade() async throws {
+        let binary = try Self.contrailBinary()
+        ModelRegistry.register(Shelf.self)
+        let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-crash-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: logURL) }
+        let server = try Self.makeServer()
+        var startState = try await Self.startOnline(server, logURL: logURL)
+
+        // Offline, killed again and again on the same log.
+        let seed = UInt64.random(in: 1...1_000_000)
+        var random = SystemRandomNumberGenerator()
+        var previous = Round()
+        var rounds = 0
+        var tornTails = 0
+        while rounds < 10 || Self.step(of: startState) < 24 {
+            rounds += 1
+            try #require(rounds <= 20, "enough change sets within 20 rounds")
+            let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds), kill: .afterStates(Int.random(in: 1...8, using: &random)))
+            let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
+            Self.checkRestore(restored, after: previous, startState: startState)
+            previous = round
+            startState = restored
+            if round.cutTornTail { tornTails += 1 }
+        }
+        print("crash test (seed \(seed)): \(rounds) SIGKILLs, \(Self.step(of: startState)) change sets restored, \(tornTails) torn tails cut")
+        let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState)
+        #expect(made >= 20, "at least 20 offline change sets (seed \(seed))")
+        await server.stop()
+    }
+
+    /// Kills that land in the middle of writing a large record: the next start cuts the torn
+    /// record off exactly where the last intact one ended, reports it (typed, with its offset),
+    /// restores every change set that was synced before, and the server ends with all of them.
+    @Test func killsInTheMiddleOfAWriteCutATornTailAndLoseNothingSynced() async throws {
+        let binary = try Self.contrailBinary()
+        ModelRegistry.register(Shelf.self)
+        let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-crash-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: logURL) }
+        let server = try Self.makeServer()
+        var startState = try await Self.startOnline(server, logURL: logURL)
+
+        let seed = UInt64.random(in: 1...1_000_000)
+        var previous = Round()
+        var rounds = 0
+        var tornTails = 0
+        // Every change set carries a 2 MB title, so every record takes a while to write.
+        while rounds < 4 || tornTails < 3 {
+            rounds += 1
+            try #require(rounds <= 12, "3 torn tails within 12 kills (seed \(seed)), got \(tornTails)")
+            let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds),
+                                                kill: .whileWriting(afterDurable: Int.random(in: 1...2)), arguments: ["--title-bytes", "2000000"])
+            let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
+            Self.checkRestore(restored, after: previous, startState: startState)
+            if round.cutTornTail {
+                tornTails += 1
+                #expect(round.tornOffset == previous.sizeBeforeKill, "the torn record started where the last intact one ended")
+                #expect(Self.step(of: restored) == previous.lastDurable, "everything synced is back, the torn change set is not")
+            }
+            previous = round
+            startState = restored
+        }
+        // The last kill's torn tail is cut by this restore.
+        let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState)
+        print("crash test, kills mid-write (seed \(seed)): \(rounds) SIGKILLs, \(tornTails) torn tails cut, \(made) change sets reached the server")
         await server.stop()
     }
 }

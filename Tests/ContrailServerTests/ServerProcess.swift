@@ -46,9 +46,7 @@ final class ServerProcess: Sendable {
         self.process = process
         let shared = self.shared
         // Drain stderr for the child's whole life (a full pipe would block it).
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }
+        let drain: @Sendable (Data) -> Void = { data in
             let resume = shared.output.withLock { state -> (CheckedContinuation<UInt16, any Error>, UInt16)? in
                 state.text += String(decoding: data, as: UTF8.self)
                 guard let waiter = state.waiter, let port = Self.listeningPort(in: state.text) else { return nil }
@@ -71,6 +69,7 @@ final class ServerProcess: Sendable {
             failed?.resume(throwing: ServerProcessError(message: "contrail serve exited before listening"))
         }
         try process.run()
+        PipeReader.drain(pipe.fileHandleForReading, drain)
         let timer = Task {
             try await Task.sleep(for: timeout)
             let waiter = shared.output.withLock { state in

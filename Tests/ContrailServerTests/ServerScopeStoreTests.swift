@@ -36,4 +36,57 @@ struct ServerScopeStoreTests {
         let text = store.apply([change(root, ["token": "not a uuid"])], atomic: false, maxObjects: 100)
         #expect(text.replies.allSatisfy { $0.isAccepted })
     }
+
+    /// An insert next to an element another client removed meanwhile: the element is in the
+    /// sender's base, so it is a concurrent removal (the merge drops it), not a dangling reference;
+    /// the insert is kept. A reference the sender added that names no object is still rejected.
+    @Test func insertNextToAConcurrentlyRemovedElementIsMergedNotRejected() {
+        var store = ScopeStore()
+        let root = store.rootUUID
+        let (kept, removed, inserted) = (UUID(), UUID(), UUID())
+        let setUp = store.apply([
+            change(root, ["shelf": .array([.string(kept.wireString), .string(removed.wireString)])]),
+            SyncFragment(kind: .add, uuid: kept, className: "Item", properties: ["votes": 0]),
+            SyncFragment(kind: .add, uuid: removed, className: "Item", properties: ["votes": 0]),
+        ], atomic: false, maxObjects: 100)
+        #expect(setUp.replies.allSatisfy { $0.isAccepted })
+        let removal = store.apply([change(root, ["shelf": .array([.string(kept.wireString)])],
+                                          bases: ["shelf": [kept, removed]])], atomic: false, maxObjects: 100)
+        #expect(removal.replies.allSatisfy { $0.isAccepted })
+        #expect(store.objects[removed] == nil)
+
+        let insert = store.apply([
+            SyncFragment(kind: .add, uuid: inserted, className: "Item", properties: ["votes": 0]),
+            change(root, ["shelf": .array([.string(kept.wireString), .string(removed.wireString), .string(inserted.wireString)])],
+                   bases: ["shelf": [kept, removed]]),
+        ], atomic: true, maxObjects: 100, changeSetID: UUID())
+        #expect(insert.replies.allSatisfy { $0.isAccepted })
+        #expect(store.objects[root]?.properties["shelf"] == .array([.string(kept.wireString), .string(inserted.wireString)]))
+
+        // Positive control for the poison rule: an element outside the base that names nothing.
+        let stranger = UUID()
+        let poisoned = store.apply([change(root, ["shelf": .array([.string(kept.wireString), .string(stranger.wireString)])],
+                                           bases: ["shelf": [kept]])], atomic: false, maxObjects: 100)
+        #expect(poisoned.replies.first?.isAccepted == false)
+    }
+
+    /// A change set rejected whole is not remembered as applied: sent again (its first reply may
+    /// have been lost), it is validated afresh instead of being answered as accepted.
+    @Test func aRejectedChangeSetIsNotAnsweredAsADuplicate() {
+        var store = ScopeStore()
+        let root = store.rootUUID
+        let id = UUID()
+        let missing = UUID()
+        let first = store.apply([change(root, ["pinned": .string(missing.wireString)])], atomic: true, maxObjects: 100, changeSetID: id)
+        #expect(first.replies.first?.isAccepted == false)
+        let again = store.apply([change(root, ["pinned": .string(missing.wireString)])], atomic: true, maxObjects: 100, changeSetID: id)
+        #expect(again.replies.first?.isAccepted == false)
+
+        // Positive control: an accepted change set sent again is answered as a duplicate (no new effect).
+        let accepted = UUID()
+        let applied = store.apply([change(root, ["title": "a"])], atomic: false, maxObjects: 100, changeSetID: accepted)
+        #expect(applied.accepted.count == 1)
+        let resent = store.apply([change(root, ["title": "a"])], atomic: false, maxObjects: 100, changeSetID: accepted)
+        #expect(resent.accepted.isEmpty && resent.replies.allSatisfy { $0.isAccepted })
+    }
 }

@@ -300,14 +300,22 @@ import Testing
             scope.flush()
             #expect(throws: FragmentLogError.self) { try FragmentLog(url: url).attach(to: Scope(name: "Canvas")) }
         }
-        let deadline = ContinuousClock.now + .seconds(30)
+        // Bounded, and long: on a heavily loaded shared machine the file was still locked after 30 s in 2 of 5 runs (cause not established).
+        let deadline = ContinuousClock.now + .seconds(120)
         var reopened: (Scope, FragmentLog)?
+        var lastError: FragmentLogError?
         while reopened == nil, ContinuousClock.now < deadline {
             let restored = Scope(name: "Canvas")
             let log = FragmentLog(url: url)
-            if (try? log.attach(to: restored)) != nil { reopened = (restored, log) } else { await Task.yield() }
+            do {
+                try log.attach(to: restored)
+                reopened = (restored, log)
+            } catch {
+                lastError = error
+                await Task.yield()
+            }
         }
-        let (restored, log) = try #require(reopened, "the file was released")
+        let (restored, log) = try #require(reopened, "the file was released (last error: \(String(describing: lastError)))")
         #expect((restored.root as? Canvas)?.name == "queued before the drop")
         try log.close()
     }

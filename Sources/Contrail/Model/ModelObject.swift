@@ -198,7 +198,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
             if isCollection { notifyCollection(added: true, property: property, element: child, index: offset) }
         }
         if let scope = _tracking?.scope, info.properties[property].isSynced {
-            for (child, _) in inserted where child.scope == nil { child.attach(to: scope) }
+            for (child, _) in inserted where child.scope !== scope { child.attach(to: scope) }
             let leaving = removed.map(\.0).filter { $0.scope === scope }
             if !leaving.isEmpty { ModelObject.detachUnreachable(leaving, from: scope) }
         }
@@ -226,18 +226,28 @@ open class ModelObject: @MainActor Identifiable, Observable {
     }
 
     /// Attaches this object and everything below it to `scope` (each object once, cycles included).
+    /// An object can belong to one scope only: members of another scope met on the way move here,
+    /// with everything below them (`leaveOtherScopes`: their old scope drops its references to
+    /// them and they detach from it first).
     func attach(to scope: Scope) {
         var attached: [ModelObject] = []
+        var movers: [ModelObject] = []
         var stack: [ModelObject] = [self]
         while let object = stack.popLast() {
             let tracking = object.tracking
-            guard tracking.scope == nil else { continue }
+            if let current = tracking.scope {
+                if current !== scope { movers.append(object) }
+                continue
+            }
             tracking.scope = scope
             attached.append(object)
             scope.didAttach(object)
             stack.append(contentsOf: object.syncedChildObjects.reversed())
         }
         for object in attached { object.notifyScope(attached: true, scope: scope) }
+        guard !movers.isEmpty else { return }
+        ModelObject.leaveOtherScopes(movers, for: scope)
+        for mover in movers where mover.scope == nil { mover.attach(to: scope) }
     }
 
     /// Detaches every object of the subtrees under `candidates` that can no longer be reached from

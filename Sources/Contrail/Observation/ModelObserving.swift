@@ -13,8 +13,10 @@
 /// observer lives. Forms whose closure takes no argument remain for callbacks that need nothing.
 ///
 /// Every call returns a token whose `cancel()` stops it; `removeObservers(observer)` stops all of an
-/// observer's; observers are held weakly, so releasing the observer stops delivery too, and its
-/// entries (with their closures) are dropped at the subject's next notification or registration.
+/// observer's; observers are held weakly, so releasing the observer stops delivery at once, and its
+/// callbacks (with whatever their closures captured) are released at the end of the first delivery
+/// turn that ends after it died: the run-loop turn in which Contrail delivers notifications or
+/// flushes scopes (so the one it died in, when it died in a callback), or a `drain()`.
 /// A key path that is neither a `@Property` nor a composite property throws
 /// `ObservationError.notAProperty`.
 @MainActor

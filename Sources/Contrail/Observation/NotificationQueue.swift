@@ -13,6 +13,10 @@ public final class NotificationQueue {
     /// The queue of the main actor, the only one Contrail uses.
     public static let main = NotificationQueue()
 
+    /// Every registration under its observer: releases those of observers that are gone at the
+    /// end of each delivery.
+    let sweep = ObserverSweep()
+
     private var entries: [ObserverEntry] = []
     private var flushers: [ObjectIdentifier: () -> Void] = [:]
     private var flushOrder: [ObjectIdentifier] = []
@@ -70,7 +74,9 @@ public final class NotificationQueue {
     }
 
     /// Delivers what is pending now: scope flushes first, then queued observers. Work queued by the
-    /// callbacks themselves is left for the next turn.
+    /// callbacks themselves is left for the next turn. Then releases the callbacks (and what they
+    /// captured) of observers that are gone, including those that died in this turn's callbacks:
+    /// O(observers) up to `ObserverSweep.budget` of them.
     public func deliverPending() {
         turn &+= 1
         let order = flushOrder
@@ -84,17 +90,20 @@ public final class NotificationQueue {
             entry.isPending = false
             entry.fire()
         }
+        sweep.sweep()
     }
 
     /// Delivers everything pending, including what the callbacks queue in turn, and returns when
-    /// nothing is left. Gives other main-actor work a chance to run between rounds.
+    /// nothing is left. Gives other main-actor work a chance to run between rounds. Runs at least
+    /// one delivery, so the callbacks of observers that are gone are released even when nothing
+    /// was pending.
     public func drain() async {
         var rounds = 0
-        while hasPending && rounds < 1000 {
+        repeat {
             deliverPending()
             rounds += 1
             await Task.yield()
-        }
+        } while hasPending && rounds < 1000
     }
 
     /// Suspends until the next turn's delivery has happened (or returns at once if nothing is pending).

@@ -2,24 +2,19 @@
 /// Dropping the token does not cancel it (the observer's lifetime does), so it may be ignored.
 @MainActor
 public final class ObservationToken {
-    private weak var entry: ObserverEntry?
-    private var onCancel: (() -> Void)?
+    private weak var registration: (any ObserverRegistration)?
 
-    init(entry: ObserverEntry?, onCancel: (() -> Void)? = nil) {
-        self.entry = entry
-        self.onCancel = onCancel
+    init(entry registration: any ObserverRegistration) {
+        self.registration = registration
     }
 
-    /// Stops delivery. Calling it again does nothing.
+    /// Stops delivery and releases the callback (and what it captured) at once. Calling it again
+    /// does nothing.
     public func cancel() {
-        if let entry, !entry.isCancelled {
-            entry.isCancelled = true
-            entry.subject?._removeObserverEntries { $0 === entry }
-        }
-        onCancel?()
-        onCancel = nil
+        registration?.release()
     }
 
-    /// Whether `cancel()` was called (or the observed object is gone).
-    public var isCancelled: Bool { entry?.isCancelled ?? (onCancel == nil) }
+    /// Whether `cancel()` was called, the observer is gone and its callback released, or the
+    /// observed object is gone.
+    public var isCancelled: Bool { registration?.isReleased ?? true }
 }

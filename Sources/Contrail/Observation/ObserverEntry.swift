@@ -1,6 +1,8 @@
 /// One registered observation: what it listens for, whom it belongs to, and what to call.
+/// Listed with `NotificationQueue.main.sweep` under its observer, which releases it once the
+/// observer is gone.
 @MainActor
-final class ObserverEntry {
+final class ObserverEntry: ObserverRegistration {
     enum Event {
         /// Property changes: `properties` nil means every property.
         case change(immediate: Bool, properties: [Int]?)
@@ -20,10 +22,13 @@ final class ObserverEntry {
         case element((ModelObject, Int) -> Void)
         case scope((Scope) -> Void)
         case parent((ModelObject, String) -> Void)
+        /// Cancelled or released: the closure is gone.
+        case released
     }
 
     let event: Event
-    let callback: Callback
+    /// Dropped (`.released`) by `release()`, so the closure goes even while a queue still holds the entry.
+    private(set) var callback: Callback
     /// Held weakly: once the observer is gone, the entry is dropped.
     weak var observer: AnyObject?
     weak var subject: ModelObject?
@@ -36,27 +41,35 @@ final class ObserverEntry {
         self.callback = callback
         self.observer = observer
         self.subject = subject
+        NotificationQueue.main.sweep.register(self, for: observer)
+    }
+
+    var isReleased: Bool {
+        if case .released = callback { return true }
+        return false
+    }
+
+    func release() {
+        guard !isReleased else { return }
+        isCancelled = true
+        callback = .released
+        subject?._removeObserverEntries { $0 === self }
     }
 
     var isLive: Bool { !isCancelled && observer != nil }
-
-    func matchesChange(of property: Int, immediate: Bool) -> Bool {
-        guard case .change(let isImmediate, let properties) = event, isImmediate == immediate else { return false }
-        return properties?.contains(property) ?? true
-    }
 
     /// Runs a plain or subject callback now (queued delivery and immediate changes).
     /// An entry whose observer is gone is removed from its subject here, releasing its closure.
     func fire() {
         guard !isCancelled else { return }
         guard observer != nil else {
-            subject?._removeObserverEntries { $0 === self }
+            release()
             return
         }
         switch callback {
         case .plain(let body): body()
         case .subject(let body): if let subject { body(subject) }
-        case .element, .scope, .parent: break
+        case .element, .scope, .parent, .released: break
         }
     }
 }

@@ -1,25 +1,46 @@
 /// Callbacks registered by weakly held observers, each removable through the token its
-/// registration returns. Callbacks of observers that are gone are dropped.
+/// registration returns. The callbacks of an observer that is gone are released at the end of the
+/// next delivery turn (`ObserverSweep`), or at the next `notify`, whichever comes first.
 @MainActor
 final class ObserverList<Value> {
-    private var entries: [(observer: Weak, body: (Value) -> Void)] = []
+    /// One callback of one observer.
+    @MainActor
+    final class Registration: ObserverRegistration {
+        weak var observer: AnyObject?
+        private(set) var body: ((Value) -> Void)?
+        weak var list: ObserverList?
 
-    func add(_ observer: AnyObject, _ body: @escaping (Value) -> Void) -> ObservationToken {
-        let weak = Weak(observer)
-        entries.append((weak, body))
-        return ObservationToken(entry: nil) { [weak self] in
-            self?.entries.removeAll { $0.observer === weak }
+        init(observer: AnyObject, body: @escaping (Value) -> Void, list: ObserverList) {
+            self.observer = observer
+            self.body = body
+            self.list = list
+        }
+
+        var isReleased: Bool { body == nil }
+
+        func release() {
+            guard body != nil else { return }
+            body = nil
+            list?.registrations.removeAll { $0 === self }
         }
     }
 
-    func notify(_ value: Value) {
-        entries.removeAll { $0.observer.object == nil }
-        for entry in entries { entry.body(value) }
-    }
-}
+    private var registrations: [Registration] = []
 
-/// A weak reference to an observer.
-final class Weak {
-    weak var object: AnyObject?
-    init(_ object: AnyObject) { self.object = object }
+    /// Registers `body` for `observer`. O(1).
+    func add(_ observer: AnyObject, _ body: @escaping (Value) -> Void) -> ObservationToken {
+        let registration = Registration(observer: observer, body: body, list: self)
+        registrations.append(registration)
+        NotificationQueue.main.sweep.register(registration, for: observer)
+        return ObservationToken(entry: registration)
+    }
+
+    /// Calls every live observer's callback with `value`. O(registrations).
+    func notify(_ value: Value) {
+        for registration in registrations where registration.observer == nil { registration.release() }
+        // A copy: a callback may add or cancel registrations.
+        for registration in registrations where registration.observer != nil {
+            registration.body?(value)
+        }
+    }
 }

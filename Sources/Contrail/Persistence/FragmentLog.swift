@@ -64,7 +64,8 @@ public final class FragmentLog {
     /// Opens the file, restores `scope` from it (creating the root from the log when the scope has
     /// none, or giving the existing root the logged identity), then appends every change set the
     /// scope makes. A new file starts with a snapshot of the scope as it is. Reading and applying
-    /// the file happen here, on the main actor: O(file size).
+    /// the file happen here, on the main actor: O(file size), in one pass over each record's bytes
+    /// (``LogReplay``) for everything but the change sets still pending.
     @discardableResult
     public func attach(to scope: Scope) throws(FragmentLogError) -> RestoreReport {
         var report = RestoreReport()
@@ -76,7 +77,11 @@ public final class FragmentLog {
             opened = try LogFile.open(at: url, fsync: .never) { kind, offset, payload in
                 guard failure == nil else { return }
                 do throws(FragmentLogError) {
-                    try restore(FragmentLogEntry(kind: kind, payload: payload, offset: offset), at: offset, into: scope, pending: &restored)
+                    if let replay = try LogReplay.prepare(payload: payload, offset: offset, scope: scope) {
+                        do throws(ModelError) { try replay.apply() } catch { throw .apply(offset: offset, error) }
+                    } else {
+                        try restore(FragmentLogEntry(kind: kind, payload: payload, offset: offset), at: offset, into: scope, pending: &restored)
+                    }
                     report.records += 1
                 } catch {
                     failure = error
@@ -220,6 +225,14 @@ public final class FragmentLog {
             }
             return
         }
+        guard decoded.sequence != nil else {
+            // A record in the older layout (fragments before root): replayed as the current layout.
+            let replay = try decoded.encoded().withUnsafeBytes { bytes in
+                Result { () throws(FragmentLogError) in try LogReplay.prepare(payload: bytes, offset: offset, scope: scope) }
+            }.get()
+            do throws(ModelError) { try replay?.apply() } catch { throw .apply(offset: offset, error) }
+            return
+        }
         do {
             if let rootUUID = decoded.root {
                 if scope.root == nil, let fragment = decoded.fragments.first(where: { $0.uuid == rootUUID }) {
@@ -234,8 +247,6 @@ public final class FragmentLog {
                 pending[sequence] = try scope.restorePending(decoded.fragments, message: decoded.message,
                                                              isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted,
                                                              id: decoded.changeSetID ?? UUID())
-            } else {
-                try LogReplay.apply(decoded.fragments, to: scope)
             }
         } catch {
             throw .apply(offset: offset, error)

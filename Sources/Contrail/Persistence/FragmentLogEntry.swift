@@ -2,8 +2,9 @@ import Foundation
 
 /// One record of a ``FragmentLog``, decoded: a snapshot, a change set, or a settle marker.
 ///
-/// The payload is JSON: `{"fragments", "root", "origin"?, "atomic"?, "message"?, "id"?, "seq"?,
-/// "compacted"?, "settled"?}`. Encoding runs on the log's writer thread, so the type is `Sendable`.
+/// The payload is JSON: `{"root", "origin"?, "atomic"?, "message"?, "id"?, "seq"?, "compacted"?,
+/// "settled"?, "fragments"}`, the fragments last so that a reader knows what the record is before
+/// it reaches them (``LogReplay`` relies on that; this type decodes any key order). Encoding runs on the log's writer thread, so the type is `Sendable`.
 struct FragmentLogEntry: Sendable {
     /// The record kind it is written as.
     var kind = LogRecord.Kind.changeSet
@@ -35,9 +36,7 @@ struct FragmentLogEntry: Sendable {
     func encoded() -> [UInt8] {
         var writer = JSONWriter(sortedKeys: false, capacity: 128 + fragments.count * 160)
         writer.append("{")
-        writer.writeKey("fragments", first: true)
-        SyncFragment.write(fragments, into: &writer)
-        writer.writeKey("root")
+        writer.writeKey("root", first: true)
         writer.write(root.map { .string($0.uuidString.lowercased()) } ?? .null)
         if origin != "snapshot" {
             writer.writeKey("origin")
@@ -65,6 +64,8 @@ struct FragmentLogEntry: Sendable {
             writer.writeKey("settled")
             writer.write(.int(Int64(settled)))
         }
+        writer.writeKey("fragments")
+        SyncFragment.write(fragments, into: &writer)
         writer.append("}")
         return writer.bytes
     }

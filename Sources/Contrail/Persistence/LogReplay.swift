@@ -1,34 +1,349 @@
 import Foundation
 
-/// Applies a fragment log's records to a scope on restore: what `Scope.apply` does for remote
-/// fragments (objects created by class name, references resolved within the batch in any order,
-/// the whole batch decoded before anything changes, nothing recorded as outgoing), without what a
-/// restore does not need: no change set is built or published, no old values are kept, and
-/// properties are not sorted. Observers of the models fire as for any set.
+/// Restores one fragment-log record in a single pass over its payload bytes, without building a
+/// JSON tree or ``SyncFragment`` values first: each fragment's object is found (or, for an `add`,
+/// created by class name) as soon as its `uuid` and `clsName` have been read, and each property
+/// value is parsed straight into a pending write. This is what makes restoring a large log fast.
+///
+/// It handles records that hold neither a sequence number nor a settle marker (snapshots, remote
+/// and settled change sets) and whose `root` comes before `fragments`, the layout
+/// ``FragmentLogEntry/encoded()`` writes. Anything else (a pending local change set, a marker, an
+/// older layout) makes ``prepare(payload:offset:scope:)`` return `nil`: decode it with
+/// ``FragmentLogEntry`` instead.
+///
+/// It applies what `Scope.apply` applies for remote fragments (references resolved within the
+/// record in any order, the whole record decoded before anything changes, nothing recorded as
+/// outgoing), without what a restore does not need: no change set is built or published and no old
+/// values are kept. Changes to unknown objects and unknown properties are skipped; a value of the
+/// wrong type, a malformed fragment or an unknown class throws and changes nothing but the root's
+/// identity.
 @MainActor
-enum LogReplay {
-    /// Applies `fragments` to `scope`. Changes to unknown objects and unknown properties are
-    /// skipped; a value of the wrong type or an unknown class throws and changes nothing.
-    /// O(fragments + properties).
-    static func apply(_ fragments: [SyncFragment], to scope: Scope) throws(ModelError) {
-        var created: [UUID: ModelObject] = [:]
-        for fragment in fragments where fragment.kind == .add {
-            if scope.object(for: fragment.uuid) != nil || created[fragment.uuid] != nil { continue }
-            created[fragment.uuid] = try ModelRegistry.make(className: fragment.className, uuid: fragment.uuid)
+struct LogReplay {
+    /// The record's root UUID.
+    private(set) var root: UUID?
+    /// Objects the record adds that the scope did not hold.
+    private var created: [UUID: ModelObject] = [:]
+    /// Property values in the order the record holds them, not yet decoded.
+    private var writes: [(object: ModelObject, index: Int, wire: JSON)] = []
+    /// Fragments whose object could not be found when they were read (it is added later in the
+    /// record, or the keys came in another order): resolved once the whole record is read.
+    private var deferred: [(uuid: UUID, properties: JSON)] = []
+    /// The class whose synced property names `names` holds (UTF-8, by property index; nil when not synced).
+    private var namesInfo: ModelClassInfo?
+    private var names: [[UInt8]?] = []
+    private let scope: Scope
+    private let offset: Int
+    private let payloadSize: Int
+
+    private init(scope: Scope, offset: Int, payloadSize: Int) {
+        self.scope = scope
+        self.offset = offset
+        self.payloadSize = payloadSize
+    }
+
+    /// Reads the record at `offset`. Returns `nil` when it is not one this type handles (see the
+    /// type's description). O(payload size).
+    static func prepare(payload: UnsafeRawBufferPointer, offset: Int, scope: Scope) throws(FragmentLogError) -> LogReplay? {
+        var replay = LogReplay(scope: scope, offset: offset, payloadSize: payload.count)
+        var parser = JSONParser(bytes: payload, limits: JSONLimits())
+        guard let p = parser.base else { throw .badRecord(offset: offset, reason: "empty record") }
+        do {
+            var sawRoot = false
+            var sawFragments = false
+            parser.skipWhitespace(p)
+            try replay.expect(UInt8(ascii: "{"), &parser, p)
+            parser.skipWhitespace(p)
+            if try !replay.consume(UInt8(ascii: "}"), &parser, p) {
+                repeat {
+                    parser.skipWhitespace(p)
+                    let key = try parser.parseKey(p)
+                    switch key {
+                    case "fragments":
+                        guard sawRoot else { return nil }  // an older layout: the root comes after
+                        sawFragments = true
+                        try replay.readFragments(&parser, p)
+                    case "root":
+                        sawRoot = true
+                        if case .string(let string) = try parser.parseValue(p) {
+                            replay.root = UUID(wireString: string)
+                            if let root = replay.root, scope.root != nil { scope.adoptRootUUID(root) }
+                        }
+                    case "seq", "settled":
+                        guard try parser.parseValue(p) == .null else { return nil }  // a pending change set or a marker
+                    default:
+                        _ = try parser.parseValue(p)
+                    }
+                    parser.skipWhitespace(p)
+                } while try replay.consume(UInt8(ascii: ","), &parser, p)
+                try replay.expect(UInt8(ascii: "}"), &parser, p)
+            }
+            parser.skipWhitespace(p)
+            if parser.position < parser.count { throw JSONError.unexpected(p[parser.position], at: parser.position) }
+            guard sawFragments else { throw FragmentLogError.badRecord(offset: offset, reason: "no fragments") }
+        } catch let error as JSONError {
+            throw .badRecord(offset: offset, reason: "\(error)")
+        } catch let error as FragmentLogError {
+            throw error
+        } catch let error as ModelError {
+            throw .apply(offset: offset, error)
+        } catch {
+            throw .badRecord(offset: offset, reason: "\(error)")
         }
-        let resolver: ModelResolver = { uuid in created[uuid] ?? scope.object(for: uuid) }
-        var writes: [(ModelObject, Int, Any)] = []
-        writes.reserveCapacity(fragments.count)
-        for fragment in fragments {
-            guard let object = resolver(fragment.uuid) else { continue }
-            let info = object.info
-            for (name, wire) in fragment.properties {
-                guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
-                writes.append((object, index, try info.properties[index].storage.decode(wire, property: name, resolver: resolver)))
+        return replay
+    }
+
+    /// Decodes every value, then (if all of them decoded) makes the record's root the scope's root
+    /// when the scope has none, and stores the values. O(values).
+    func apply() throws(ModelError) {
+        let resolver: ModelResolver = { [created, scope] uuid in created[uuid] ?? scope.object(for: uuid) }
+        var writes = self.writes
+        for (uuid, properties) in deferred {
+            guard let object = resolver(uuid), case .object(let members) = properties else { continue }
+            for (name, wire) in members {
+                guard let index = object.info.indexByName[name], object.info.properties[index].isSynced else { continue }
+                writes.append((object, index, wire))
             }
         }
-        scope.applyingRemote {
-            for (object, index, value) in writes { object.setValue(value, at: index) }
+        var values: [Any] = []
+        values.reserveCapacity(writes.count)
+        for write in writes {
+            values.append(try write.object.info.decode(write.wire, at: write.index, resolver: resolver))
         }
+        if created.count > 64 { scope.reserveObjects(created.count) }
+        if scope.root == nil, let root, let object = created[root] { scope.root = object }
+        scope.applyingRemote {
+            for (write, value) in zip(writes, values) { write.object.setValue(value, at: write.index) }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Reads the `fragments` array.
+    private mutating func readFragments(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws {
+        try expect(UInt8(ascii: "["), &parser, p)
+        parser.skipWhitespace(p)
+        if try consume(UInt8(ascii: "]"), &parser, p) { return }
+        repeat {
+            parser.skipWhitespace(p)
+            try readFragment(&parser, p)
+            parser.skipWhitespace(p)
+        } while try consume(UInt8(ascii: ","), &parser, p)
+        try expect(UInt8(ascii: "]"), &parser, p)
+    }
+
+    /// Reads one fragment object, with the checks of ``SyncFragment/init(json:)``.
+    private mutating func readFragment(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws {
+        try expect(UInt8(ascii: "{"), &parser, p)
+        var kind: SyncFragment.Kind?
+        var uuid: UUID?
+        var className: String?
+        var object: ModelObject?
+        var laterProperties: JSON?
+        parser.skipWhitespace(p)
+        if try !consume(UInt8(ascii: "}"), &parser, p) {
+            repeat {
+                parser.skipWhitespace(p)
+                switch try fragmentKey(&parser, p) {
+                case .type:
+                    if matchString("change", &parser, p) {
+                        kind = .change
+                    } else if matchString("add", &parser, p) {
+                        kind = .add
+                    } else {
+                        guard case .string(let name) = try parser.parseValue(p), let parsed = SyncFragment.Kind(rawValue: name) else {
+                            throw invalid("Invalid type")
+                        }
+                        kind = parsed
+                    }
+                case .uuid:
+                    uuid = try readUUID(&parser, p)
+                case .clsName:
+                    guard case .string(let name) = try parser.parseValue(p) else { throw invalid("Invalid clsName") }
+                    className = name
+                case .properties:
+                    if let kind, let uuid, let className {
+                        object = try resolve(kind: kind, uuid: uuid, className: className)
+                    }
+                    if let object {
+                        try readProperties(of: object, &parser, p)
+                    } else {
+                        laterProperties = try parser.parseValue(p)
+                    }
+                case .other:
+                    _ = try parser.parseValue(p)
+                }
+                parser.skipWhitespace(p)
+            } while try consume(UInt8(ascii: ","), &parser, p)
+            try expect(UInt8(ascii: "}"), &parser, p)
+        }
+        guard let kind else { throw invalid("Invalid type") }
+        guard let uuid else { throw invalid("Invalid uuid") }
+        guard let className else { throw invalid("Invalid clsName") }
+        if object == nil { _ = try resolve(kind: kind, uuid: uuid, className: className) }
+        switch laterProperties {
+        case nil, .null?:
+            break
+        case .object(let members)?:
+            for (key, value) in members {
+                if let problem = SyncFragment.problem(with: value) { throw invalid("Property '\(key)': \(problem)") }
+            }
+            deferred.append((uuid, .object(members)))
+        default:
+            throw invalid("Invalid properties")
+        }
+    }
+
+    /// The fragment's object: the scope's or one the record created, and for an `add` of an object
+    /// neither holds, a new one of `className`. `nil` for a change to an object not (yet) known.
+    private mutating func resolve(kind: SyncFragment.Kind, uuid: UUID, className: String) throws(ModelError) -> ModelObject? {
+        if let known = (created.isEmpty ? nil : created[uuid]) ?? scope.object(for: uuid) { return known }
+        guard kind == .add else { return nil }
+        let object = try ModelRegistry.make(className: className, uuid: uuid)
+        if created.isEmpty { created.reserveCapacity(payloadSize / 96) }  // about as many adds as fit (each ~100 bytes or more)
+        created[uuid] = object
+        return object
+    }
+
+    /// Reads a `properties` object into `writes` (unknown and unsynced properties are skipped).
+    private mutating func readProperties(of object: ModelObject, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws {
+        parser.skipWhitespace(p)
+        if parser.position < parser.count, p[parser.position] == UInt8(ascii: "n") {
+            guard case .null = try parser.parseValue(p) else { throw invalid("Invalid properties") }
+            return
+        }
+        guard parser.position < parser.count, p[parser.position] == UInt8(ascii: "{") else { throw invalid("Invalid properties") }
+        parser.position += 1
+        parser.skipWhitespace(p)
+        if try consume(UInt8(ascii: "}"), &parser, p) { return }
+        let info = object.info
+        if namesInfo !== info {
+            namesInfo = info
+            names = info.properties.map { $0.isSynced ? Array($0.name.utf8) : nil }
+        }
+        repeat {
+            parser.skipWhitespace(p)
+            let keyStart = parser.position
+            let index: Int?
+            if let matched = matchPropertyName(&parser, p) {
+                index = matched
+            } else {
+                parser.position = keyStart
+                let name = try parser.parseKey(p)
+                index = info.indexByName[name].flatMap { info.properties[$0].isSynced ? $0 : nil }
+            }
+            let value = try parser.parseValue(p)
+            if let problem = SyncFragment.problem(with: value) {
+                parser.position = keyStart
+                throw invalid("Property '\(try parser.parseKey(p))': \(problem)")
+            }
+            if let index { writes.append((object, index, value)) }
+            parser.skipWhitespace(p)
+        } while try consume(UInt8(ascii: ","), &parser, p)
+        try expect(UInt8(ascii: "}"), &parser, p)
+    }
+
+    /// A UUID string, read from the bytes in place when it has no escapes.
+    private func readUUID(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws -> UUID {
+        let start = parser.position
+        if start + 38 <= parser.count, p[start] == UInt8(ascii: "\""), p[start + 37] == UInt8(ascii: "\""),
+           let uuid = UUID(wireBytes: UnsafeBufferPointer(start: p + start + 1, count: 36)) {
+            parser.position += 38
+            return uuid
+        }
+        guard case .string(let string) = try parser.parseValue(p), let uuid = UUID(wireString: string) else {
+            throw invalid("Invalid uuid")
+        }
+        return uuid
+    }
+
+    /// The keys of a fragment object.
+    private enum FragmentKey {
+        case type, uuid, clsName, properties, other
+
+        init(_ name: String) {
+            switch name {
+            case "type": self = .type
+            case "uuid": self = .uuid
+            case "clsName": self = .clsName
+            case "properties": self = .properties
+            default: self = .other
+            }
+        }
+    }
+
+    /// Reads a fragment's key and its colon, comparing bytes (no string is made for the usual keys).
+    private func fragmentKey(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws(JSONError) -> FragmentKey {
+        if matchKey("type", &parser, p) { return .type }
+        if matchKey("uuid", &parser, p) { return .uuid }
+        if matchKey("clsName", &parser, p) { return .clsName }
+        if matchKey("properties", &parser, p) { return .properties }
+        return FragmentKey(try parser.parseKey(p))
+    }
+
+    /// Skips `"literal"` if it is next (exactly those bytes, no escapes); whether it was.
+    private func matchString(_ literal: StaticString, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
+        let length = literal.utf8CodeUnitCount
+        let start = parser.position
+        guard start + length + 2 <= parser.count, p[start] == UInt8(ascii: "\""), p[start + length + 1] == UInt8(ascii: "\""),
+              memcmp(p + start + 1, literal.utf8Start, length) == 0 else { return false }
+        parser.position = start + length + 2
+        return true
+    }
+
+    /// Skips `"literal"` and the colon after it if they are next; whether they were.
+    private func matchKey(_ literal: StaticString, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
+        let start = parser.position
+        guard matchString(literal, &parser, p) else { return false }
+        return skipColon(start, &parser, p)
+    }
+
+    /// The synced property whose name is the plain (escape-free) key next, with its colon skipped;
+    /// `nil` (position unspecified) for an escaped, unknown or local property name.
+    private func matchPropertyName(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Int? {
+        let start = parser.position
+        guard start < parser.count, p[start] == UInt8(ascii: "\"") else { return nil }
+        var end = start + 1
+        while end < parser.count, p[end] != UInt8(ascii: "\""), p[end] != UInt8(ascii: "\\") { end += 1 }
+        guard end < parser.count, p[end] == UInt8(ascii: "\"") else { return nil }
+        let length = end - start - 1
+        for (index, name) in names.enumerated() {
+            guard let name, name.count == length else { continue }
+            let same = name.withUnsafeBufferPointer { $0.baseAddress.map { memcmp(p + start + 1, $0, length) == 0 } ?? true }
+            if same {
+                parser.position = end + 1
+                return skipColon(start, &parser, p) ? index : nil
+            }
+        }
+        return nil
+    }
+
+    /// Skips whitespace, a colon and whitespace; if there is no colon, goes back to `start` and says so.
+    private func skipColon(_ start: Int, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
+        parser.skipWhitespace(p)
+        guard parser.position < parser.count, p[parser.position] == UInt8(ascii: ":") else {
+            parser.position = start
+            return false
+        }
+        parser.position += 1
+        parser.skipWhitespace(p)
+        return true
+    }
+
+    private func expect(_ byte: UInt8, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws(JSONError) {
+        guard parser.position < parser.count else { throw parser.endOfInput() }
+        guard p[parser.position] == byte else { throw JSONError.unexpected(p[parser.position], at: parser.position) }
+        parser.position += 1
+    }
+
+    /// Skips `byte` if it is next; whether it was.
+    private func consume(_ byte: UInt8, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws(JSONError) -> Bool {
+        guard parser.position < parser.count else { throw parser.endOfInput() }
+        guard p[parser.position] == byte else { return false }
+        parser.position += 1
+        return true
+    }
+
+    private func invalid(_ reason: String) -> FragmentLogError {
+        .badRecord(offset: offset, reason: "\(WireError.invalidFragment(index: nil, reason: reason))")
     }
 }

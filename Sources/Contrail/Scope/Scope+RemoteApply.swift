@@ -32,7 +32,7 @@ extension Scope {
         var created: [UUID: ModelObject] = [:]
         for fragment in fragments where fragment.kind == .add {
             if objects[fragment.uuid] != nil || created[fragment.uuid] != nil { continue }
-            if let held = retired[fragment.uuid]?.object, held.className == fragment.className {
+            if let held = retired[fragment.uuid]?.object, held.className == fragment.className, held.scope == nil {
                 created[fragment.uuid] = held
                 continue
             }

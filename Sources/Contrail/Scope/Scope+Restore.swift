@@ -42,4 +42,9 @@ extension Scope {
         restoredPending.append(changeSet)
         return changeSet
     }
+
+    /// Makes room for `additional` more attached objects (a restore about to attach them). O(objects).
+    func reserveObjects(_ additional: Int) {
+        objects.reserveCapacity(objects.count + additional)
+    }
 }

@@ -18,7 +18,10 @@ public final class Scope {
     /// The scope's name (what clients fetch).
     public let name: String
 
-    /// The root of the tree. Setting it attaches the new tree and detaches the old one.
+    /// The root of the tree. Setting it attaches the new tree and detaches the old one. An object
+    /// belongs to one scope at most: a new root that is a member of another scope moves here with
+    /// everything below it, and that scope drops every reference it held to them (its holders
+    /// record the change; a moved root leaves it without a root).
     public var root: ModelObject? {
         didSet {
             guard oldValue !== root else { return }

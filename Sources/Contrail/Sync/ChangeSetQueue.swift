@@ -21,6 +21,9 @@ final class ChangeSetQueue {
         /// (the server takes the add's values for an object it creates, and answers with its own
         /// values for one it already holds).
         let added: Set<ObjectIdentifier>
+        /// Whether remote values for objects it adds were not applied (its add holds their keys):
+        /// if it is reverted, those values are missing and the scope must be fetched again.
+        var heldBackRemoteValues = false
 
         init(_ changeSet: ChangeSet) {
             self.changeSet = changeSet
@@ -49,6 +52,30 @@ final class ChangeSetQueue {
             guard let position = positions[key] else { return }
             changeSet.changes[position].old = value
         }
+
+        /// The collection edit this change set sends for property `index` of `object`, as the server
+        /// applies it (§8.4): the `bases` and the value of its fragment (`base` nil: a plain
+        /// overwrite, as an `add` is for an object the server creates), and the objects the edit's
+        /// values name. Nil when it holds no such key.
+        func collectionEdit(of object: ModelObject, property index: Int, name: String) -> (base: [UUID]?, new: [UUID], models: [ModelObject])? {
+            func uuids(_ value: JSON?) -> [UUID]? {
+                guard case .array(let elements)? = value else { return nil }
+                return elements.compactMap { $0.stringValue.flatMap(UUID.init(wireString:)) }
+            }
+            guard let position = positions[ChangeKey(object, index)] else {
+                guard added.contains(ObjectIdentifier(object)),
+                      let fragment = changeSet.fragments.first(where: { $0.kind == .add && $0.uuid == object.uuid }),
+                      let new = uuids(fragment.properties[name]) else { return nil }
+                return (nil, new, [])
+            }
+            let change = changeSet.changes[position]
+            // The root's fragment may still carry the UUID it had before it took over the server's.
+            let fragment = changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && $0.uuid == object.uuid }
+                ?? changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && object === changeSet.scope?.root }
+            guard let fragment, let new = uuids(fragment.properties[name]) else { return nil }
+            let models = ((change.new as? any PropertyValue)?.models ?? []) + ((change.old as? any PropertyValue)?.models ?? [])
+            return (fragment.bases?[name], new, models)
+        }
     }
 
     private(set) var entries: [Entry] = []
@@ -69,25 +96,31 @@ final class ChangeSetQueue {
         entries.first { $0.holds(key) }
     }
 
+    /// `entry` and every later change set that holds `key`, oldest first.
+    func holders(of key: ChangeKey, from entry: Entry) -> [Entry] {
+        guard let position = entries.firstIndex(where: { $0 === entry }) else { return [] }
+        return entries[position...].filter { $0.holds(key) }
+    }
+
     /// The first change set after `entry` that holds `key`.
     func holder(of key: ChangeKey, after entry: Entry) -> Entry? {
         guard let position = entries.firstIndex(where: { $0 === entry }) else { return firstHolder(of: key) }
         return entries[(position + 1)...].first { $0.holds(key) }
     }
 
-    /// Every key held by change sets after `entry`.
-    func keys(after entry: Entry) -> Set<ChangeKey> {
+    /// Every key of `entry`'s changes that a change set after it holds: through a change of its
+    /// own, or through an `add` of the key's object (which sends the current value).
+    func keys(heldAfter entry: Entry) -> Set<ChangeKey> {
         guard let position = entries.firstIndex(where: { $0 === entry }) else { return [] }
-        var keys = Set<ChangeKey>()
-        for later in entries[(position + 1)...] { keys.formUnion(later.positions.keys) }
-        return keys
+        let later = entries[(position + 1)...]
+        return Set(entry.positions.keys.filter { key in later.contains { $0.holds(key) } })
     }
 
     /// Reverts `entry` locally: keys of the objects in `objects` (all when nil) go back to their
     /// originals, except keys later change sets hold, which instead take `entry`'s original as
-    /// their own (the rebase).
+    /// their own (the rebase), or keep their value when a later `add` sends it.
     func revert(_ entry: Entry, objects: Set<UUID>? = nil) {
-        let later = keys(after: entry)
+        let later = keys(heldAfter: entry)
         for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
             let key = ChangeKey(change.object, change.property)
             if later.contains(key), let next = holder(of: key, after: entry) {

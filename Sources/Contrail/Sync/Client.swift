@@ -43,7 +43,7 @@ public final class Client {
     private var connection: Connection?
     private var generation = 0
     private var isClosed = false
-    private var handshake: ReplyWaiter<String>?
+    private var handshake: ReplyWaiter<SessionAccepted>?
     /// The connect attempt under way: concurrent `connect()` calls wait for this one.
     private var attempt: ReplyWaiter<Session>?
     private var reconnectTask: Task<Void, Never>?
@@ -100,15 +100,15 @@ public final class Client {
         lastError = nil
         status = .connecting
         do throws(SyncError) {
-            let (token, connection) = try await openSession()
+            let (accepted, connection) = try await openSession()
             guard !attempt.isResolved else {
                 // close() ended this attempt while the handshake was answered.
                 await connection.close(code: 1000, reason: "client closed")
                 throw .closed
             }
-            let session = Session(client: self, token: token)
+            let session = Session(client: self, token: accepted.token)
             self.session = session
-            session.renew(token: token, connection: connection)
+            session.renew(accepted, connection: connection)
             status = .online
             startPinging()
             attempt.resolve(.success(session))
@@ -171,16 +171,16 @@ public final class Client {
     // MARK: - Connections
 
     /// Opens a transport and runs the handshake: `SessionCreate` alone, then wait for the reply.
-    private func openSession() async throws(SyncError) -> (String, Connection) {
+    private func openSession() async throws(SyncError) -> (SessionAccepted, Connection) {
         let connection = try await open(headers: options.headers)
-        let waiter = ReplyWaiter<String>()
+        let waiter = ReplyWaiter<SessionAccepted>()
         handshake = waiter
         connection.send(.sessionCreate(SessionCreate(version: options.version, params: options.sessionParams)))
         let result = await waiter.wait(timeout: options.connectTimeout)
         if handshake === waiter { handshake = nil }
         switch result {
-        case .success(let token):
-            return (token, connection)
+        case .success(let reply):
+            return (reply, connection)
         case .failure(let error):
             if self.connection === connection {
                 generation += 1
@@ -219,7 +219,7 @@ public final class Client {
         if let handshake {
             for case .sessionCreateReply(let reply) in messages {
                 if let token = reply.sessionToken {
-                    handshake.resolve(.success(token))
+                    handshake.resolve(.success(SessionAccepted(token: token, extensions: Set(reply.extensions))))
                 } else if let error = reply.error, error.type == WireErrorBody.serverUnavailable("").type {
                     handshake.resolve(.failure(.serverUnavailable(error.message)))
                 } else {
@@ -302,8 +302,8 @@ public final class Client {
         guard let session else { return .done }
         do throws(SyncError) {
             if renew {
-                let (token, connection) = try await openSession()
-                session.renew(token: token, connection: connection)
+                let (accepted, connection) = try await openSession()
+                session.renew(accepted, connection: connection)
                 failures = 0
             } else {
                 let connection = try await open(headers: options.headers + [("X-Jetstream-SessionToken", session.token)])

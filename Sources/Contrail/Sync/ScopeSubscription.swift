@@ -100,11 +100,13 @@ final class ScopeSubscription {
                 }
                 let key = ChangeKey(object, index)
                 if let next = queue.holder(of: key, after: entry) {
-                    if next.holdsThroughAdd(key) { continue }  // that add's reply settles the key
-                    let original = next.original(key)
+                    if next.holdsThroughAdd(key) {  // that add's reply settles the key
+                        next.heldBackRemoteValues = true
+                        continue
+                    }
                     next.setOriginal(key, value)
-                    if let merged = merge(object, index, original: original, remote: value) {
-                        object.setValue(merged, at: index)
+                    if let rebased = rebase(object, index, remote: value, from: next) {
+                        object.setValue(rebased, at: index)
                     }
                 } else {
                     object.setValue(value, at: index)
@@ -116,30 +118,43 @@ final class ScopeSubscription {
 
     /// The write `Scope.apply` should do for a remote value (§8.3): the value itself when no
     /// pending change set holds the key; otherwise the value becomes that set's original, and the
-    /// property keeps the local value (collections: the local edit rebased onto the remote value).
+    /// property keeps the local value (collections: the pending edits replayed onto the remote value).
     private func redirect(_ object: ModelObject, _ index: Int, _ remote: Any) -> Any? {
         let key = ChangeKey(object, index)
         guard let holder = queue.firstHolder(of: key) else { return remote }
         // An object this replica sends an `add` for keeps its values: the server takes them, or sends
         // its own back in the reply.
-        if holder.holdsThroughAdd(key) { return nil }
-        let original = holder.original(key)
+        if holder.holdsThroughAdd(key) {
+            holder.heldBackRemoteValues = true
+            return nil
+        }
         holder.setOriginal(key, remote)
-        return merge(object, index, original: original, remote: remote)
+        return rebase(object, index, remote: remote, from: holder)
     }
 
-    /// For a collection: the local edit (original → current) applied to `remote`. Nil otherwise.
-    private func merge(_ object: ModelObject, _ index: Int, original: Any?, remote: Any) -> Any? {
+    /// For a collection: what the server will hold once it applies `first` and every later pending
+    /// change set holding the key, starting from `remote` -- each one's own edit (its fragment's
+    /// base and value) merged as the server merges it (§8.4), so the replica shows now what the
+    /// server will reach. A remote value arriving while a change set is unanswered is one the server
+    /// made before it, so this is exact, whatever values arrived in between (a full state after a
+    /// restart included). Nil for other kinds (the local value stays).
+    private func rebase(_ object: ModelObject, _ index: Int, remote: Any, from first: ChangeSetQueue.Entry) -> Any? {
         let property = object.info.properties[index]
         guard property.valueKind == .collection else { return nil }
-        let base = Self.models(original)
-        let local = Self.models(object.value(at: index))
+        let key = ChangeKey(object, index)
         let theirs = Self.models(remote)
         var byUUID: [UUID: ModelObject] = [:]
-        for model in base + theirs + local { byUUID[model.uuid] = model }
-        let merged = CollectionMerge.merge(base: base.map(\.uuid), new: local.map(\.uuid), current: theirs.map(\.uuid))
-        let wire = JSON.array(merged.map { .string($0.wireString) })
-        return try? property.storage.decode(wire, property: property.name, resolver: { byUUID[$0] ?? self.scope.object(for: $0) })
+        for model in theirs + Self.models(object.value(at: index)) { byUUID[model.uuid] = model }
+        var value = theirs.map(\.uuid)
+        for holder in queue.holders(of: key, from: first) {
+            guard let edit = holder.collectionEdit(of: object, property: index, name: property.name) else { continue }
+            for model in edit.models { byUUID[model.uuid] = model }
+            value = edit.base.map { CollectionMerge.merge(base: $0, new: edit.new, current: value) } ?? edit.new
+        }
+        // Objects an add names may be out of the tree just now (a pending edit took them out).
+        let resolve: ModelResolver = { [scope] uuid in byUUID[uuid] ?? scope.object(for: uuid) ?? scope.retired[uuid]?.object }
+        let wire = JSON.array(value.filter { resolve($0) != nil }.map { .string($0.wireString) })
+        return try? property.storage.decode(wire, property: property.name, resolver: resolve)
     }
 
     private static func models(_ value: Any?) -> [ModelObject] {

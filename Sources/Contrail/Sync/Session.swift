@@ -39,11 +39,13 @@ public final class Session {
     private var pauseDepth = 0
     /// Whether the client ended this session (`Client.close()`): every call fails at once.
     private(set) var isClosed = false
-    /// `sync(_:)` calls waiting for their change sets; they fail when the session closes.
+    /// `sync(_:)` and `detach(_:)` calls waiting for the server; they fail when the session closes.
     private var syncWaiters: [ReplyWaiter<Void>] = []
     private var inFlight = 0
     private let syncStatusObservers = ObserverList<SyncStatus>()
     private var lastSyncStatus = SyncStatus.synced
+    /// The Contrail extensions the server listed in its `SessionCreateReply` (none for Jetstream).
+    private var serverExtensions: Set<String> = []
 
     init(client: Client, token: String) {
         self.client = client
@@ -120,23 +122,40 @@ public final class Session {
     /// Stops syncing `scope` (Yorkie's `detach`): its waiting local change sets are sent first
     /// and awaited until `timeout` (default `connectTimeout`); those still unsettled then are
     /// returned (they stay `syncing` and are never resent). From then on local edits stay local and
-    /// remote changes are ignored; fetch the scope again to resume. The server is not told (the
-    /// protocol has no unsubscribe, §6): it keeps the subscription until the session ends.
+    /// remote changes are ignored; fetch the scope again to resume.
+    ///
+    /// A Contrail server is told with a `ScopeDetach` (a Contrail extension it advertises in its
+    /// `SessionCreateReply`): it drops the subscription, and `detach` waits for its answer within the
+    /// same `timeout` (a late answer is still taken; offline, the message goes out on reconnect). A
+    /// Jetstream server is not told (its protocol has no unsubscribe, PROTOCOL.md §6.16): it keeps
+    /// sending the scope until the session ends, and this session ignores it.
     /// Throws `SyncError.notFetched` for a scope this session does not hold.
     @discardableResult
     public func detach(_ scope: Scope, timeout: Duration? = nil) async throws(SyncError) -> [ChangeSet] {
         guard let subscription = subscription(for: scope) else { throw .notFetched(scope.name) }
+        let deadline = ContinuousClock.now + (timeout ?? options.connectTimeout)
         scope.flush()
         let waiting = subscription.queue.entries.map(\.changeSet)
+        if !isClosed && subscription.isFetching {
+            // Learn the scope index the server is about to hand out, so that it can be detached too.
+            _ = await subscription.attached.wait(timeout: deadline - .now)
+        }
         if !isClosed && subscription.isAttached {
             pump(forcing: subscription)
-            try? await settled(waiting, deadline: ContinuousClock.now + (timeout ?? options.connectTimeout))
+            try? await settled(waiting, deadline: deadline)
         }
         guard self.subscription(for: scope) === subscription else { return waiting.filter { !$0.isSettled } }
         remove(subscription)
         subscription.attached.resolve(.failure(.notFetched(scope.name)))
         scope.isSynced = false
         reportSyncStatus()
+        if let scopeIndex = subscription.scopeIndex, !isClosed, serverExtensions.contains(ScopeDetach.typeName) {
+            let answered = ReplyWaiter<Void>()
+            syncWaiters.append(answered)   // a close ends the wait too
+            defer { syncWaiters.removeAll { $0 === answered } }
+            _ = request({ .scopeDetach(ScopeDetach(index: $0, scopeIndex: scopeIndex)) }) { _ in answered.resolve(.success(())) }
+            _ = await answered.wait(timeout: max(.zero, deadline - .now))
+        }
         return waiting.filter { !$0.isSettled }
     }
 
@@ -198,8 +217,9 @@ public final class Session {
 
     /// A new wire session (after a fatal close or replies that never came): number from 1 again,
     /// fetch every scope again and send every pending change set again.
-    func renew(token: String, connection: Connection) {
-        self.token = token
+    func renew(_ accepted: SessionAccepted, connection: Connection) {
+        token = accepted.token
+        serverExtensions = accepted.extensions
         self.connection = connection
         nextIndex = 1
         lastServerIndex = 0
@@ -298,6 +318,8 @@ public final class Session {
             settleRequest(reply.replyTo, with: message)
         case .scopeSyncReply(let reply):
             settleRequest(reply.replyTo, with: message)
+        case .scopeDetachReply(let reply):
+            settleRequest(reply.replyTo, with: message)
         case .scopeState(let state):
             guard let subscription = byScopeIndex[state.scopeIndex] else { break }
             subscription.isFetching = false
@@ -316,7 +338,7 @@ public final class Session {
             } else if !sync.fragments.isEmpty {
                 subscription.missedRemote = true
             }
-        case .sessionCreate, .sessionCreateReply, .scopeFetch:
+        case .sessionCreate, .sessionCreateReply, .scopeFetch, .scopeDetach:
             break
         }
         return true
@@ -412,6 +434,9 @@ public final class Session {
     /// the server's modifications.
     private func settle(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, fragments: [SyncFragment], reply: Message) {
         let queue = subscription.queue
+        // Edits made this turn become a queued change set first, so that they hold their keys: a
+        // revert or the server's values must not overwrite them (as a remote change set would not).
+        subscription.scope.flush()
         guard case .scopeSyncReply(let syncReply) = reply, syncReply.fragmentReplies.count == fragments.count else {
             revert(entry, of: subscription, objects: nil)
             queue.remove(entry)
@@ -445,14 +470,15 @@ public final class Session {
     }
 
     /// Reverts `entry` locally. Objects a revert brings back into the tree missed the remote changes
-    /// made while they were out of it, so the scope is fetched again when that happens.
+    /// made while they were out of it, and remote values its adds held back are missing, so the
+    /// scope is fetched again when either happens.
     private func revert(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, objects: Set<UUID>?) {
         let scope = subscription.scope
         let before = scope.count
         let known = Set(scope.allObjects.map(ObjectIdentifier.init))
         subscription.queue.revert(entry, objects: objects)
         let returned = scope.count > before || scope.allObjects.contains { !known.contains(ObjectIdentifier($0)) }
-        if returned { requestFetch(subscription) }
+        if returned || entry.heldBackRemoteValues { requestFetch(subscription) }
     }
 
     // MARK: - Helpers

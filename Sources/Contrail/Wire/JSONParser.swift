@@ -5,10 +5,10 @@
 /// the byte slice in one step; integers are accumulated directly; decimals use an exact fast path
 /// (Clinger) and fall back to `Double(String)` only for long mantissas or large exponents.
 struct JSONParser {
-    private let base: UnsafePointer<UInt8>?
-    private let count: Int
+    let base: UnsafePointer<UInt8>?
+    let count: Int
     private let limits: JSONLimits
-    private var position = 0
+    var position = 0
     /// Reused buffer for strings that contain escapes.
     private var scratch: [UInt8] = []
 
@@ -36,7 +36,7 @@ struct JSONParser {
 
     private enum Container { case array, object }
 
-    private mutating func parseValue(_ p: UnsafePointer<UInt8>) throws(JSONError) -> JSON {
+    mutating func parseValue(_ p: UnsafePointer<UInt8>) throws(JSONError) -> JSON {
         var containers: [Container] = []
         var arrays: [[JSON]] = []
         var objects: [[String: JSON]] = []
@@ -130,7 +130,7 @@ struct JSONParser {
     }
 
     /// Parses `"key"` `:` and the whitespace after it.
-    private mutating func parseKey(_ p: UnsafePointer<UInt8>) throws(JSONError) -> String {
+    mutating func parseKey(_ p: UnsafePointer<UInt8>) throws(JSONError) -> String {
         guard position < count else { throw endOfInput() }
         guard p[position] == UInt8(ascii: "\"") else { throw JSONError.unexpected(p[position], at: position) }
         let key = try parseString(p)
@@ -143,7 +143,7 @@ struct JSONParser {
     }
 
     @inline(__always)
-    private mutating func skipWhitespace(_ p: UnsafePointer<UInt8>) {
+    mutating func skipWhitespace(_ p: UnsafePointer<UInt8>) {
         while position < count {
             switch p[position] {
             case 0x20, 0x0A, 0x0D, 0x09: position += 1
@@ -164,7 +164,7 @@ struct JSONParser {
     // MARK: Strings
 
     /// Parses a string starting at the opening quote; leaves `position` after the closing quote.
-    private mutating func parseString(_ p: UnsafePointer<UInt8>) throws(JSONError) -> String {
+    mutating func parseString(_ p: UnsafePointer<UInt8>) throws(JSONError) -> String {
         position += 1 // opening quote
         let start = position
         // Fast scan: plain bytes up to the closing quote.
@@ -436,7 +436,7 @@ struct JSONParser {
 
     // MARK: Errors
 
-    private func endOfInput() -> JSONError {
+    func endOfInput() -> JSONError {
         JSONError(offset: count, reason: JSONError.endOfInputReason)
     }
 

@@ -21,6 +21,10 @@ public enum Message: Sendable, Equatable {
     case scopeSyncReply(ScopeSyncReply)
     /// Both directions: ack and resend trigger (§2.8).
     case ping(Ping)
+    /// Client → server, Contrail extension: stop syncing one scope (``ScopeDetach``).
+    case scopeDetach(ScopeDetach)
+    /// Server → client, Contrail extension: the answer to a `ScopeDetach`.
+    case scopeDetachReply(ScopeDetachReply)
 
     /// The message's `index` (0 for unsequenced messages).
     public var index: Int {
@@ -33,6 +37,8 @@ public enum Message: Sendable, Equatable {
         case .scopeSync(let message): return message.index
         case .scopeSyncReply(let message): return message.index
         case .ping(let message): return message.index
+        case .scopeDetach(let message): return message.index
+        case .scopeDetachReply(let message): return message.index
         }
     }
 
@@ -47,6 +53,8 @@ public enum Message: Sendable, Equatable {
         case .scopeSync: return ScopeSync.typeName
         case .scopeSyncReply: return ScopeSyncReply.typeName
         case .ping: return Ping.typeName
+        case .scopeDetach: return ScopeDetach.typeName
+        case .scopeDetachReply: return ScopeDetachReply.typeName
         }
     }
 
@@ -55,6 +63,7 @@ public enum Message: Sendable, Equatable {
         switch self {
         case .scopeFetchReply(let message): return message.replyTo
         case .scopeSyncReply(let message): return message.replyTo
+        case .scopeDetachReply(let message): return message.replyTo
         default: return nil
         }
     }
@@ -77,6 +86,8 @@ public enum Message: Sendable, Equatable {
         case ScopeSync.typeName: self = .scopeSync(try ScopeSync(json: json))
         case ScopeSyncReply.typeName: self = .scopeSyncReply(try ScopeSyncReply(json: json))
         case Ping.typeName: self = .ping(try Ping(json: json))
+        case ScopeDetach.typeName: self = .scopeDetach(try ScopeDetach(json: json))
+        case ScopeDetachReply.typeName: self = .scopeDetachReply(try ScopeDetachReply(json: json))
         default: throw WireError.unknownMessageType(type)
         }
     }
@@ -92,6 +103,8 @@ public enum Message: Sendable, Equatable {
         case .scopeSync(let message): return message.json
         case .scopeSyncReply(let message): return message.json
         case .ping(let message): return message.json
+        case .scopeDetach(let message): return message.json
+        case .scopeDetachReply(let message): return message.json
         }
     }
 }

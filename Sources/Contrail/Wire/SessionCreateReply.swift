@@ -1,5 +1,9 @@
 /// `SessionCreateReply` (server → client, index 0, no `replyTo`): a session token on accept, an
 /// error on deny (PROTOCOL.md §2.2).
+///
+/// Contrail extension: a Contrail server lists the extra messages it understands in `extensions`
+/// (e.g. `["ScopeDetach"]`). Jetstream clients ignore the field; a Contrail client sends such a
+/// message only to a server that listed it, so a Jetstream server never receives one.
 public struct SessionCreateReply: Sendable, Equatable {
     /// The wire `type`.
     public static let typeName = "SessionCreateReply"
@@ -10,12 +14,16 @@ public struct SessionCreateReply: Sendable, Equatable {
     public var sessionToken: String?
     /// Why the session was denied, on deny.
     public var error: WireErrorBody?
+    /// Contrail extension: the extra message types the server understands (`[]` from a Jetstream
+    /// server, and on deny).
+    public var extensions: [String]
 
     /// Creates the message. Exactly one of `sessionToken` and `error` should be set.
-    public init(index: Int = 0, sessionToken: String? = nil, error: WireErrorBody? = nil) {
+    public init(index: Int = 0, sessionToken: String? = nil, error: WireErrorBody? = nil, extensions: [String] = []) {
         self.index = index
         self.sessionToken = sessionToken
         self.error = error
+        self.extensions = extensions
     }
 
     /// Decodes and validates: needs a string `sessionToken` or an `error` object (as iOS does).
@@ -24,6 +32,7 @@ public struct SessionCreateReply: Sendable, Equatable {
         index = try fields.index()
         sessionToken = try fields.optionalString("sessionToken", "Invalid sessionToken")
         error = try fields.errorBody("error")
+        extensions = try fields.strings("extensions", "Invalid extensions")
         guard sessionToken != nil || error != nil else {
             throw fields.failure("Requires sessionToken or error")
         }
@@ -34,6 +43,7 @@ public struct SessionCreateReply: Sendable, Equatable {
         var members: [String: JSON] = ["type": .string(Self.typeName), "index": .int(Int64(index))]
         if let sessionToken { members["sessionToken"] = .string(sessionToken) }
         if let error { members["error"] = error.json }
+        if !extensions.isEmpty { members["extensions"] = .array(extensions.map(JSON.string)) }
         return .object(members)
     }
 }

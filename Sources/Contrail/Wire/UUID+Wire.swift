@@ -5,29 +5,32 @@ extension UUID {
     /// (no braces, no missing hyphens, no surrounding whitespace).
     public init?(wireString string: String) {
         var string = string
-        let parsed: uuid_t? = string.withUTF8 { utf8 -> uuid_t? in
-            guard utf8.count == 36 else { return nil }
-            var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            let ok = withUnsafeMutableBytes(of: &bytes) { out -> Bool in
-                var index = 0
-                var outIndex = 0
-                while index < 36 {
-                    if index == 8 || index == 13 || index == 18 || index == 23 {
-                        guard utf8[index] == UInt8(ascii: "-") else { return false }
-                        index += 1
-                        continue
-                    }
-                    guard let high = UUID.hexValue(utf8[index]), let low = UUID.hexValue(utf8[index + 1]) else { return false }
-                    out[outIndex] = high << 4 | low
-                    outIndex += 1
-                    index += 2
+        guard let parsed = string.withUTF8({ UUID(wireBytes: $0) }) else { return nil }
+        self = parsed
+    }
+
+    /// Parses the 8-4-4-4-12 hex form from UTF-8 bytes, as ``init(wireString:)`` does (no string is made).
+    init?(wireBytes utf8: UnsafeBufferPointer<UInt8>) {
+        guard utf8.count == 36 else { return nil }
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let ok = withUnsafeMutableBytes(of: &bytes) { out -> Bool in
+            var index = 0
+            var outIndex = 0
+            while index < 36 {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard utf8[index] == UInt8(ascii: "-") else { return false }
+                    index += 1
+                    continue
                 }
-                return true
+                guard let high = UUID.hexValue(utf8[index]), let low = UUID.hexValue(utf8[index + 1]) else { return false }
+                out[outIndex] = high << 4 | low
+                outIndex += 1
+                index += 2
             }
-            return ok ? bytes : nil
+            return true
         }
-        guard let parsed else { return nil }
-        self.init(uuid: parsed)
+        guard ok else { return nil }
+        self.init(uuid: bytes)
     }
 
     /// The lowercase 8-4-4-4-12 form, as Jetstream sends UUIDs.

@@ -60,6 +60,19 @@ struct WireFields {
         }
     }
 
+    /// An optional array of strings; missing or `null` is `[]`, another shape fails.
+    func strings(_ key: String, _ reason: String) throws(WireError) -> [String] {
+        switch members[key] {
+        case nil, .null?: return []
+        case .array(let elements)?:
+            var strings: [String] = []
+            for case .string(let value) in elements { strings.append(value) }
+            guard strings.count == elements.count else { throw failure(reason) }
+            return strings
+        default: throw failure(reason)
+        }
+    }
+
     /// An optional `{message,type?}` error; missing or `null` is `nil`.
     func errorBody(_ key: String) throws(WireError) -> WireErrorBody? {
         switch members[key] {

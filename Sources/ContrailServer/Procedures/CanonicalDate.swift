@@ -22,6 +22,22 @@ enum CanonicalDate {
         }
     }
 
+    /// `accepted` (fragments of a change set converted by ``canonical(_:)-swift.type.method``) with
+    /// every converted value put back as `received` had it. The original server broadcasts fragments
+    /// as received (§4.10), and its JS client reads a number as milliseconds: another JS client must
+    /// get the ISO string it can read, while the stored state keeps epoch seconds. O(total size).
+    static func asReceived(_ accepted: [SyncFragment], received: [SyncFragment]) -> [SyncFragment] {
+        let byUUID = Dictionary(received.map { ($0.uuid, $0) }, uniquingKeysWith: { first, _ in first })
+        return accepted.map { fragment in
+            guard let original = byUUID[fragment.uuid] else { return fragment }
+            var fragment = fragment
+            for (key, value) in original.properties {
+                if let converted = canonical(value), fragment.properties[key] == converted { fragment.properties[key] = value }
+            }
+            return fragment
+        }
+    }
+
     /// The epoch-seconds value for an ISO timestamp or an array of them; nil when `value` is neither.
     static func canonical(_ value: JSON) -> JSON? {
         switch value {

@@ -39,11 +39,13 @@ struct ScopeStore: Sendable {
     /// `atomic` any failure rejects them all. Orphans are collected afterwards (§3.3). A change set
     /// whose `changeSetID` was applied already changes nothing: see ``answerDuplicate(_:)``.
     mutating func apply(_ fragments: [SyncFragment], atomic: Bool, maxObjects: Int, changeSetID: UUID? = nil) -> SyncOutcome {
-        if let changeSetID {
-            if applied.contains(changeSetID) { return answerDuplicate(fragments) }
-            applied.insert(changeSetID)
-        }
-        return applyOnce(fragments, atomic: atomic, maxObjects: maxObjects)
+        if let changeSetID, applied.contains(changeSetID) { return answerDuplicate(fragments) }
+        let outcome = applyOnce(fragments, atomic: atomic, maxObjects: maxObjects)
+        // Only a change set that changed something counts as applied: one rejected whole is
+        // validated afresh when it comes again (its first reply may never have arrived), rather
+        // than answered as if it had been accepted.
+        if let changeSetID, !outcome.accepted.isEmpty { applied.insert(changeSetID) }
+        return outcome
     }
 
     /// The reply to a change set applied before (whose first reply may never have arrived): every
@@ -187,7 +189,12 @@ struct ScopeStore: Sendable {
                 }
                 let kindKey = KindKey(className: target.className, property: key)
                 let known = localKinds[kindKey] ?? pass.kinds[kindKey] ?? kinds[kindKey]
-                switch PropertyKind.check(value, key: key, known: known, exists: exists) {
+                // A collection sent with its base is merged below: elements of the base that the
+                // scope no longer holds were removed concurrently and drop out in the merge, so
+                // only references the sender added must name objects (no poison, §8.4).
+                let base = fragment.bases?[key]
+                let valueExists = base.map { base in { uuid in exists(uuid) || base.contains(uuid) } } ?? exists
+                switch PropertyKind.check(value, key: key, known: known, exists: valueExists) {
                 case .failure(let error):
                     plan.error = error
                     failed = true
@@ -196,7 +203,7 @@ struct ScopeStore: Sendable {
                     let kind = checked.kind ?? known
                     if let kind, kind != known { localKinds[kindKey] = kind }
                     if kind?.isReference == true {
-                        if let base = fragment.bases?[key], kind == .collection,
+                        if let base, kind == .collection,
                            let merged = merge(value, base: base, current: target.properties[key]) {
                             // Always sent back: by the time the reply arrives the sender's value may
                             // differ from what it sent (it merged later remote values locally).

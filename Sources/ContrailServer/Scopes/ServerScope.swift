@@ -194,10 +194,15 @@ actor ServerScope {
 
     /// Applies one `ScopeSync` from the session owning `outbox`, then (once its record is durable,
     /// see ``ScopeLogWriter``) broadcasts what was accepted to every other subscribed session and
-    /// queues the reply.
-    func sync(_ message: ScopeSync, from outbox: SessionOutbox) async {
+    /// queues the reply. `received`: the fragments as the client sent them, when `message` holds
+    /// dates converted to epoch seconds; the broadcast carries those values as received.
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]? = nil) async {
         if let cluster { return await cluster.sync(message, from: outbox) }
-        guard var store = try? await loadedStore() else {
+        var store: ScopeStore
+        do throws(ServerError) { store = try await loadedStore() } catch {
+            // A stopping server answers nothing: a rejection would make the client revert edits
+            // that it resends, unchanged, to the next server.
+            if case .stopped = error { return }
             reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("scope could not be loaded"))
             return
         }
@@ -229,7 +234,8 @@ actor ServerScope {
             return
         }
         cachedState = nil
-        let text = String(decoding: SyncFragment.serialized(outcome.accepted), as: UTF8.self)
+        let broadcast = received.map { CanonicalDate.asReceived(outcome.accepted, received: $0) } ?? outcome.accepted
+        let text = String(decoding: SyncFragment.serialized(broadcast), as: UTF8.self)
         let followText = followed.isEmpty ? nil : String(decoding: SyncFragment.serialized(followed), as: UTF8.self)
         let everyone = Array(subscribers.values)
         let others = subscribers.filter { $0.key != ObjectIdentifier(outbox) }.map(\.value)
@@ -291,6 +297,14 @@ actor ServerScope {
     func unsubscribe(_ outbox: SessionOutbox) async {
         if let cluster { return await cluster.unsubscribe(outbox) }
         subscribers[ObjectIdentifier(outbox)] = nil
+    }
+
+    /// Removes a session's subscription (`ScopeDetach`), then runs `done` once the broadcasts this
+    /// scope already has on their way (waiting for their log writes) are in the session's outbox:
+    /// nothing of this scope follows what `done` queues.
+    func unsubscribe(_ outbox: SessionOutbox, then done: @escaping @Sendable () -> Void) async {
+        await unsubscribe(outbox)
+        afterEarlierWrites(done)
     }
 
     /// The state as `Scope.stateJSON()` shapes it; nil if it cannot be loaded.

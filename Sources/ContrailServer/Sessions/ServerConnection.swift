@@ -122,7 +122,8 @@ final class ServerConnection: Sendable {
             return nil
         }
         core.log.write("session \(session.number) created (client version \(create.version))")
-        let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(sessionToken: session.token)))])
+        let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(
+            sessionToken: session.token, extensions: [ScopeDetach.typeName])))])
         do { try await transport.send(reply) } catch { return session }
         return session
     }

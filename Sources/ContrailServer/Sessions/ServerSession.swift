@@ -20,8 +20,11 @@ actor ServerSession {
     private var lastClientIndex = 0
     /// The `lastClientIndex` at which we last asked for a resend, so a gap is reported once.
     private var resendRequestedAt: Int?
-    private var scopes: [ServerScope] = []
+    /// The scopes this session fetched, by the scope index it was given. A detached scope's index
+    /// is not given out again, so a late message naming it cannot reach another scope.
+    private var scopes: [Int: ServerScope] = [:]
     private var scopeIndexByName: [String: Int] = [:]
+    private var nextScopeIndex = 0
     private var lastActivity = ContinuousClock.now
     private var connection: ServerConnection?
     private var expiryTask: Task<Void, Never>?
@@ -82,7 +85,7 @@ actor ServerSession {
         core.log.write("session \(number) ended: \(reason?.message ?? "expired")")
         let connection = self.connection
         self.connection = nil
-        for scope in scopes { await scope.unsubscribe(outbox) }
+        for scope in scopes.values { await scope.unsubscribe(outbox) }
         await connection?.close(code: JetstreamCloseCode.expired, reason: reason?.closeReason() ?? "")
     }
 
@@ -159,6 +162,10 @@ actor ServerSession {
             guard accept(sequenced: sync.index) else { return sequenceVerdict(sync.index) }
             await handleSync(sync)
             return .proceed
+        case .message(.scopeDetach(let detach)):
+            guard accept(sequenced: detach.index) else { return sequenceVerdict(detach.index) }
+            await handleDetach(detach)
+            return .proceed
         case .invalidSync(let index, let reasons):
             guard accept(sequenced: index) else { return sequenceVerdict(index) }
             core.log.write("session \(number): ScopeSync \(index) has invalid fragments")
@@ -185,7 +192,7 @@ actor ServerSession {
     /// What to do with a sequenced message that is not `last + 1`.
     private func sequenceVerdict(_ index: Int) -> Verdict {
         if index == 0 {
-            return .close(code: JetstreamCloseCode.badInput, reason: .badInput("ScopeFetch and ScopeSync need an index of 1 or more"))
+            return .close(code: JetstreamCloseCode.badInput, reason: .badInput("ScopeFetch, ScopeSync and ScopeDetach need an index of 1 or more"))
         }
         if index > lastClientIndex + 1, resendRequestedAt != lastClientIndex {
             // Something was lost: ask the client to resend everything after our last index.
@@ -204,9 +211,9 @@ actor ServerSession {
         }
         let scopeIndex: Int
         let scope: ServerScope
-        if let existing = scopeIndexByName[fetch.name] {
+        if let existing = scopeIndexByName[fetch.name], let fetched = scopes[existing] {
             scopeIndex = existing
-            scope = scopes[existing]
+            scope = fetched
         } else if scopes.count >= core.limits.maxScopesPerSession {
             let limit = core.limits.maxScopesPerSession
             core.log.write("session \(number): fetch of '\(fetch.name)' refused: the session holds \(limit) scopes")
@@ -214,9 +221,11 @@ actor ServerSession {
                 "Session holds the maximum of \(limit) scopes")))) }
             return
         } else {
-            scope = core.scope(named: fetch.name)
-            scopeIndex = scopes.count
-            scopes.append(scope)
+            guard let named = core.scope(named: fetch.name) else { return }  // stopping: the connection closes
+            scope = named
+            scopeIndex = nextScopeIndex
+            nextScopeIndex += 1
+            scopes[scopeIndex] = scope
             scopeIndexByName[fetch.name] = scopeIndex
             core.log.write("session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
         }
@@ -225,24 +234,41 @@ actor ServerSession {
 
     private func handleSync(_ sync: ScopeSync) async {
         let limit = core.limits.maxFragmentsPerMessage
-        let error: WireErrorBody?
-        if !scopes.indices.contains(sync.scopeIndex) {
-            error = .scopeIndexNotFound(sync.scopeIndex)
-        } else if sync.fragments.count > limit {
-            error = .limitExceeded("ScopeSync has \(sync.fragments.count) fragments, over the limit of \(limit)")
-        } else {
-            error = nil
-        }
-        if let error {
-            core.log.write("session \(number): ScopeSync \(sync.index) rejected: \(error.message)")
-            let replies = Array(repeating: FragmentReply.rejected(error), count: sync.fragments.count)
-            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: sync.index, fragmentReplies: replies))) }
-            return
+        guard let scope = scopes[sync.scopeIndex] else { return reject(sync, .scopeIndexNotFound(sync.scopeIndex)) }
+        guard sync.fragments.count <= limit else {
+            return reject(sync, .limitExceeded("ScopeSync has \(sync.fragments.count) fragments, over the limit of \(limit)"))
         }
         // §8.1: dates as epoch seconds. Only Jetstream's own clients send them as ISO strings, and
         // only Contrail clients send a change-set id: their strings stay strings, whatever they look like.
+        // Broadcasts carry the fragments as received (§4.10), so Jetstream's JS clients read each
+        // other's dates.
         var canonical = sync
         if sync.changeSetID == nil { canonical.fragments = CanonicalDate.canonical(sync.fragments) }
-        await scopes[sync.scopeIndex].sync(canonical, from: outbox)
+        await scope.sync(canonical, from: outbox, received: canonical == sync ? nil : sync.fragments)
+    }
+
+    /// Answers every fragment of `sync` with `error`.
+    private func reject(_ sync: ScopeSync, _ error: WireErrorBody) {
+        core.log.write("session \(number): ScopeSync \(sync.index) rejected: \(error.message)")
+        let replies = Array(repeating: FragmentReply.rejected(error), count: sync.fragments.count)
+        outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: sync.index, fragmentReplies: replies))) }
+    }
+
+    /// `ScopeDetach` (Contrail extension): forgets the scope index and leaves the scope, then
+    /// replies after the scope's last broadcast to this session. An unknown index gets an error reply.
+    private func handleDetach(_ detach: ScopeDetach) async {
+        let replyTo = detach.index
+        guard let scope = scopes.removeValue(forKey: detach.scopeIndex) else {
+            let error = WireErrorBody.scopeIndexNotFound(detach.scopeIndex)
+            core.log.write("session \(number): ScopeDetach \(replyTo) rejected: \(error.message)")
+            outbox.enqueue { .message(.scopeDetachReply(ScopeDetachReply(index: $0, replyTo: replyTo, error: error))) }
+            return
+        }
+        scopeIndexByName[scope.name] = nil
+        core.log.write("session \(number): detached '\(scope.name)' (scope \(detach.scopeIndex))")
+        let outbox = self.outbox
+        await scope.unsubscribe(outbox) {
+            outbox.enqueue { .message(.scopeDetachReply(ScopeDetachReply(index: $0, replyTo: replyTo))) }
+        }
     }
 }
