@@ -10,6 +10,8 @@ final class ModelClassInfo {
     let className: String
     let properties: [PropertyDescriptor]
     let indexByName: [String: Int]
+    /// Each property's options, by index (read on every recorded set, without copying a descriptor).
+    let options: [PropertyOptions]
     /// Property index + 1 by storage offset (0: no property there): one load per slow-path set.
     private let indexByOffset: [UInt16]
     /// A fresh instance: holds every property's default value, and answers key-path probes.
@@ -44,7 +46,7 @@ final class ModelClassInfo {
         }
         ModelClassInfo.isBuildingProbe = true
         let (probe, options) = PropertyOptionsRecorder.options(of: type, fields: fields.map(\.storage)) {
-            type.init(uuid: UUID())
+            type.init(uuid: ModelObject.unassignedUUID)
         }
         ModelClassInfo.isBuildingProbe = false
         probe._tracking = ModelTracking(isProbe: true)
@@ -56,6 +58,7 @@ final class ModelClassInfo {
         var table = [UInt16](repeating: 0, count: (properties.map(\.offset).max() ?? -1) + 1)
         for property in properties { table[property.offset] = UInt16(property.index + 1) }
         indexByOffset = table
+        self.options = properties.map(\.options)
         indexByName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
         probe._tracking?.info = self
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 
 /// The base class of every model: subclass it and declare properties with `@Property`.
 ///
@@ -12,30 +13,47 @@ import Foundation
 ///     @Property var shapes: [Shape] = []
 /// }
 /// ```
-/// A model is identified by its `uuid` (remote objects keep theirs). Subclasses that declare their
-/// own designated initialiser must also implement `required init(uuid:)`, which Contrail uses to
-/// create objects that arrive from elsewhere.
+/// A model is identified by its `uuid` (remote objects keep theirs), which is also its `id`
+/// (`Identifiable`). Subclasses that declare their own designated initialiser must also implement
+/// `required init(uuid:)`, which Contrail uses to create objects that arrive from elsewhere.
+///
+/// A model is `Observable`: reading a `@Property` inside `withObservationTracking` (or a SwiftUI
+/// view's `body`) registers the read, and any change of it, local or remote, undo or revert, fires
+/// the tracking once, as for an `@Observable` class.
 @MainActor
-open class ModelObject: Identifiable {
-    /// The object's identity across replicas.
-    public internal(set) var uuid: UUID
+open class ModelObject: @MainActor Identifiable, Observable {
+    /// The object's identity across replicas: the same on every replica of the object.
+    ///
+    /// An object made with `init()` gets a random one when it is first asked for (an object nobody
+    /// asks stores none). The one exception to "never changes": when a fetch (or a fragment log)
+    /// gives the scope a root whose uuid differs from the local root's, the local root takes over
+    /// the server's uuid, and `id` with it; every other object keeps its uuid for life.
+    public internal(set) var uuid: UUID {
+        get { tracking.uuid }
+        set { tracking.uuid = newValue }
+    }
 
-    /// Tree membership and observers; nil while the object has neither (the fast path).
+    /// Tree membership, observers, identity; nil while the object has none of them (the fast path).
     /// Only ever touched on the main actor and never across a suspension or an inout access, so
     /// the dynamic exclusivity check every set would otherwise pay is left out.
     @exclusivity(unchecked) @usableFromInline final var _tracking: ModelTracking?
 
+    /// The `uuid` `init()` passes: "make one when first asked for". Random, so no real object has it.
+    nonisolated static let unassignedUUID = UUID(uuidString: "9B2F8E0C-5D4A-4C61-8E7B-3F1A6D2C9E54")!
+
+    /// Creates an object with identity `uuid` (how objects that arrive from elsewhere keep theirs).
     public required init(uuid: UUID) {
-        self.uuid = uuid
+        if uuid != ModelObject.unassignedUUID, !ModelClassInfo.isBuildingProbe { tracking.uuid = uuid }
         if _isRecordingPropertyOptions { PropertyOptionsRecorder.objectFinished(type(of: self)) }
     }
 
+    /// Creates an object with a new identity.
     public convenience init() {
-        self.init(uuid: UUID())
+        self.init(uuid: ModelObject.unassignedUUID)
     }
 
-    /// The object's identity in this process (`uuid` is its identity across replicas).
-    public nonisolated var id: ObjectIdentifier { ObjectIdentifier(self) }
+    /// The object's identity for `Identifiable` and SwiftUI: its `uuid`.
+    public var id: UUID { uuid }
 
     /// The class name used on the wire: the bare Swift class name.
     open class var className: String {

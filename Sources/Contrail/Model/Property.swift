@@ -34,13 +34,20 @@ public struct Property<Value: PropertyValue> {
     /// made (`swift_getKeyPath`) and the generic key-path runtime is never entered, even when the
     /// set sits in an ordinary non-inlined method. An object with no observers, parents or scope
     /// just stores the value; anything else takes `_propertyDidSet` with the storage's offset.
+    /// A get asks `ObservationProbe` whether it runs under observation tracking (what an
+    /// `@Observable` getter pays) and only then registers the read with the object.
     @inlinable @MainActor
     public static subscript<Model: ModelObject>(
         _enclosingInstance object: Model,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Property<Value>>
     ) -> Value {
-        @inline(__always) get { object[keyPath: storageKeyPath].value }
+        @inline(__always) get {
+            if ObservationProbe.shared.isTracking() {
+                object._observationAccess(storageOffset: Self._offset(of: &object[keyPath: storageKeyPath], in: object))
+            }
+            return object[keyPath: storageKeyPath].value
+        }
         @inline(__always) set {
             if Value.valueKind == .value, object._tracking == nil {
                 object[keyPath: storageKeyPath].value = newValue

@@ -42,7 +42,11 @@ public final class ChangeDelivery {
     /// Forgets which objects queued their tree observers already (a new tree observer must be reached).
     func invalidateTreeMarks() {
         turn &+= 1
+        hasTreeObservers = true
     }
+
+    /// Whether a tree observer was ever registered: until then a set has no ancestors to notify.
+    private(set) var hasTreeObservers = false
 
     /// Runs `flush` at the end of this turn, once however often it is asked for.
     func enqueueFlush(for owner: AnyObject, _ flush: @escaping () -> Void) {

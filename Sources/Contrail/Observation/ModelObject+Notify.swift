@@ -1,9 +1,10 @@
 /// Dispatch of model events to the entries registered on an object.
 extension ModelObject {
-    /// Immediate change observers fire now; queued ones and tree observers (here and above) fire
-    /// after the turn. O(observers on this object), plus the ancestors once per turn.
+    /// Observation tracking and immediate change observers fire now; queued ones and tree observers
+    /// (here and above) fire after the turn. O(observers on this object), plus the ancestors once per turn.
     func notifyChange(of property: Int) {
         guard let tracking = _tracking else { return }
+        if tracking.observation != nil { notifyObservation(of: property) }
         if !tracking.observers.isEmpty {
             // A copy: an immediate callback may register or cancel observers on this object.
             for entry in tracking.observers {
@@ -16,12 +17,13 @@ extension ModelObject {
                 }
             }
         }
-        notifyTreeChange()
+        if ChangeDelivery.main.hasTreeObservers { notifyTreeChange() }
     }
 
     /// Queues the tree-change observers of this object and of every ancestor. Each object is visited
     /// at most once per delivery turn: a visited object's ancestors were queued with it, so later
-    /// sets in the same turn stop at the first visited object. Allocates nothing.
+    /// sets in the same turn stop at the first visited object. Allocates nothing. Skipped (by
+    /// `notifyChange`) until the first tree observer is registered.
     func notifyTreeChange() {
         let turn = ChangeDelivery.main.turn
         var next: ModelObject? = self
@@ -35,8 +37,9 @@ extension ModelObject {
             // The common case, one parent, loops; only a second parent recurses. The links are read in
             // place: copying one copies its weak reference.
             tracking.parents.withUnsafeBufferPointer { links in
-                for index in links.indices {
-                    guard let parent = links[index].parent else { continue }
+                guard let base = links.baseAddress else { return }
+                for index in 0..<links.count {
+                    guard let parent = (base + index).pointee.parent else { continue }
                     if next == nil { next = parent } else { parent.notifyTreeChange() }
                 }
             }

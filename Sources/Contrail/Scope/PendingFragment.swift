@@ -1,9 +1,9 @@
 import Foundation
 
-/// The fragment a scope is building for one object during the current flush.
+/// The fragment a scope is building for one object during the current flush. It is kept on the
+/// object's tracking record (see `PendingFragments`), so it holds no reference to the object.
 @MainActor
 struct PendingFragment {
-    let object: ModelObject
     /// `add` when the object joined the scope in this flush.
     let kind: SyncFragment.Kind
     /// Touched properties in order of first touch, with the value each had before.
@@ -13,39 +13,59 @@ struct PendingFragment {
 
     /// Touched properties in order of first touch.
     var touched: [Int] { originals.properties }
+
+    /// An entry of `kind` with no touched property yet.
+    init(kind: SyncFragment.Kind) {
+        self.kind = kind
+    }
+
+    /// A `change` entry whose first touched property is `property`, which had value `original`.
+    init(changing property: Int, from original: Any) {
+        kind = .change
+        originals = PropertyOriginals(first: property, original)
+    }
 }
 
 /// The values properties had before their first touch in a flush, in order of first touch. The
-/// first one is stored inline, so recording a change of one property allocates nothing.
-/// Lookups are O(touched properties), a handful.
+/// first one is stored inline (a property index of -1 means none), so recording a change of one
+/// property allocates nothing and copies no optional. Lookups are O(touched properties), a handful.
 @MainActor
 struct PropertyOriginals {
-    private var first: (property: Int, value: Any)?
-    /// Whether `property` was touched.
-    func contains(_ property: Int) -> Bool {
-        first?.property == property || rest.contains { $0.property == property }
-    }
+    private var firstProperty = -1
+    private var firstValue: Any = ()
     private var rest: [(property: Int, value: Any)] = []
 
+    init() {}
+
+    /// Originals whose first touched property is `property`, with value `value`.
+    init(first property: Int, _ value: Any) {
+        firstProperty = property
+        firstValue = value
+    }
+
+    /// Whether `property` was touched.
+    func contains(_ property: Int) -> Bool {
+        firstProperty == property || (!rest.isEmpty && rest.contains { $0.property == property })
+    }
+
     var properties: [Int] {
-        guard let first else { return [] }
-        return [first.property] + rest.map(\.property)
+        firstProperty < 0 ? [] : [firstProperty] + rest.map(\.property)
     }
 
     /// The original of `property`, if it was touched. Setting nil is not supported (nothing un-touches).
     subscript(property: Int) -> Any? {
         get {
-            if let first, first.property == property { return first.value }
+            if firstProperty >= 0, firstProperty == property { return firstValue }
             return rest.first { $0.property == property }?.value
         }
         set {
-            guard let newValue else { return }
-            guard let first else {
-                first = (property, newValue)
-                return
+            guard let newValue, !contains(property) else { return }
+            if firstProperty < 0 {
+                firstProperty = property
+                firstValue = newValue
+            } else {
+                rest.append((property, newValue))
             }
-            guard first.property != property, !rest.contains(where: { $0.property == property }) else { return }
-            rest.append((property, newValue))
         }
     }
 }

@@ -6,10 +6,7 @@ extension Scope {
     /// the `onChanges` listeners. Returns it, or nil when nothing was recorded.
     @discardableResult
     public func flush() -> ChangeSet? {
-        let order = pendingOrder
-        let building = pending
-        pendingOrder.removeAll()
-        pending.removeAll()
+        let building = pending.takeAll()
         leftThisFlush.removeAll()
         let message = flushMessage
         let atomic = flushAtomic
@@ -17,9 +14,7 @@ extension Scope {
         flushAtomic = false
         var fragments: [SyncFragment] = []
         var changes: [ChangeSet.Change] = []
-        for id in order {
-            guard let entry = building[id] else { continue }
-            let object = entry.object
+        for (object, entry) in building {
             let properties = object.info.properties
             switch entry.kind {
             case .add:

@@ -5,29 +5,22 @@ extension Scope {
     func didAttach(_ object: ModelObject) {
         objects[object.uuid] = object
         if retired[object.uuid]?.object === object { retired[object.uuid] = nil }
-        let id = ObjectIdentifier(object)
-        if let left = leftThisFlush.removeValue(forKey: id) {
+        if let left = leftThisFlush.removeValue(forKey: ObjectIdentifier(object)) {
             // Back within the flush it left in: a move. Only the parents' changes go out.
-            if let left, pending[id] == nil {
-                pending[id] = left
-                pendingOrder.append(id)
-            }
+            if let left, pending[object] == nil { pending.set(left, for: object) }
             return
         }
         guard remoteDepth == 0, isRecordingAttach else { return }
-        if pending[id] == nil { pendingOrder.append(id) }
-        pending[id] = PendingFragment(object: object, kind: .add)
+        pending.set(PendingFragment(kind: .add), for: object)
         scheduleFlush()
     }
 
     func didDetach(_ object: ModelObject) {
         if objects[object.uuid] === object { objects[object.uuid] = nil }
         retire(object)
-        let id = ObjectIdentifier(object)
-        let entry = pending.removeValue(forKey: id)
-        if entry != nil { pendingOrder.removeAll { $0 == id } }
+        let entry = pending.removeValue(for: object)
         // An object added in this flush and gone again cancels out; one the server knows may come back.
-        if remoteDepth == 0, entry?.kind != .add { leftThisFlush[id] = entry }
+        if remoteDepth == 0, entry?.kind != .add { leftThisFlush[ObjectIdentifier(object)] = entry }
     }
 
     private func retire(_ object: ModelObject) {
@@ -40,10 +33,10 @@ extension Scope {
 
     func record<Value: PropertyValue>(_ object: ModelObject, property: Int, old: Value) {
         guard remoteDepth == 0 else { return }
-        let options = object.info.properties[property].options
+        let options = object.info.options[property]
         guard !options.isLocal else { return }
         let interval = options.minSyncIntervalMilliseconds
-        if interval > 0, pending[ObjectIdentifier(object)]?.kind != .add {
+        if interval > 0, pending[object]?.kind != .add {
             let key = ChangeKey(object, property)
             if throttled.contains(key) { return }
             let now = ContinuousClock.now
@@ -68,28 +61,20 @@ extension Scope {
     }
 
     /// Notes that `property` of `object` changed in this flush, keeping the value it had before the
-    /// first change. One hash lookup when the object is already pending; the entry is changed in place.
+    /// first change. The entry lives on the object (`PendingFragments`): a later set of the same
+    /// property in the flush is a load and two compares; a first set stores the original in place.
     private func touch(_ object: ModelObject, property: Int, old: @autoclosure () -> Any, base: @autoclosure () -> [UUID]?) {
-        let id = ObjectIdentifier(object)
-        if let at = pending.index(forKey: id) {
-            guard pending.values[at].kind == .change, !pending.values[at].originals.contains(property) else { return }
-            pending.values[at].originals[property] = old()
-            if let base = base() { pending.values[at].bases[property] = base }
+        if let tracking = pending.tracking(withEntry: object) {
+            guard tracking.pending?.kind == .change, tracking.pending?.originals.contains(property) == false else { return }
+            tracking.pending?.originals[property] = old()
+            if let base = base() { tracking.pending?.bases[property] = base }
             return
         }
-        // A flush is scheduled whenever `pending` stops being empty, so only the first entry asks;
-        // it also makes room for as many entries as the largest flush so far had.
-        if pending.isEmpty {
-            scheduleFlush()
-            pending.reserveCapacity(pendingCapacity)
-            pendingOrder.reserveCapacity(pendingCapacity)
-        }
-        pendingOrder.append(id)
-        pendingCapacity = max(pendingCapacity, pendingOrder.count)
-        var entry = PendingFragment(object: object, kind: .change)
-        entry.originals[property] = old()
+        // A flush is scheduled whenever `pending` stops being empty, so only the first entry asks.
+        if pending.isEmpty { scheduleFlush() }
+        var entry = PendingFragment(changing: property, from: old())
         if let base = base() { entry.bases = [property: base] }
-        pending[id] = entry
+        pending.set(entry, for: object)
     }
 
     private func scheduleFlush() {

@@ -54,10 +54,8 @@ public final class Scope {
     /// Objects the server already knew that left the tree during the current flush, with the fragment
     /// they had pending: a return within the same flush is a move, which sends no `add`.
     var leftThisFlush: [ObjectIdentifier: PendingFragment?] = [:]
-    var pending: [ObjectIdentifier: PendingFragment] = [:]
-    var pendingOrder: [ObjectIdentifier] = []
-    /// The most entries `pending` held in one flush: recording reserves that much at the first entry.
-    var pendingCapacity = 0
+    /// Main actor only, never held across a call that reaches it again: no dynamic exclusivity check.
+    @exclusivity(unchecked) var pending = PendingFragments()
     var remoteDepth = 0
     var isRecordingAttach = true
     let listeners = ObserverList<ChangeSet>()

@@ -28,6 +28,7 @@ enum ModelBench {
             try queued(options),
             try immediate(options),
             try crossModule(options),
+            try get(options),
         ]
     }
 
@@ -194,6 +195,37 @@ enum ModelBench {
         try check("model.set.cross_module", model.x == Double(count - 1) && observable.x == Double(count - 1))
         return BenchFigure(name: "model.set.cross_module", value: perSet(ours, count), unit: "ns/set",
                            baseline: perSet(theirs, count))
+    }
+
+    // MARK: - model.get
+
+    /// A get outside observation tracking, through an ordinary non-inlined method, of an object in a
+    /// scope (so it has tracking, as the objects an app shows do). Baseline: an `@Observable` get
+    /// through the same call shape (which asks its registrar whether tracking is on, as ours does).
+    static func get(_ options: BenchOptions) throws -> BenchFigure {
+        let count = options.iterations(5_000_000)
+        let canvas = BenchCanvas()
+        canvas.points = [BenchPoint()]
+        let scope = Scope(name: "bench.get")
+        scope.root = canvas
+        let model = canvas.points[0]
+        model.x = 2
+        let observable = ObservablePoint()
+        observable.x = 2
+        var ours = 0.0
+        var theirs = 0.0
+        let oursTime = Stopwatch.best {
+            ours = 0
+            for _ in 0..<count { ours += Mover.read(model) }
+        }
+        let theirsTime = Stopwatch.best {
+            theirs = 0
+            for _ in 0..<count { theirs += Mover.read(observable) }
+        }
+        try check("model.get: sums \(ours) and \(theirs), expected \(2 * Double(count))",
+                  ours == 2 * Double(count) && theirs == ours)
+        return BenchFigure(name: "model.get", value: perSet(oursTime, count), unit: "ns/get",
+                           baseline: perSet(theirsTime, count))
     }
 
     // MARK: - model.bytes_per_object

@@ -10,6 +10,8 @@ enum Mover {
     @inline(never) static func move(_ point: ObservablePoint, to value: Double) { point.x = value }
     @inline(never) static func move(_ point: LibraryPoint, to value: Double) { point.x = value }
     @inline(never) static func move(_ point: LibraryObservablePoint, to value: Double) { point.x = value }
+    @inline(never) static func read(_ point: BenchPoint) -> Double { point.x }
+    @inline(never) static func read(_ point: ObservablePoint) -> Double { point.x }
 
     /// Calls `body` `count` times with the values `start`, `start + 1`, ….
     static func run(_ count: Int, from start: Double = 0, _ body: (Double) -> Void) {
