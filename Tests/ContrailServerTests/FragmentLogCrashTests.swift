@@ -70,8 +70,8 @@ import Testing
         let output = Pipe()
         process.standardOutput = output
         let collected = ChildOutput()
-        output.fileHandleForReading.readabilityHandler = { handle in collected.append(handle.availableData) }
         try process.run()
+        PipeReader.drain(output.fileHandleForReading) { collected.append($0) }
         var sizeBeforeKill: Int?
         let printedEnough: Bool
         switch killPoint {
@@ -93,8 +93,8 @@ import Testing
         if case .never = killPoint { killed = false } else { killed = true }
         if killed || !printedEnough { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        output.fileHandleForReading.readabilityHandler = nil
-        collected.append(output.fileHandleForReading.readDataToEndOfFile())
+        let readAll = await eventually(.seconds(30)) { collected.isComplete }
+        #expect(readAll, "the child's output reached its end")
         #expect(printedEnough, "the child printed \(collected.count(of: "state ")) states in time")
         if killed {
             #expect(process.terminationReason == .uncaughtSignal, "the child died of SIGKILL, not on its own: \(collected.text.suffix(300))")
@@ -279,10 +279,16 @@ import Testing
 /// Bytes a child process printed, collected from the pipe's reader thread.
 final class ChildOutput: Sendable {
     private let bytes = Mutex<[UInt8]>([])
+    private let ended = Mutex(false)
 
+    /// Adds a chunk; empty data is the end of the output.
     func append(_ data: Data) {
+        if data.isEmpty { ended.withLock { $0 = true } }
         bytes.withLock { $0.append(contentsOf: data) }
     }
+
+    /// Whether the end of the output was read.
+    var isComplete: Bool { ended.withLock { $0 } }
 
     var text: String { bytes.withLock { String(decoding: $0, as: UTF8.self) } }
 
