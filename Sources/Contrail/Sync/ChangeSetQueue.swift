@@ -53,28 +53,24 @@ final class ChangeSetQueue {
             changeSet.changes[position].old = value
         }
 
-        /// The collection edit this change set sends for property `index` of `object`, as the server
-        /// applies it (§8.4): the `bases` and the value of its fragment (`base` nil: a plain
-        /// overwrite, as an `add` is for an object the server creates), and the objects the edit's
-        /// values name. Nil when it holds no such key.
-        func collectionEdit(of object: ModelObject, property index: Int, name: String) -> (base: [UUID]?, new: [UUID], models: [ModelObject])? {
-            func uuids(_ value: JSON?) -> [UUID]? {
-                guard case .array(let elements)? = value else { return nil }
-                return elements.compactMap { $0.stringValue.flatMap(UUID.init(wireString:)) }
-            }
+        /// What this change set sends for property `index` of `object`, as the server applies it:
+        /// the value of its fragment, with the `bases` a collection is merged by (§8.4; nil: a plain
+        /// overwrite, as an `add` is for an object the server creates), and the objects its values
+        /// name. Nil when it holds no such key.
+        func sentValue(of object: ModelObject, property index: Int, name: String) -> (value: JSON, base: [UUID]?, models: [ModelObject])? {
             guard let position = positions[ChangeKey(object, index)] else {
                 guard added.contains(ObjectIdentifier(object)),
                       let fragment = changeSet.fragments.first(where: { $0.kind == .add && $0.uuid == object.uuid }),
-                      let new = uuids(fragment.properties[name]) else { return nil }
-                return (nil, new, [])
+                      let value = fragment.properties[name] else { return nil }
+                return (value, nil, [])
             }
             let change = changeSet.changes[position]
             // The root's fragment may still carry the UUID it had before it took over the server's.
             let fragment = changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && $0.uuid == object.uuid }
                 ?? changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && object === changeSet.scope?.root }
-            guard let fragment, let new = uuids(fragment.properties[name]) else { return nil }
+            guard let fragment, let value = fragment.properties[name] else { return nil }
             let models = ((change.new as? any PropertyValue)?.models ?? []) + ((change.old as? any PropertyValue)?.models ?? [])
-            return (fragment.bases?[name], new, models)
+            return (value, fragment.bases?[name], models)
         }
     }
 

@@ -132,28 +132,32 @@ final class ScopeSubscription {
         return rebase(object, index, remote: remote, from: holder)
     }
 
-    /// For a collection: what the server will hold once it applies `first` and every later pending
-    /// change set holding the key, starting from `remote` -- each one's own edit (its fragment's
-    /// base and value) merged as the server merges it (§8.4), so the replica shows now what the
-    /// server will reach. A remote value arriving while a change set is unanswered is one the server
-    /// made before it, so this is exact, whatever values arrived in between (a full state after a
-    /// restart included). Nil for other kinds (the local value stays).
+    /// What the server will hold once it applies `first` and every later pending change set holding
+    /// the key, starting from `remote`: each one's own sent value, a collection merged by its base as
+    /// the server merges it (§8.4), so the replica shows now what the server will reach. A remote
+    /// value arriving while a change set is unanswered is one the server made before it, so this is
+    /// exact whatever values arrived in between (a full state after a restart, an undo that changed an
+    /// object while it was out of the tree). Nil (keep the local value) when no holder's value is known.
     private func rebase(_ object: ModelObject, _ index: Int, remote: Any, from first: ChangeSetQueue.Entry) -> Any? {
         let property = object.info.properties[index]
-        guard property.valueKind == .collection else { return nil }
-        let key = ChangeKey(object, index)
+        let isCollection = property.valueKind == .collection
         let theirs = Self.models(remote)
         var byUUID: [UUID: ModelObject] = [:]
         for model in theirs + Self.models(object.value(at: index)) { byUUID[model.uuid] = model }
-        var value = theirs.map(\.uuid)
-        for holder in queue.holders(of: key, from: first) {
-            guard let edit = holder.collectionEdit(of: object, property: index, name: property.name) else { continue }
-            for model in edit.models { byUUID[model.uuid] = model }
-            value = edit.base.map { CollectionMerge.merge(base: $0, new: edit.new, current: value) } ?? edit.new
+        var uuids = theirs.map(\.uuid)
+        var wire: JSON?
+        for holder in queue.holders(of: ChangeKey(object, index), from: first) {
+            guard let sent = holder.sentValue(of: object, property: index, name: property.name) else { continue }
+            for model in sent.models { byUUID[model.uuid] = model }
+            wire = sent.value
+            guard isCollection, case .array(let elements) = sent.value else { continue }
+            let new = elements.compactMap { $0.stringValue.flatMap(UUID.init(wireString:)) }
+            uuids = sent.base.map { CollectionMerge.merge(base: $0, new: new, current: uuids) } ?? new
         }
+        guard var wire else { return nil }
         // Objects an add names may be out of the tree just now (a pending edit took them out).
         let resolve: ModelResolver = { [scope] uuid in byUUID[uuid] ?? scope.object(for: uuid) ?? scope.retired[uuid]?.object }
-        let wire = JSON.array(value.filter { resolve($0) != nil }.map { .string($0.wireString) })
+        if isCollection { wire = .array(uuids.filter { resolve($0) != nil }.map { .string($0.wireString) }) }
         return try? property.storage.decode(wire, property: property.name, resolver: resolve)
     }
 
