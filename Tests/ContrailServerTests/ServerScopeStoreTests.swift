@@ -89,4 +89,29 @@ struct ServerScopeStoreTests {
         let resent = store.apply([change(root, ["title": "a"])], atomic: false, maxObjects: 100, changeSetID: accepted)
         #expect(resent.accepted.isEmpty && resent.replies.allSatisfy { $0.isAccepted })
     }
+
+    /// A move from one collection to another of an element another client removed meanwhile: the
+    /// removal wins (the element was in the sender's base of the other collection), and the rest of
+    /// the change set applies; it is not refused as a dangling reference.
+    @Test func aMoveOfAConcurrentlyRemovedElementDropsItAndKeepsTheRest() {
+        var store = ScopeStore()
+        let root = store.rootUUID
+        let (moved, added) = (UUID(), UUID())
+        _ = store.apply([
+            change(root, ["shelf": .array([.string(moved.wireString)]), "items": .array([])]),
+            SyncFragment(kind: .add, uuid: moved, className: "Item", properties: ["votes": 0]),
+        ], atomic: false, maxObjects: 100)
+        let removal = store.apply([change(root, ["shelf": .array([])], bases: ["shelf": [moved]])], atomic: false, maxObjects: 100)
+        #expect(removal.replies.allSatisfy { $0.isAccepted })
+        #expect(store.objects[moved] == nil)
+
+        let move = store.apply([
+            change(root, ["items": .array([.string(added.wireString), .string(moved.wireString)]), "shelf": .array([])],
+                   bases: ["items": [], "shelf": [moved]]),
+            SyncFragment(kind: .add, uuid: added, className: "Item", properties: ["votes": 0]),
+        ], atomic: true, maxObjects: 100, changeSetID: UUID())
+        #expect(move.replies.allSatisfy { $0.isAccepted })
+        #expect(store.objects[root]?.properties["items"] == .array([.string(added.wireString)]))
+        #expect(store.objects[added] != nil && store.objects[moved] == nil)
+    }
 }

@@ -158,6 +158,11 @@ struct ScopeStore: Sendable {
         let temporaries = pass.temporaries
         let objects = self.objects
         let exists: (UUID) -> Bool = { uuid in objects[uuid] != nil || temporaries[uuid] != nil }
+        // What the sender knew of the scope: every element of a base it sent. Such an element that
+        // the scope no longer holds was removed concurrently (removal wins, also over a move from
+        // another collection), so a merged collection drops it instead of refusing it as a dangling
+        // reference (§8.4). Only elements the sender never saw must exist.
+        let knownToSender = Set(fragments.flatMap { fragment in (fragment.bases ?? [:]).values.flatMap { $0 } })
         // Pass 2: each fragment in message order against the state left by the earlier ones.
         for (index, fragment) in fragments.enumerated() {
             if let error = forced[index] { pass.plans[index].error = error; continue }
@@ -189,11 +194,10 @@ struct ScopeStore: Sendable {
                 }
                 let kindKey = KindKey(className: target.className, property: key)
                 let known = localKinds[kindKey] ?? pass.kinds[kindKey] ?? kinds[kindKey]
-                // A collection sent with its base is merged below: elements of the base that the
-                // scope no longer holds were removed concurrently and drop out in the merge, so
-                // only references the sender added must name objects (no poison, §8.4).
+                // A collection sent with its base is merged below, where elements the sender knew and
+                // the scope no longer holds drop out; only references it never saw must name objects.
                 let base = fragment.bases?[key]
-                let valueExists = base.map { base in { uuid in exists(uuid) || base.contains(uuid) } } ?? exists
+                let valueExists: (UUID) -> Bool = base == nil ? exists : { uuid in exists(uuid) || knownToSender.contains(uuid) }
                 switch PropertyKind.check(value, key: key, known: known, exists: valueExists) {
                 case .failure(let error):
                     plan.error = error
@@ -204,7 +208,7 @@ struct ScopeStore: Sendable {
                     if let kind, kind != known { localKinds[kindKey] = kind }
                     if kind?.isReference == true {
                         if let base, kind == .collection,
-                           let merged = merge(value, base: base, current: target.properties[key]) {
+                           let merged = merge(value, base: base, current: target.properties[key], exists: exists) {
                             // Always sent back: by the time the reply arrives the sender's value may
                             // differ from what it sent (it merged later remote values locally).
                             plan.modifications[key] = merged
@@ -232,12 +236,12 @@ struct ScopeStore: Sendable {
         return pass
     }
 
-    /// The three-way merge of a collection value, or nil when it does not apply.
-    private func merge(_ value: JSON, base: [UUID], current: JSON?) -> JSON? {
+    /// The three-way merge of a collection value, without elements that name no object (of the
+    /// scope or added by the same change set), or nil when it does not apply.
+    private func merge(_ value: JSON, base: [UUID], current: JSON?, exists: (UUID) -> Bool) -> JSON? {
         let new = referencedUUIDs(value)
         let currentUUIDs = current.map(referencedUUIDs) ?? []
-        let merged = CollectionMerge.merge(base: base, new: new, current: currentUUIDs)
-            .filter { uuid in objects[uuid] != nil || new.contains(uuid) }
+        let merged = CollectionMerge.merge(base: base, new: new, current: currentUUIDs).filter(exists)
         return .array(merged.map { .string($0.wireString) })
     }
 
