@@ -43,11 +43,7 @@ final class ChangeSetQueue {
         /// Whether the key is held through an `add` only (no change with an original).
         func holdsThroughAdd(_ key: ChangeKey) -> Bool { positions[key] == nil && added.contains(key.object) }
 
-        /// The value the key had before this change set (as far as the server knows).
-        func original(_ key: ChangeKey) -> Any? {
-            positions[key].map { changeSet.changes[$0].old }
-        }
-
+        /// Records `value` as what the key held before this change set (as far as the server knows).
         func setOriginal(_ key: ChangeKey, _ value: Any) {
             guard let position = positions[key] else { return }
             changeSet.changes[position].old = value

@@ -98,16 +98,8 @@ final class ScopeSubscription {
                     complete = false
                     continue
                 }
-                let key = ChangeKey(object, index)
-                if let next = queue.holder(of: key, after: entry) {
-                    if next.holdsThroughAdd(key) {  // that add's reply settles the key
-                        next.heldBackRemoteValues = true
-                        continue
-                    }
-                    next.setOriginal(key, value)
-                    if let rebased = rebase(object, index, remote: value, from: next) {
-                        object.setValue(rebased, at: index)
-                    }
+                if let next = queue.holder(of: ChangeKey(object, index), after: entry) {
+                    if let held = heldValue(object, index, heldBy: next, remote: value) { object.setValue(held, at: index) }
                 } else {
                     object.setValue(value, at: index)
                 }
@@ -117,13 +109,19 @@ final class ScopeSubscription {
     }
 
     /// The write `Scope.apply` should do for a remote value (§8.3): the value itself when no
-    /// pending change set holds the key; otherwise the value becomes that set's original, and the
-    /// property keeps the local value (collections: the pending edits replayed onto the remote value).
+    /// pending change set holds the key, otherwise what `heldValue(_:_:heldBy:remote:)` says.
     private func redirect(_ object: ModelObject, _ index: Int, _ remote: Any) -> Any? {
+        guard let holder = queue.firstHolder(of: ChangeKey(object, index)) else { return remote }
+        return heldValue(object, index, heldBy: holder, remote: remote)
+    }
+
+    /// The write for a remote value of a key that `holder` is the first pending change set to hold:
+    /// the value becomes `holder`'s original (what a revert goes back to), and the property shows the
+    /// pending edits replayed onto it (`rebase`). Nil leaves the property alone: an object this
+    /// replica sends an `add` for keeps its values (the server takes them, or sends its own back in
+    /// the reply), and the add remembers that it held a remote value back.
+    private func heldValue(_ object: ModelObject, _ index: Int, heldBy holder: ChangeSetQueue.Entry, remote: Any) -> Any? {
         let key = ChangeKey(object, index)
-        guard let holder = queue.firstHolder(of: key) else { return remote }
-        // An object this replica sends an `add` for keeps its values: the server takes them, or sends
-        // its own back in the reply.
         if holder.holdsThroughAdd(key) {
             holder.heldBackRemoteValues = true
             return nil
