@@ -61,7 +61,7 @@ enum ServeCommand {
     """
 
     static func run(_ arguments: [String]) async throws {
-        guard var options = try parse(arguments) else {
+        guard let options = try parse(arguments) else {
             print(help)
             return
         }

@@ -55,6 +55,27 @@ import Testing
         #expect(weakShape == nil)
     }
 
+    /// Members hold their scope unretained; the scope's deinit must let go of every one of them.
+    @Test func membersThatOutliveTheirScopeLeaveItAndStayUsable() {
+        weak var weakScope: Scope?
+        var scope: Scope? = Scope(name: "s")
+        let canvas = Canvas()
+        let shape = Shape()
+        canvas.shapes = [shape]
+        scope?.root = canvas
+        weakScope = scope
+        #expect(shape.scope === scope && canvas.scope === scope, "positive control: both are members")
+        scope = nil
+        #expect(weakScope == nil, "nothing else holds the scope")
+        #expect(shape.scope == nil && canvas.scope == nil)
+        shape.x = 3
+        canvas.shapes.append(Shape())
+        #expect(shape.x == 3 && canvas.shapes.count == 2, "sets still work, recorded nowhere")
+        let next = Scope(name: "t")
+        next.root = canvas
+        #expect(canvas.shapes.allSatisfy { $0.scope === next }, "and they can join another scope")
+    }
+
     @Test func repeatedSetsInOneFlushKeepTheFirstOriginal() throws {
         let (scope, _, shape) = scopedShape()
         for value in 1...5 { shape.x = Double(value) }

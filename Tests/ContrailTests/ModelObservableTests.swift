@@ -119,7 +119,7 @@ import Testing
 
     @Test func aTrackingThatNeverFiresIsReleasedByRotation() {
         weak var weakToken: Fires?
-        ObservationProbe.shared.detections = 0
+        ObservationProbe.replaceCurrent()
         do {
             let shape = Shape()
             let token = Fires()
@@ -127,8 +127,9 @@ import Testing
             withObservationTracking { _ = shape.x } onChange: { token.count.add(1, ordering: .relaxed) }
         }
         #expect(weakToken != nil, "positive control: the probe's registrar still holds the unfired tracking")
+        #expect(ObservationProbe.currentDetections == 1)
         let other = Shape()
-        for _ in 0..<ObservationProbe.rotation { _ = track { _ = other.x } }
+        for _ in 0..<(ObservationProbe.rotation - 1) { _ = track { _ = other.x } }
         #expect(weakToken == nil)
     }
 }

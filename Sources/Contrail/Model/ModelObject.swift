@@ -121,9 +121,27 @@ open class ModelObject: @MainActor Identifiable, Observable {
         return tracking
     }
 
-    /// The slow path of a property set: resolves the property from its storage offset, then `_didChange`.
+    /// The slow path of a property set: resolves the property from its storage offset, then
+    /// `_didChange`. This is where an app module's setter enters the framework unspecialised, so
+    /// the common value types are sent on to code specialised for them (the compares fold away
+    /// there): no generic dispatch per set for them.
     @usableFromInline
     final func _propertyDidSet<Value: PropertyValue>(storageOffset: Int, old: Value, new: Value) {
+        if Value.self == Double.self {
+            propertyDidSet(storageOffset: storageOffset, old: unsafeBitCast(old, to: Double.self), new: unsafeBitCast(new, to: Double.self))
+        } else if Value.self == Int.self {
+            propertyDidSet(storageOffset: storageOffset, old: unsafeBitCast(old, to: Int.self), new: unsafeBitCast(new, to: Int.self))
+        } else if Value.self == Bool.self {
+            propertyDidSet(storageOffset: storageOffset, old: unsafeBitCast(old, to: Bool.self), new: unsafeBitCast(new, to: Bool.self))
+        } else if Value.self == String.self {
+            propertyDidSet(storageOffset: storageOffset, old: unsafeBitCast(old, to: String.self), new: unsafeBitCast(new, to: String.self))
+        } else {
+            propertyDidSet(storageOffset: storageOffset, old: old, new: new)
+        }
+    }
+
+    @inline(__always)
+    private func propertyDidSet<Value: PropertyValue>(storageOffset: Int, old: Value, new: Value) {
         if let tracking = _tracking {
             guard let index = tracking.info.index(forOffset: storageOffset) else { return }
             _didChange(index: index, old: old, new: new)
@@ -145,9 +163,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
             relink(property: index, from: old.models, to: new.models, isCollection: Value.valueKind == .collection)
         }
         notifyChange(of: index)
-        if let scope = tracking.scope {
-            scope.record(self, property: index, old: old)
-        }
+        tracking.withScope { $0.record(self, tracking: tracking, property: index, old: old) }
     }
 
     /// Value of a property by index, boxed (used by scopes to revert).

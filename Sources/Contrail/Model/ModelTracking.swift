@@ -12,7 +12,52 @@ import Foundation
 final class ModelTracking {
     @exclusivity(unchecked) var info: ModelClassInfo!
     @exclusivity(unchecked) var parents: [ParentLink] = []
-    weak var scope: Scope?
+    /// The scope the object belongs to, unretained: a recorded set reaches its scope without a
+    /// weak load or any reference counting (a scope has a side table, which makes both slow).
+    /// Invariant: a scope clears this on every member before it goes away (`Scope.deinit`), and
+    /// detaching clears it; debug builds check it through a weak shadow.
+    @exclusivity(unchecked) private var scopeReference: Unmanaged<Scope>?
+    #if DEBUG
+    private weak var scopeCheck: Scope?
+    #endif
+
+    /// The scope the object belongs to, if any.
+    var scope: Scope? {
+        get {
+            assertScopeAlive()
+            return scopeReference?.takeUnretainedValue()
+        }
+        set {
+            scopeReference = newValue.map { Unmanaged.passUnretained($0) }
+            #if DEBUG
+            scopeCheck = newValue
+            #endif
+        }
+    }
+
+    /// Calls `body` with the object's scope, if it has one, without retaining it.
+    @inline(__always)
+    func withScope(_ body: (Scope) -> Void) {
+        assertScopeAlive()
+        // `body` is passed on as it is: a closure literal here would be checked for main-actor
+        // isolation at run time on every set.
+        scopeReference?._withUnsafeGuaranteedRef(body)
+    }
+
+    /// Clears the scope if it is `scope`, which is going away (its weak references are already
+    /// nil, so this compares identities and checks nothing). Returns whether it was.
+    func leave(dying scope: Scope) -> Bool {
+        guard scopeReference?.toOpaque() == Unmanaged.passUnretained(scope).toOpaque() else { return false }
+        scopeReference = nil
+        return true
+    }
+
+    @inline(__always)
+    private func assertScopeAlive() {
+        #if DEBUG
+        assert(scopeReference == nil || scopeCheck != nil, "an object outlived its scope's deinit, which should have cleared it")
+        #endif
+    }
     @exclusivity(unchecked) var observers: [ObserverEntry] = []
     /// The `ChangeDelivery` turn in which this object's tree observers (and its ancestors') were
     /// last queued.

@@ -1,3 +1,4 @@
+import Foundation
 import Observation
 import Synchronization
 
@@ -9,49 +10,64 @@ import Synchronization
 /// which hashes the key path and with it the key path's subscript argument. So the probe reads a
 /// key path whose argument is a `ProbeMarker` on a registrar of its own and counts the marker's
 /// hashes: one more means tracking is on. Outside tracking that read is the thread-local load an
-/// `@Observable` getter pays too.
+/// `@Observable` getter pays too, and nothing else: the registrar is a `let` read in place (a `var`
+/// or a pointer would make the resilient struct be copied through its value witnesses on every
+/// get) and the probe is reached through an unretained reference.
 ///
 /// A tracking that saw a model read is also registered with the probe's registrar. One that fires
 /// is cancelled there too; one that never fires would keep its `onChange` closure there for as long
-/// as that registrar lives, so the probe replaces its registrar every `rotation` detections, which
-/// releases them (trackings in flight are unaffected: their access lists hold what they need).
-@MainActor @usableFromInline
-final class ObservationProbe: Observable {
-    /// The one probe.
-    @usableFromInline nonisolated static let shared = ObservationProbe()
-    /// Detections between two replacements of the probe's registrar.
+/// as that registrar lives, so every `rotation` detections a new probe replaces the current one,
+/// which releases them (trackings in flight are unaffected: their access lists hold what they need).
+///
+/// `@unchecked Sendable`: `current` and `detections` are only read and written by `isTracking()`,
+/// which only `@Property` getters call, on the main actor (asserted in debug builds); the marker's
+/// hash count, which other threads may touch, is atomic.
+@usableFromInline
+final class ObservationProbe: Observable, @unchecked Sendable {
+    /// Detections between two replacements of the probe.
     static let rotation = 256
-
+    /// The probe getters ask, held by the one retain `passRetained` took (released on replacement).
+    nonisolated(unsafe) private static var current = Unmanaged.passRetained(ObservationProbe())
     /// How many times a `ProbeMarker` was hashed. Atomic because a tracking may be cancelled (and
     /// its key paths hashed) on another thread; such a hash at worst sends one read down the slow
     /// path, which registers it with its object's registrar: a spare registration, never a lost one.
-    nonisolated let hashes = Atomic<Int>(0)
-    private let keyPath: KeyPath<ObservationProbe, Int> = \ObservationProbe.[probe: ProbeMarker()]
-    /// Main actor only, never held across a call that reaches it again: no dynamic exclusivity check.
-    @exclusivity(unchecked) private var box = ObservationBox()
-    /// Detections since the last replacement of `box` (internal for tests).
-    @exclusivity(unchecked) var detections = 0
+    static let hashes = Atomic<Int>(0)
 
-    private nonisolated init() {}
+    private let keyPath: KeyPath<ObservationProbe, Int> = \ObservationProbe.[probe: ProbeMarker()]
+    private let registrar = ObservationRegistrar()
+    /// Detections by this probe; it is replaced at `rotation`.
+    nonisolated(unsafe) private var detections = 0
+
+    private init() {}
 
     /// The probe's key path reads this subscript.
-    nonisolated subscript(probe marker: ProbeMarker) -> Int { 0 }
+    subscript(probe marker: ProbeMarker) -> Int { 0 }
 
-    /// Whether the caller runs under observation tracking. O(1).
+    /// Whether the caller runs under observation tracking. Main actor only. O(1).
     @usableFromInline
-    func isTracking() -> Bool {
-        let before = hashes.load(ordering: .relaxed)
-        // Nothing replaces `box` during the access (a marker's hash only counts): no retain needed.
-        unowned(unsafe) let current = box
-        current.registrar.access(self, keyPath: keyPath)
-        guard hashes.load(ordering: .relaxed) != before else { return false }
+    static func isTracking() -> Bool {
+        MainActor.assertIsolated("ObservationProbe is main-actor only")
+        return current._withUnsafeGuaranteedRef { $0.detect() }
+    }
+
+    private func detect() -> Bool {
+        let before = Self.hashes.load(ordering: .relaxed)
+        registrar.access(self, keyPath: keyPath)
+        guard Self.hashes.load(ordering: .relaxed) != before else { return false }
         detections += 1
-        if detections >= Self.rotation {
-            detections = 0
-            box = ObservationBox()
-        }
+        if detections >= Self.rotation { Self.replaceCurrent() }
         return true
     }
+
+    /// Replaces the current probe with a fresh one, releasing the trackings registered with it.
+    static func replaceCurrent() {
+        let old = current
+        current = .passRetained(ObservationProbe())
+        old.release()
+    }
+
+    /// Detections since the current probe was made (for tests).
+    static var currentDetections: Int { current._withUnsafeGuaranteedRef { $0.detections } }
 }
 
 /// The probe key path's argument: hashing it is how the probe learns the read was tracked.
@@ -59,7 +75,7 @@ struct ProbeMarker: Hashable, Sendable {
     static func == (lhs: ProbeMarker, rhs: ProbeMarker) -> Bool { true }
 
     func hash(into hasher: inout Hasher) {
-        ObservationProbe.shared.hashes.add(1, ordering: .relaxed)
+        ObservationProbe.hashes.add(1, ordering: .relaxed)
     }
 }
 

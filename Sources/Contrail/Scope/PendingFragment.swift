@@ -19,10 +19,12 @@ struct PendingFragment {
         self.kind = kind
     }
 
-    /// A `change` entry whose first touched property is `property`, which had value `original`.
-    init(changing property: Int, from original: Any) {
+    /// A `change` entry whose first touched property is `property`, which had value `original`
+    /// (and, for a collection, the elements `base`).
+    init(changing property: Int, from original: Any, base: [UUID]?) {
         kind = .change
         originals = PropertyOriginals(first: property, original)
+        if let base { bases = [property: base] }
     }
 }
 

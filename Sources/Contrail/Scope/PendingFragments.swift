@@ -35,16 +35,14 @@ struct PendingFragments {
         return tracking
     }
 
-    /// Gives `object` the entry `entry`, listing it last if it had none.
-    mutating func set(_ entry: consuming PendingFragment, for object: ModelObject) {
-        let tracking = object.tracking
-        if tracking.pendingGeneration != generation {
-            if order.isEmpty { order.reserveCapacity(capacity) }
-            order.append(object)
-            capacity = max(capacity, order.count)
-            tracking.pendingGeneration = generation
-        }
-        tracking.pending = entry
+    /// Lists `object` (whose tracking record is `tracking`) last, with an entry its caller then
+    /// stores in `tracking.pending` in place. Requires that it has no entry in this flush.
+    mutating func list(_ object: ModelObject, tracking: ModelTracking) {
+        assert(tracking.pendingGeneration != generation && object._tracking === tracking)
+        if order.isEmpty { order.reserveCapacity(capacity) }
+        order.append(object)
+        capacity = max(capacity, order.count)
+        tracking.pendingGeneration = generation
     }
 
     /// Removes the entry of `object` and returns it. O(entries) when there is one.

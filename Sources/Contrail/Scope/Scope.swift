@@ -78,6 +78,19 @@ public final class Scope {
         self.name = name
     }
 
+    /// Members hold their scope unretained (`ModelTracking.scope`): clear it on every member still
+    /// attached, whether reached from the root or known by uuid. O(members).
+    isolated deinit {
+        var stack = Array(objects.values)
+        if let root { stack.append(root) }
+        var seen = Set<ObjectIdentifier>()
+        while let object = stack.popLast() {
+            guard seen.insert(ObjectIdentifier(object)).inserted,
+                  object._tracking?.leave(dying: self) == true else { continue }
+            stack.append(contentsOf: object.syncedChildObjects)
+        }
+    }
+
     // MARK: - Lookup
 
     /// The attached object with this UUID.
