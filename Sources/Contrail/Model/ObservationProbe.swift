@@ -22,12 +22,12 @@ import Synchronization
 /// `@unchecked Sendable`: `current` and `detections` are only read and written by `isTracking()`,
 /// which only `@Property` getters call, on the main actor (asserted in debug builds); the marker's
 /// hash count, which other threads may touch, is atomic.
-@usableFromInline
 final class ObservationProbe: Observable, @unchecked Sendable {
     /// Detections between two replacements of the probe.
     static let rotation = 256
     /// The probe getters ask, held by the one retain `passRetained` took (released on replacement).
-    nonisolated(unsafe) private static var current = Unmanaged.passRetained(ObservationProbe())
+    /// Nil until the first get: a constant initial value needs no lazy-initialisation check per get.
+    nonisolated(unsafe) private static var current: Unmanaged<ObservationProbe>?
     /// How many times a `ProbeMarker` was hashed. Atomic because a tracking may be cancelled (and
     /// its key paths hashed) on another thread; such a hash at worst sends one read down the slow
     /// path, which registers it with its object's registrar: a spare registration, never a lost one.
@@ -44,12 +44,16 @@ final class ObservationProbe: Observable, @unchecked Sendable {
     subscript(probe marker: ProbeMarker) -> Int { 0 }
 
     /// Whether the caller runs under observation tracking. Main actor only. O(1).
-    @usableFromInline
+    @inline(__always)
     static func isTracking() -> Bool {
-        MainActor.assertIsolated("ObservationProbe is main-actor only")
-        return current._withUnsafeGuaranteedRef { $0.detect() }
+        #if DEBUG
+        MainActor.assertIsolated("ObservationProbe is main-actor only")  // a call even in release builds
+        #endif
+        if current == nil { replaceCurrent() }
+        return current.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.detect() }
     }
 
+    @inline(__always)
     private func detect() -> Bool {
         let before = Self.hashes.load(ordering: .relaxed)
         registrar.access(self, keyPath: keyPath)
@@ -63,11 +67,18 @@ final class ObservationProbe: Observable, @unchecked Sendable {
     static func replaceCurrent() {
         let old = current
         current = .passRetained(ObservationProbe())
-        old.release()
+        old?.release()
     }
 
     /// Detections since the current probe was made (for tests).
-    static var currentDetections: Int { current._withUnsafeGuaranteedRef { $0.detections } }
+    static var currentDetections: Int { current?._withUnsafeGuaranteedRef { $0.detections } ?? 0 }
+}
+
+/// Whether a `@Property` getter runs under observation tracking: `ObservationProbe.isTracking()`
+/// behind a free function, which a getter calls without loading the class's metadata.
+@usableFromInline
+func _isObservationTracking() -> Bool {
+    ObservationProbe.isTracking()
 }
 
 /// The probe key path's argument: hashing it is how the probe learns the read was tracked.

@@ -43,7 +43,7 @@ public struct Property<Value: PropertyValue> {
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Property<Value>>
     ) -> Value {
         @inline(__always) get {
-            if ObservationProbe.isTracking() {
+            if _isObservationTracking() {
                 object._observationAccess(storageOffset: Self._offset(of: &object[keyPath: storageKeyPath], in: object))
             }
             return object[keyPath: storageKeyPath].value
