@@ -22,7 +22,7 @@ let package = Package(
         // Models in a library of their own, for the benchmark's cross-module figure.
         .target(name: "ContrailBenchModels", dependencies: ["Contrail"]),
         // The convergence fuzzer, shared by `contrail fuzz` and the tests (not a product).
-        .target(name: "ContrailFuzz", dependencies: ["Contrail", "ContrailServer"]),
+        .target(name: "ContrailFuzz", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
         .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailNATS", "ContrailFuzz", "ContrailBenchModels"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),

@@ -1,8 +1,8 @@
 import Contrail
 import ContrailNATS
 import ContrailServer
+import ContrailWebSocket
 import Foundation
-import Synchronization
 
 /// `contrail serve`: runs a Contrail sync server until interrupted.
 enum ServeCommand {
@@ -216,10 +216,10 @@ enum ServeCommand {
 
 /// Resumes a continuation on the first of several signals, and keeps the signal sources alive.
 private final class SignalOnce: Sendable {
-    private let state: Mutex<(continuation: CheckedContinuation<Void, Never>?, sources: [any DispatchSourceSignal])>
+    private let state: SanitizerVisibleMutex<(continuation: CheckedContinuation<Void, Never>?, sources: [any DispatchSourceSignal])>
 
     init(_ continuation: CheckedContinuation<Void, Never>) {
-        state = Mutex((continuation, []))
+        state = SanitizerVisibleMutex((continuation, []))
     }
 
     func keep(_ source: any DispatchSourceSignal) {

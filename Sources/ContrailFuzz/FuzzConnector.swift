@@ -1,10 +1,10 @@
 import Contrail
-import Synchronization
+import ContrailWebSocket
 
 /// A connector that forwards to the current server (which a restart replaces) and that the fuzzer
 /// can cut: every open transport closes and connects fail until `restore()`.
 ///
-/// `@unchecked Sendable` is not needed: all state sits in a `Mutex`.
+/// `@unchecked Sendable` is not needed: all state sits in a `SanitizerVisibleMutex`.
 final class FuzzConnector: SyncConnector {
     private struct State {
         var target: (any SyncConnector)?
@@ -12,11 +12,11 @@ final class FuzzConnector: SyncConnector {
         var open: [any SyncTransport] = []
     }
 
-    private let state: Mutex<State>
+    private let state: SanitizerVisibleMutex<State>
     private let name: String
 
     init(_ target: any SyncConnector, name: String) {
-        state = Mutex(State(target: target))
+        state = SanitizerVisibleMutex(State(target: target))
         self.name = name
     }
 

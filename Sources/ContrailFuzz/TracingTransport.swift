@@ -1,7 +1,6 @@
 import Contrail
 import ContrailWebSocket
 import Foundation
-import Synchronization
 
 /// A transport that traces every frame it carries, prefixed with its client's name: printed with
 /// `CONTRAIL_FUZZ_TRACE=1` (to trace a replayed run), or kept in memory with
@@ -46,7 +45,7 @@ final class TracingTransport: SyncTransport {
     static let isEnabled = ProcessInfo.processInfo.environment["CONTRAIL_FUZZ_TRACE"] != nil
     /// Whether the trace is kept for failing runs instead of printed.
     static let keepsForFailures = ProcessInfo.processInfo.environment["CONTRAIL_FUZZ_TRACE"] == "failures"
-    private static let kept = Mutex<[String]>([])
+    private static let kept = SanitizerVisibleMutex<[String]>([])
 
     /// Prints `line`, or keeps it for `writeKept(to:)`.
     static func trace(_ line: String) {

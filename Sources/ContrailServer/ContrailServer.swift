@@ -1,7 +1,6 @@
 import Contrail
 import ContrailWebSocket
 import Foundation
-import Synchronization
 
 /// A schema-agnostic Jetstream sync server (PROTOCOL.md, with every §8 improvement): hosts any
 /// number of scopes, each an actor holding objects by UUID; sessions survive reconnects; change
@@ -15,7 +14,7 @@ import Synchronization
 /// ```
 public final class ContrailServer: Sendable {
     private let core: ServerCore
-    private let listener = Mutex<WebSocketListener?>(nil)
+    private let listener = SanitizerVisibleMutex<WebSocketListener?>(nil)
 
     /// Creates a server; creates `options.dataDirectory` if needed. Nothing listens until ``start()``.
     public init(options: ServerOptions = .init()) throws(ServerError) {

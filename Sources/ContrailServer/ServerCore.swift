@@ -1,6 +1,6 @@
 import Contrail
+import ContrailWebSocket
 import Foundation
-import Synchronization
 
 /// The state a server shares between its connections: sessions by token, scopes by name, live
 /// connections. Lookups take a short lock; all real work happens in the scope and session actors.
@@ -27,7 +27,7 @@ final class ServerCore: Sendable {
         var isStopped = false
     }
 
-    private let state = Mutex(State())
+    private let state = SanitizerVisibleMutex(State())
 
     init(options: ServerOptions) {
         self.options = options

@@ -421,7 +421,7 @@ import Testing
         let connector = ScriptedConnector()
         var options = testOptions()
         options.pingInterval = .milliseconds(20)
-        options.replyTimeout = .milliseconds(60)
+        options.replyTimeout = .milliseconds(500)  // long enough for a loaded or sanitized run to answer in time
         let (client, session, peer) = try await connect(connector, options: options)
         let (scope, board) = makeScope()
         try await fetch(scope, session: session, peer: peer)

@@ -1,4 +1,4 @@
-import Synchronization
+import ContrailWebSocket
 
 /// Counts the scopes a server holds loaded (state in memory, log file open) against
 /// ``ServerOptions/maxOpenScopes``. A scope takes a slot before loading and gives it back when it
@@ -6,7 +6,7 @@ import Synchronization
 final class ScopeSlots: Sendable {
     /// The most scopes loaded at once.
     let limit: Int
-    private let used = Mutex(0)
+    private let used = SanitizerVisibleMutex(0)
 
     init(limit: Int) {
         self.limit = max(1, limit)

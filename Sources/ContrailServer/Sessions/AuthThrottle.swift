@@ -1,4 +1,4 @@
-import Synchronization
+import ContrailWebSocket
 
 /// Rate-limits failed session attempts per peer address: after `limit` failures within `window`
 /// the peer is refused for `window`. It also decides the log lines: one per episode (the first
@@ -24,7 +24,7 @@ final class AuthThrottle: Sendable {
     let limit: Int
     /// How long failures count, and how long a peer is refused.
     let window: Duration
-    private let episodes = Mutex<[String: Episode]>([:])
+    private let episodes = SanitizerVisibleMutex<[String: Episode]>([:])
     private static let maxPeers = 10_000
 
     init(limit: Int, window: Duration) {

@@ -1,4 +1,5 @@
 import Contrail
+import ContrailWebSocket
 import Synchronization
 
 /// Writes a session's outbox to one connection's transport, in a task that exists only while there
@@ -10,7 +11,7 @@ import Synchronization
 final class OutboxWriter: Sendable {
     private enum Phase { case idle, running, rerun, stopped }
 
-    private let phase = Mutex(Phase.idle)
+    private let phase = SanitizerVisibleMutex(Phase.idle)
     private let outbox: SessionOutbox
     private let transport: any SyncTransport
     private let core: ServerCore

@@ -9,7 +9,7 @@ import Synchronization
 final class ServerConnection: Sendable {
     private let transport: any SyncTransport
     /// The connect-time headers, until `run()` takes them (a session outlives its need for them).
-    private let connectHeaders: Mutex<[(String, String)]>
+    private let connectHeaders: SanitizerVisibleMutex<[(String, String)]>
     /// The peer's address, for counting failed attempts.
     private let peer: String
     private let core: ServerCore
@@ -18,7 +18,7 @@ final class ServerConnection: Sendable {
     init(transport: any SyncTransport, headers: [(String, String)], peer: String, core: ServerCore) {
         self.peer = peer
         self.transport = transport
-        self.connectHeaders = Mutex(headers)
+        self.connectHeaders = SanitizerVisibleMutex(headers)
         self.core = core
     }
 

@@ -1,6 +1,6 @@
 import Contrail
+import ContrailWebSocket
 import Foundation
-import Synchronization
 
 /// One client's session on the server: outlives reconnects, found by its token. Handles the
 /// client's messages in arrival order: sequencing (§8.5), acks and resends (§1.6), fetches and
@@ -27,7 +27,7 @@ actor ServerSession {
     private var scopeIndexByName: [String: Int] = [:]
     private var nextScopeIndex = 0
     /// When the client was last heard from (read by the ``SessionTicker`` for expiry).
-    private nonisolated let lastActivity = Mutex(ContinuousClock.now)
+    private nonisolated let lastActivity = SanitizerVisibleMutex(ContinuousClock.now)
     private var connection: ServerConnection?
     /// Whether the ticker watches this session for expiry (from the first attach).
     private var watched = false

@@ -1,5 +1,5 @@
 import Contrail
-import Synchronization
+import ContrailWebSocket
 
 /// A session's outgoing side, safe to use from any task: numbers sequenced messages, keeps them
 /// until the client acknowledges them (the resend buffer, bounded in bytes), and queues them for
@@ -31,7 +31,7 @@ final class SessionOutbox: Sendable {
         var clientIndex = 0
     }
 
-    private let state = Mutex(State())
+    private let state = SanitizerVisibleMutex(State())
     /// The most bytes (estimated) of unacknowledged messages kept.
     let limitBytes: Int
     /// Called once, when the resend buffer goes over its limit.

@@ -1,5 +1,5 @@
+import ContrailWebSocket
 import Foundation
-import Synchronization
 
 /// The server's one clock for its sessions: sends each attached connection's keep-alive `Ping` and
 /// ends sessions idle for `sessionExpiry`, from a single task, instead of two sleeping tasks per
@@ -21,7 +21,7 @@ final class SessionTicker: Sendable {
         var stopped = false
     }
 
-    private let state = Mutex(State())
+    private let state = SanitizerVisibleMutex(State())
     private let pingInterval: Duration
     private let expiry: Duration
     private let period: Duration

@@ -1,5 +1,4 @@
 import ContrailWebSocket
-import Synchronization
 
 /// Opens WebSocket transports to the servers of a cluster (`contrail serve --nats`): each connect
 /// tries the URLs in turn (round-robin), starting with the server that last answered, and stays on
@@ -15,7 +14,7 @@ public final class FailoverConnector: SyncConnector {
     /// The WebSocket options for every connect.
     public let options: WebSocketOptions
     /// The index in `urls` of the server that last answered (where the next connect starts).
-    private let current = Mutex(0)
+    private let current = SanitizerVisibleMutex(0)
 
     /// A connector over `urls`, starting with the first.
     public init(urls: [String], options: WebSocketOptions = .init()) {

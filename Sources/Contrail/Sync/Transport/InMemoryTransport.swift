@@ -1,5 +1,4 @@
 import ContrailWebSocket
-import Synchronization
 
 /// One end of an in-process transport pair: what one end sends, the other receives, in order.
 ///
@@ -10,7 +9,7 @@ public final class InMemoryTransport: SyncTransport {
     /// The frames the other end sent (unbounded buffer: the sender never waits).
     public let frames: TypedAsyncStream<String, TransportClosed>
     private let continuation: TypedAsyncStream<String, TransportClosed>.Continuation
-    private let state = Mutex<State>(State())
+    private let state = SanitizerVisibleMutex<State>(State())
 
     private struct State {
         weak var peer: InMemoryTransport?
