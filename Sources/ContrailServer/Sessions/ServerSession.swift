@@ -23,9 +23,7 @@ actor ServerSession {
     private var resendRequestedAt: Int?
     /// The scopes this session fetched, by the scope index it was given. A detached scope's index
     /// is not given out again, so a late message naming it cannot reach another scope.
-    private var scopes: [Int: ServerScope] = [:]
-    private var scopeIndexByName: [String: Int] = [:]
-    private var nextScopeIndex = 0
+    private var scopes = FetchedScopes()
     /// When the client was last heard from (read by the ``SessionTicker`` for expiry).
     private nonisolated let lastActivity = SanitizerVisibleMutex(ContinuousClock.now)
     private var connection: ServerConnection?
@@ -85,7 +83,7 @@ actor ServerSession {
         core.log.write("session \(number) ended: \(reason?.message ?? "expired")")
         let connection = self.connection
         self.connection = nil
-        for scope in scopes.values { await scope.unsubscribe(outbox) }
+        for scope in scopes.all { await scope.unsubscribe(outbox) }
         await connection?.close(code: JetstreamCloseCode.expired, reason: reason?.closeReason() ?? "")
     }
 
@@ -211,9 +209,8 @@ actor ServerSession {
         }
         let scopeIndex: Int
         let scope: ServerScope
-        if let existing = scopeIndexByName[fetch.name], let fetched = scopes[existing] {
-            scopeIndex = existing
-            scope = fetched
+        if let existing = scopes.named(fetch.name) {
+            (scopeIndex, scope) = existing
         } else if scopes.count >= core.limits.maxScopesPerSession {
             let limit = core.limits.maxScopesPerSession
             core.log.write("session \(number): fetch of '\(fetch.name)' refused: the session holds \(limit) scopes")
@@ -223,10 +220,7 @@ actor ServerSession {
         } else {
             guard let named = core.scope(named: fetch.name) else { return }  // stopping: the connection closes
             scope = named
-            scopeIndex = nextScopeIndex
-            nextScopeIndex += 1
-            scopes[scopeIndex] = scope
-            scopeIndexByName[fetch.name] = scopeIndex
+            scopeIndex = scopes.add(named)
             core.log.write("session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
         }
         await scope.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: fetch.index)
@@ -258,13 +252,12 @@ actor ServerSession {
     /// replies after the scope's last broadcast to this session. An unknown index gets an error reply.
     private func handleDetach(_ detach: ScopeDetach) async {
         let replyTo = detach.index
-        guard let scope = scopes.removeValue(forKey: detach.scopeIndex) else {
+        guard let scope = scopes.remove(index: detach.scopeIndex) else {
             let error = WireErrorBody.scopeIndexNotFound(detach.scopeIndex)
             core.log.write("session \(number): ScopeDetach \(replyTo) rejected: \(error.message)")
             outbox.enqueue { .message(.scopeDetachReply(ScopeDetachReply(index: $0, replyTo: replyTo, error: error))) }
             return
         }
-        scopeIndexByName[scope.name] = nil
         core.log.write("session \(number): detached '\(scope.name)' (scope \(detach.scopeIndex))")
         let outbox = self.outbox
         await scope.unsubscribe(outbox) {

@@ -1,0 +1,49 @@
+/// The scopes one session fetched, by the scope index each was given (indices are never reused).
+///
+/// One array in index order rather than two dictionaries (by index and by name): a session almost
+/// always holds one scope or a few, and a server holds many idle sessions, each paying for these
+/// collections' storage. Lookup by index is a binary search, O(log n); by name, O(n), only on fetch.
+struct FetchedScopes {
+    private var entries: [(index: Int, scope: ServerScope)] = []
+    private var nextIndex = 0
+
+    /// How many scopes the session holds.
+    var count: Int { entries.count }
+
+    /// Every scope the session holds.
+    var all: [ServerScope] { entries.map(\.scope) }
+
+    /// The scope given `index`, if the session still holds it.
+    subscript(index: Int) -> ServerScope? {
+        position(of: index).map { entries[$0].scope }
+    }
+
+    /// The index and scope of the scope named `name`, if the session holds it.
+    func named(_ name: String) -> (index: Int, scope: ServerScope)? {
+        entries.first { $0.scope.name == name }
+    }
+
+    /// Adds `scope` under the next index, which it returns.
+    mutating func add(_ scope: ServerScope) -> Int {
+        let index = nextIndex
+        nextIndex += 1
+        entries.append((index, scope))
+        return index
+    }
+
+    /// Removes and returns the scope given `index`, if the session holds it.
+    mutating func remove(index: Int) -> ServerScope? {
+        guard let position = position(of: index) else { return nil }
+        return entries.remove(at: position).scope
+    }
+
+    private func position(of index: Int) -> Int? {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].index < index { low = middle + 1 } else { high = middle }
+        }
+        return low < entries.count && entries[low].index == index ? low : nil
+    }
+}
