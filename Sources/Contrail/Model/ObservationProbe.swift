@@ -1,4 +1,3 @@
-import Foundation
 import Observation
 import Synchronization
 
@@ -50,7 +49,11 @@ final class ObservationProbe: Observable, @unchecked Sendable {
         MainActor.assertIsolated("ObservationProbe is main-actor only")  // a call even in release builds
         #endif
         if current == nil { replaceCurrent() }
-        return current.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.detect() }
+        let probe = current.unsafelyUnwrapped
+        guard probe._withUnsafeGuaranteedRef({ $0.detect() }) else { return false }
+        // Replaced out here, not inside `detect()`: the probe may be freed by it.
+        if probe._withUnsafeGuaranteedRef({ $0.detections }) >= rotation { replaceCurrent() }
+        return true
     }
 
     @inline(__always)
@@ -59,7 +62,6 @@ final class ObservationProbe: Observable, @unchecked Sendable {
         registrar.access(self, keyPath: keyPath)
         guard Self.hashes.load(ordering: .relaxed) != before else { return false }
         detections += 1
-        if detections >= Self.rotation { Self.replaceCurrent() }
         return true
     }
 
