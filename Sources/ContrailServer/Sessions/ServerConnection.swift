@@ -103,6 +103,13 @@ final class ServerConnection: Sendable {
         let frame = await nextFrame(&frames)
         timer.cancel()
         guard let frame, !closed.load(ordering: .relaxed) else { return nil }
+        // The rest runs in a task of its own, as each later frame does (see `serve`): parsing and the
+        // hooks would otherwise leave their stack memory in the connection's task for its whole life.
+        return await Task { await self.createSession(from: frame, headers: headers) }.value
+    }
+
+    /// Answers the `SessionCreate` in `frame`: a new session, or a denial (closing the connection).
+    private func createSession(from frame: String, headers: [(String, String)]) async -> ServerSession? {
         let create: SessionCreate
         do {
             let json = try JSON(parsing: frame, limits: JSONLimits(maxBytes: core.limits.maxMessageBytes))
