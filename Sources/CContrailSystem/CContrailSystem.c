@@ -1,5 +1,43 @@
 #include "CContrailSystem.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <string.h>
+
+int ccontrail_crc32c_available(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    return (c & bit_SSE4_2) != 0;
+}
+
+__attribute__((target("sse4.2")))
+uint32_t ccontrail_crc32c_extend(uint32_t crc, const void *bytes, size_t count) {
+    const unsigned char *p = bytes;
+    uint64_t c = crc;
+    while (count >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        c = __builtin_ia32_crc32di(c, word);
+        p += 8;
+        count -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (count > 0) {
+        c32 = __builtin_ia32_crc32qi(c32, *p++);
+        count--;
+    }
+    return c32;
+}
+#else
+int ccontrail_crc32c_available(void) { return 0; }
+
+uint32_t ccontrail_crc32c_extend(uint32_t crc, const void *bytes, size_t count) {
+    (void)bytes;
+    (void)count;
+    return crc;
+}
+#endif
+
 // Weak: defined only when the ThreadSanitizer runtime is linked (`swift test --sanitize=thread`).
 extern void __tsan_acquire(void *address) __attribute__((weak));
 extern void __tsan_release(void *address) __attribute__((weak));

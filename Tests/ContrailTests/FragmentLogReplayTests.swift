@@ -96,4 +96,48 @@ import Testing
             return
         }
     }
+    @Test func propertyOrderClassRunsReferenceOrderAndDuplicateAddsRestoreExactly() throws {
+        // The reader guesses the next property name and the class from the fragment before, and
+        // resolves references by trying the object added after the last one found: every guess
+        // is wrong somewhere here, and each wrong guess must fall back to the exact answer.
+        let ids = (0..<6).map { String(format: "6f7a2c1e-0000-4000-8000-1000000000%02d", $0) }
+        let keyOrders = [["x", "y", "width"], ["width", "x", "y"], ["y", "isSelected", "zzz", "x", "width"]]
+        func value(_ key: String, _ n: Int) -> String {
+            switch key {
+            case "x": "\(n)"
+            case "y": "\(10 + n)"
+            case "width": "\(20 + n)"
+            case "isSelected": "true"
+            default: "1"
+            }
+        }
+        var fragments: [String] = []
+        for (n, id) in ids.enumerated() {
+            let properties = keyOrders[n % keyOrders.count].map { #""\#($0)":\#(value($0, n))"# }.joined(separator: ",")
+            fragments.append(#"{"type":"add","uuid":"\#(id)","clsName":"Shape","properties":{\#(properties)}}"#)
+            if n == 2 {  // another class between two runs of shapes
+                fragments.append(#"{"type":"change","uuid":"\#(Self.canvasID)","clsName":"Canvas","properties":{"name":"mid"}}"#)
+            }
+        }
+        fragments.append(#"{"type":"add","uuid":"\#(ids[1])","clsName":"Shape","properties":{"height":5}}"#)  // the same object again
+        let listed = [ids[3], ids[4], ids[0], ids[5], ids[2], ids[1]]  // not the order they are added in
+        let shapes = listed.map { #""\#($0)""# }.joined(separator: ",")
+        let canvas = #"{"type":"add","uuid":"\#(Self.canvasID)","clsName":"Canvas","properties":{"name":"c","shapes":[\#(shapes)],"highlighted":"\#(ids[5])"}}"#
+        let record = #"{"root":"\#(Self.canvasID)","fragments":[\#(canvas),\#(fragments.joined(separator: ","))]}"#
+        let (scope, result) = try restore([record])
+        #expect(try result.get().records == 1)
+        let root = try #require(scope.root as? Canvas)
+        #expect(root.name == "mid")
+        #expect(root.shapes.map { $0.uuid.uuidString.lowercased() } == listed)
+        #expect(root.highlighted != nil && root.highlighted === root.shapes[3])
+        #expect(scope.count == 1 + ids.count, "the second add of a shape is the same object")
+        for shape in root.shapes {
+            let n = try #require(ids.firstIndex(of: shape.uuid.uuidString.lowercased()))
+            #expect([shape.x, shape.y, shape.width] == [Double(n), Double(10 + n), Double(20 + n)], "shape \(n)")
+            #expect(shape.height == (n == 1 ? 5 : 100))
+            #expect(!shape.isSelected, "a local property is not restored")
+            #expect(shape.scope === scope)
+            #expect(shape.parents.count == (n == 5 ? 2 : 1))
+        }
+    }
 }

@@ -127,6 +127,7 @@ import Testing
         #expect(uuid.wireString == Self.shapeUUID)
         #expect(UUID(wireString: Self.shapeUUID) == uuid)
         #expect(UUID(wireString: Self.shapeUUID.uppercased()) == uuid)
+        #expect(UUID(wireString: "09afAF09-0000-0000-0000-000000000000")?.wireString == "09afaf09-0000-0000-0000-000000000000")
         for _ in 0..<100 {
             let random = UUID()
             #expect(random.wireString == random.uuidString.lowercased())
@@ -135,7 +136,8 @@ import Testing
         for bad in ["", "3f2504e0-4f89-11d3-9a0c-0305e82c330", "{3f2504e0-4f89-11d3-9a0c-0305e82c3301}",
                     "3f2504e0_4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c330g",
                     " 3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c33011",
-                    "3f2504e04-f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c33é"] {
+                    "3f2504e04-f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c33é"]
+                    + ["/", ":", "@", "G", "`", "g", "\u{7F}"].map { "3f2504e0-4f89-11d3-9a0c-0305e82c33\($0)1" } {
             #expect(UUID(wireString: bad) == nil, "\(bad)")
         }
     }

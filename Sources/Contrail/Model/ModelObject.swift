@@ -86,8 +86,13 @@ open class ModelObject: @MainActor Identifiable, Observable {
 
     /// The objects this one holds through synced properties: what makes objects scope members.
     /// Objects reachable only through `@Property(local: true)` stay out of the scope (and off the wire).
+    /// Allocates nothing for an object without synced references (a tree walk visits every leaf).
     var syncedChildObjects: [ModelObject] {
-        info.properties.filter(\.isSynced).flatMap { $0.storage.models(in: self, offset: $0.offset) }
+        var children: [ModelObject] = []
+        for property in info.properties where property.isSynced && property.valueKind != .value {
+            children += property.storage.models(in: self, offset: property.offset)
+        }
+        return children
     }
 
     /// The names of the synced (non-local) properties, in declaration order.

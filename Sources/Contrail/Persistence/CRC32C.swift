@@ -1,7 +1,10 @@
+import CContrailSystem
+
 /// CRC-32C (Castagnoli polynomial, reflected `0x82F63B78`), the checksum of iSCSI, ext4 and LevelDB.
 ///
-/// Table-driven, slicing-by-16: sixteen bytes per step through sixteen 256-entry tables (16 KiB,
-/// fits in L1): about 2-2.5 GB/s on cached data in release builds on the CI machine.
+/// With the CPU's CRC-32C instruction where there is one (x86-64 with SSE 4.2, checked once at run
+/// time); otherwise table-driven, slicing-by-16: sixteen bytes per step through sixteen 256-entry
+/// tables (16 KiB, fits in L1): about 2-2.5 GB/s on cached data in release builds on the CI machine.
 ///
 /// ```swift
 /// CRC32C.checksum(Array("123456789".utf8))   // 0xE3069283
@@ -50,8 +53,19 @@ package struct CRC32C: Sendable, Equatable {
         return crc.value
     }
 
+    /// Whether the CPU's CRC-32C instruction is used (x86-64 with SSE 4.2): about four times the
+    /// table's rate, a tenth of a log restore's time.
+    package static let usesHardware = ccontrail_crc32c_available() != 0
+
     /// Continues the checksum `crc` (of earlier bytes) over `bytes`.
     static func extend(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
+        if usesHardware { return ~ccontrail_crc32c_extend(~crc, base, bytes.count) }
+        return tableExtend(crc, bytes)
+    }
+
+    /// ``extend(_:_:)`` with the tables, whatever the CPU has.
+    package static func tableExtend(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
         let t = tables
         var c = ~crc

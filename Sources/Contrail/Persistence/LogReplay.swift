@@ -21,8 +21,12 @@ import Foundation
 struct LogReplay {
     /// The record's root UUID.
     private(set) var root: UUID?
-    /// Objects the record adds that the scope did not hold.
-    private var created: [UUID: ModelObject] = [:]
+    /// Objects the record adds that the scope did not hold, in the order it adds them, and their
+    /// positions there by UUID. References mostly follow that order (a snapshot lists objects in
+    /// pre-order, so a collection's elements come in a row): the resolver tries the object after
+    /// the one it found last before it hashes.
+    private var created: [(uuid: UUID, object: ModelObject)] = []
+    private var createdIndex: [UUID: Int] = [:]
     /// Property values in the order the record holds them, not yet decoded.
     private var writes: [(object: ModelObject, index: Int, wire: JSON)] = []
     /// Fragments whose object could not be found when they were read (it is added later in the
@@ -31,6 +35,15 @@ struct LogReplay {
     /// The class whose synced property names `names` holds (UTF-8, by property index; nil when not synced).
     private var namesInfo: ModelClassInfo?
     private var names: [[UInt8]?] = []
+    /// The class name read last (records hold runs of one class), its bytes, and its class once looked up.
+    private var lastClassName: String?
+    private var lastClassBytes: [UInt8] = []
+    private var lastClassType: ModelObject.Type?
+    /// For each property index + 1 (0: the start of a `properties` object), the index in `names`
+    /// that followed it last time: tried first, since records list properties in the same order.
+    private var successor: [Int] = []
+    /// The property index matched last in the current `properties` object (-1 before the first).
+    private var previousName = -1
     private let scope: Scope
     private let offset: Int
     private let payloadSize: Int
@@ -45,6 +58,7 @@ struct LogReplay {
     /// type's description). O(payload size).
     static func prepare(payload: UnsafeRawBufferPointer, offset: Int, scope: Scope) throws(FragmentLogError) -> LogReplay? {
         var replay = LogReplay(scope: scope, offset: offset, payloadSize: payload.count)
+        replay.writes.reserveCapacity(payload.count / 40)  // a property value takes 30 bytes or more
         var parser = JSONParser(bytes: payload, limits: JSONLimits())
         guard let p = parser.base else { throw .badRecord(offset: offset, reason: "empty record") }
         do {
@@ -95,7 +109,16 @@ struct LogReplay {
     /// Decodes every value, then (if all of them decoded) makes the record's root the scope's root
     /// when the scope has none, and stores the values. O(values).
     func apply() throws(ModelError) {
-        let resolver: ModelResolver = { [created, scope] uuid in created[uuid] ?? scope.object(for: uuid) }
+        var next = 0
+        let resolver: ModelResolver = { [created, createdIndex, scope] uuid in
+            if next < created.count, created[next].uuid == uuid {
+                next += 1
+                return created[next - 1].object
+            }
+            guard let index = createdIndex[uuid] else { return scope.object(for: uuid) }
+            next = index + 1
+            return created[index].object
+        }
         var writes = self.writes
         for (uuid, properties) in deferred {
             guard let object = resolver(uuid), case .object(let members) = properties else { continue }
@@ -110,10 +133,13 @@ struct LogReplay {
             values.append(try write.object.info.decode(write.wire, at: write.index, resolver: resolver))
         }
         if created.count > 64 { scope.reserveObjects(created.count) }
-        if scope.root == nil, let root, let object = created[root] { scope.root = object }
+        // A root the record creates is attached after its values are stored: one walk attaches the
+        // whole tree, instead of one attach per child as each collection value is stored.
+        let newRoot = scope.root == nil ? root.flatMap { createdIndex[$0].map { created[$0].object } } : nil
         scope.applyingRemote {
             for (write, value) in zip(writes, values) { write.object.setValue(value, at: write.index) }
         }
+        if let newRoot { scope.root = newRoot }
     }
 
     // MARK: - Reading
@@ -158,8 +184,13 @@ struct LogReplay {
                 case .uuid:
                     uuid = try readUUID(&parser, p)
                 case .clsName:
-                    guard case .string(let name) = try parser.parseValue(p) else { throw invalid("Invalid clsName") }
-                    className = name
+                    if lastClassName != nil, matchBytes(lastClassBytes, &parser, p) {
+                        className = lastClassName
+                    } else {
+                        guard case .string(let name) = try parser.parseValue(p) else { throw invalid("Invalid clsName") }
+                        className = name
+                        (lastClassName, lastClassBytes, lastClassType) = (name, Array(name.utf8), nil)
+                    }
                 case .properties:
                     if let kind, let uuid, let className {
                         object = try resolve(kind: kind, uuid: uuid, className: className)
@@ -196,11 +227,26 @@ struct LogReplay {
     /// The fragment's object: the scope's or one the record created, and for an `add` of an object
     /// neither holds, a new one of `className`. `nil` for a change to an object not (yet) known.
     private mutating func resolve(kind: SyncFragment.Kind, uuid: UUID, className: String) throws(ModelError) -> ModelObject? {
-        if let known = (created.isEmpty ? nil : created[uuid]) ?? scope.object(for: uuid) { return known }
-        guard kind == .add else { return nil }
-        let object = try ModelRegistry.make(className: className, uuid: uuid)
-        if created.isEmpty { created.reserveCapacity(payloadSize / 96) }  // about as many adds as fit (each ~100 bytes or more)
-        created[uuid] = object
+        if let known = scope.object(for: uuid) { return known }
+        guard kind == .add else { return createdIndex[uuid].map { created[$0].object } }
+        let type: ModelObject.Type
+        if let known = lastClassType, className == lastClassName {
+            type = known
+        } else {
+            type = try ModelRegistry.modelClass(named: className)
+            if className == lastClassName { lastClassType = type }
+        }
+        if created.isEmpty {  // about as many adds as fit (each takes 100 bytes or more)
+            created.reserveCapacity(payloadSize / 96)
+            createdIndex.reserveCapacity(payloadSize / 96)
+        }
+        // One probe: an add of an object the record already added (rare) puts the first one back.
+        if let earlier = createdIndex.updateValue(created.count, forKey: uuid) {
+            createdIndex[uuid] = earlier
+            return created[earlier].object
+        }
+        let object = type.init(uuid: uuid)
+        created.append((uuid, object))
         return object
     }
 
@@ -219,7 +265,9 @@ struct LogReplay {
         if namesInfo !== info {
             namesInfo = info
             names = info.properties.map { $0.isSynced ? Array($0.name.utf8) : nil }
+            successor = (0...names.count).map { $0 % max(names.count, 1) }
         }
+        previousName = -1
         repeat {
             parser.skipWhitespace(p)
             let keyStart = parser.position
@@ -243,7 +291,7 @@ struct LogReplay {
     }
 
     /// A UUID string, read from the bytes in place when it has no escapes.
-    private func readUUID(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws -> UUID {
+    private nonisolated func readUUID(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws -> UUID {
         let start = parser.position
         if start + 38 <= parser.count, p[start] == UInt8(ascii: "\""), p[start + 37] == UInt8(ascii: "\""),
            let uuid = UUID(wireBytes: UnsafeBufferPointer(start: p + start + 1, count: 36)) {
@@ -272,7 +320,7 @@ struct LogReplay {
     }
 
     /// Reads a fragment's key and its colon, comparing bytes (no string is made for the usual keys).
-    private func fragmentKey(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws(JSONError) -> FragmentKey {
+    private nonisolated func fragmentKey(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws(JSONError) -> FragmentKey {
         if matchKey("type", &parser, p) { return .type }
         if matchKey("uuid", &parser, p) { return .uuid }
         if matchKey("clsName", &parser, p) { return .clsName }
@@ -281,17 +329,26 @@ struct LogReplay {
     }
 
     /// Skips `"literal"` if it is next (exactly those bytes, no escapes); whether it was.
-    private func matchString(_ literal: StaticString, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
-        let length = literal.utf8CodeUnitCount
+    private nonisolated func matchString(_ literal: StaticString, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
+        matchString(literal.utf8Start, literal.utf8CodeUnitCount, &parser, p)
+    }
+
+    /// Skips the JSON string of exactly `bytes` (no escapes) if it is next; whether it was.
+    private nonisolated func matchBytes(_ bytes: [UInt8], _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
+        bytes.withUnsafeBufferPointer { matchString($0.baseAddress, $0.count, &parser, p) }
+    }
+
+    /// Skips the JSON string of the `length` bytes at `bytes` if it is next; whether it was.
+    private nonisolated func matchString(_ bytes: UnsafePointer<UInt8>?, _ length: Int, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
         let start = parser.position
         guard start + length + 2 <= parser.count, p[start] == UInt8(ascii: "\""), p[start + length + 1] == UInt8(ascii: "\""),
-              memcmp(p + start + 1, literal.utf8Start, length) == 0 else { return false }
+              length == 0 || memcmp(p + start + 1, bytes.unsafelyUnwrapped, length) == 0 else { return false }
         parser.position = start + length + 2
         return true
     }
 
     /// Skips `"literal"` and the colon after it if they are next; whether they were.
-    private func matchKey(_ literal: StaticString, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
+    private nonisolated func matchKey(_ literal: StaticString, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
         let start = parser.position
         guard matchString(literal, &parser, p) else { return false }
         return skipColon(start, &parser, p)
@@ -299,26 +356,29 @@ struct LogReplay {
 
     /// The synced property whose name is the plain (escape-free) key next, with its colon skipped;
     /// `nil` (position unspecified) for an escaped, unknown or local property name.
-    private func matchPropertyName(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Int? {
+    private nonisolated mutating func matchPropertyName(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Int? {
         let start = parser.position
         guard start < parser.count, p[start] == UInt8(ascii: "\"") else { return nil }
         var end = start + 1
         while end < parser.count, p[end] != UInt8(ascii: "\""), p[end] != UInt8(ascii: "\\") { end += 1 }
         guard end < parser.count, p[end] == UInt8(ascii: "\"") else { return nil }
         let length = end - start - 1
-        for (index, name) in names.enumerated() {
-            guard let name, name.count == length else { continue }
-            let same = name.withUnsafeBufferPointer { $0.baseAddress.map { memcmp(p + start + 1, $0, length) == 0 } ?? true }
-            if same {
-                parser.position = end + 1
-                return skipColon(start, &parser, p) ? index : nil
-            }
+        // Nonisolated, like the other byte-level helpers: a closure isolated to the main actor pays a
+        // dynamic executor check on every call, which was a tenth of a restore.
+        func matches(_ index: Int) -> Bool {
+            guard index < names.count, let name = names[index], name.count == length else { return false }
+            return name.withUnsafeBufferPointer { $0.baseAddress.map { memcmp(p + start + 1, $0, length) == 0 } ?? true }
         }
-        return nil
+        let guess = successor[previousName + 1]
+        guard let index = matches(guess) ? guess : names.indices.first(where: matches) else { return nil }
+        successor[previousName + 1] = index
+        previousName = index
+        parser.position = end + 1
+        return skipColon(start, &parser, p) ? index : nil
     }
 
     /// Skips whitespace, a colon and whitespace; if there is no colon, goes back to `start` and says so.
-    private func skipColon(_ start: Int, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
+    private nonisolated func skipColon(_ start: Int, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
         parser.skipWhitespace(p)
         guard parser.position < parser.count, p[parser.position] == UInt8(ascii: ":") else {
             parser.position = start
@@ -329,21 +389,21 @@ struct LogReplay {
         return true
     }
 
-    private func expect(_ byte: UInt8, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws(JSONError) {
+    private nonisolated func expect(_ byte: UInt8, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws(JSONError) {
         guard parser.position < parser.count else { throw parser.endOfInput() }
         guard p[parser.position] == byte else { throw JSONError.unexpected(p[parser.position], at: parser.position) }
         parser.position += 1
     }
 
     /// Skips `byte` if it is next; whether it was.
-    private func consume(_ byte: UInt8, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws(JSONError) -> Bool {
+    private nonisolated func consume(_ byte: UInt8, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws(JSONError) -> Bool {
         guard parser.position < parser.count else { throw parser.endOfInput() }
         guard p[parser.position] == byte else { return false }
         parser.position += 1
         return true
     }
 
-    private func invalid(_ reason: String) -> FragmentLogError {
+    private nonisolated func invalid(_ reason: String) -> FragmentLogError {
         .badRecord(offset: offset, reason: "\(WireError.invalidFragment(index: nil, reason: reason))")
     }
 }
