@@ -3,9 +3,11 @@ import Foundation
 /// Recording: what the model tree reports (attach, detach, property sets) becomes pending fragments.
 extension Scope {
     func didAttach(_ object: ModelObject) {
-        objects[object.uuid] = object
-        if retired[object.uuid]?.object === object { retired[object.uuid] = nil }
-        if let left = leftThisFlush.removeValue(forKey: ObjectIdentifier(object)) {
+        let uuid = object.uuid
+        objects[uuid] = object
+        // The two lookups below are skipped while their tables are empty (a restore, a fetch).
+        if !retired.isEmpty, retired[uuid]?.object === object { retired[uuid] = nil }
+        if !leftThisFlush.isEmpty, let left = leftThisFlush.removeValue(forKey: ObjectIdentifier(object)) {
             // Back within the flush it left in: a move. Only the parents' changes go out.
             if let left, pending[object] == nil {
                 let tracking = object.tracking

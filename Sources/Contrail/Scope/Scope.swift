@@ -81,14 +81,13 @@ public final class Scope {
     /// Members hold their scope unretained (`ModelTracking.scope`): clear it on every member still
     /// attached, whether reached from the root or known by uuid. O(members).
     isolated deinit {
-        var stack = Array(objects.values)
-        if let root { stack.append(root) }
-        var seen = Set<ObjectIdentifier>()
+        // An object is expanded only when it is cleared, so each is visited once, cycles included.
+        var stack: [ModelObject] = root.map { [$0] } ?? []
         while let object = stack.popLast() {
-            guard seen.insert(ObjectIdentifier(object)).inserted,
-                  object._tracking?.leave(dying: self) == true else { continue }
+            guard object._tracking?.leave(dying: self) == true else { continue }
             stack.append(contentsOf: object.syncedChildObjects)
         }
+        for object in objects.values { _ = object._tracking?.leave(dying: self) }
     }
 
     // MARK: - Lookup
