@@ -20,9 +20,11 @@
 ///
 /// Checks happen as soon as the bytes that decide them arrive, before the payload is read.
 /// After an error the decoder stays failed: every later `next()` throws the same error.
-/// Payloads are unmasked while they are copied out of the input, with one allocation per frame
-/// (the payload array); a payload that arrives after its header is copied straight from `append`'s
-/// input into the payload array.
+/// Each frame's payload array is allocated once, at its full announced length (up to a cap), when the
+/// header is complete. Payload bytes are unmasked (and validated) in place in that array, in blocks that
+/// stay in the CPU cache, a word at a time. A payload that arrives after its header is copied straight
+/// from `append`'s input into the array, or, with `receivePayload(minimum:_:)`, received into it with
+/// no copy at all.
 public struct FrameDecoder {
     /// Where the decoder is within the current frame.
     private enum State {
@@ -50,8 +52,11 @@ public struct FrameDecoder {
     private var state: State = .idle
     private var buffer: [UInt8] = []
     private var readIndex = 0
-    /// The payload of the frame in `.readingPayload`.
+    /// The payload of the frame in `.readingPayload`: allocated at the frame's length (at most
+    /// `maxUpfrontReservation`); its first `filled` bytes are received, unmasked and validated.
     private var payload: [UInt8] = []
+    /// How many bytes of `payload` hold received payload.
+    private var filled = 0
     private var failure: WebSocketError?
     /// With `validatesUTF8`: the opcode of the fragmented data message in progress, nil between messages.
     private var openMessage: Opcode?
@@ -90,7 +95,7 @@ public struct FrameDecoder {
         var rest = bytes
         // Payload that follows an already decoded header goes straight into the payload array.
         if case .readingPayload(_, let length, let key) = state, readIndex == buffer.count {
-            let take = min(length - payload.count, rest.count)
+            let take = min(length - filled, rest.count)
             do {
                 try appendPayload(UnsafeRawBufferPointer(rebasing: rest[..<take]), maskingKey: key)
             } catch {
@@ -131,6 +136,7 @@ public struct FrameDecoder {
         failure = error
         buffer = []
         payload = []
+        filled = 0
         readIndex = 0
     }
 
@@ -204,7 +210,7 @@ public struct FrameDecoder {
                 if let frame = try startPayload(first: first, length: length, maskingKey: key) { return frame }
 
             case .readingPayload(let first, let length, let key):
-                let take = min(length - payload.count, bufferedByteCount)
+                let take = min(length - filled, bufferedByteCount)
                 if take > 0 {
                     // Hold the storage in a local so `buffer` is not accessed while `self` is mutated.
                     let input = buffer
@@ -217,7 +223,7 @@ public struct FrameDecoder {
                     try result.get()
                     readIndex += take
                 }
-                guard payload.count == length else { return nil }
+                guard filled == length else { return nil }
                 return try finishFrame(first: first)
             }
         }
@@ -242,10 +248,10 @@ public struct FrameDecoder {
             try checkTextComplete(first: first)
             return makeFrame(first: first, payload: [])
         }
-        payload = []
-        // Reserve the whole payload up front (one allocation), but never trust a huge announced
-        // length with memory before the bytes arrive: beyond the cap the array grows as they do.
-        payload.reserveCapacity(min(length, Self.maxUpfrontReservation))
+        // Allocate the whole payload up front (one allocation), but never trust a huge announced
+        // length beyond the cap: past it the array grows as the bytes arrive (`makeRoom`).
+        payload = Self.uninitializedArray(count: min(length, Self.maxUpfrontReservation))
+        filled = 0
         state = .readingPayload(first: first, length: length, maskingKey: maskingKey)
         return nil
     }
@@ -253,6 +259,7 @@ public struct FrameDecoder {
     private mutating func finishFrame(first: UInt8) throws(WebSocketError) -> WebSocketFrame {
         let done = payload
         payload = []
+        filled = 0
         state = .idle
         try checkTextComplete(first: first)
         return makeFrame(first: first, payload: done)
@@ -290,20 +297,91 @@ public struct FrameDecoder {
         WebSocketFrame(fin: first & 0x80 != 0, opcode: Opcode(rawValue: first & 0x0F) ?? .binary, payload: payload)
     }
 
-    /// Copies `bytes` to the end of `payload`, unmasking them (and validating text with `validatesUTF8`).
+    /// Copies `bytes` to the end of the received payload, then unmasks and validates them.
     private mutating func appendPayload(_ bytes: UnsafeRawBufferPointer, maskingKey: UInt32?) throws(WebSocketError) {
         guard bytes.count > 0 else { return }
-        let offset = payload.count
-        payload.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        makeRoom(bytes.count)
+        let offset = filled
+        payload.withUnsafeMutableBytes { all in
+            UnsafeMutableRawBufferPointer(rebasing: all[offset..<offset + bytes.count]).copyMemory(from: bytes)
+        }
+        try acceptPayload(count: bytes.count, maskingKey: maskingKey)
+    }
+
+    /// Receives payload bytes straight into the frame being decoded, with no copy: for a caller that
+    /// reads from a socket (`append` copies from the caller's buffer instead).
+    ///
+    /// Calls `receive` only while a frame's payload is being read, nothing undecoded is buffered and at
+    /// least `minimum` payload bytes are still missing. `receive` gets the space for the rest of the
+    /// payload (never past the frame's end), fills a prefix of it and returns how many bytes it wrote
+    /// (0 for none). The bytes are then unmasked and validated; call `next()` afterwards, as after
+    /// `append` (it throws if they were invalid).
+    /// - Returns: whether `receive` was called. O(bytes received).
+    public mutating func receivePayload(minimum: Int = 1, _ receive: (UnsafeMutableRawBufferPointer) -> Int) -> Bool {
+        guard failure == nil, case .readingPayload(_, let length, let key) = state, readIndex == buffer.count,
+              length - filled >= max(1, minimum) else { return false }
+        makeRoom(1)
+        let offset = filled
+        let space = min(length, payload.count) - offset
+        let count = payload.withUnsafeMutableBytes { all in
+            receive(UnsafeMutableRawBufferPointer(rebasing: all[offset..<offset + space]))
+        }
+        precondition(count <= space, "receivePayload: the receiver claims more bytes than it was given")
+        guard count > 0 else { return true }
+        do {
+            try acceptPayload(count: count, maskingKey: key)
+        } catch {
+            fail(error)
+        }
+        return true
+    }
+
+    /// Grows `payload` (only for frames longer than `maxUpfrontReservation`) so `count` more bytes fit,
+    /// never past the frame's length; amortized O(1) per byte.
+    private mutating func makeRoom(_ count: Int) {
+        guard case .readingPayload(_, let length, _) = state, filled + count > payload.count,
+              payload.count < length else { return }
+        let target = min(length, max(filled + count, payload.count * 2))
+        payload.append(contentsOf: repeatElement(0, count: target - payload.count))
+    }
+
+    /// Unmasks and validates the `count` bytes just written after the first `filled` payload bytes, then
+    /// counts them as received. Works in cache-sized blocks: one pass unmasks a block and tells whether it
+    /// is all ASCII, which the UTF-8 validator then skips; O(count).
+    private mutating func acceptPayload(count: Int, maskingKey: UInt32?) throws(WebSocketError) {
+        let offset = filled
+        filled += count
         guard maskingKey != nil || frameIsText else { return }
+        let text = frameIsText
         let valid = payload.withUnsafeMutableBytes { all in
-            let added = UnsafeMutableRawBufferPointer(rebasing: all[offset...])
-            if let maskingKey { Masking.apply(key: maskingKey, to: added, offset: offset) }
-            return frameIsText ? utf8.validate(UnsafeRawBufferPointer(added)) : true
+            var start = offset
+            let end = offset + count
+            while start < end {
+                let block = UnsafeMutableRawBufferPointer(rebasing: all[start..<min(end, start + Self.blockSize)])
+                let ascii: Bool
+                if let maskingKey {
+                    ascii = Masking.applyCheckingASCII(key: maskingKey, to: block, offset: start)
+                } else {
+                    ascii = false
+                }
+                if text && !(ascii && utf8.isComplete) && !utf8.validate(UnsafeRawBufferPointer(block)) { return false }
+                start += block.count
+            }
+            return true
         }
         guard valid else {
             throw .protocolViolation(.invalidFramePayloadData, "text message is not valid UTF-8")
         }
+    }
+
+    /// Payload bytes unmasked and validated together, so they are still in the cache for the second pass.
+    private static let blockSize = 16 * 1024
+
+    /// A byte array of `count` elements that the caller overwrites before anything reads them. `UInt8` is
+    /// a trivial type, and the decoder hands out a payload only once all of it is received, so skipping the
+    /// zero fill (a pass over the whole payload) exposes nothing.
+    private static func uninitializedArray(count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
     }
 
     private mutating func readByte() -> UInt8? {
