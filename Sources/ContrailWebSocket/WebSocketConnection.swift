@@ -484,6 +484,8 @@ public final class WebSocketConnection: @unchecked Sendable {
                 guard let event = try assembler.push(frame) else { continue }
                 switch event {
                 case .text(let text):
+                    // The text was copied out of the frame's array: the decoder may reuse it.
+                    decoder.recycle(frame.payload)
                     if let loopHandler { loopHandler(.text(text)) } else { batch.append(.text(text)) }
                 case .binary(let bytes):
                     if let loopHandler { loopHandler(.binary(bytes)) } else { batch.append(.binary(bytes)) }

@@ -57,6 +57,8 @@ public struct FrameDecoder {
     private var payload: [UInt8] = []
     /// How many bytes of `payload` hold received payload.
     private var filled = 0
+    /// A payload array given back with `recycle(_:)`, for the next frame it fits.
+    private var spare: [UInt8] = []
     private var failure: WebSocketError?
     /// With `validatesUTF8`: the opcode of the fragmented data message in progress, nil between messages.
     private var openMessage: Opcode?
@@ -66,6 +68,9 @@ public struct FrameDecoder {
 
     /// Buffers larger than this are released rather than kept for reuse once drained.
     private static let retainedCapacity = 256 * 1024
+    /// Payload arrays of these capacities are kept by `recycle(_:)`: smaller ones are cheap to allocate,
+    /// larger ones too costly to hold on to.
+    private static let recycledCapacities = 16 * 1024...(4 << 20)
     /// The most payload capacity reserved before the bytes arrive.
     private static let maxUpfrontReservation = 64 * 1024 * 1024
     /// Consumed bytes at the front of the buffer are compacted away beyond this size.
@@ -250,7 +255,19 @@ public struct FrameDecoder {
         }
         // Allocate the whole payload up front (one allocation), but never trust a huge announced
         // length beyond the cap: past it the array grows as the bytes arrive (`makeRoom`).
-        payload = Self.uninitializedArray(count: min(length, Self.maxUpfrontReservation))
+        let count = min(length, Self.maxUpfrontReservation)
+        if spare.capacity >= count {
+            // Reused storage: no fresh pages for the kernel to fault in and zero.
+            swap(&payload, &spare)
+            spare = []
+            if payload.count > count {
+                payload.removeLast(payload.count - count)
+            } else {
+                payload.append(contentsOf: repeatElement(0, count: count - payload.count))
+            }
+        } else {
+            payload = Self.uninitializedArray(count: count)
+        }
         filled = 0
         state = .readingPayload(first: first, length: length, maskingKey: maskingKey)
         return nil
@@ -306,6 +323,14 @@ public struct FrameDecoder {
             UnsafeMutableRawBufferPointer(rebasing: all[offset..<offset + bytes.count]).copyMemory(from: bytes)
         }
         try acceptPayload(count: bytes.count, maskingKey: maskingKey)
+    }
+
+    /// Gives back a frame's payload array once nothing else holds it (e.g. after its text was copied into a
+    /// `String`), so a later frame of up to its capacity reuses the storage instead of allocating.
+    /// Keeps one array, of 16 KiB to 4 MiB.
+    public mutating func recycle(_ payload: [UInt8]) {
+        guard Self.recycledCapacities.contains(payload.capacity), payload.capacity > spare.capacity else { return }
+        spare = payload
     }
 
     /// Receives payload bytes straight into the frame being decoded, with no copy: for a caller that
