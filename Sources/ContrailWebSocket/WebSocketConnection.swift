@@ -469,8 +469,10 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     private func frameBytes(_ bytes: UnsafeRawBufferPointer) {
         guard !receivedClose, failure == nil else { return }
-        decoder.append(bytes)
+        // Decode straight from the read buffer; what is left (a partial header) is copied at the end.
+        decoder.lend(bytes)
         decodeFrames()
+        decoder.endLoan()
     }
 
     /// Handles every frame the decoder can complete from the bytes received so far.

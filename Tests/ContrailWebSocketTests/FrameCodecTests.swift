@@ -73,6 +73,52 @@ import ContrailWebSocket
         }
     }
 
+    @Test(arguments: [1, 2, 3, 7, 13, 1000, 4096, 65_537, 1 << 20], [true, false])
+    func lentBytesDecodeLikeAppendedOnes(chunk: Int, drain: Bool) throws {
+        let frames = [
+            WebSocketFrame(fin: false, opcode: .text, payload: Array("hel".utf8)),
+            WebSocketFrame(opcode: .ping, payload: [1, 2, 3]),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: Array("lo".utf8)),
+            WebSocketFrame(opcode: .binary, payload: payload(70_000)),
+            WebSocketFrame(opcode: .text, payload: Array(String(repeating: "ab€", count: 300).utf8)),
+            WebSocketFrame(opcode: .pong, payload: []),
+        ]
+        let bytes = wire(frames)
+        var decoder = FrameDecoder(role: .server, maxFrameSize: 1 << 20, validatesUTF8: true)
+        var decoded: [WebSocketFrame] = []
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(offset + chunk, bytes.count)
+            try bytes[offset..<end].withUnsafeBytes { lent in
+                decoder.lend(lent)
+                // Without draining, at most one frame per loan: endLoan must keep the rest, in order.
+                if drain {
+                    while let frame = try decoder.next() { decoded.append(frame) }
+                } else if let frame = try decoder.next() {
+                    decoded.append(frame)
+                }
+                decoder.endLoan()
+            }
+            offset = end
+        }
+        while let frame = try decoder.next() { decoded.append(frame) }
+        #expect(decoded == frames)
+        #expect(decoder.isIdle)
+    }
+
+    @Test func invalidTextInLentBytesFailsAndTheDecoderStaysFailed() {
+        let bytes = wire([WebSocketFrame(opcode: .text, payload: [0x61, 0xFF, 0x61]), WebSocketFrame(opcode: .ping, payload: [])])
+        var decoder = FrameDecoder(role: .server, maxFrameSize: 1 << 20, validatesUTF8: true)
+        bytes.withUnsafeBytes { lent in
+            decoder.lend(lent)
+            #expect(throws: WebSocketError.protocolViolation(.invalidFramePayloadData, "text message is not valid UTF-8")) {
+                try decoder.next()
+            }
+            decoder.endLoan()
+        }
+        #expect(throws: WebSocketError.self) { try decoder.next() }
+    }
+
     @Test func headerLengthEncodings() {
         func header(_ count: Int) -> [UInt8] {
             var out: [UInt8] = []
@@ -101,7 +147,7 @@ import ContrailWebSocket
     @Test func maskingMatchesByteWiseReferenceForEveryLengthAndOffset() {
         let key: UInt32 = 0xDEAD_BEEF
         let keyBytes: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF]
-        for length in [0, 1, 3, 7, 8, 9, 31, 32, 33, 64, 100] {
+        for length in [0, 1, 3, 7, 8, 9, 31, 32, 33, 63, 64, 65, 100, 130] {
             for offset in 0..<4 {
                 let original = payload(length)
                 var fast = original
@@ -420,7 +466,7 @@ import ContrailWebSocket
     @Test func unmaskingReportsASCIIForEveryPositionOfANonASCIIByte() {
         let key: UInt32 = 0x8001_7F80
         let keyBytes: [UInt8] = [0x80, 0x01, 0x7F, 0x80]
-        for length in [1, 7, 8, 9, 31, 32, 33, 70] {
+        for length in [1, 7, 8, 9, 31, 32, 33, 63, 64, 65, 70, 130] {
             for offset in 0..<4 {
                 let ascii = (0..<length).map { UInt8(truncatingIfNeeded: 0x20 + $0 % 90) }
                 for high in [-1] + Array(0..<length) {

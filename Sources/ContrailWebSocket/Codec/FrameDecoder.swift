@@ -2,7 +2,9 @@
 ///
 /// Feed bytes as they arrive with `append(_:)`, then call `next()` until it returns nil (it needs more
 /// bytes). Each call to `next()` moves every buffered payload byte into the frame being built, so the
-/// internal buffer stays small; call `next()` after every `append` to keep memory bounded.
+/// internal buffer stays small; call `next()` after every `append` to keep memory bounded. A caller whose
+/// bytes stay valid while it calls `next()` can lend them instead (`lend(_:)`, `endLoan()`): frames are
+/// then decoded straight from them, without first copying them into the decoder's buffer.
 ///
 /// The decoder checks everything a single frame can get wrong and throws
 /// `WebSocketError.protocolViolation` with the close code to send:
@@ -52,6 +54,9 @@ public struct FrameDecoder {
     private var state: State = .idle
     private var buffer: [UInt8] = []
     private var readIndex = 0
+    /// Bytes lent with `lend(_:)`, read after `buffer[readIndex...]`; the first `inputIndex` are decoded.
+    private var input: UnsafeRawBufferPointer?
+    private var inputIndex = 0
     /// The payload of the frame in `.readingPayload`: allocated at the frame's length (at most
     /// `maxUpfrontReservation`); its first `filled` bytes are received, unmasked and validated.
     private var payload: [UInt8] = []
@@ -86,7 +91,7 @@ public struct FrameDecoder {
     }
 
     /// Bytes received but not yet decoded (header bytes and payload bytes not yet moved into a frame).
-    public var bufferedByteCount: Int { buffer.count - readIndex }
+    public var bufferedByteCount: Int { buffer.count - readIndex + (input?.count ?? 0) - inputIndex }
 
     /// True when no frame is partly decoded and nothing is buffered.
     public var isIdle: Bool {
@@ -94,8 +99,30 @@ public struct FrameDecoder {
         return false
     }
 
+    /// Lends received bytes: `next()` decodes straight from them (each payload byte is copied once, into
+    /// its frame). `bytes` must stay valid until `endLoan()`, which copies whatever `next()` did not reach
+    /// into the decoder's buffer; call it before `bytes` goes away, and before the next `lend` or `append`.
+    /// Ignored once the decoder has failed. O(1).
+    public mutating func lend(_ bytes: UnsafeRawBufferPointer) {
+        precondition(input == nil, "FrameDecoder.lend: the previous loan was not ended")
+        guard failure == nil, bytes.count > 0 else { return }
+        input = bytes
+        inputIndex = 0
+    }
+
+    /// Ends the loan of `lend(_:)`: the bytes `next()` did not decode are copied into the decoder's
+    /// buffer (as `append` would). O(bytes left).
+    public mutating func endLoan() {
+        guard let lent = input else { return }
+        let rest = UnsafeRawBufferPointer(rebasing: lent[inputIndex...])
+        input = nil
+        inputIndex = 0
+        append(rest)
+    }
+
     /// Adds received bytes. Ignored once the decoder has failed.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        precondition(input == nil, "FrameDecoder.append during a loan: call endLoan() first")
         guard failure == nil, bytes.count > 0 else { return }
         var rest = bytes
         // Payload that follows an already decoded header goes straight into the payload array.
@@ -142,6 +169,8 @@ public struct FrameDecoder {
         buffer = []
         payload = []
         filled = 0
+        input = nil
+        inputIndex = 0
         readIndex = 0
     }
 
@@ -189,13 +218,13 @@ public struct FrameDecoder {
                 }
 
             case .waitingForLength16(let first, let masked):
-                guard bufferedByteCount >= 2 else { return nil }
+                guard gather(2) else { return nil }
                 let length = Int(buffer[readIndex]) << 8 | Int(buffer[readIndex + 1])
                 readIndex += 2
                 if let frame = try lengthKnown(first: first, length: length, masked: masked) { return frame }
 
             case .waitingForLength64(let first, let masked):
-                guard bufferedByteCount >= 8 else { return nil }
+                guard gather(8) else { return nil }
                 var length64: UInt64 = 0
                 for i in 0..<8 { length64 = length64 << 8 | UInt64(buffer[readIndex + i]) }
                 readIndex += 8
@@ -208,14 +237,14 @@ public struct FrameDecoder {
                 if let frame = try lengthKnown(first: first, length: length, masked: masked) { return frame }
 
             case .waitingForMaskingKey(let first, let length):
-                guard bufferedByteCount >= 4 else { return nil }
+                guard gather(4) else { return nil }
                 let key = UInt32(buffer[readIndex]) << 24 | UInt32(buffer[readIndex + 1]) << 16
                     | UInt32(buffer[readIndex + 2]) << 8 | UInt32(buffer[readIndex + 3])
                 readIndex += 4
                 if let frame = try startPayload(first: first, length: length, maskingKey: key) { return frame }
 
             case .readingPayload(let first, let length, let key):
-                let take = min(length - filled, bufferedByteCount)
+                let take = min(length - filled, buffer.count - readIndex)
                 if take > 0 {
                     // Hold the storage in a local so `buffer` is not accessed while `self` is mutated.
                     let input = buffer
@@ -227,6 +256,11 @@ public struct FrameDecoder {
                     }
                     try result.get()
                     readIndex += take
+                }
+                if let lent = input, case let fromInput = min(length - filled, lent.count - inputIndex), fromInput > 0 {
+                    try appendPayload(UnsafeRawBufferPointer(rebasing: lent[inputIndex..<inputIndex + fromInput]),
+                                      maskingKey: key)
+                    inputIndex += fromInput
                 }
                 guard filled == length else { return nil }
                 return try finishFrame(first: first)
@@ -343,7 +377,7 @@ public struct FrameDecoder {
     /// `append` (it throws if they were invalid).
     /// - Returns: whether `receive` was called. O(bytes received).
     public mutating func receivePayload(minimum: Int = 1, _ receive: (UnsafeMutableRawBufferPointer) -> Int) -> Bool {
-        guard failure == nil, case .readingPayload(_, let length, let key) = state, readIndex == buffer.count,
+        guard failure == nil, case .readingPayload(_, let length, let key) = state, bufferedByteCount == 0,
               length - filled >= max(1, minimum) else { return false }
         makeRoom(1)
         let offset = filled
@@ -409,8 +443,19 @@ public struct FrameDecoder {
         [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
     }
 
+    /// Makes sure at least `count` undecoded bytes are in `buffer`, moving the missing ones from the lent
+    /// input (a header's few bytes); false, moving nothing, when there are not enough yet.
+    private mutating func gather(_ count: Int) -> Bool {
+        let missing = count - (buffer.count - readIndex)
+        guard missing > 0 else { return true }
+        guard let lent = input, lent.count - inputIndex >= missing else { return false }
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: lent[inputIndex..<inputIndex + missing]))
+        inputIndex += missing
+        return true
+    }
+
     private mutating func readByte() -> UInt8? {
-        guard readIndex < buffer.count else { return nil }
+        guard gather(1) else { return nil }
         defer { readIndex += 1 }
         return buffer[readIndex]
     }

@@ -8,7 +8,7 @@ public enum Masking {
     /// - Parameter offset: how many payload bytes precede `buffer` in the frame, so a payload can be
     ///   processed in pieces; the key byte used for `buffer[0]` is key byte `offset % 4`.
     ///
-    /// Works 32 bytes per iteration with 64-bit words; O(n).
+    /// Works 64 bytes per iteration with 16-byte vectors; O(n).
     @inlinable
     public static func apply(key: UInt32, to buffer: UnsafeMutableRawBufferPointer, offset: Int = 0) {
         guard key != 0 else { return }
@@ -16,7 +16,7 @@ public enum Masking {
     }
 
     /// Unmasks `buffer` in place like `apply(key:to:offset:)` and tells, from the same pass, whether the
-    /// unmasked bytes are all ASCII (below 0x80), so a UTF-8 validator can skip them. O(n), 32 bytes per
+    /// unmasked bytes are all ASCII (below 0x80), so a UTF-8 validator can skip them. O(n), 64 bytes per
     /// iteration.
     @inlinable
     public static func applyCheckingASCII(key: UInt32, to buffer: UnsafeMutableRawBufferPointer, offset: Int = 0) -> Bool {
@@ -27,21 +27,25 @@ public enum Masking {
         // Both halves are equal, so the in-memory byte order is the wire order on any endianness.
         let half = UInt64(rotated.bigEndian)
         let word = half | (half << 32)
-        var seen: UInt64 = 0
+        // 16-byte vectors, four per iteration; each 8-byte half of `vector` is `word` in memory order.
+        let vector = unsafeBitCast(SIMD2<UInt64>(word, word), to: SIMD16<UInt8>.self)
+        var seenVector = SIMD16<UInt8>()
         var i = 0
-        while i + 32 <= count {
+        while i + 64 <= count {
             let p = base + i
-            let a = p.loadUnaligned(as: UInt64.self) ^ word
-            let b = p.loadUnaligned(fromByteOffset: 8, as: UInt64.self) ^ word
-            let c = p.loadUnaligned(fromByteOffset: 16, as: UInt64.self) ^ word
-            let d = p.loadUnaligned(fromByteOffset: 24, as: UInt64.self) ^ word
-            p.storeBytes(of: a, as: UInt64.self)
-            p.storeBytes(of: b, toByteOffset: 8, as: UInt64.self)
-            p.storeBytes(of: c, toByteOffset: 16, as: UInt64.self)
-            p.storeBytes(of: d, toByteOffset: 24, as: UInt64.self)
-            seen |= a | b | c | d
-            i += 32
+            let a = p.loadUnaligned(as: SIMD16<UInt8>.self) ^ vector
+            let b = p.loadUnaligned(fromByteOffset: 16, as: SIMD16<UInt8>.self) ^ vector
+            let c = p.loadUnaligned(fromByteOffset: 32, as: SIMD16<UInt8>.self) ^ vector
+            let d = p.loadUnaligned(fromByteOffset: 48, as: SIMD16<UInt8>.self) ^ vector
+            p.storeBytes(of: a, as: SIMD16<UInt8>.self)
+            p.storeBytes(of: b, toByteOffset: 16, as: SIMD16<UInt8>.self)
+            p.storeBytes(of: c, toByteOffset: 32, as: SIMD16<UInt8>.self)
+            p.storeBytes(of: d, toByteOffset: 48, as: SIMD16<UInt8>.self)
+            seenVector |= a | b | c | d
+            i += 64
         }
+        let halves = unsafeBitCast(seenVector, to: SIMD2<UInt64>.self)
+        var seen = halves[0] | halves[1]
         while i + 8 <= count {
             let p = base + i
             let a = p.loadUnaligned(as: UInt64.self) ^ word
