@@ -24,9 +24,9 @@
 /// After an error the decoder stays failed: every later `next()` throws the same error.
 /// Each frame's payload array is allocated once, at its full announced length (up to a cap), when the
 /// header is complete. Payload bytes are unmasked (and validated) in place in that array, in blocks that
-/// stay in the CPU cache, a word at a time. A payload that arrives after its header is copied straight
-/// from `append`'s input into the array, or, with `receivePayload(minimum:_:)`, received into it with
-/// no copy at all.
+/// stay in the CPU cache, a 64-bit word at a time. A payload that arrives after its header is copied straight
+/// from the input (appended or lent) into the array, or, with `receivePayload(minimum:_:)`, received
+/// into it with no copy at all. `recycle(_:)` gives a payload array back for the next frame.
 public struct FrameDecoder {
     /// Where the decoder is within the current frame.
     private enum State {
