@@ -88,6 +88,9 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
         var written = 0
     }
 
+    /// A read burst ends early once this many bytes wait to be written.
+    private static let burstWriteLimit = 1 << 20
+
     /// At most this many pieces (bytes and held payloads) go into one `sendmsg`.
     private static let maxPieces = 16
 
@@ -375,7 +378,9 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
                     delegate.channelRead(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
                 }
                 if n < asked { return }
-                if !state.withLock({ $0.reading && !$0.closed }) { return }
+                // Echoes of what was read wait for the burst to end: once a burst's worth is queued, end
+                // it so they go out now (the socket stays readable, so the loop comes back at once).
+                if !state.withLock({ $0.reading && !$0.closed && $0.pending < Self.burstWriteLimit }) { return }
             case .failed(let code):
                 stopReading()
                 state.withLock { if $0.broken == nil { $0.broken = code } }
