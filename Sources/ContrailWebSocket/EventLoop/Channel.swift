@@ -362,8 +362,10 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
             guard let delegate else { return }
             var asked = 0
             let direct = delegate.channelReadDirectly { [fd] space in
-                asked = space.count
-                return Socket.read(fd, into: space)
+                // No bigger than a shared-buffer read, so one read's work on the loop stays bounded.
+                let capped = UnsafeMutableRawBufferPointer(rebasing: space.prefix(buffer.count))
+                asked = capped.count
+                return Socket.read(fd, into: capped)
             }
             switch direct ?? Socket.read(fd, into: buffer) {
             case .wouldBlock:
