@@ -229,6 +229,18 @@ public final class WebSocketConnection: @unchecked Sendable {
     private func enqueue(_ message: WebSocketMessage) throws(WebSocketError) -> Channel.WriteOutcome {
         let size = message.byteCount
         guard size <= options.maxMessageSize else { throw .messageTooBig(size) }
+        if role == .server && size >= Self.byReferenceSize {
+            // Unmasked: the channel writes the payload from the message's own storage, gathered with
+            // the header, instead of copying it into the write buffer.
+            let (opcode, payload): (Opcode, OutboundPayload) =
+                switch message {
+                case .text(let text): (.text, .text(text))
+                case .binary(let bytes): (.binary, .bytes(bytes))
+                }
+            return channel.write(payload: payload) {
+                FrameEncoder.encodeHeader(opcode: opcode, fin: true, payloadCount: size, maskingKey: nil, into: &$0)
+            }
+        }
         switch message {
         case .text(let text):
             var text = text
@@ -298,6 +310,11 @@ public final class WebSocketConnection: @unchecked Sendable {
             s.isClosed ? .closed(s.closeCode, s.closeReason) : .closed(nil, "the connection is closing")
         }
     }
+
+    /// Payloads this large are written by reference (a server's only: a client must mask a copy).
+    private static let byReferenceSize = 16 * 1024
+    /// Reads go straight into the payload of a frame missing at least this many bytes.
+    private static let directReadSize = 16 * 1024
 
     private func writeFrame(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, seal: Bool = false)
         -> Channel.WriteOutcome
@@ -452,16 +469,25 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     private func frameBytes(_ bytes: UnsafeRawBufferPointer) {
         guard !receivedClose, failure == nil else { return }
+        // Decode straight from the read buffer; what is left (a partial header) is copied at the end.
+        decoder.lend(bytes)
+        decodeFrames()
+        decoder.endLoan()
+    }
+
+    /// Handles every frame the decoder can complete from the bytes received so far.
+    private func decodeFrames() {
         if let timer = pongTimer {
             timer.cancel()
             pongTimer = nil
         }
-        decoder.append(bytes)
         do {
             while let frame = try decoder.next() {
                 guard let event = try assembler.push(frame) else { continue }
                 switch event {
                 case .text(let text):
+                    // The text was copied out of the frame's array: the decoder may reuse it.
+                    decoder.recycle(frame.payload)
                     if let loopHandler { loopHandler(.text(text)) } else { batch.append(.text(text)) }
                 case .binary(let bytes):
                     if let loopHandler { loopHandler(.binary(bytes)) } else { batch.append(.binary(bytes)) }
@@ -619,5 +645,21 @@ extension WebSocketConnection: ChannelDelegate {
     func channelClosed() {
         loop.assertOnLoop()
         finish()
+    }
+
+    /// While a large frame's payload is arriving, the socket reads straight into it (see
+    /// `FrameDecoder.receivePayload`).
+    func channelReadDirectly(_ read: (UnsafeMutableRawBufferPointer) -> Socket.IOResult) -> Socket.IOResult? {
+        loop.assertOnLoop()
+        guard phase == .open, !receivedClose, failure == nil else { return nil }
+        var outcome = Socket.IOResult.wouldBlock
+        let took = decoder.receivePayload(minimum: Self.directReadSize) { space in
+            outcome = read(space)
+            guard case .done(let count) = outcome else { return 0 }
+            return count
+        }
+        guard took else { return nil }
+        if case .done(let count) = outcome, count > 0 { decodeFrames() }
+        return outcome
     }
 }

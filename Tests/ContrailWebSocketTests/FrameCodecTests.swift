@@ -73,6 +73,52 @@ import ContrailWebSocket
         }
     }
 
+    @Test(arguments: [1, 2, 3, 7, 13, 1000, 4096, 65_537, 1 << 20], [true, false])
+    func lentBytesDecodeLikeAppendedOnes(chunk: Int, drain: Bool) throws {
+        let frames = [
+            WebSocketFrame(fin: false, opcode: .text, payload: Array("hel".utf8)),
+            WebSocketFrame(opcode: .ping, payload: [1, 2, 3]),
+            WebSocketFrame(fin: true, opcode: .continuation, payload: Array("lo".utf8)),
+            WebSocketFrame(opcode: .binary, payload: payload(20_000)),
+            WebSocketFrame(opcode: .text, payload: Array(String(repeating: "ab€", count: 300).utf8)),
+            WebSocketFrame(opcode: .pong, payload: []),
+        ]
+        let bytes = wire(frames)
+        var decoder = FrameDecoder(role: .server, maxFrameSize: 1 << 20, validatesUTF8: true)
+        var decoded: [WebSocketFrame] = []
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(offset + chunk, bytes.count)
+            try bytes[offset..<end].withUnsafeBytes { lent in
+                decoder.lend(lent)
+                // Without draining, at most one frame per loan: endLoan must keep the rest, in order.
+                if drain {
+                    while let frame = try decoder.next() { decoded.append(frame) }
+                } else if let frame = try decoder.next() {
+                    decoded.append(frame)
+                }
+                decoder.endLoan()
+            }
+            offset = end
+        }
+        while let frame = try decoder.next() { decoded.append(frame) }
+        #expect(decoded == frames)
+        #expect(decoder.isIdle)
+    }
+
+    @Test func invalidTextInLentBytesFailsAndTheDecoderStaysFailed() {
+        let bytes = wire([WebSocketFrame(opcode: .text, payload: [0x61, 0xFF, 0x61]), WebSocketFrame(opcode: .ping, payload: [])])
+        var decoder = FrameDecoder(role: .server, maxFrameSize: 1 << 20, validatesUTF8: true)
+        bytes.withUnsafeBytes { lent in
+            decoder.lend(lent)
+            #expect(throws: WebSocketError.protocolViolation(.invalidFramePayloadData, "text message is not valid UTF-8")) {
+                try decoder.next()
+            }
+            decoder.endLoan()
+        }
+        #expect(throws: WebSocketError.self) { try decoder.next() }
+    }
+
     @Test func headerLengthEncodings() {
         func header(_ count: Int) -> [UInt8] {
             var out: [UInt8] = []
@@ -101,7 +147,7 @@ import ContrailWebSocket
     @Test func maskingMatchesByteWiseReferenceForEveryLengthAndOffset() {
         let key: UInt32 = 0xDEAD_BEEF
         let keyBytes: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF]
-        for length in [0, 1, 3, 7, 8, 9, 31, 32, 33, 64, 100] {
+        for length in [0, 1, 3, 7, 8, 9, 31, 32, 33, 63, 64, 65, 100, 130] {
             for offset in 0..<4 {
                 let original = payload(length)
                 var fast = original
@@ -319,5 +365,122 @@ import ContrailWebSocket
         let result = feedValidating([wire([WebSocketFrame(fin: false, opcode: .binary, payload: [1])]), [0x81]])
         #expect(result.code == .protocolError)
         #expect(result.chunk == 1)
+    }
+
+    // MARK: Receiving payloads in place (receivePayload) and the fused unmask + ASCII check
+
+    /// Feeds a masked frame's header (and `prefix` payload bytes) with `append`, then the rest of the wire
+    /// through `receivePayload` in pieces of `piece` bytes. Returns the frames, the close code thrown (if
+    /// any) and the sizes of the spaces `receivePayload` offered.
+    private func receiveInPlace(_ bytes: [UInt8], headerAndPrefix: Int, piece: Int, minimum: Int = 1)
+        -> (frames: [WebSocketFrame], code: CloseCode?, spaces: [Int])
+    {
+        var decoder = FrameDecoder(role: .server, maxFrameSize: 1 << 22, validatesUTF8: true)
+        var frames: [WebSocketFrame] = []
+        var spaces: [Int] = []
+        var offset = headerAndPrefix
+        decoder.append(Array(bytes[..<offset]))
+        do {
+            while let frame = try decoder.next() { frames.append(frame) }
+            while offset < bytes.count {
+                let took = decoder.receivePayload(minimum: minimum) { space in
+                    spaces.append(space.count)
+                    let count = min(piece, space.count, bytes.count - offset)
+                    space.copyBytes(from: bytes[offset..<offset + count])
+                    return count
+                }
+                if !took {
+                    // Not inside a payload (or too little of it missing): take the next piece the usual way.
+                    let end = min(offset + piece, bytes.count)
+                    decoder.append(Array(bytes[offset..<end]))
+                    offset = end
+                } else {
+                    offset += min(piece, spaces.last ?? 0, bytes.count - offset)
+                }
+                while let frame = try decoder.next() { frames.append(frame) }
+            }
+        } catch {
+            guard case .protocolViolation(let code, _) = error else { return (frames, nil, spaces) }
+            return (frames, code, spaces)
+        }
+        return (frames, nil, spaces)
+    }
+
+    @Test(arguments: [1, 7, 4093, 1 << 20])
+    func payloadReceivedInPlaceIsUnmaskedAndStopsAtTheFrameEnd(piece: Int) throws {
+        // Kept small: piece 1 means a call per byte, slow under ThreadSanitizer.
+        let text = Array(String(repeating: "plain ascii, then κόσμε 🎉 ", count: 400).utf8)
+        let frames = [
+            WebSocketFrame(opcode: .text, payload: text),
+            WebSocketFrame(opcode: .binary, payload: payload(20_000)),
+            WebSocketFrame(opcode: .ping, payload: [1, 2, 3]),
+        ]
+        let bytes = wire(frames)
+        let header = FrameEncoder.headerSize(payloadCount: text.count, masked: true)
+        let result = receiveInPlace(bytes, headerAndPrefix: header + 5, piece: piece)
+        #expect(result.code == nil)
+        #expect(result.frames == frames)
+        // The first space offered is exactly the rest of the first payload, never the next frame's bytes.
+        #expect(result.spaces.first == text.count - 5)
+        #expect(result.spaces.allSatisfy { $0 <= max(text.count, 20_000) })
+    }
+
+    @Test func receivePayloadDeclinesOutsideAPayloadAndBelowItsMinimum() throws {
+        var decoder = FrameDecoder(role: .server, maxFrameSize: 1 << 20, validatesUTF8: true)
+        var called = false
+        // Idle: nothing to receive into.
+        #expect(!decoder.receivePayload { _ in called = true; return 0 })
+        let bytes = wire([WebSocketFrame(opcode: .binary, payload: payload(1000))])
+        let header = FrameEncoder.headerSize(payloadCount: 1000, masked: true)
+        decoder.append(Array(bytes[..<header]))
+        #expect(try decoder.next() == nil)
+        // 1000 bytes missing: declined with a larger minimum, taken with a smaller one (positive control).
+        #expect(!decoder.receivePayload(minimum: 1001) { _ in called = true; return 0 })
+        #expect(!called)
+        var offered = 0
+        #expect(decoder.receivePayload(minimum: 1000) { space in offered = space.count; return 0 })
+        #expect(offered == 1000)
+        // The rest of the payload and the next frame's first byte, not yet decoded: declined, so bytes
+        // are never taken out of order; then the frame completes as usual.
+        decoder.append(Array(bytes[header...]) + [0x82])
+        #expect(!decoder.receivePayload { _ in called = true; return 0 })
+        #expect(!called)
+        #expect(try decoder.next() == WebSocketFrame(opcode: .binary, payload: payload(1000)))
+    }
+
+    @Test func invalidUTF8ReceivedInPlaceFailsAtOnce() {
+        let good = Array(String(repeating: "a", count: 40_000).utf8)
+        let bad: [UInt8] = [0xED, 0xA0, 0x80]  // a surrogate
+        let bytes = wire([WebSocketFrame(opcode: .text, payload: good + bad + good)])
+        let header = FrameEncoder.headerSize(payloadCount: 2 * good.count + bad.count, masked: true)
+        let failed = receiveInPlace(bytes, headerAndPrefix: header, piece: good.count + bad.count)
+        #expect(failed.code == .invalidFramePayloadData)
+        #expect(failed.spaces.count == 1)
+        // Positive control: the same frame with valid text in the middle.
+        let valid = Array("é".utf8) + [0x61]
+        let fine = receiveInPlace(wire([WebSocketFrame(opcode: .text, payload: good + valid + good)]),
+                                  headerAndPrefix: header, piece: good.count + bad.count)
+        #expect(fine.code == nil)
+        #expect(fine.frames.first?.payload == good + valid + good)
+    }
+
+    @Test func unmaskingReportsASCIIForEveryPositionOfANonASCIIByte() {
+        let key: UInt32 = 0x8001_7F80
+        let keyBytes: [UInt8] = [0x80, 0x01, 0x7F, 0x80]
+        for length in [1, 7, 8, 9, 31, 32, 33, 63, 64, 65, 70, 130] {
+            for offset in 0..<4 {
+                let ascii = (0..<length).map { UInt8(truncatingIfNeeded: 0x20 + $0 % 90) }
+                for high in [-1] + Array(0..<length) {
+                    var plain = ascii
+                    if high >= 0 { plain[high] = 0xC3 }
+                    var masked = plain.enumerated().map { $0.element ^ keyBytes[($0.offset + offset) % 4] }
+                    let allASCII = masked.withUnsafeMutableBytes {
+                        Masking.applyCheckingASCII(key: key, to: $0, offset: offset)
+                    }
+                    #expect(masked == plain, "length \(length) offset \(offset)")
+                    #expect(allASCII == (high < 0), "length \(length) offset \(offset) high byte at \(high)")
+                }
+            }
+        }
     }
 }

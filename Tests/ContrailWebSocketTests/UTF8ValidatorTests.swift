@@ -78,4 +78,18 @@ import ContrailWebSocket
         #expect(Array("plain".utf8).withUnsafeBytes { UTF8Validator.isValid($0) })
         #expect(![UInt8]([0xE2, 0x82]).withUnsafeBytes { UTF8Validator.isValid($0) })
     }
+
+    @Test func oneBadByteAnywhereInALongASCIIRunIsFound() {
+        let ascii = [UInt8](repeating: 0x41, count: 100)
+        #expect(UTF8Validator.isValid(UnsafeRawBufferPointer(start: ascii, count: ascii.count)))
+        for position in 0..<ascii.count {
+            var bad = ascii
+            bad[position] = 0xFF
+            var two = ascii
+            two[position] = 0xC3
+            if position + 1 < two.count { two[position + 1] = 0xA9 }  // "é": valid unless cut off at the end
+            bad.withUnsafeBytes { #expect(!UTF8Validator.isValid($0), "0xFF at \(position)") }
+            two.withUnsafeBytes { #expect(UTF8Validator.isValid($0) == (position + 1 < two.count), "é at \(position)") }
+        }
+    }
 }

@@ -206,4 +206,45 @@ struct WebSocketLoopHandlerTests {
         await client.close()
         await server.stop()
     }
+
+    @Test("a loop handler echoes large and small text and binary messages, interleaved, intact and in order")
+    func loopHandlerEchoesMixedSizes() async throws {
+        var options = WebSocketOptions()
+        options.maxFrameSize = 4 << 20
+        options.maxMessageSize = 4 << 20
+        // Its own loop, so megabytes of debug-build work do not hold up other tests' timers on the shared loops.
+        let loop = try EventLoop(name: "mixed-sizes")
+        options.eventLoop = loop
+        let server = WebSocketServer(host: "127.0.0.1", port: 0, options: options)
+        let port = try await server.start()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+        var incoming = server.connections.makeAsyncIterator()
+        let accepted = try #require(await incoming.next())
+        // Large echoes are written by reference, gathered with the small frames around them.
+        accepted.setLoopHandler { [weak accepted] message in try? accepted?.sendWithoutWaiting(message) }
+        let sizes = [10, 20_000, 3, 300_000, 16_384, 600_000, 70_000, 0, 16_383]
+        let messages: [WebSocketMessage] = (0..<27).map { index in
+            let size = sizes[index % sizes.count]
+            if index % 2 == 0 {
+                let unit = Array("\(index)é🎉-".utf8)
+                return .text(String(decoding: (0..<size).map { unit[$0 % unit.count] }, as: UTF8.self))
+            }
+            return .binary((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) })
+        }
+        try await withTimeout(30) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { for message in messages { try await client.send(message) } }
+                var echoes = client.messages.makeAsyncIterator()
+                for (index, message) in messages.enumerated() {
+                    let echo = try await echoes.next()
+                    #expect(echo == message, "message \(index) of \(message.byteCount) bytes")
+                }
+                try await group.waitForAll()
+            }
+        }
+        await client.close()
+        #expect(client.closeCode == .normal)
+        await server.stop()
+        await loop.stop()
+    }
 }

@@ -2,7 +2,9 @@
 ///
 /// Feed bytes as they arrive with `append(_:)`, then call `next()` until it returns nil (it needs more
 /// bytes). Each call to `next()` moves every buffered payload byte into the frame being built, so the
-/// internal buffer stays small; call `next()` after every `append` to keep memory bounded.
+/// internal buffer stays small; call `next()` after every `append` to keep memory bounded. A caller whose
+/// bytes stay valid while it calls `next()` can lend them instead (`lend(_:)`, `endLoan()`): frames are
+/// then decoded straight from them, without first copying them into the decoder's buffer.
 ///
 /// The decoder checks everything a single frame can get wrong and throws
 /// `WebSocketError.protocolViolation` with the close code to send:
@@ -20,9 +22,11 @@
 ///
 /// Checks happen as soon as the bytes that decide them arrive, before the payload is read.
 /// After an error the decoder stays failed: every later `next()` throws the same error.
-/// Payloads are unmasked while they are copied out of the input, with one allocation per frame
-/// (the payload array); a payload that arrives after its header is copied straight from `append`'s
-/// input into the payload array.
+/// Each frame's payload array is allocated once, at its full announced length (up to a cap), when the
+/// header is complete. Payload bytes are unmasked (and validated) in place in that array, in blocks that
+/// stay in the CPU cache, a 64-bit word at a time. A payload that arrives after its header is copied straight
+/// from the input (appended or lent) into the array, or, with `receivePayload(minimum:_:)`, received
+/// into it with no copy at all. `recycle(_:)` gives a payload array back for the next frame.
 public struct FrameDecoder {
     /// Where the decoder is within the current frame.
     private enum State {
@@ -50,8 +54,16 @@ public struct FrameDecoder {
     private var state: State = .idle
     private var buffer: [UInt8] = []
     private var readIndex = 0
-    /// The payload of the frame in `.readingPayload`.
+    /// Bytes lent with `lend(_:)`, read after `buffer[readIndex...]`; the first `inputIndex` are decoded.
+    private var input: UnsafeRawBufferPointer?
+    private var inputIndex = 0
+    /// The payload of the frame in `.readingPayload`: allocated at the frame's length (at most
+    /// `maxUpfrontReservation`); its first `filled` bytes are received, unmasked and validated.
     private var payload: [UInt8] = []
+    /// How many bytes of `payload` hold received payload.
+    private var filled = 0
+    /// A payload array given back with `recycle(_:)`, for the next frame it fits.
+    private var spare: [UInt8] = []
     private var failure: WebSocketError?
     /// With `validatesUTF8`: the opcode of the fragmented data message in progress, nil between messages.
     private var openMessage: Opcode?
@@ -61,6 +73,9 @@ public struct FrameDecoder {
 
     /// Buffers larger than this are released rather than kept for reuse once drained.
     private static let retainedCapacity = 256 * 1024
+    /// Payload arrays of these capacities are kept by `recycle(_:)`: smaller ones are cheap to allocate,
+    /// larger ones too costly to hold on to.
+    private static let recycledCapacities = 16 * 1024...(4 << 20)
     /// The most payload capacity reserved before the bytes arrive.
     private static let maxUpfrontReservation = 64 * 1024 * 1024
     /// Consumed bytes at the front of the buffer are compacted away beyond this size.
@@ -76,7 +91,7 @@ public struct FrameDecoder {
     }
 
     /// Bytes received but not yet decoded (header bytes and payload bytes not yet moved into a frame).
-    public var bufferedByteCount: Int { buffer.count - readIndex }
+    public var bufferedByteCount: Int { buffer.count - readIndex + (input?.count ?? 0) - inputIndex }
 
     /// True when no frame is partly decoded and nothing is buffered.
     public var isIdle: Bool {
@@ -84,13 +99,35 @@ public struct FrameDecoder {
         return false
     }
 
+    /// Lends received bytes: `next()` decodes straight from them (each payload byte is copied once, into
+    /// its frame). `bytes` must stay valid until `endLoan()`, which copies whatever `next()` did not reach
+    /// into the decoder's buffer; call it before `bytes` goes away, and before the next `lend` or `append`.
+    /// Ignored once the decoder has failed. O(1).
+    public mutating func lend(_ bytes: UnsafeRawBufferPointer) {
+        precondition(input == nil, "FrameDecoder.lend: the previous loan was not ended")
+        guard failure == nil, bytes.count > 0 else { return }
+        input = bytes
+        inputIndex = 0
+    }
+
+    /// Ends the loan of `lend(_:)`: the bytes `next()` did not decode are copied into the decoder's
+    /// buffer (as `append` would). O(bytes left).
+    public mutating func endLoan() {
+        guard let lent = input else { return }
+        let rest = UnsafeRawBufferPointer(rebasing: lent[inputIndex...])
+        input = nil
+        inputIndex = 0
+        append(rest)
+    }
+
     /// Adds received bytes. Ignored once the decoder has failed.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        precondition(input == nil, "FrameDecoder.append during a loan: call endLoan() first")
         guard failure == nil, bytes.count > 0 else { return }
         var rest = bytes
         // Payload that follows an already decoded header goes straight into the payload array.
         if case .readingPayload(_, let length, let key) = state, readIndex == buffer.count {
-            let take = min(length - payload.count, rest.count)
+            let take = min(length - filled, rest.count)
             do {
                 try appendPayload(UnsafeRawBufferPointer(rebasing: rest[..<take]), maskingKey: key)
             } catch {
@@ -131,6 +168,9 @@ public struct FrameDecoder {
         failure = error
         buffer = []
         payload = []
+        filled = 0
+        input = nil
+        inputIndex = 0
         readIndex = 0
     }
 
@@ -178,13 +218,13 @@ public struct FrameDecoder {
                 }
 
             case .waitingForLength16(let first, let masked):
-                guard bufferedByteCount >= 2 else { return nil }
+                guard gather(2) else { return nil }
                 let length = Int(buffer[readIndex]) << 8 | Int(buffer[readIndex + 1])
                 readIndex += 2
                 if let frame = try lengthKnown(first: first, length: length, masked: masked) { return frame }
 
             case .waitingForLength64(let first, let masked):
-                guard bufferedByteCount >= 8 else { return nil }
+                guard gather(8) else { return nil }
                 var length64: UInt64 = 0
                 for i in 0..<8 { length64 = length64 << 8 | UInt64(buffer[readIndex + i]) }
                 readIndex += 8
@@ -197,14 +237,14 @@ public struct FrameDecoder {
                 if let frame = try lengthKnown(first: first, length: length, masked: masked) { return frame }
 
             case .waitingForMaskingKey(let first, let length):
-                guard bufferedByteCount >= 4 else { return nil }
+                guard gather(4) else { return nil }
                 let key = UInt32(buffer[readIndex]) << 24 | UInt32(buffer[readIndex + 1]) << 16
                     | UInt32(buffer[readIndex + 2]) << 8 | UInt32(buffer[readIndex + 3])
                 readIndex += 4
                 if let frame = try startPayload(first: first, length: length, maskingKey: key) { return frame }
 
             case .readingPayload(let first, let length, let key):
-                let take = min(length - payload.count, bufferedByteCount)
+                let take = min(length - filled, buffer.count - readIndex)
                 if take > 0 {
                     // Hold the storage in a local so `buffer` is not accessed while `self` is mutated.
                     let input = buffer
@@ -217,7 +257,12 @@ public struct FrameDecoder {
                     try result.get()
                     readIndex += take
                 }
-                guard payload.count == length else { return nil }
+                if let lent = input, case let fromInput = min(length - filled, lent.count - inputIndex), fromInput > 0 {
+                    try appendPayload(UnsafeRawBufferPointer(rebasing: lent[inputIndex..<inputIndex + fromInput]),
+                                      maskingKey: key)
+                    inputIndex += fromInput
+                }
+                guard filled == length else { return nil }
                 return try finishFrame(first: first)
             }
         }
@@ -242,10 +287,22 @@ public struct FrameDecoder {
             try checkTextComplete(first: first)
             return makeFrame(first: first, payload: [])
         }
-        payload = []
-        // Reserve the whole payload up front (one allocation), but never trust a huge announced
-        // length with memory before the bytes arrive: beyond the cap the array grows as they do.
-        payload.reserveCapacity(min(length, Self.maxUpfrontReservation))
+        // Allocate the whole payload up front (one allocation), but never trust a huge announced
+        // length beyond the cap: past it the array grows as the bytes arrive (`makeRoom`).
+        let count = min(length, Self.maxUpfrontReservation)
+        if spare.capacity >= count {
+            // Reused storage: no fresh pages for the kernel to fault in and zero.
+            swap(&payload, &spare)
+            spare = []
+            if payload.count > count {
+                payload.removeLast(payload.count - count)
+            } else {
+                payload.append(contentsOf: repeatElement(0, count: count - payload.count))
+            }
+        } else {
+            payload = Self.uninitializedArray(count: count)
+        }
+        filled = 0
         state = .readingPayload(first: first, length: length, maskingKey: maskingKey)
         return nil
     }
@@ -253,6 +310,7 @@ public struct FrameDecoder {
     private mutating func finishFrame(first: UInt8) throws(WebSocketError) -> WebSocketFrame {
         let done = payload
         payload = []
+        filled = 0
         state = .idle
         try checkTextComplete(first: first)
         return makeFrame(first: first, payload: done)
@@ -290,24 +348,114 @@ public struct FrameDecoder {
         WebSocketFrame(fin: first & 0x80 != 0, opcode: Opcode(rawValue: first & 0x0F) ?? .binary, payload: payload)
     }
 
-    /// Copies `bytes` to the end of `payload`, unmasking them (and validating text with `validatesUTF8`).
+    /// Copies `bytes` to the end of the received payload, then unmasks and validates them.
     private mutating func appendPayload(_ bytes: UnsafeRawBufferPointer, maskingKey: UInt32?) throws(WebSocketError) {
         guard bytes.count > 0 else { return }
-        let offset = payload.count
-        payload.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        makeRoom(bytes.count)
+        let offset = filled
+        payload.withUnsafeMutableBytes { all in
+            UnsafeMutableRawBufferPointer(rebasing: all[offset..<offset + bytes.count]).copyMemory(from: bytes)
+        }
+        try acceptPayload(count: bytes.count, maskingKey: maskingKey)
+    }
+
+    /// Gives back a frame's payload array once nothing else holds it (e.g. after its text was copied into a
+    /// `String`), so a later frame of up to its capacity reuses the storage instead of allocating.
+    /// Keeps one array, of 16 KiB to 4 MiB.
+    public mutating func recycle(_ payload: [UInt8]) {
+        guard Self.recycledCapacities.contains(payload.capacity), payload.capacity > spare.capacity else { return }
+        spare = payload
+    }
+
+    /// Receives payload bytes straight into the frame being decoded, with no copy: for a caller that
+    /// reads from a socket (`append` copies from the caller's buffer instead).
+    ///
+    /// Calls `receive` only while a frame's payload is being read, nothing undecoded is buffered and at
+    /// least `minimum` payload bytes are still missing. `receive` gets the space for the rest of the
+    /// payload (never past the frame's end), fills a prefix of it and returns how many bytes it wrote
+    /// (0 for none). The bytes are then unmasked and validated; call `next()` afterwards, as after
+    /// `append` (it throws if they were invalid).
+    /// - Returns: whether `receive` was called. O(bytes received).
+    public mutating func receivePayload(minimum: Int = 1, _ receive: (UnsafeMutableRawBufferPointer) -> Int) -> Bool {
+        guard failure == nil, case .readingPayload(_, let length, let key) = state, bufferedByteCount == 0,
+              length - filled >= max(1, minimum) else { return false }
+        makeRoom(1)
+        let offset = filled
+        let space = min(length, payload.count) - offset
+        let count = payload.withUnsafeMutableBytes { all in
+            receive(UnsafeMutableRawBufferPointer(rebasing: all[offset..<offset + space]))
+        }
+        precondition(count <= space, "receivePayload: the receiver claims more bytes than it was given")
+        guard count > 0 else { return true }
+        do {
+            try acceptPayload(count: count, maskingKey: key)
+        } catch {
+            fail(error)
+        }
+        return true
+    }
+
+    /// Grows `payload` (only for frames longer than `maxUpfrontReservation`) so `count` more bytes fit,
+    /// never past the frame's length; amortized O(1) per byte.
+    private mutating func makeRoom(_ count: Int) {
+        guard case .readingPayload(_, let length, _) = state, filled + count > payload.count,
+              payload.count < length else { return }
+        let target = min(length, max(filled + count, payload.count * 2))
+        payload.append(contentsOf: repeatElement(0, count: target - payload.count))
+    }
+
+    /// Unmasks and validates the `count` bytes just written after the first `filled` payload bytes, then
+    /// counts them as received. Works in cache-sized blocks: one pass unmasks a block and tells whether it
+    /// is all ASCII, which the UTF-8 validator then skips; O(count).
+    private mutating func acceptPayload(count: Int, maskingKey: UInt32?) throws(WebSocketError) {
+        let offset = filled
+        filled += count
         guard maskingKey != nil || frameIsText else { return }
+        let text = frameIsText
         let valid = payload.withUnsafeMutableBytes { all in
-            let added = UnsafeMutableRawBufferPointer(rebasing: all[offset...])
-            if let maskingKey { Masking.apply(key: maskingKey, to: added, offset: offset) }
-            return frameIsText ? utf8.validate(UnsafeRawBufferPointer(added)) : true
+            var start = offset
+            let end = offset + count
+            while start < end {
+                let block = UnsafeMutableRawBufferPointer(rebasing: all[start..<min(end, start + Self.blockSize)])
+                let ascii: Bool
+                if let maskingKey {
+                    ascii = Masking.applyCheckingASCII(key: maskingKey, to: block, offset: start)
+                } else {
+                    ascii = false
+                }
+                if text && !(ascii && utf8.isComplete) && !utf8.validate(UnsafeRawBufferPointer(block)) { return false }
+                start += block.count
+            }
+            return true
         }
         guard valid else {
             throw .protocolViolation(.invalidFramePayloadData, "text message is not valid UTF-8")
         }
     }
 
+    /// Payload bytes unmasked and validated together, so they are still in the cache for the second pass.
+    private static let blockSize = 16 * 1024
+
+    /// A byte array of `count` elements that the caller overwrites before anything reads them. `UInt8` is
+    /// a trivial type, and the decoder hands out a payload only once all of it is received, so skipping the
+    /// zero fill (a pass over the whole payload) exposes nothing.
+    private static func uninitializedArray(count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
+    }
+
+    /// Makes sure at least `count` undecoded bytes are in `buffer`, moving the missing ones from the lent
+    /// input (a header's few bytes); false, moving nothing, when there are not enough yet.
+    private mutating func gather(_ count: Int) -> Bool {
+        let missing = count - (buffer.count - readIndex)
+        guard missing > 0 else { return true }
+        guard let lent = input, lent.count - inputIndex >= missing else { return false }
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: lent[inputIndex..<inputIndex + missing]))
+        inputIndex += missing
+        return true
+    }
+
     private mutating func readByte() -> UInt8? {
-        guard readIndex < buffer.count else { return nil }
+        guard gather(1) else { return nil }
         defer { readIndex += 1 }
         return buffer[readIndex]
     }

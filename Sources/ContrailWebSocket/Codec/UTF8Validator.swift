@@ -2,7 +2,7 @@
 ///
 /// Feed a message in pieces with `validate(_:)`; it returns false as soon as the bytes seen so far cannot be
 /// the beginning of valid UTF-8, even if a code point is split across pieces. When the message ends, check
-/// `isComplete` to reject a truncated final code point. ASCII runs are checked 8 bytes at a time.
+/// `isComplete` to reject a truncated final code point. ASCII runs are checked 32 bytes at a time.
 public struct UTF8Validator: Sendable {
     /// Continuation bytes still expected for the current code point (0 when between code points).
     private var remaining: UInt8 = 0
@@ -43,7 +43,16 @@ public struct UTF8Validator: Sendable {
         }
         while i < count {
             if remaining == 0 {
-                // ASCII fast path: 8 bytes at a time.
+                // ASCII fast path: 32 bytes at a time, then 8 (64-bit words: SIMD types would be far
+                // slower in debug builds).
+                while i + 32 <= count {
+                    let p = base + i
+                    let any = p.loadUnaligned(as: UInt64.self) | p.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+                        | p.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
+                        | p.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+                    guard any & 0x8080_8080_8080_8080 == 0 else { break }
+                    i += 32
+                }
                 while i + 8 <= count, base.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
                     i += 8
                 }

@@ -9,11 +9,22 @@ protocol ChannelDelegate: AnyObject {
     func channelEnded(errno: Int32?)
     /// The descriptor is closed; called exactly once.
     func channelClosed()
+    /// Offers the next read straight into the delegate's own memory, skipping the shared buffer and a
+    /// copy: call `read` at most once with the destination, handle the bytes it brought (as
+    /// `channelRead` would) and return its outcome; return nil without calling it to decline.
+    func channelReadDirectly(_ read: (UnsafeMutableRawBufferPointer) -> Socket.IOResult) -> Socket.IOResult?
 }
 
-/// A connected, non-blocking stream socket on an `EventLoop`: reads into the loop's shared buffer and
-/// hands the bytes to its delegate; buffers writes from any thread, writing straight to the socket when
-/// nothing is queued, and tells writers to wait while more than `highWater` bytes are queued.
+extension ChannelDelegate {
+    /// Declines: reads go through the loop's shared buffer.
+    func channelReadDirectly(_ read: (UnsafeMutableRawBufferPointer) -> Socket.IOResult) -> Socket.IOResult? { nil }
+}
+
+/// A connected, non-blocking stream socket on an `EventLoop`: reads into the loop's shared buffer (or
+/// into the delegate's memory, `channelReadDirectly`) and hands the bytes to its delegate; buffers writes
+/// from any thread, writing straight to the socket when nothing is queued, and tells writers to wait
+/// while more than `highWater` bytes are queued. Large payloads are queued by reference and written
+/// from their own storage, gathered with the bytes around them in one `sendmsg`.
 ///
 /// Reads, `close` and the delegate belong to the loop thread; `write`, `waitForRoom`, `setReading` and the
 /// flush-then-close requests are safe from any thread.
@@ -44,9 +55,14 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     private struct State {
         /// The loop registration id (0: not registered).
         var id: UInt64 = 0
+        /// Queued bytes; `out[..<head]` are written.
         var out: [UInt8] = []
         var head = 0
-        var pending: Int { out.count - head }
+        /// Payloads queued by reference, in order: each goes on the wire right after `out[..<offset]`.
+        var held: [Held] = []
+        /// Bytes of `held` not yet written.
+        var heldPending = 0
+        var pending: Int { out.count - head + heldPending }
         var registered: Interest = []
         var reading = true
         var ended = false
@@ -62,6 +78,21 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Locked(State())
+
+    /// A payload queued by reference (`write(seal:payload:_:)`).
+    private struct Held {
+        /// Where in `out` it goes: after `out[..<offset]`, before `out[offset...]`.
+        var offset: Int
+        let payload: OutboundPayload
+        /// Its bytes already written.
+        var written = 0
+    }
+
+    /// A read burst ends early once this many bytes wait to be written.
+    private static let burstWriteLimit = 1 << 20
+
+    /// At most this many pieces (bytes and held payloads) go into one `sendmsg`.
+    private static let maxPieces = 16
 
     init(fd: Int32, loop: EventLoop, highWater: Int) {
         self.fd = fd
@@ -82,10 +113,11 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
 
     // MARK: Writing (any thread)
 
-    /// Appends bytes with `fill` and writes what the socket takes now.
+    /// Appends bytes with `fill`, then `payload` (by reference, not copied), and writes what the socket
+    /// takes now.
     /// - Parameter seal: refuse every later write (the last frame of a protocol).
     @discardableResult
-    func write(seal: Bool = false, _ fill: (inout [UInt8]) -> Void) -> WriteOutcome {
+    func write(seal: Bool = false, payload: OutboundPayload? = nil, _ fill: (inout [UInt8]) -> Void) -> WriteOutcome {
         var resume: [CheckedContinuation<Void, Never>] = []
         var closeNow = false
         let outcome = state.withLock { s -> WriteOutcome in
@@ -93,9 +125,14 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
             if s.sealed { return .sealed }
             if s.head > 0 && s.head >= s.out.count / 2 {
                 s.out.removeSubrange(0..<s.head)
+                for i in s.held.indices { s.held[i].offset -= s.head }
                 s.head = 0
             }
             fill(&s.out)
+            if let payload, case let count = payload.count, count > 0 {
+                s.held.append(Held(offset: s.out.count, payload: payload))
+                s.heldPending += count
+            }
             if seal { s.sealed = true }
             if !s.registered.contains(.write) && !s.gathering {
                 (resume, closeNow) = flushLocked(&s)
@@ -162,12 +199,17 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     /// Writes what the socket takes. Returns writers to resume and whether to close now.
     private func flushLocked(_ s: inout State) -> ([CheckedContinuation<Void, Never>], Bool) {
         while s.pending > 0 {
-            let result = s.out.withUnsafeBytes { all in
-                Socket.write(fd, UnsafeRawBufferPointer(rebasing: all[s.head...]))
+            let result: Socket.IOResult
+            if s.held.isEmpty {
+                result = s.out.withUnsafeBytes { all in
+                    Socket.write(fd, UnsafeRawBufferPointer(rebasing: all[s.head...]))
+                }
+            } else {
+                result = writeGathered(s)
             }
             switch result {
             case .done(let n):
-                s.head += n
+                consume(n, &s)
                 continue
             case .wouldBlock:
                 break
@@ -175,6 +217,8 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
                 s.broken = code
                 s.out = []
                 s.head = 0
+                s.held = []
+                s.heldPending = 0
             }
             break
         }
@@ -198,6 +242,58 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
         }
         let closeNow = (s.closeWhenFlushed && s.pending == 0) || s.broken != nil
         return (resume, closeNow)
+    }
+
+    /// Writes the queued bytes and held payloads, in order, with one `sendmsg` (at most `maxPieces`
+    /// pieces); the payloads' own storage goes to the kernel, not a copy.
+    private func writeGathered(_ s: State) -> Socket.IOResult {
+        s.out.withUnsafeBytes { out in
+            withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: Self.maxPieces) { pieces in
+                gather(out: out, held: s.held[...], position: s.head, into: pieces, used: 0)
+            }
+        }
+    }
+
+    /// Adds `out[position...]` up to the next held payload, then that payload (inside its `withBytes`,
+    /// so its storage stays valid), recursively; at the end (or when `pieces` is full) writes them all.
+    private func gather(out: UnsafeRawBufferPointer, held: ArraySlice<Held>, position: Int,
+                        into pieces: UnsafeMutableBufferPointer<UnsafeRawBufferPointer>, used: Int) -> Socket.IOResult
+    {
+        var used = used
+        let end = held.first?.offset ?? out.count
+        if end > position {
+            guard used < pieces.count else { return Socket.write(fd, gathering: UnsafeBufferPointer(pieces)) }
+            pieces[used] = UnsafeRawBufferPointer(rebasing: out[position..<end])
+            used += 1
+        }
+        guard let next = held.first, used < pieces.count else {
+            return Socket.write(fd, gathering: UnsafeBufferPointer(rebasing: pieces[..<used]))
+        }
+        return next.payload.withBytes { bytes in
+            pieces[used] = UnsafeRawBufferPointer(rebasing: bytes[next.written...])
+            return gather(out: out, held: held.dropFirst(), position: next.offset, into: pieces, used: used + 1)
+        }
+    }
+
+    /// Marks `count` written bytes as sent, walking through `out` and the held payloads in wire order.
+    private func consume(_ count: Int, _ s: inout State) {
+        var left = count
+        while left > 0 {
+            let end = s.held.first?.offset ?? s.out.count
+            if s.head < end {
+                let take = min(left, end - s.head)
+                s.head += take
+                left -= take
+                continue
+            }
+            // The next bytes are the first held payload's.
+            let total = s.held[0].payload.count
+            let take = min(left, total - s.held[0].written)
+            s.held[0].written += take
+            s.heldPending -= take
+            left -= take
+            if s.held[0].written == total { s.held.removeFirst() }
+        }
     }
 
     private func updateInterestLocked(_ s: inout State) {
@@ -263,22 +359,34 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     private func readBurst() {
         let buffer = loop.readBuffer
         for _ in 0..<8 {
-            guard delegate != nil else { return }
-            switch Socket.read(fd, into: buffer) {
+            guard let delegate else { return }
+            var asked = 0
+            let direct = delegate.channelReadDirectly { [fd] space in
+                // No bigger than a shared-buffer read, so one read's work on the loop stays bounded.
+                let capped = UnsafeMutableRawBufferPointer(rebasing: space.prefix(buffer.count))
+                asked = capped.count
+                return Socket.read(fd, into: capped)
+            }
+            switch direct ?? Socket.read(fd, into: buffer) {
             case .wouldBlock:
                 return
             case .done(0):
                 stopReading()
-                delegate?.channelEnded(errno: nil)
+                self.delegate?.channelEnded(errno: nil)
                 return
             case .done(let n):
-                delegate?.channelRead(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
-                if n < buffer.count { return }
-                if !state.withLock({ $0.reading && !$0.closed }) { return }
+                if direct == nil {
+                    asked = buffer.count
+                    delegate.channelRead(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+                }
+                if n < asked { return }
+                // Echoes of what was read wait for the burst to end: once a burst's worth is queued, end
+                // it so they go out now (the socket stays readable, so the loop comes back at once).
+                if !state.withLock({ $0.reading && !$0.closed && $0.pending < Self.burstWriteLimit }) { return }
             case .failed(let code):
                 stopReading()
                 state.withLock { if $0.broken == nil { $0.broken = code } }
-                delegate?.channelEnded(errno: code)
+                self.delegate?.channelEnded(errno: code)
                 return
             }
         }
@@ -303,6 +411,8 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
             s.waiters.removeAll()
             s.out = []
             s.head = 0
+            s.held = []
+            s.heldPending = 0
             return (waiters, s.id)
         }
         guard let taken else { return }

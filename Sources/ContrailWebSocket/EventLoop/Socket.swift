@@ -142,6 +142,28 @@ enum Socket {
         }
     }
 
+    /// Writes as much of `pieces`, in order, as the kernel takes, with one `sendmsg` (a gathered write:
+    /// no piece is copied into a common buffer first). O(pieces.count) besides the kernel's copy.
+    static func write(_ fd: Int32, gathering pieces: UnsafeBufferPointer<UnsafeRawBufferPointer>) -> IOResult {
+        withUnsafeTemporaryAllocation(of: iovec.self, capacity: pieces.count) { vectors in
+            for (i, piece) in pieces.enumerated() {
+                vectors[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: piece.baseAddress), iov_len: piece.count)
+            }
+            var message = msghdr()
+            message.msg_iov = vectors.baseAddress
+            message.msg_iovlen = numericCast(pieces.count)
+            while true {
+                let n = sendmsg(fd, &message, noSignal)
+                if n >= 0 { return .done(n) }
+                switch errno {
+                case EINTR: continue
+                case EAGAIN, EWOULDBLOCK: return .wouldBlock
+                case let code: return .failed(code)
+                }
+            }
+        }
+    }
+
     /// Closes the sending direction (sends FIN) while still allowing reads.
     static func shutdownOutput(_ fd: Int32) {
         _ = shutdown(fd, Int32(SHUT_WR))
