@@ -58,6 +58,6 @@ final class TracingTransport: SyncTransport {
     /// Writes what was kept since the last `discardKept()` to `path`.
     static func writeKept(to path: String) {
         let text = kept.withLock { $0.joined(separator: "\n") }
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
     }
 }

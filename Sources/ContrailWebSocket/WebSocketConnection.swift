@@ -193,13 +193,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// a normal close or when the waiting task is cancelled. One consumer at a time (a second gets
     /// `.concurrentConsumer`).
     public func receive() async throws(WebSocketError) -> WebSocketMessage? {
-        do {
-            return try await inbound.next()
-        } catch let error as WebSocketError {
-            throw error
-        } catch {
-            return nil
-        }
+        try await inbound.next()
     }
 
     /// Sends a message. Returns once it is written or queued; suspends while more than

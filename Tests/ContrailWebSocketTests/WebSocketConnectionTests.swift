@@ -37,7 +37,7 @@ struct WebSocketConnectionTests {
         do {
             for try await _ in accepted.messages {}
             Issue.record("expected the server's messages to throw")
-        } catch let error as WebSocketError {
+        } catch {
             #expect(error == .closed(CloseCode(4001), "bye"))
         }
         #expect(accepted.closeCode == CloseCode(4001))
@@ -61,7 +61,7 @@ struct WebSocketConnectionTests {
         do {
             for try await message in client.messages { received.append(message) }
             Issue.record("expected the client's messages to throw")
-        } catch let error as WebSocketError {
+        } catch {
             #expect(error == .closed(CloseCode(4002), "server bye"))
         }
         #expect(received == [.text("last words")])

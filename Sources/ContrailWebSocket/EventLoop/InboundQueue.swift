@@ -15,7 +15,7 @@ final class InboundQueue<Element: Sendable>: Sendable {
         var head = 0
         var bytes = 0
         var paused = false
-        var waiter: CheckedContinuation<Result<Element?, any Error>, Never>?
+        var waiter: CheckedContinuation<Result<Element?, WebSocketError>, Never>?
         /// Which `next()` call `waiter` belongs to, so that cancelling another call cannot take it.
         var waiterToken: UInt64 = 0
         var lastToken: UInt64 = 0
@@ -41,7 +41,7 @@ final class InboundQueue<Element: Sendable>: Sendable {
     /// Adds received items (producer side).
     func push(_ batch: [Element]) {
         guard !batch.isEmpty else { return }
-        var wake: (CheckedContinuation<Result<Element?, any Error>, Never>, Element)?
+        var wake: (CheckedContinuation<Result<Element?, WebSocketError>, Never>, Element)?
         state.withLock { s in
             if s.ended { return }
             if let sink = s.sink {
@@ -69,7 +69,7 @@ final class InboundQueue<Element: Sendable>: Sendable {
 
     /// Marks the end: after the queued items the consumer gets nil (clean end) or `error`.
     func finish(_ error: WebSocketError?) {
-        let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, any Error>, Never>? in
+        let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, WebSocketError>, Never>? in
             guard !s.ended else { return nil }
             s.ended = true
             s.endError = error
@@ -95,19 +95,19 @@ final class InboundQueue<Element: Sendable>: Sendable {
         }
     }
 
-    /// The next item; nil after a clean end. Throws the end error, `CancellationError` when the
-    /// waiting task is cancelled, or `WebSocketError.concurrentConsumer` at once while another task waits.
-    func next() async throws -> Element? {
+    /// The next item; nil after a clean end and when the waiting task is cancelled. Throws the end
+    /// error, or `WebSocketError.concurrentConsumer` at once while another task waits.
+    func next() async throws(WebSocketError) -> Element? {
         if let ready = take() { return try ready.get() }
         let token = state.withLock { s in
             s.lastToken &+= 1
             return s.lastToken
         }
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Element?, any Error>, Never>) in
-                let ready = state.withLock { s -> Result<Element?, any Error>? in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Element?, WebSocketError>, Never>) in
+                let ready = state.withLock { s -> Result<Element?, WebSocketError>? in
                     if let ready = takeLocked(&s) { return ready }
-                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if Task.isCancelled { return .success(nil) }
                     // One consumer at a time: a second one fails at once instead of replacing the first.
                     if s.waiter != nil { return .failure(WebSocketError.concurrentConsumer) }
                     s.waiter = continuation
@@ -117,13 +117,13 @@ final class InboundQueue<Element: Sendable>: Sendable {
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, any Error>, Never>? in
+            let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, WebSocketError>, Never>? in
                 guard s.waiterToken == token else { return nil }
                 let waiter = s.waiter
                 s.waiter = nil
                 return waiter
             }
-            waiter?.resume(returning: .failure(CancellationError()))
+            waiter?.resume(returning: .success(nil))
         }
         return try result.get()
     }
@@ -152,15 +152,15 @@ final class InboundQueue<Element: Sendable>: Sendable {
     /// Whether a consumer is parked in `next()` (for tests).
     var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
 
-    private func take() -> Result<Element?, any Error>? {
-        return state.withLock { s -> Result<Element?, any Error>? in
+    private func take() -> Result<Element?, WebSocketError>? {
+        return state.withLock { s -> Result<Element?, WebSocketError>? in
             takeLocked(&s)
         }
     }
 
     /// Takes the next item or the end, and restarts reading once the queue is down to half the mark
     /// (under the lock, so a producer's pause cannot overtake it).
-    private func takeLocked(_ s: inout State) -> Result<Element?, any Error>? {
+    private func takeLocked(_ s: inout State) -> Result<Element?, WebSocketError>? {
         if s.paused && s.bytes <= highWater / 2 {
             s.paused = false
             setReading(true)

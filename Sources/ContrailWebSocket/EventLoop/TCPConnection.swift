@@ -66,9 +66,11 @@ public final class TCPConnection: @unchecked Sendable {
     /// Bytes queued for the socket and not yet written.
     public var bufferedByteCount: Int { channel.pendingByteCount }
 
-    /// The next chunk of received bytes (as the socket delivered them); nil once the peer has closed.
-    /// - Throws: `WebSocketError.io` if the socket failed, `CancellationError` if the task is cancelled.
-    public func receive() async throws -> [UInt8]? {
+    /// The next chunk of received bytes (as the socket delivered them); nil once the peer has closed,
+    /// and when the waiting task is cancelled.
+    /// - Throws: `WebSocketError.io` if the socket failed, `.concurrentConsumer` while another task
+    ///   waits for bytes.
+    public func receive() async throws(WebSocketError) -> [UInt8]? {
         try await inbound.next()
     }
 
