@@ -64,6 +64,26 @@ struct EventLoopTests {
         await loop.stop()
     }
 
+    @Test("a TCP receive whose task is cancelled ends with nil, not an error")
+    func tcpReceiveEndsWithNilWhenCancelled() async throws {
+        let server = TCPServer()
+        let port = try await server.start()
+        let client = try await TCPConnection.connect(host: "127.0.0.1", port: port)
+        var incoming = server.connections.makeAsyncIterator()
+        let accepted = try #require(await incoming.next())
+        try await accepted.send([1, 2, 3])
+        // Positive control: a receive with bytes waiting returns them.
+        let first = try await withTimeout { try await receive(from: client) { $0.count >= 3 } }
+        #expect(first == [1, 2, 3])
+        let reader = Task { () async throws(WebSocketError) -> [UInt8]? in try await client.receive() }
+        reader.cancel()
+        let result = try await withTimeout { try await reader.value }
+        #expect(result == nil)
+        await accepted.close()
+        await client.close()
+        await server.stop()
+    }
+
     @Test("IPv6 loopback works when the machine has it")
     func ipv6() async throws {
         let server = TCPServer(host: "::1")
