@@ -163,6 +163,17 @@ import Testing
         return state
     }
 
+    /// What both crash tests start from: the `contrail` binary, a fresh log path (removed afterwards),
+    /// a server, and a first online start that made the shelf known (`startOnline`'s state).
+    static func withOnlineShelf(_ body: (_ binary: URL, _ logURL: URL, _ server: ContrailServer, _ startState: JSON) async throws -> Void) async throws {
+        let binary = try contrailBinary()
+        ModelRegistry.register(Shelf.self)
+        let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-crash-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: logURL) }
+        let server = try makeServer()
+        try await body(binary, logURL, server, try await startOnline(server, logURL: logURL))
+    }
+
     static func makeServer() throws -> ContrailServer {
         var options = ServerOptions()
         options.establishTimeout = .seconds(120)
@@ -209,70 +220,64 @@ import Testing
     }
 
     @Test func offlineChangeSetsSurviveRepeatedSIGKILLsAndReachTheServerAsMade() async throws {
-        let binary = try Self.contrailBinary()
-        ModelRegistry.register(Shelf.self)
-        let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-crash-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: logURL) }
-        let server = try Self.makeServer()
-        var startState = try await Self.startOnline(server, logURL: logURL)
+        try await Self.withOnlineShelf { binary, logURL, server, firstState in
+            var startState = firstState
 
-        // Offline, killed again and again on the same log.
-        let seed = UInt64.random(in: 1...1_000_000)
-        var random = SystemRandomNumberGenerator()
-        var previous = Round()
-        var rounds = 0
-        var tornTails = 0
-        while rounds < 10 || Self.step(of: startState) < 24 {
-            rounds += 1
-            try #require(rounds <= 20, "enough change sets within 20 rounds")
-            let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds), kill: .afterStates(Int.random(in: 1...8, using: &random)))
-            let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
-            Self.checkRestore(restored, after: previous, startState: startState)
-            previous = round
-            startState = restored
-            if round.cutTornTail { tornTails += 1 }
+            // Offline, killed again and again on the same log.
+            let seed = UInt64.random(in: 1...1_000_000)
+            var random = SystemRandomNumberGenerator()
+            var previous = Round()
+            var rounds = 0
+            var tornTails = 0
+            while rounds < 10 || Self.step(of: startState) < 24 {
+                rounds += 1
+                try #require(rounds <= 20, "enough change sets within 20 rounds")
+                let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds), kill: .afterStates(Int.random(in: 1...8, using: &random)))
+                let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
+                Self.checkRestore(restored, after: previous, startState: startState)
+                previous = round
+                startState = restored
+                if round.cutTornTail { tornTails += 1 }
         }
         print("crash test (seed \(seed)): \(rounds) SIGKILLs, \(Self.step(of: startState)) change sets restored, \(tornTails) torn tails cut")
         let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState)
         #expect(made >= 20, "at least 20 offline change sets (seed \(seed))")
         await server.stop()
+        }
     }
 
     /// Kills that land in the middle of writing a large record: the next start cuts the torn
     /// record off exactly where the last intact one ended, reports it (typed, with its offset),
     /// restores every change set that was synced before, and the server ends with all of them.
     @Test func killsInTheMiddleOfAWriteCutATornTailAndLoseNothingSynced() async throws {
-        let binary = try Self.contrailBinary()
-        ModelRegistry.register(Shelf.self)
-        let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-crash-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: logURL) }
-        let server = try Self.makeServer()
-        var startState = try await Self.startOnline(server, logURL: logURL)
+        try await Self.withOnlineShelf { binary, logURL, server, firstState in
+            var startState = firstState
 
-        let seed = UInt64.random(in: 1...1_000_000)
-        var previous = Round()
-        var rounds = 0
-        var tornTails = 0
-        // Every change set carries a 2 MB title, so every record takes a while to write.
-        while rounds < 4 || tornTails < 3 {
-            rounds += 1
-            try #require(rounds <= 12, "3 torn tails within 12 kills (seed \(seed)), got \(tornTails)")
-            let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds),
-                                                kill: .whileWriting(afterDurable: Int.random(in: 1...2)), arguments: ["--title-bytes", "2000000"])
-            let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
-            Self.checkRestore(restored, after: previous, startState: startState)
-            if round.cutTornTail {
-                tornTails += 1
-                #expect(round.tornOffset == previous.sizeBeforeKill, "the torn record started where the last intact one ended")
-                #expect(Self.step(of: restored) == previous.lastDurable, "everything synced is back, the torn change set is not")
-            }
-            previous = round
-            startState = restored
+            let seed = UInt64.random(in: 1...1_000_000)
+            var previous = Round()
+            var rounds = 0
+            var tornTails = 0
+            // Every change set carries a 2 MB title, so every record takes a while to write.
+            while rounds < 4 || tornTails < 3 {
+                rounds += 1
+                try #require(rounds <= 12, "3 torn tails within 12 kills (seed \(seed)), got \(tornTails)")
+                let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds),
+                                                    kill: .whileWriting(afterDurable: Int.random(in: 1...2)), arguments: ["--title-bytes", "2000000"])
+                let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
+                Self.checkRestore(restored, after: previous, startState: startState)
+                if round.cutTornTail {
+                    tornTails += 1
+                    #expect(round.tornOffset == previous.sizeBeforeKill, "the torn record started where the last intact one ended")
+                    #expect(Self.step(of: restored) == previous.lastDurable, "everything synced is back, the torn change set is not")
+                }
+                previous = round
+                startState = restored
         }
         // The last kill's torn tail is cut by this restore.
         let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState)
         print("crash test, kills mid-write (seed \(seed)): \(rounds) SIGKILLs, \(tornTails) torn tails cut, \(made) change sets reached the server")
         await server.stop()
+        }
     }
 }
 
