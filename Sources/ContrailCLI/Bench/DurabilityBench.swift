@@ -54,7 +54,7 @@ enum DurabilityBench {
             try await group.waitForAll()
         }
         let elapsed = Stopwatch.seconds(ContinuousClock.now - start)
-        let root = try await server.state(ofScope: "bench")?["objects"]?[sessions[0].1]?["properties"]
+        let root = await server.state(ofScope: "bench")?["objects"]?[sessions[0].1]?["properties"]
         for writer in 0..<writers where root?["w\(writer)"] != .int(Int64(changeSets)) {
             throw DurabilityBenchError.rejected("writer \(writer) ended at \(String(describing: root?["w\(writer)"])), not \(changeSets)")
         }
