@@ -34,5 +34,9 @@ package struct SanitizerVisibleMutex<Value: ~Copyable>: ~Copyable {
 /// `@unchecked Sendable` invariant: as for `Mutex`, the value is only reached inside `withLock`.
 extension SanitizerVisibleMutex: @unchecked Sendable where Value: ~Copyable {}
 
+/// Whether this process runs under ThreadSanitizer (its runtime is linked), which makes everything
+/// several times slower: for tests whose timings must leave room for it.
+package var isUnderThreadSanitizer: Bool { ccontrail_tsan_active() != 0 }
+
 /// The object whose address names a `SanitizerVisibleMutex` to ThreadSanitizer.
 final class SanitizerMarker: Sendable {}
