@@ -1,7 +1,6 @@
 import Contrail
 import ContrailWebSocket
 import Foundation
-import Synchronization
 import Testing
 
 /// The canvas models of the README and the Playground, as the browser demo edits them. Named apart
@@ -48,7 +47,7 @@ final class HeadlessChromium: Sendable {
         let exited = AsyncStream<Void>.makeStream()
         process.terminationHandler = { _ in exited.continuation.finish() }
         let lines = AsyncStream<String>.makeStream()
-        let buffer = Mutex([UInt8]())
+        let buffer = SanitizerVisibleMutex([UInt8]())
         let drain: @Sendable (Data) -> Void = { data in
             if data.isEmpty {
                 lines.continuation.finish()

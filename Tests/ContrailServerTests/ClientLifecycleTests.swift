@@ -1,12 +1,12 @@
 import Contrail
+import ContrailWebSocket
 import Foundation
-import Synchronization
 import Testing
 
 /// A connector that counts connect attempts and can refuse them, around a `ScriptedConnector`.
 final class CountingConnector: SyncConnector {
     let inner = ScriptedConnector()
-    private let attempts = Mutex(0)
+    private let attempts = SanitizerVisibleMutex(0)
 
     var count: Int { attempts.withLock { $0 } }
 

@@ -1,6 +1,6 @@
 import Contrail
+import ContrailWebSocket
 import Foundation
-import Synchronization
 import Testing
 
 // Models and helpers for the client and sync tests.
@@ -103,7 +103,7 @@ actor ScriptedPeer {
 /// A connector whose peers a test scripts: every connect yields a new `ScriptedPeer`.
 final class ScriptedConnector: SyncConnector {
     private let queue = PeerQueue()
-    private let failing = Mutex(false)
+    private let failing = SanitizerVisibleMutex(false)
 
     /// Makes connects fail (the server is unreachable) or succeed again.
     func setFailing(_ value: Bool) { failing.withLock { $0 = value } }
@@ -149,7 +149,7 @@ actor PeerQueue {
 /// connects) and restore, to take a client offline.
 final class SwitchableConnector: SyncConnector {
     private let inner: any SyncConnector
-    private let state = Mutex<(offline: Bool, open: [any SyncTransport])>((false, []))
+    private let state = SanitizerVisibleMutex<(offline: Bool, open: [any SyncTransport])>((false, []))
 
     init(_ inner: any SyncConnector) { self.inner = inner }
 

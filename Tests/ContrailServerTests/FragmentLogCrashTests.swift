@@ -1,8 +1,8 @@
 import Contrail
 import ContrailFuzz
 import ContrailServer
+import ContrailWebSocket
 import Foundation
-import Synchronization
 import Testing
 
 /// Offline edits survive real crashes: `contrail test-client` edits a logged scope offline and is
@@ -283,8 +283,8 @@ import Testing
 
 /// Bytes a child process printed, collected from the pipe's reader thread.
 final class ChildOutput: Sendable {
-    private let bytes = Mutex<[UInt8]>([])
-    private let ended = Mutex(false)
+    private let bytes = SanitizerVisibleMutex<[UInt8]>([])
+    private let ended = SanitizerVisibleMutex(false)
 
     /// Adds a chunk; empty data is the end of the output.
     func append(_ data: Data) {

@@ -1,7 +1,7 @@
 import Contrail
 import ContrailServer
+import ContrailWebSocket
 import Foundation
-import Synchronization
 import Testing
 
 /// Authentication you can deploy (issue 8, item 7): a denied SessionCreate closes with 4096 and
@@ -34,7 +34,7 @@ struct ServerAuthTests {
 
     @Test func failedAttemptsAreRateLimitedPerPeerAndLoggedOncePerEpisode() async throws {
         final class Lines: Sendable {
-            let lines = Mutex<[String]>([])
+            let lines = SanitizerVisibleMutex<[String]>([])
         }
         let lines = Lines()
         var options = options()

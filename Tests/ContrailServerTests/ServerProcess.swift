@@ -1,8 +1,8 @@
+import ContrailWebSocket
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 import Testing
 
 /// `contrail serve` running in a child process: started on a free loopback port, killed with
@@ -16,9 +16,9 @@ final class ServerProcess: Sendable {
     /// What the child's callbacks and the test share.
     private final class Shared: Sendable {
         /// Everything the child wrote to stderr so far, and who waits for the listening line.
-        let output = Mutex<(text: String, waiter: CheckedContinuation<UInt16, any Error>?)>(("", nil))
+        let output = SanitizerVisibleMutex<(text: String, waiter: CheckedContinuation<UInt16, any Error>?)>(("", nil))
         /// Whether the child exited, and who waits for that.
-        let exited = Mutex<(done: Bool, waiter: CheckedContinuation<Void, any Error>?)>((false, nil))
+        let exited = SanitizerVisibleMutex<(done: Bool, waiter: CheckedContinuation<Void, any Error>?)>((false, nil))
     }
 
     /// The `contrail` executable built next to the test bundle.

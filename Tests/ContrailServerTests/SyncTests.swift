@@ -1,8 +1,8 @@
 import Contrail
 import ContrailFuzz
 import ContrailServer
+import ContrailWebSocket
 import Foundation
-import Synchronization
 import Testing
 
 /// Clients against a real `ContrailServer` over in-memory transports.
@@ -279,9 +279,9 @@ import Testing
 
 /// A connector that forwards to a server that can be swapped (or removed: connects fail).
 final class RoutingConnector: SyncConnector {
-    private let target: Mutex<(any SyncConnector)?>
+    private let target: SanitizerVisibleMutex<(any SyncConnector)?>
 
-    init(_ target: any SyncConnector) { self.target = Mutex(target) }
+    init(_ target: any SyncConnector) { self.target = SanitizerVisibleMutex(target) }
 
     func route(to connector: (any SyncConnector)?) { target.withLock { $0 = connector } }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import ContrailWebSocket
 
@@ -110,7 +109,7 @@ final class ChildProcess: Sendable {
     private let stdin: Pipe
     /// Lines the child writes to standard output.
     let stdoutLines: AsyncStream<String>
-    private let stderrBuffer = Mutex<[UInt8]>([])
+    private let stderrBuffer = SanitizerVisibleMutex<[UInt8]>([])
     private let ended: AsyncStream<Status>
 
     init(executable: String, arguments: [String], environment: [String: String]) throws {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 @testable import ContrailWebSocket
 
 /// A bounded wait ran out.
@@ -12,7 +11,7 @@ struct TestTimeout: Error, CustomStringConvertible {
 /// than `seconds` (a bound on a wait, not a delay: a passing test never waits for it).
 func withTimeout<T>(_ seconds: Double = 10, isolation: isolated (any Actor)? = #isolation,
                     _ body: () async throws -> T) async throws -> T {
-    let fired = Mutex(false)
+    let fired = SanitizerVisibleMutex(false)
     let current = withUnsafeCurrentTask { TaskBox(task: $0) }
     let watchdog = Task.detached {
         guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }

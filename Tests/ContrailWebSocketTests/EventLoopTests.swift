@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import ContrailWebSocket
 
@@ -8,7 +7,7 @@ struct EventLoopTests {
     @Test("execute runs work on the loop thread, in order", arguments: [EventLoop.Backend.epoll, .poll])
     func executeRunsInOrder(backend: EventLoop.Backend) async throws {
         let loop = try EventLoop(name: "test", backend: backend)
-        let seen = Mutex<[Int]>([])
+        let seen = SanitizerVisibleMutex<[Int]>([])
         for index in 0..<100 {
             loop.execute { seen.withLock { $0.append(index) } }
         }
@@ -20,7 +19,7 @@ struct EventLoopTests {
     @Test("timers fire in deadline order and cancelled ones do not fire")
     func timers() async throws {
         let loop = try EventLoop(name: "test")
-        let fired = Mutex<[String]>([])
+        let fired = SanitizerVisibleMutex<[String]>([])
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             loop.enqueue {
                 loop.schedule(after: .milliseconds(30)) {

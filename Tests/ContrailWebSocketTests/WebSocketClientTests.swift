@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import ContrailWebSocket
 
@@ -190,7 +189,7 @@ struct WebSocketLoopHandlerTests {
         let accepted = try #require(await incoming.next())
         // "early" waits in the queue before the handler takes over.
         try await withTimeout { while accepted.inbound.queuedCount == 0 { await Task.yield() } }
-        let seen = Mutex(0)
+        let seen = SanitizerVisibleMutex(0)
         accepted.setLoopHandler { [weak accepted] message in
             #expect(accepted?.loop.isOnLoop == true)
             seen.withLock { $0 += 1 }

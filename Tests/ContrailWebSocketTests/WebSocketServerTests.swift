@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import ContrailWebSocket
 
@@ -7,7 +6,7 @@ import Testing
 struct WebSocketServerTests {
     @Test("port 0 picks a free port and the hook sees path and headers")
     func hookSeesRequest() async throws {
-        let seen = Mutex<(String?, String?)>((nil, nil))
+        let seen = SanitizerVisibleMutex<(String?, String?)>((nil, nil))
         let server = WebSocketServer(port: 0) { request in
             seen.withLock { $0 = (request.path, request.value(for: "x-session")) }
             return .acceptWith(headers: [("X-Server", "contrail")])
