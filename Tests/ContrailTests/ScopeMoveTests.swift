@@ -27,6 +27,13 @@ private final class Replica {
     }
 }
 
+/// Holds one node through a non-optional reference, which cannot let go of it, and others through
+/// a collection, which can.
+final class Mooring: ModelObject {
+    @Property var fixed = Node()
+    @Property var loose: [Node] = []
+}
+
 /// Notes attach and detach events with the scope's name.
 @MainActor
 private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
@@ -219,5 +226,96 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         #expect(twin !== node && twin.uuid == node.uuid && twin.label == "remote")
         #expect(node.scope === a && rootA.children.first === node && node.label == "")
         #expect(a.count == 2 && b.count == 2)
+    }
+    // MARK: - Refused: a non-optional reference holds what would move
+
+    /// Scope A (root: a mooring whose `fixed` node is held by a non-optional reference), scope B
+    /// (root: a node), replicas of both, and what B's `onLinkRefused` hears.
+    private func moored() async throws -> (a: Scope, b: Scope, mooring: Mooring, rootB: Node, replicas: (Replica, Replica), refusals: Counter) {
+        let a = Scope(name: "A"), b = Scope(name: "B")
+        let mooring = Mooring(), rootB = Node()
+        mooring.loose = [Node()]
+        a.root = mooring
+        b.root = rootB
+        await ChangeDelivery.main.drain()
+        let refusals = Counter()
+        b.onLinkRefused(refusals) { refusals.events.append("\($0)") }
+        return (a, b, mooring, rootB, (try Replica(of: a), try Replica(of: b)), refusals)
+    }
+
+    @Test func linkingAnObjectANonOptionalReferenceHoldsIsRefusedAndUndone() async throws {
+        let (a, b, mooring, rootB, replicas, refusals) = try await moored()
+        let fixed = mooring.fixed
+        let observer = Counter()
+        watchScopes([fixed], into: observer)
+        try rootB.observeChange(observer, \.children) { _ in observer.events.append("children") }
+        try rootB.observeChange(observer, \.next) { _ in observer.events.append("next") }
+        var errors: [ScopeMembershipError] = []
+        b.onLinkRefused(observer) { errors.append($0) }
+
+        rootB.children.append(fixed)
+        rootB.next = fixed
+        await ChangeDelivery.main.drain()
+
+        // Both sets undone: B holds nothing new, A still holds the node, nobody heard a thing.
+        #expect(rootB.children.isEmpty && rootB.next == nil)
+        #expect(fixed.scope === a && mooring.fixed === fixed && fixed.parents.count == 1)
+        #expect(a.count == 3 && b.count == 1)
+        #expect(observer.events.isEmpty)
+        let expected = ScopeMembershipError.heldByNonOptionalReference(object: fixed.uuid, className: "Node", scope: "A",
+                                                                       holder: mooring.uuid, property: "fixed")
+        #expect(errors == [expected, expected])
+        #expect(refusals.events.count == 2 && refusals.events.first?.contains("'fixed'") == true)
+        // Neither scope recorded anything, so neither replica is sent a reference it lacks.
+        #expect(try replicas.0.catchUp().isEmpty && (try replicas.1.catchUp().isEmpty))
+        #expect(replicas.0.scope.stateJSON() == a.stateJSON() && replicas.1.scope.stateJSON() == b.stateJSON())
+        // Positive control: the node the collection holds can let go, so it moves.
+        let free = try #require(mooring.loose.first)
+        rootB.children.append(free)
+        await ChangeDelivery.main.drain()
+        #expect(free.scope === b && mooring.loose.isEmpty && rootB.children.first === free)
+        #expect(errors.count == 2)
+        try replicas.0.catchUp()
+        try replicas.1.catchUp()
+        #expect(replicas.0.scope.stateJSON() == a.stateJSON() && replicas.1.scope.stateJSON() == b.stateJSON())
+    }
+
+    @Test func aLinkIsRefusedWhenAnythingThatWouldMoveWithItIsHeld() async throws {
+        let (a, b, mooring, rootB, replicas, refusals) = try await moored()
+        let free = try #require(mooring.loose.first)
+        free.children = [mooring.fixed]   // below a node that could move, one that cannot
+        await ChangeDelivery.main.drain()
+        try replicas.0.catchUp()
+        // Directly, and through a new subtree that is in no scope yet.
+        rootB.children = [free]
+        let fresh = Node()
+        fresh.next = free
+        rootB.children = [fresh]
+        await ChangeDelivery.main.drain()
+        #expect(rootB.children.isEmpty && fresh.scope == nil && b.count == 1)
+        #expect(free.scope === a && mooring.loose.first === free && a.count == 3)
+        #expect(refusals.events.count == 2)
+        #expect(try replicas.0.catchUp().isEmpty && (try replicas.1.catchUp().isEmpty))
+    }
+
+    @Test func makingAHeldObjectTheRootOfAnotherScopeIsRefused() async throws {
+        let (a, _, mooring, _, _, _) = try await moored()
+        let c = Scope(name: "C")
+        var errors: [ScopeMembershipError] = []
+        let observer = Counter()
+        c.onLinkRefused(observer) { errors.append($0) }
+        c.root = mooring.fixed
+        #expect(c.root == nil && c.count == 0)
+        #expect(mooring.fixed.scope === a && a.count == 3)
+        #expect(errors.count == 1)
+        // An earlier root stays the root.
+        let previous = Node()
+        c.root = previous
+        c.root = mooring.fixed
+        #expect(c.root === previous && previous.scope === c && errors.count == 2)
+        // Positive control: a node the collection holds becomes C's root.
+        let free = try #require(mooring.loose.first)
+        c.root = free
+        #expect(c.root === free && free.scope === c && mooring.loose.isEmpty && errors.count == 2)
     }
 }

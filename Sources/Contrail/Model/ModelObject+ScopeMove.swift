@@ -1,32 +1,54 @@
 import Foundation
 
 /// One object, one scope: an object linked into a scope while it belongs to another one moves,
-/// with everything below it.
+/// with everything below it, unless a non-optional reference in its scope holds it there.
 extension ModelObject {
+    /// Why linking `objects` (and what is below them) into `target` must be refused, or nil when it
+    /// can go ahead: an object the link would move out of another scope (a member of it, or below
+    /// one) is held there by a non-optional synced reference from outside what moves, which
+    /// cannot let go. Returns at once when every object is already in `target`. O(the unattached
+    /// objects below `objects` + the objects that would move + their parents).
+    static func refusalToLink(_ objects: some Collection<ModelObject>, into target: Scope) -> ScopeMembershipError? {
+        if objects.allSatisfy({ $0._tracking?.scope === target }) { return nil }
+        var movers: [ModelObject] = []
+        var unattached = Set<ObjectIdentifier>()
+        var stack = Array(objects)
+        while let object = stack.popLast() {
+            if let scope = object.scope {
+                if scope !== target { movers.append(object) }
+                continue
+            }
+            // Only objects with children can close a cycle: a new leaf costs no set insertion.
+            let children = object.syncedChildObjects
+            if !children.isEmpty, unattached.insert(ObjectIdentifier(object)).inserted { stack.append(contentsOf: children) }
+        }
+        guard !movers.isEmpty else { return nil }
+        let (moving, ids) = movingSubtrees(of: movers, for: target)
+        for (object, scope) in moving {
+            for (holder, property) in holdersOutside(ids, of: object, in: scope) {
+                let descriptor = holder.info.properties[property]
+                guard descriptor.valueKind == .reference,
+                      (try? descriptor.storage.decode(.null, property: descriptor.name, resolver: { _ in nil })) == nil else { continue }
+                return .heldByNonOptionalReference(object: object.uuid, className: object.className, scope: scope.name,
+                                                   holder: holder.uuid, property: descriptor.name)
+            }
+        }
+        return nil
+    }
+
     /// Takes `movers` (members of scopes other than `target`) and everything below them out of
     /// their scopes. Every synced reference that a member of an old scope, outside the moving
     /// objects, holds to one of them is removed, as the app's own set would (observers hear it, the
     /// old scope records the holder's change); a moving root leaves its scope without a root; then
-    /// the moving objects detach (detach events). A non-optional reference cannot be removed: an
-    /// object held by one stays in its scope. O(moving objects + their parents), plus the sets.
+    /// the moving objects detach (detach events). The caller checks `refusalToLink` first: no
+    /// non-optional reference holds what moves. O(moving objects + their parents), plus the sets.
     static func leaveOtherScopes(_ movers: [ModelObject], for target: Scope) {
-        var moving: [(object: ModelObject, scope: Scope)] = []
-        var ids = Set<ObjectIdentifier>()
-        var stack = movers
-        while let object = stack.popLast() {
-            guard let scope = object.scope, scope !== target, ids.insert(ObjectIdentifier(object)).inserted else { continue }
-            moving.append((object, scope))
-            stack.append(contentsOf: object.syncedChildObjects)
-        }
+        let (moving, ids) = movingSubtrees(of: movers, for: target)
         var cuts: [(holder: ModelObject, property: Int, object: ModelObject)] = []
         var rootless: [Scope] = []
         for (object, scope) in moving {
             if scope.root === object { rootless.append(scope) }
-            for link in object.tracking.parents {
-                guard let holder = link.parent, holder.scope === scope, !ids.contains(ObjectIdentifier(holder)),
-                      holder.info.properties[link.property].isSynced else { continue }
-                cuts.append((holder, link.property, object))
-            }
+            for (holder, property) in holdersOutside(ids, of: object, in: scope) { cuts.append((holder, property, object)) }
         }
         for cut in cuts { cut.holder.removeReferences(to: cut.object, at: cut.property) }
         for scope in rootless { scope.root = nil }
@@ -38,9 +60,34 @@ extension ModelObject {
         for (scope, objects) in remaining.values { detachUnreachable(objects, from: scope) }
     }
 
+    /// The members of other scopes than `target` under `movers` (included), each with its scope,
+    /// and their identities. O(those objects).
+    private static func movingSubtrees(of movers: [ModelObject], for target: Scope) -> (moving: [(object: ModelObject, scope: Scope)], ids: Set<ObjectIdentifier>) {
+        var moving: [(object: ModelObject, scope: Scope)] = []
+        var ids = Set<ObjectIdentifier>()
+        var stack = movers
+        while let object = stack.popLast() {
+            guard let scope = object.scope, scope !== target, ids.insert(ObjectIdentifier(object)).inserted else { continue }
+            moving.append((object, scope))
+            stack.append(contentsOf: object.syncedChildObjects)
+        }
+        return (moving, ids)
+    }
+
+    /// The members of `scope` outside `ids` that hold `object` through a synced property, with
+    /// that property's index. O(object's parents).
+    private static func holdersOutside(_ ids: Set<ObjectIdentifier>, of object: ModelObject, in scope: Scope) -> [(holder: ModelObject, property: Int)] {
+        object.tracking.parents.compactMap { link in
+            guard let holder = link.parent, holder.scope === scope, !ids.contains(ObjectIdentifier(holder)),
+                  holder.info.properties[link.property].isSynced else { return nil }
+            return (holder, link.property)
+        }
+    }
+
     /// Removes every reference to `object` from property `index` through the setter's path (notified
     /// and recorded like an app's set). An optional reference becomes nil; a collection loses each
-    /// occurrence; a non-optional reference cannot let go and is left as it is. O(property's models).
+    /// occurrence (a non-optional reference cannot let go: `refusalToLink` keeps it from coming
+    /// here). O(property's models).
     private func removeReferences(to object: ModelObject, at index: Int) {
         let property = info.properties[index]
         var others: [UUID: ModelObject] = [:]

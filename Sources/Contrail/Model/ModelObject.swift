@@ -164,8 +164,16 @@ open class ModelObject: @MainActor Identifiable, Observable {
             return
         }
         guard !Value.isSame(old, new) else { return }
-        if Value.valueKind != .value {
-            relink(property: index, from: old.models, to: new.models, isCollection: Value.valueKind == .collection)
+        if Value.valueKind != .value,
+           let refusal = relink(property: index, from: old.models, to: new.models, isCollection: Value.valueKind == .collection) {
+            // Refused: the property keeps its value, as if the set had not happened.
+            let offset = tracking.info.properties[index].offset
+            withExtendedLifetime(self) {
+                let base = Unmanaged.passUnretained(self).toOpaque()
+                (base + offset).assumingMemoryBound(to: Property<Value>.self).pointee.value = old
+            }
+            tracking.scope?.refuseLink(refusal)
+            return
         }
         notifyChange(of: index)
         tracking.withScope { $0.record(self, tracking: tracking, property: index, old: old) }
@@ -191,7 +199,10 @@ open class ModelObject: @MainActor Identifiable, Observable {
 
     // MARK: - Tree maintenance
 
-    private func relink(property: Int, from oldModels: [ModelObject], to newModels: [ModelObject], isCollection: Bool) {
+    /// Updates parent links, notifies the children and their observers, and attaches new children
+    /// to the scope; or, when the one-scope rule refuses the link (`refusalToLink`), changes
+    /// nothing and returns why.
+    private func relink(property: Int, from oldModels: [ModelObject], to newModels: [ModelObject], isCollection: Bool) -> ScopeMembershipError? {
         var removed: [(ModelObject, Int)] = []
         var inserted: [(ModelObject, Int)] = []
         if isCollection {
@@ -199,6 +210,10 @@ open class ModelObject: @MainActor Identifiable, Observable {
         } else {
             if let old = oldModels.first { removed.append((old, 0)) }
             if let new = newModels.first { inserted.append((new, 0)) }
+        }
+        if let scope = _tracking?.scope, info.properties[property].isSynced,
+           let refusal = Self.refusalToLink(inserted.lazy.map(\.0), into: scope) {
+            return refusal
         }
         for (child, _) in removed {
             let links = child.tracking
@@ -223,6 +238,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
             let leaving = removed.map(\.0).filter { $0.scope === scope }
             if !leaving.isEmpty { ModelObject.detachUnreachable(leaving, from: scope) }
         }
+        return nil
     }
 
     /// The removals (with indices in the old contents) and insertions (with indices in the new
@@ -249,7 +265,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
     /// Attaches this object and everything below it to `scope` (each object once, cycles included).
     /// An object can belong to one scope only: members of another scope met on the way move here,
     /// with everything below them (`leaveOtherScopes`: their old scope drops its references to
-    /// them and they detach from it first).
+    /// them and they detach from it first). The caller has checked `refusalToLink`.
     func attach(to scope: Scope) {
         var attached: [ModelObject] = []
         var movers: [ModelObject] = []

@@ -35,6 +35,9 @@ final class ObserverList<Value> {
         return ObservationToken(entry: registration)
     }
 
+    /// Whether some registered observer is still alive. O(registrations).
+    var hasLiveObservers: Bool { registrations.contains { $0.observer != nil } }
+
     /// Calls every live observer's callback with `value`. O(registrations).
     func notify(_ value: Value) {
         for registration in registrations where registration.observer == nil { registration.release() }

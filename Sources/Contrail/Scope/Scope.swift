@@ -21,10 +21,17 @@ public final class Scope {
     /// The root of the tree. Setting it attaches the new tree and detaches the old one. An object
     /// belongs to one scope at most: a new root that is a member of another scope moves here with
     /// everything below it, and that scope drops every reference it held to them (its holders
-    /// record the change; a moved root leaves it without a root).
+    /// record the change; a moved root leaves it without a root). When a non-optional reference
+    /// in the other scope holds what would move, the set is refused: `root` keeps its value and
+    /// `onLinkRefused` hears why (`ScopeMembershipError`).
     public var root: ModelObject? {
         didSet {
             guard oldValue !== root else { return }
+            if let root, let refusal = ModelObject.refusalToLink(CollectionOfOne(root), into: self) {
+                self.root = oldValue  // inside its own didSet: stored directly, no second didSet
+                refuseLink(refusal)
+                return
+            }
             if let oldValue, oldValue.scope === self {
                 ModelObject.detachUnreachable([oldValue], from: self)
             }
@@ -59,6 +66,7 @@ public final class Scope {
     var remoteDepth = 0
     var isRecordingAttach = true
     let listeners = ObserverList<ChangeSet>()
+    let linkRefusals = ObserverList<ScopeMembershipError>()
     var lastRecorded: [ChangeKey: ContinuousClock.Instant] = [:]
     var throttled: Set<ChangeKey> = []
     var undoStack: [ChangeSet] = []
