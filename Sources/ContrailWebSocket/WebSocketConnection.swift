@@ -48,7 +48,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         var isClosed = false
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
     }
-    private let shared: Locked<Shared>
+    private let shared: SanitizerVisibleMutex<Shared>
 
     // MARK: Loop-thread state
     /// `refused`: a server sent its rejection and ignores whatever the client sends next.
@@ -81,7 +81,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         self.remoteHost = SocketAddress.peer(of: fd)?.host
         self.loop = loop
         self.options = options
-        shared = Locked(Shared(path: path))
+        shared = SanitizerVisibleMutex(Shared(path: path))
         let channel = Channel(fd: fd, loop: loop, highWater: options.writeBufferHighWater)
         self.channel = channel
         inbound = InboundQueue(highWater: options.readBufferHighWater, size: { $0.byteCount },

@@ -40,7 +40,7 @@ public final class WebSocketServer: Sendable {
         var stopped = false
         var starting = false
     }
-    private let state = Locked(State())
+    private let state = SanitizerVisibleMutex(State())
 
     /// A server that is not listening yet; call `start()`.
     /// - Parameters:

@@ -77,7 +77,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
         var gathering = false
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
-    private let state = Locked(State())
+    private let state = SanitizerVisibleMutex(State())
 
     /// A payload queued by reference (`write(seal:payload:_:)`).
     private struct Held {

@@ -15,7 +15,7 @@ final class PollPoller: Poller, @unchecked Sendable {
         var id: UInt64
         var interest: Interest
     }
-    private let table = Locked<[Int32: Entry]>([:])
+    private let table = SanitizerVisibleMutex<[Int32: Entry]>([:])
     private let wakeRead: Int32
     private let wakeWrite: Int32
     /// Loop-thread scratch space.

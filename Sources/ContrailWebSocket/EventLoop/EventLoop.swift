@@ -75,7 +75,7 @@ public final class EventLoop: @unchecked Sendable {
     static var fallback: EventLoop { EventLoop(fallbackName: "contrail.fallback") }
 
     let poller: any Poller
-    private let pending = Locked(PendingWork())
+    private let pending = SanitizerVisibleMutex(PendingWork())
     /// A closure handed to the loop thread. `@unchecked Sendable` invariant: only the loop's owner
     /// (see above) runs it, once.
     private struct Work: @unchecked Sendable {
@@ -96,7 +96,7 @@ public final class EventLoop: @unchecked Sendable {
     private var nextID: UInt64 = 1
     private var timers = TimerHeap()
     private var thread: Thread?
-    private let finished = Locked<[CheckedContinuation<Void, Never>]?>([])
+    private let finished = SanitizerVisibleMutex<[CheckedContinuation<Void, Never>]?>([])
     /// A reusable read buffer: every socket on this loop reads into it, so no read allocates.
     let readBuffer: UnsafeMutableRawBufferPointer
 

@@ -23,7 +23,7 @@ final class InboundQueue<Element: Sendable>: Sendable {
         var endError: WebSocketError?
         var sink: Sink?
     }
-    private let state = Locked(State())
+    private let state = SanitizerVisibleMutex(State())
     private let highWater: Int
     private let size: @Sendable (Element) -> Int
     private let setReading: @Sendable (Bool) -> Void

@@ -10,7 +10,7 @@ public final class TCPConnection: @unchecked Sendable {
     let loop: EventLoop
     let channel: Channel
     private let inbound: InboundQueue<[UInt8]>
-    private let closed = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let closed = SanitizerVisibleMutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(fd: Int32, loop: EventLoop, writeHighWater: Int, readHighWater: Int) {
         self.loop = loop

@@ -14,7 +14,7 @@ public final class TCPServer: Sendable {
         var listener: Listener?
         var port: UInt16?
     }
-    private let state = Locked(State())
+    private let state = SanitizerVisibleMutex(State())
 
     private let readHighWater: Int
 
