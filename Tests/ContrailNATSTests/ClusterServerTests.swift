@@ -119,6 +119,12 @@ struct ClusterServerTests {
         }
         let ok = await converged(replicas, servers)
         #expect(ok, "replicas or servers diverged; seed \(seed), \(count) servers")
+        if !ok {  // what diverged, for whoever meets this in CI
+            for (index, replica) in replicas.enumerated() {
+                print("replica \(index) (pending \(replica.0.session?.pendingChangeSets ?? -1)):", replica.1.stateJSON())
+            }
+            for (index, server) in servers.enumerated() { print("server \(index):", await server.state(ofScope: "Deck") ?? .null) }
+        }
         for replica in replicas { await replica.0.close() }
         for server in servers { await server.stop() }
         await nats.stop()
