@@ -71,6 +71,17 @@ import Testing
         #expect((restored.root as? Canvas)?.shapes.first?.x == 8)
     }
 
+    @Test func malformedNumbersAreBadRecords() throws {
+        for number in ["-", "01", "1.", "1e", "-x"] {
+            let (scope, result) = try restore([snapshot, record(change(Self.shapeID, "Shape", #"{"y":1,"x":\#(number)}"#))])
+            guard case .failure(.badRecord) = result else {
+                Issue.record("\(number): expected a bad record, got \(result)")
+                continue
+            }
+            #expect((scope.root as? Canvas)?.shapes.first?.y == 4.5, "\(number): nothing of the record applied")
+        }
+    }
+
     @Test func headsThatDifferFromTheUsualOneStillRestore() throws {
         // Another class between runs of one, whitespace, keys in another order, an uppercase UUID.
         let changes = record(

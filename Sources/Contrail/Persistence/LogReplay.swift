@@ -32,9 +32,12 @@ struct LogReplay {
     /// Fragments whose object could not be found when they were read (it is added later in the
     /// record, or the keys came in another order): resolved once the whole record is read.
     private var deferred: [(uuid: UUID, properties: JSON)] = []
-    /// The class whose synced property names `names` holds (UTF-8, by property index; nil when not synced).
+    /// The class whose synced property names `nameBytes` holds: UTF-8, one after the other, each
+    /// at its range in `nameRanges` by property index (-1..<-1 when not synced). One flat array, so
+    /// that comparing a key with a name retains nothing.
     private var namesInfo: ModelClassInfo?
-    private var names: [[UInt8]?] = []
+    private var nameBytes: [UInt8] = []
+    private var nameRanges: [Range<Int>] = []
     /// By property index: the storage offset of a `Double` property, which a number is stored into
     /// without decoding it to `Any` (-1 for every other type).
     private var doubleOffsets: [Int] = []
@@ -42,7 +45,7 @@ struct LogReplay {
     private var lastClassName: String?
     private var lastClassBytes: [UInt8] = []
     private var lastClassType: ModelObject.Type?
-    /// For each property index + 1 (0: the start of a `properties` object), the index in `names`
+    /// For each property index + 1 (0: the start of a `properties` object), the property index
     /// that followed it last time: tried first, since records list properties in the same order.
     private var successor: [Int] = []
     /// The property index matched last in the current `properties` object (-1 before the first).
@@ -349,9 +352,15 @@ struct LogReplay {
         let info = object.info
         if namesInfo !== info {
             namesInfo = info
-            names = info.properties.map { $0.isSynced ? Array($0.name.utf8) : nil }
+            nameBytes = []
+            nameRanges = info.properties.map { property in
+                guard property.isSynced else { return -1 ..< -1 }
+                let start = nameBytes.count
+                nameBytes += property.name.utf8
+                return start ..< nameBytes.count
+            }
             doubleOffsets = info.properties.map { ObjectIdentifier($0.storage) == ObjectIdentifier(Property<Double>.self) ? $0.offset : -1 }
-            successor = (0...names.count).map { $0 % max(names.count, 1) }
+            successor = (0...nameRanges.count).map { $0 % max(nameRanges.count, 1) }
         }
         previousName = -1
         repeat {
@@ -365,10 +374,15 @@ struct LogReplay {
                 let name = try parser.parseKey(p)
                 index = info.indexByName[name].flatMap { info.properties[$0].isSynced ? $0 : nil }
             }
-            let value = try parser.parseValue(p)
-            if let problem = SyncFragment.problem(with: value) {
-                parser.position = keyStart
-                throw invalid("Property '\(try parser.parseKey(p))': \(problem)")
+            let value: JSON
+            if parser.position < parser.count, p[parser.position] == UInt8(ascii: "-") || p[parser.position] &- UInt8(ascii: "0") < 10 {
+                value = try parser.parseNumber(p)  // the most common value, and always an acceptable one
+            } else {
+                value = try parser.parseValue(p)
+                if let problem = SyncFragment.problem(with: value) {
+                    parser.position = keyStart
+                    throw invalid("Property '\(try parser.parseKey(p))': \(problem)")
+                }
             }
             if let index { writes.append(Write(object: object, index: index, wire: value, doubleOffset: doubleOffsets[index])) }
             parser.skipWhitespace(p)
@@ -456,11 +470,13 @@ struct LogReplay {
         // Nonisolated, like the other byte-level helpers: a closure isolated to the main actor pays a
         // dynamic executor check on every call, which was a tenth of a restore.
         func matches(_ index: Int) -> Bool {
-            guard index < names.count, let name = names[index], name.count == length else { return false }
-            return name.withUnsafeBufferPointer { $0.baseAddress.map { memcmp(p + start + 1, $0, length) == 0 } ?? true }
+            guard index < nameRanges.count else { return false }
+            let range = nameRanges[index]
+            guard range.lowerBound >= 0, range.count == length else { return false }
+            return length == 0 || nameBytes.withUnsafeBufferPointer { memcmp(p + start + 1, $0.baseAddress.unsafelyUnwrapped + range.lowerBound, length) == 0 }
         }
         let guess = successor[previousName + 1]
-        guard let index = matches(guess) ? guess : names.indices.first(where: matches) else { return nil }
+        guard let index = matches(guess) ? guess : nameRanges.indices.first(where: matches) else { return nil }
         successor[previousName + 1] = index
         previousName = index
         parser.position = end + 1

@@ -9,7 +9,9 @@ import Foundation
 @MainActor
 final class LogReplayCache {
     let scope: Scope
-    private var members = UUIDTable<ModelObject>()
+    /// Only touched on the main actor, never while another access to it is under way: no dynamic
+    /// exclusivity check is needed (it was one per lookup).
+    @exclusivity(unchecked) private var members = UUIDTable<ModelObject>()
 
     init(scope: Scope) {
         self.scope = scope

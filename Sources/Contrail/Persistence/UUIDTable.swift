@@ -3,8 +3,8 @@ import Foundation
 /// A hash table from UUIDs to values for restoring a log, where a lookup by UUID is made for every
 /// fragment: open addressing with linear probing, and a multiply-shift hash of the UUID's two
 /// halves instead of `Hasher` (SipHash), which was most of a `Dictionary<UUID, _>` lookup's cost.
-/// The multiplier is odd and random per table, so no fixed set of UUIDs collides in every run.
-/// Entries are never removed. Lookups and inserts are amortised O(1).
+/// The multiplier is odd and random per process, so no fixed set of UUIDs collides in every run.
+/// An empty table allocates nothing. Entries are never removed. Lookups and inserts are amortised O(1).
 struct UUIDTable<Value> {
     private struct Entry {
         var key: (UInt64, UInt64)
@@ -14,29 +14,29 @@ struct UUIDTable<Value> {
 
     private var entries: [Entry]
     private let shift: UInt64
-    private let multiplier = UInt64.random(in: 1...UInt64.max) | 1
     /// The number of entries.
     private(set) var count = 0
 
-    /// An empty table with room for `capacity` entries before it grows.
+    /// An empty table with room for `capacity` entries before it grows (none allocated for 0).
     init(capacity: Int = 0) {
-        var slots = 16
+        var slots = capacity > 0 ? 16 : 0
         while slots * 3 < capacity * 4 { slots *= 2 }
         self.init(slots: slots)
     }
 
     private init(slots: Int) {
         entries = Array(repeating: Entry(key: (0, 0), value: nil), count: slots)
-        shift = UInt64(64 - slots.trailingZeroBitCount)
+        shift = UInt64(64 - min(slots.trailingZeroBitCount, 63))
     }
 
     /// The value stored for `uuid`, if any.
     subscript(uuid: UUID) -> Value? {
-        entries[slot(for: Self.key(uuid))].value
+        entries.isEmpty ? nil : entries[slot(for: Self.key(uuid))].value
     }
 
     /// Stores `value` for `uuid` unless the table holds one already; returns the one it holds.
     mutating func insert(_ value: Value, for uuid: UUID) -> Value? {
+        if entries.isEmpty { self = UUIDTable(slots: 16) }
         let key = Self.key(uuid)
         let slot = slot(for: key)
         if let held = entries[slot].value { return held }
@@ -48,6 +48,7 @@ struct UUIDTable<Value> {
 
     /// Stores `value` for `uuid`, replacing the one it holds, if any.
     mutating func update(_ value: Value, for uuid: UUID) {
+        if entries.isEmpty { self = UUIDTable(slots: 16) }
         let key = Self.key(uuid)
         let slot = slot(for: key)
         guard entries[slot].value == nil else {
@@ -60,7 +61,7 @@ struct UUIDTable<Value> {
     /// The slot that holds `key`, or the free slot where it would go.
     private func slot(for key: (UInt64, UInt64)) -> Int {
         let mask = entries.count - 1
-        var slot = Int(truncatingIfNeeded: ((key.0 ^ (key.1 &* 0x9E37_79B9_7F4A_7C15)) &* multiplier) >> shift)
+        var slot = Int(truncatingIfNeeded: ((key.0 ^ (key.1 &* 0x9E37_79B9_7F4A_7C15)) &* uuidTableMultiplier) >> shift)
         while entries[slot].value != nil, entries[slot].key != key { slot = (slot + 1) & mask }
         return slot
     }
@@ -78,3 +79,6 @@ struct UUIDTable<Value> {
         self = bigger
     }
 }
+
+/// ``UUIDTable``'s hash multiplier: odd, and random per process.
+private let uuidTableMultiplier = UInt64.random(in: 1...UInt64.max) | 1
