@@ -195,20 +195,14 @@ struct LogReplay {
         var className: String?
         var object: ModelObject?
         var laterProperties: JSON?
-        let hasKeys: Bool  // whether keys follow (after the `{`, or after the head and a comma)
+        let hasKeys: Bool
+        var keyRead: FragmentKey?  // the usual head ends with the `properties` key already read
         if let head = matchHead(&parser, p), let name = lastClassName {
             kind = head.kind
             uuid = head.uuid
             className = name
-            object = try resolve(kind: head.kind, uuid: head.uuid, className: name)
-            if let object {
-                try readProperties(of: object, &parser, p)
-            } else {
-                laterProperties = try parser.parseValue(p)
-            }
-            parser.skipWhitespace(p)
-            hasKeys = try consume(UInt8(ascii: ","), &parser, p)
-            if !hasKeys { try expect(UInt8(ascii: "}"), &parser, p) }
+            keyRead = .properties
+            hasKeys = true
         } else {
             try expect(UInt8(ascii: "{"), &parser, p)
             parser.skipWhitespace(p)
@@ -217,7 +211,14 @@ struct LogReplay {
         if hasKeys {
             repeat {
                 parser.skipWhitespace(p)
-                switch try fragmentKey(&parser, p) {
+                let key: FragmentKey
+                if let read = keyRead {
+                    key = read
+                    keyRead = nil
+                } else {
+                    key = try fragmentKey(&parser, p)
+                }
+                switch key {
                 case .type:
                     if matchString("change", &parser, p) {
                         kind = .change
