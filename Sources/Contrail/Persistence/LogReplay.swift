@@ -34,8 +34,9 @@ struct LogReplay {
     private var deferred: [(uuid: UUID, properties: JSON)] = []
     /// The class whose synced property names `nameBytes` holds: UTF-8, one after the other, each
     /// at its range in `nameRanges` by property index (-1..<-1 when not synced). One flat array, so
-    /// that comparing a key with a name retains nothing.
+    /// that comparing a key with a name retains nothing. `namesClass` identifies that class.
     private var namesInfo: ModelClassInfo?
+    private var namesClass: ObjectIdentifier?
     private var nameBytes: [UInt8] = []
     private var nameRanges: [Range<Int>] = []
     /// By property index: the storage offset of a `Double` property, which a number is stored into
@@ -350,8 +351,10 @@ struct LogReplay {
         parser.position += 1
         parser.skipWhitespace(p)
         if try consume(UInt8(ascii: "}"), &parser, p) { return }
-        let info = object.info
-        if namesInfo !== info {
+        // The class is compared by its metadata, which (unlike `object.info`) retains nothing.
+        if namesClass != ObjectIdentifier(type(of: object)) {
+            let info = object.info
+            namesClass = ObjectIdentifier(type(of: object))
             namesInfo = info
             nameBytes = []
             nameRanges = info.properties.map { property in
@@ -373,6 +376,7 @@ struct LogReplay {
             } else {
                 parser.position = keyStart
                 let name = try parser.parseKey(p)
+                let info = namesInfo.unsafelyUnwrapped  // set above
                 index = info.indexByName[name].flatMap { info.properties[$0].isSynced ? $0 : nil }
             }
             let value: JSON
