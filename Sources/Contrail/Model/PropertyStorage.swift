@@ -53,6 +53,12 @@ extension Property: PropertyStorage {
 
     static func store(_ value: Any, in object: ModelObject, offset: Int, index: Int) {
         guard let new = value as? Value else { return }
+        store(typed: new, in: object, offset: offset, index: index)
+    }
+
+    /// Stores `new` and notifies as a local set does, without boxing: what a log restore calls
+    /// for the value types it decodes itself.
+    @MainActor static func store(typed new: Value, in object: ModelObject, offset: Int, index: Int) {
         let old = withStorage(object, offset) { storage in
             let old = storage.pointee.value
             storage.pointee.value = new

@@ -71,16 +71,17 @@ public final class FragmentLog {
         var report = RestoreReport()
         var restored: [Int: ChangeSet] = [:]
         var failure: FragmentLogError?
+        let cache = LogReplayCache(scope: scope)
         let opened: (LogFile, TornTail?)?
         do {
             // Records are applied as they are read; the writer thread syncs by `fsync` itself.
             opened = try LogFile.open(at: url, fsync: .never) { kind, offset, payload in
                 guard failure == nil else { return }
                 do throws(FragmentLogError) {
-                    if let replay = try LogReplay.prepare(payload: payload, offset: offset, scope: scope) {
+                    if let replay = try LogReplay.prepare(payload: payload, offset: offset, cache: cache) {
                         do throws(ModelError) { try replay.apply() } catch { throw .apply(offset: offset, error) }
                     } else {
-                        try restore(FragmentLogEntry(kind: kind, payload: payload, offset: offset), at: offset, into: scope, pending: &restored)
+                        try restore(FragmentLogEntry(kind: kind, payload: payload, offset: offset), at: offset, into: cache, pending: &restored)
                     }
                     report.records += 1
                 } catch {
@@ -216,7 +217,8 @@ public final class FragmentLog {
 
     /// Applies one record. A local change set that was still syncing is restored as made and kept in
     /// `pending` by sequence number until a later settle marker (if any) takes it out again.
-    private func restore(_ decoded: FragmentLogEntry, at offset: Int, into scope: Scope, pending: inout [Int: ChangeSet]) throws(FragmentLogError) {
+    private func restore(_ decoded: FragmentLogEntry, at offset: Int, into cache: LogReplayCache, pending: inout [Int: ChangeSet]) throws(FragmentLogError) {
+        let scope = cache.scope
         if let settled = decoded.settled {
             unsettled[settled] = nil
             if let changeSet = pending.removeValue(forKey: settled) {
@@ -228,7 +230,7 @@ public final class FragmentLog {
         guard decoded.sequence != nil else {
             // A record in the older layout (fragments before root): replayed as the current layout.
             let replay = try decoded.encoded().withUnsafeBytes { bytes in
-                Result { () throws(FragmentLogError) in try LogReplay.prepare(payload: bytes, offset: offset, scope: scope) }
+                Result { () throws(FragmentLogError) in try LogReplay.prepare(payload: bytes, offset: offset, cache: cache) }
             }.get()
             do throws(ModelError) { try replay?.apply() } catch { throw .apply(offset: offset, error) }
             return

@@ -26,38 +26,63 @@ struct LogReplay {
     /// pre-order, so a collection's elements come in a row): the resolver tries the object after
     /// the one it found last before it hashes.
     private var created: [(uuid: UUID, object: ModelObject)] = []
-    private var createdIndex: [UUID: Int] = [:]
+    private var createdIndex = UUIDTable<Int>()
     /// Property values in the order the record holds them, not yet decoded.
-    private var writes: [(object: ModelObject, index: Int, wire: JSON)] = []
+    private var writes: [Write] = []
     /// Fragments whose object could not be found when they were read (it is added later in the
     /// record, or the keys came in another order): resolved once the whole record is read.
     private var deferred: [(uuid: UUID, properties: JSON)] = []
-    /// The class whose synced property names `names` holds (UTF-8, by property index; nil when not synced).
+    /// The class whose synced property names `nameBytes` holds: UTF-8, one after the other, each
+    /// at its range in `nameRanges` by property index (-1..<-1 when not synced). One flat array, so
+    /// that comparing a key with a name retains nothing. `namesClass` identifies that class.
     private var namesInfo: ModelClassInfo?
-    private var names: [[UInt8]?] = []
+    private var namesClass: ObjectIdentifier?
+    private var nameBytes: [UInt8] = []
+    private var nameRanges: [Range<Int>] = []
+    /// By property index: the storage offset of a `Double` property, which a number is stored into
+    /// without decoding it to `Any` (-1 for every other type).
+    private var doubleOffsets: [Int] = []
     /// The class name read last (records hold runs of one class), its bytes, and its class once looked up.
     private var lastClassName: String?
     private var lastClassBytes: [UInt8] = []
     private var lastClassType: ModelObject.Type?
-    /// For each property index + 1 (0: the start of a `properties` object), the index in `names`
+    /// For each property index + 1 (0: the start of a `properties` object), the property index
     /// that followed it last time: tried first, since records list properties in the same order.
     private var successor: [Int] = []
     /// The property index matched last in the current `properties` object (-1 before the first).
     private var previousName = -1
     private let scope: Scope
+    private let cache: LogReplayCache
     private let offset: Int
     private let payloadSize: Int
 
-    private init(scope: Scope, offset: Int, payloadSize: Int) {
-        self.scope = scope
+    /// A property value to store: `doubleOffset` is the storage offset when the property is a
+    /// `Double` (-1 otherwise).
+    private struct Write {
+        let object: ModelObject
+        let index: Int
+        let wire: JSON
+        let doubleOffset: Int
+
+        /// The number to store straight into a `Double` property, if this is one (else it is decoded).
+        var double: Double? {
+            guard doubleOffset >= 0 else { return nil }
+            return wire.numberAsDouble
+        }
+    }
+
+    private init(cache: LogReplayCache, offset: Int, payloadSize: Int) {
+        self.scope = cache.scope
+        self.cache = cache
         self.offset = offset
         self.payloadSize = payloadSize
     }
 
-    /// Reads the record at `offset`. Returns `nil` when it is not one this type handles (see the
-    /// type's description). O(payload size).
-    static func prepare(payload: UnsafeRawBufferPointer, offset: Int, scope: Scope) throws(FragmentLogError) -> LogReplay? {
-        var replay = LogReplay(scope: scope, offset: offset, payloadSize: payload.count)
+    /// Reads the record at `offset` for `cache`'s scope. Returns `nil` when it is not one this type
+    /// handles (see the type's description). O(payload size).
+    static func prepare(payload: UnsafeRawBufferPointer, offset: Int, cache: LogReplayCache) throws(FragmentLogError) -> LogReplay? {
+        let scope = cache.scope
+        var replay = LogReplay(cache: cache, offset: offset, payloadSize: payload.count)
         replay.writes.reserveCapacity(payload.count / 40)  // a property value takes 30 bytes or more
         var parser = JSONParser(bytes: payload, limits: JSONLimits())
         guard let p = parser.base else { throw .badRecord(offset: offset, reason: "empty record") }
@@ -110,12 +135,12 @@ struct LogReplay {
     /// when the scope has none, and stores the values. O(values).
     func apply() throws(ModelError) {
         var next = 0
-        let resolver: ModelResolver = { [created, createdIndex, scope] uuid in
+        let resolver: ModelResolver = { [created, createdIndex, cache] uuid in
             if next < created.count, created[next].uuid == uuid {
                 next += 1
                 return created[next - 1].object
             }
-            guard let index = createdIndex[uuid] else { return scope.object(for: uuid) }
+            guard let index = createdIndex[uuid] else { return cache.object(for: uuid) }
             next = index + 1
             return created[index].object
         }
@@ -124,12 +149,12 @@ struct LogReplay {
             guard let object = resolver(uuid), case .object(let members) = properties else { continue }
             for (name, wire) in members {
                 guard let index = object.info.indexByName[name], object.info.properties[index].isSynced else { continue }
-                writes.append((object, index, wire))
+                writes.append(Write(object: object, index: index, wire: wire, doubleOffset: -1))
             }
         }
+        // Every value is decoded before anything changes; a number for a `Double` needs no decoding.
         var values: [Any] = []
-        values.reserveCapacity(writes.count)
-        for write in writes {
+        for write in writes where write.double == nil {
             values.append(try write.object.info.decode(write.wire, at: write.index, resolver: resolver))
         }
         if created.count > 64 { scope.reserveObjects(created.count) }
@@ -137,7 +162,14 @@ struct LogReplay {
         // whole tree, instead of one attach per child as each collection value is stored.
         let newRoot = scope.root == nil ? root.flatMap { createdIndex[$0].map { created[$0].object } } : nil
         scope.applyingRemote {
-            for (write, value) in zip(writes, values) { write.object.setValue(value, at: write.index) }
+            var decoded = values.makeIterator()
+            for write in writes {
+                if let number = write.double {
+                    Property<Double>.store(typed: number, in: write.object, offset: write.doubleOffset, index: write.index)
+                } else if let value = decoded.next() {
+                    write.object.setValue(value, at: write.index)
+                }
+            }
         }
         if let newRoot { scope.root = newRoot }
     }
@@ -159,17 +191,35 @@ struct LogReplay {
 
     /// Reads one fragment object, with the checks of ``SyncFragment/init(json:)``.
     private mutating func readFragment(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws {
-        try expect(UInt8(ascii: "{"), &parser, p)
         var kind: SyncFragment.Kind?
         var uuid: UUID?
         var className: String?
         var object: ModelObject?
         var laterProperties: JSON?
-        parser.skipWhitespace(p)
-        if try !consume(UInt8(ascii: "}"), &parser, p) {
+        let hasKeys: Bool
+        var keyRead: FragmentKey?  // the usual head ends with the `properties` key already read
+        if let head = matchHead(&parser, p), let name = lastClassName {
+            kind = head.kind
+            uuid = head.uuid
+            className = name
+            keyRead = .properties
+            hasKeys = true
+        } else {
+            try expect(UInt8(ascii: "{"), &parser, p)
+            parser.skipWhitespace(p)
+            hasKeys = try !consume(UInt8(ascii: "}"), &parser, p)
+        }
+        if hasKeys {
             repeat {
                 parser.skipWhitespace(p)
-                switch try fragmentKey(&parser, p) {
+                let key: FragmentKey
+                if let read = keyRead {
+                    key = read
+                    keyRead = nil
+                } else {
+                    key = try fragmentKey(&parser, p)
+                }
+                switch key {
                 case .type:
                     if matchString("change", &parser, p) {
                         kind = .change
@@ -224,10 +274,54 @@ struct LogReplay {
         }
     }
 
+    /// Reads `{"type":"change"` (or `"add"`) `,"uuid":"…","clsName":"…","properties":` if it is next,
+    /// exactly as the log writes it and with the class name read last: most fragments of a record.
+    /// `nil` (and the position unchanged) for anything else, which the general path reads.
+    private nonisolated func matchHead(_ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> (kind: SyncFragment.Kind, uuid: UUID)? {
+        let start = parser.position
+        let kind: SyncFragment.Kind
+        if matchRaw(#"{"type":"change","uuid":""#, &parser, p) {
+            kind = .change
+        } else if matchRaw(#"{"type":"add","uuid":""#, &parser, p) {
+            kind = .add
+        } else {
+            return nil
+        }
+        let uuidStart = parser.position
+        guard lastClassName != nil, uuidStart + 36 <= parser.count,
+              let uuid = UUID(wireBytes: UnsafeBufferPointer(start: p + uuidStart, count: 36)) else {
+            parser.position = start
+            return nil
+        }
+        parser.position += 36
+        let matched = lastClassBytes.withUnsafeBufferPointer { name in
+            matchRaw(#"","clsName":""#, &parser, p) && matchRaw(name.baseAddress, name.count, &parser, p)
+                && matchRaw(#"","properties":"#, &parser, p)
+        }
+        guard matched else {
+            parser.position = start
+            return nil
+        }
+        return (kind, uuid)
+    }
+
+    /// Skips the bytes of `literal` if they are next; whether they were.
+    private nonisolated func matchRaw(_ literal: StaticString, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
+        matchRaw(literal.utf8Start, literal.utf8CodeUnitCount, &parser, p)
+    }
+
+    /// Skips the `length` bytes at `bytes` if they are next; whether they were.
+    private nonisolated func matchRaw(_ bytes: UnsafePointer<UInt8>?, _ length: Int, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
+        let start = parser.position
+        guard start + length <= parser.count, length == 0 || memcmp(p + start, bytes.unsafelyUnwrapped, length) == 0 else { return false }
+        parser.position = start + length
+        return true
+    }
+
     /// The fragment's object: the scope's or one the record created, and for an `add` of an object
     /// neither holds, a new one of `className`. `nil` for a change to an object not (yet) known.
     private mutating func resolve(kind: SyncFragment.Kind, uuid: UUID, className: String) throws(ModelError) -> ModelObject? {
-        if let known = scope.object(for: uuid) { return known }
+        if let known = cache.object(for: uuid) { return known }
         guard kind == .add else { return createdIndex[uuid].map { created[$0].object } }
         let type: ModelObject.Type
         if let known = lastClassType, className == lastClassName {
@@ -238,13 +332,9 @@ struct LogReplay {
         }
         if created.isEmpty {  // about as many adds as fit (each takes 100 bytes or more)
             created.reserveCapacity(payloadSize / 96)
-            createdIndex.reserveCapacity(payloadSize / 96)
+            createdIndex = UUIDTable(capacity: payloadSize / 96)
         }
-        // One probe: an add of an object the record already added (rare) puts the first one back.
-        if let earlier = createdIndex.updateValue(created.count, forKey: uuid) {
-            createdIndex[uuid] = earlier
-            return created[earlier].object
-        }
+        if let earlier = createdIndex.insert(created.count, for: uuid) { return created[earlier].object }
         let object = type.init(uuid: uuid)
         created.append((uuid, object))
         return object
@@ -261,11 +351,20 @@ struct LogReplay {
         parser.position += 1
         parser.skipWhitespace(p)
         if try consume(UInt8(ascii: "}"), &parser, p) { return }
-        let info = object.info
-        if namesInfo !== info {
+        // The class is compared by its metadata, which (unlike `object.info`) retains nothing.
+        if namesClass != ObjectIdentifier(type(of: object)) {
+            let info = object.info
+            namesClass = ObjectIdentifier(type(of: object))
             namesInfo = info
-            names = info.properties.map { $0.isSynced ? Array($0.name.utf8) : nil }
-            successor = (0...names.count).map { $0 % max(names.count, 1) }
+            nameBytes = []
+            nameRanges = info.properties.map { property in
+                guard property.isSynced else { return -1 ..< -1 }
+                let start = nameBytes.count
+                nameBytes += property.name.utf8
+                return start ..< nameBytes.count
+            }
+            doubleOffsets = info.properties.map { ObjectIdentifier($0.storage) == ObjectIdentifier(Property<Double>.self) ? $0.offset : -1 }
+            successor = (0...nameRanges.count).map { $0 % max(nameRanges.count, 1) }
         }
         previousName = -1
         repeat {
@@ -277,14 +376,20 @@ struct LogReplay {
             } else {
                 parser.position = keyStart
                 let name = try parser.parseKey(p)
+                let info = namesInfo.unsafelyUnwrapped  // set above
                 index = info.indexByName[name].flatMap { info.properties[$0].isSynced ? $0 : nil }
             }
-            let value = try parser.parseValue(p)
-            if let problem = SyncFragment.problem(with: value) {
-                parser.position = keyStart
-                throw invalid("Property '\(try parser.parseKey(p))': \(problem)")
+            let value: JSON
+            if parser.position < parser.count, p[parser.position] == UInt8(ascii: "-") || p[parser.position] &- UInt8(ascii: "0") < 10 {
+                value = try parser.parseNumber(p)  // the most common value, and always an acceptable one
+            } else {
+                value = try parser.parseValue(p)
+                if let problem = SyncFragment.problem(with: value) {
+                    parser.position = keyStart
+                    throw invalid("Property '\(try parser.parseKey(p))': \(problem)")
+                }
             }
-            if let index { writes.append((object, index, value)) }
+            if let index { writes.append(Write(object: object, index: index, wire: value, doubleOffset: doubleOffsets[index])) }
             parser.skipWhitespace(p)
         } while try consume(UInt8(ascii: ","), &parser, p)
         try expect(UInt8(ascii: "}"), &parser, p)
@@ -341,9 +446,13 @@ struct LogReplay {
     /// Skips the JSON string of the `length` bytes at `bytes` if it is next; whether it was.
     private nonisolated func matchString(_ bytes: UnsafePointer<UInt8>?, _ length: Int, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) -> Bool {
         let start = parser.position
-        guard start + length + 2 <= parser.count, p[start] == UInt8(ascii: "\""), p[start + length + 1] == UInt8(ascii: "\""),
-              length == 0 || memcmp(p + start + 1, bytes.unsafelyUnwrapped, length) == 0 else { return false }
-        parser.position = start + length + 2
+        guard start + length + 2 <= parser.count, p[start] == UInt8(ascii: "\""), p[start + length + 1] == UInt8(ascii: "\"") else { return false }
+        parser.position += 1
+        guard matchRaw(bytes, length, &parser, p) else {
+            parser.position = start
+            return false
+        }
+        parser.position += 1
         return true
     }
 
@@ -366,11 +475,13 @@ struct LogReplay {
         // Nonisolated, like the other byte-level helpers: a closure isolated to the main actor pays a
         // dynamic executor check on every call, which was a tenth of a restore.
         func matches(_ index: Int) -> Bool {
-            guard index < names.count, let name = names[index], name.count == length else { return false }
-            return name.withUnsafeBufferPointer { $0.baseAddress.map { memcmp(p + start + 1, $0, length) == 0 } ?? true }
+            guard index < nameRanges.count else { return false }
+            let range = nameRanges[index]
+            guard range.lowerBound >= 0, range.count == length else { return false }
+            return length == 0 || nameBytes.withUnsafeBufferPointer { memcmp(p + start + 1, $0.baseAddress.unsafelyUnwrapped + range.lowerBound, length) == 0 }
         }
         let guess = successor[previousName + 1]
-        guard let index = matches(guess) ? guess : names.indices.first(where: matches) else { return nil }
+        guard let index = matches(guess) ? guess : nameRanges.indices.first(where: matches) else { return nil }
         successor[previousName + 1] = index
         previousName = index
         parser.position = end + 1

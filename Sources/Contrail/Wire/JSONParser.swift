@@ -320,7 +320,8 @@ struct JSONParser {
         1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
     ]
 
-    private mutating func parseNumber(_ p: UnsafePointer<UInt8>) throws(JSONError) -> JSON {
+    /// Parses the number at `position` (its first byte is a digit or a minus sign).
+    mutating func parseNumber(_ p: UnsafePointer<UInt8>) throws(JSONError) -> JSON {
         let start = position
         var negative = false
         if p[position] == UInt8(ascii: "-") {

@@ -10,23 +10,26 @@ extension UUID {
     }
 
     /// Parses the 8-4-4-4-12 hex form from UTF-8 bytes, as ``init(wireString:)`` does (no string is made).
-    /// Branch-free per digit: digits and letters come in random order, and a branch on which it is
-    /// mispredicted half the time (most of a log restore's time per fragment went there).
+    /// Eight digits at a time in a 64-bit word (SWAR), with no branch per digit: most of a log
+    /// restore's time per fragment once went to parsing its UUID.
     init?(wireBytes utf8: UnsafeBufferPointer<UInt8>) {
         guard utf8.count == 36, let p = utf8.baseAddress,
               p[8] == UInt8(ascii: "-"), p[13] == UInt8(ascii: "-"), p[18] == UInt8(ascii: "-"), p[23] == UInt8(ascii: "-")
         else { return nil }
-        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var invalid: UInt8 = 0
-        withUnsafeMutableBytes(of: &bytes) { out in
-            var index = 0
-            for outIndex in 0..<16 {
-                if index == 8 || index == 13 || index == 18 || index == 23 { index += 1 }
-                out[outIndex] = UUID.nibble(p[index], &invalid) << 4 | UUID.nibble(p[index + 1], &invalid)
-                index += 2
-            }
-        }
+        let raw = UnsafeRawPointer(p)
+        func word(_ offset: Int) -> UInt64 { UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+        func half(_ offset: Int) -> UInt64 { UInt64(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))) }
+        var invalid: UInt64 = 0
+        let parts = (UUID.hex8(word(0), &invalid), UUID.hex8(half(9) | half(14) << 32, &invalid),
+                     UUID.hex8(half(19) | half(24) << 32, &invalid), UUID.hex8(word(28), &invalid))
         guard invalid == 0 else { return nil }
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &bytes) { out in
+            out.storeBytes(of: parts.0.littleEndian, toByteOffset: 0, as: UInt32.self)
+            out.storeBytes(of: parts.1.littleEndian, toByteOffset: 4, as: UInt32.self)
+            out.storeBytes(of: parts.2.littleEndian, toByteOffset: 8, as: UInt32.self)
+            out.storeBytes(of: parts.3.littleEndian, toByteOffset: 12, as: UInt32.self)
+        }
         self.init(uuid: bytes)
     }
 
@@ -51,12 +54,24 @@ extension UUID {
         }
     }
 
-    /// The value of hex digit `byte` (either case); sets `invalid` to non-zero when it is not one.
+    /// The four bytes that eight hex digits (either case) spell, the first digit in the lowest
+    /// byte of `chars`, the first byte in the lowest byte of the result; makes `invalid` non-zero
+    /// when one of them is not a hex digit. Every step works on all eight bytes at once: a byte
+    /// under 0x80 plus a constant under 0x80 never carries into the next byte.
     @inline(__always)
-    private static func nibble(_ byte: UInt8, _ invalid: inout UInt8) -> UInt8 {
-        let isDigit = byte &- UInt8(ascii: "0") < 10
-        let isLetter = (byte | 0x20) &- UInt8(ascii: "a") < 6
-        invalid |= (isDigit ? 0 : 1) & (isLetter ? 0 : 1)
-        return (byte & 0x0F) &+ 9 &* (byte &>> 6)  // "0"-"9" are 0x3_, "A"-"F" 0x4_ and "a"-"f" 0x6_
+    private static func hex8(_ chars: UInt64, _ invalid: inout UInt64) -> UInt32 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high = ones &* 0x80
+        let lower = chars | ones &* 0x20  // "A"-"F" become "a"-"f"; digits stay
+        // A byte's high bit after adding (0x80 - lo) says it is >= lo; after adding (0x7F - hi), > hi.
+        let isDigit = (chars &+ ones &* (0x80 - 0x30)) & ~(chars &+ ones &* (0x7F - 0x39))
+        let isLetter = (lower &+ ones &* (0x80 - 0x61)) & ~(lower &+ ones &* (0x7F - 0x66))
+        invalid |= (chars & high) | ((isDigit | isLetter) & high ^ high)
+        // "0"-"9" are 0x3_, "A"-"F" 0x4_ and "a"-"f" 0x6_: bit 6 set means a letter, worth 9 more.
+        let nibbles = (chars & 0x0F0F_0F0F_0F0F_0F0F) &+ ((chars >> 6) & ones) &* 9
+        var packed = ((nibbles << 4) | (nibbles >> 8)) & 0x00FF_00FF_00FF_00FF
+        packed = (packed | packed >> 8) & 0x0000_FFFF_0000_FFFF
+        packed = (packed | packed >> 16) & 0xFFFF_FFFF
+        return UInt32(truncatingIfNeeded: packed)
     }
 }
