@@ -318,4 +318,24 @@ private func watchScopes(_ objects: [ModelObject], into observer: Counter) {
         c.root = free
         #expect(c.root === free && free.scope === c && mooring.loose.isEmpty && errors.count == 2)
     }
+
+    @Test func anUndoThatWouldMoveAHeldObjectBackIsRefusedForThatProperty() async throws {
+        let (a, b, mooring, rootB, _, refusals) = try await moored()
+        let node = Node()
+        rootB.children = [node]
+        rootB.label = "before"
+        await ChangeDelivery.main.drain()
+        // The node moves to A, where a non-optional reference holds it; B records its collection's loss.
+        mooring.fixed = node
+        await ChangeDelivery.main.drain()
+        #expect(node.scope === a && rootB.children.isEmpty)
+        rootB.label = "after"
+        b.undo()   // the label: nothing to refuse
+        #expect(rootB.label == "before" && refusals.events.isEmpty)
+        b.undo()   // the collection's loss: undoing it would take the node out of A again
+        await ChangeDelivery.main.drain()
+        #expect(rootB.children.isEmpty && node.scope === a && mooring.fixed === node)
+        #expect(refusals.events.count == 1)
+        #expect(a.count == 3 && b.count == 1)
+    }
 }
