@@ -1,7 +1,7 @@
 import Contrail
 
 // The guided tour of Contrail: each chapter mirrors a part of the README.
-let narrator = await Narrator()
+let narrator = Narrator()
 print("Contrail Playground")
 try await observationChapter(narrator)
 await changeSetChapter(narrator)
