@@ -56,18 +56,17 @@ struct LogReplay {
     private let offset: Int
     private let payloadSize: Int
 
-    /// A property value to store: `doubleOffset` is the storage offset when the property is a
-    /// `Double` (-1 otherwise).
+    /// A property value to store.
     private struct Write {
         let object: ModelObject
         let index: Int
-        let wire: JSON
-        let doubleOffset: Int
+        let value: Value
 
-        /// The number to store straight into a `Double` property, if this is one (else it is decoded).
-        var double: Double? {
-            guard doubleOffset >= 0 else { return nil }
-            return wire.numberAsDouble
+        enum Value {
+            /// A number for a `Double` property, stored as it is into the storage at `offset`.
+            case double(Double, offset: Int)
+            /// Anything else: decoded for the property first.
+            case wire(JSON)
         }
     }
 
@@ -149,13 +148,14 @@ struct LogReplay {
             guard let object = resolver(uuid), case .object(let members) = properties else { continue }
             for (name, wire) in members {
                 guard let index = object.info.indexByName[name], object.info.properties[index].isSynced else { continue }
-                writes.append(Write(object: object, index: index, wire: wire, doubleOffset: -1))
+                writes.append(Write(object: object, index: index, value: .wire(wire)))
             }
         }
         // Every value is decoded before anything changes; a number for a `Double` needs no decoding.
         var values: [Any] = []
-        for write in writes where write.double == nil {
-            values.append(try write.object.info.decode(write.wire, at: write.index, resolver: resolver))
+        for write in writes {
+            guard case .wire(let wire) = write.value else { continue }
+            values.append(try write.object.info.decode(wire, at: write.index, resolver: resolver))
         }
         if created.count > 64 { scope.reserveObjects(created.count) }
         // A root the record creates is attached after its values are stored: one walk attaches the
@@ -164,10 +164,11 @@ struct LogReplay {
         scope.applyingRemote {
             var decoded = values.makeIterator()
             for write in writes {
-                if let number = write.double {
-                    Property<Double>.store(typed: number, in: write.object, offset: write.doubleOffset, index: write.index)
-                } else if let value = decoded.next() {
-                    write.object.setValue(value, at: write.index)
+                switch write.value {
+                case let .double(number, offset):
+                    Property<Double>.store(typed: number, in: write.object, offset: offset, index: write.index)
+                case .wire:
+                    if let value = decoded.next() { write.object.setValue(value, at: write.index) }
                 }
             }
         }
@@ -389,7 +390,14 @@ struct LogReplay {
                     throw invalid("Property '\(try parser.parseKey(p))': \(problem)")
                 }
             }
-            if let index { writes.append(Write(object: object, index: index, wire: value, doubleOffset: doubleOffsets[index])) }
+            if let index {
+                let offset = doubleOffsets[index]
+                if offset >= 0, let number = value.numberAsDouble {
+                    writes.append(Write(object: object, index: index, value: .double(number, offset: offset)))
+                } else {
+                    writes.append(Write(object: object, index: index, value: .wire(value)))
+                }
+            }
             parser.skipWhitespace(p)
         } while try consume(UInt8(ascii: ","), &parser, p)
         try expect(UInt8(ascii: "}"), &parser, p)
