@@ -164,14 +164,21 @@ import Testing
     }
 
     /// What both crash tests start from: the `contrail` binary, a fresh log path (removed afterwards),
-    /// a server, and a first online start that made the shelf known (`startOnline`'s state).
+    /// a server (stopped afterwards, also when `body` throws), and a first online start that made
+    /// the shelf known (`startOnline`'s state).
     static func withOnlineShelf(_ body: (_ binary: URL, _ logURL: URL, _ server: ContrailServer, _ startState: JSON) async throws -> Void) async throws {
         let binary = try contrailBinary()
         ModelRegistry.register(Shelf.self)
         let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-crash-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: logURL) }
         let server = try makeServer()
-        try await body(binary, logURL, server, try await startOnline(server, logURL: logURL))
+        do {
+            try await body(binary, logURL, server, try await startOnline(server, logURL: logURL))
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
     }
 
     static func makeServer() throws -> ContrailServer {
@@ -238,11 +245,10 @@ import Testing
                 previous = round
                 startState = restored
                 if round.cutTornTail { tornTails += 1 }
-        }
-        print("crash test (seed \(seed)): \(rounds) SIGKILLs, \(Self.step(of: startState)) change sets restored, \(tornTails) torn tails cut")
-        let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState)
-        #expect(made >= 20, "at least 20 offline change sets (seed \(seed))")
-        await server.stop()
+            }
+            print("crash test (seed \(seed)): \(rounds) SIGKILLs, \(Self.step(of: startState)) change sets restored, \(tornTails) torn tails cut")
+            let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState)
+            #expect(made >= 20, "at least 20 offline change sets (seed \(seed))")
         }
     }
 
@@ -272,11 +278,10 @@ import Testing
                 }
                 previous = round
                 startState = restored
-        }
-        // The last kill's torn tail is cut by this restore.
-        let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState)
-        print("crash test, kills mid-write (seed \(seed)): \(rounds) SIGKILLs, \(tornTails) torn tails cut, \(made) change sets reached the server")
-        await server.stop()
+            }
+            // The last kill's torn tail is cut by this restore.
+            let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState)
+            print("crash test, kills mid-write (seed \(seed)): \(rounds) SIGKILLs, \(tornTails) torn tails cut, \(made) change sets reached the server")
         }
     }
 }
