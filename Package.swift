@@ -1,6 +1,14 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
 import PackageDescription
 
+// The layers point one way (the README's design section says the rule for each arrow, and
+// `Tests/ContrailTests/ModuleLayeringTests.swift` fails when a forbidden import appears):
+//
+//   CContrailSystem ← ContrailSupport ← ContrailWebSocket ─┐
+//                                     ← ContrailWire ──────┴─ ← ContrailTransport ← Contrail
+//                                     ← ContrailNATS                              ← ContrailServer
+//
+// The server links the wire layer, never the model layer (`Contrail`).
 let package = Package(
     name: "Contrail",
     platforms: [.macOS(.v14)],
@@ -15,19 +23,30 @@ let package = Package(
     targets: [
         // epoll/eventfd are not exported by Swift's Glibc module; this header makes them callable.
         .target(name: "CContrailSystem"),
-        .target(name: "ContrailWebSocket", dependencies: ["CContrailSystem"]),
-        .target(name: "Contrail", dependencies: ["ContrailWebSocket"]),
-        .target(name: "ContrailServer", dependencies: ["Contrail", "ContrailWebSocket", "ContrailNATS"], exclude: ["Pages/Screenshots"]),
-        .target(name: "ContrailNATS", dependencies: ["ContrailWebSocket"]),
+        // The event loop, TCP, locks and typed async streams: what every networked layer stands on.
+        .target(name: "ContrailSupport", dependencies: ["CContrailSystem"]),
+        // RFC 6455 only: handshake, frames, the connection and the server.
+        .target(name: "ContrailWebSocket", dependencies: ["ContrailSupport"]),
+        // A NATS client (core protocol and the JetStream API) for the cluster mode.
+        .target(name: "ContrailNATS", dependencies: ["ContrailSupport"]),
+        // What client and server exchange: JSON, messages, fragments, the log format, transports.
+        .target(name: "ContrailWire", dependencies: ["ContrailSupport", "CContrailSystem"]),
+        // Sync transports over WebSocket connections: the client's connectors, the server's adapter.
+        .target(name: "ContrailTransport", dependencies: ["ContrailWire", "ContrailWebSocket"]),
+        // What an app imports: models, observation, scopes, persistence and the sync client.
+        .target(name: "Contrail", dependencies: ["ContrailWire", "ContrailTransport"]),
+        // The sync server: fragment state, sessions, persistence, cluster, pages. No model layer.
+        .target(name: "ContrailServer", dependencies: ["ContrailWire", "ContrailTransport", "ContrailWebSocket", "ContrailNATS"],
+                exclude: ["Pages/Screenshots"]),
         // Models in a library of their own, for the benchmark's cross-module figure.
         .target(name: "ContrailBenchModels", dependencies: ["Contrail"]),
         // The convergence fuzzer, shared by `contrail fuzz` and the tests (not a product).
         .target(name: "ContrailFuzz", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
         .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailNATS", "ContrailFuzz", "ContrailBenchModels"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
-        .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket"]),
-        .testTarget(name: "ContrailTests", dependencies: ["Contrail"]),
-        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailNATS", "ContrailWebSocket", "Contrail", "ContrailServer"]),
-        .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
+        .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket", "ContrailSupport"]),
+        .testTarget(name: "ContrailTests", dependencies: ["Contrail", "ContrailWire"]),
+        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailNATS", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),
+        .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailWire", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
     ]
 )

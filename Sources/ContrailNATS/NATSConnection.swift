@@ -1,4 +1,4 @@
-import ContrailWebSocket
+import ContrailSupport
 import Foundation
 
 /// A client connection to NATS over a plain TCP socket on the shared event loop: the core protocol

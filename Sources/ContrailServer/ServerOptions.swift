@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// How a ``ContrailServer`` listens, stores, limits and decides.

@@ -26,7 +26,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     let loop: EventLoop
     let options: WebSocketOptions
     let channel: Channel
-    let inbound: InboundQueue<WebSocketMessage>
+    let inbound: InboundQueue<WebSocketMessage, WebSocketError>
 
     /// The request target: the URL's path and query on a client, the requested one on a server.
     public var path: String { shared.withLock { $0.path } }
@@ -106,8 +106,13 @@ public final class WebSocketConnection: @unchecked Sendable {
         let target = try WebSocketURL(url)
         try Handshake.validate(headers: options.headers)
         let loop = options.nextLoop
-        let fd = try await Connector.connect(host: target.host, port: target.port, loop: loop,
+        let fd: Int32
+        do throws(NetworkError) {
+            fd = try await Connector.connect(host: target.host, port: target.port, loop: loop,
                                              timeout: options.connectTimeout)
+        } catch {
+            throw WebSocketError(error)
+        }
         let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path)
         let result = await withCheckedContinuation { continuation in
             loop.enqueue {
@@ -140,7 +145,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         do {
             try channel.register()
         } catch {
-            failure = error
+            failure = WebSocketError(error)
             channel.close()
             return
         }
@@ -167,7 +172,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         do {
             try connection.channel.register()
         } catch {
-            connection.failure = error
+            connection.failure = WebSocketError(error)
             connection.channel.close()
             return connection
         }
@@ -607,7 +612,7 @@ public final class WebSocketConnection: @unchecked Sendable {
 }
 
 extension WebSocketConnection: ChannelDelegate {
-    func channelRead(_ bytes: UnsafeRawBufferPointer) {
+    package func channelRead(_ bytes: UnsafeRawBufferPointer) {
         loop.assertOnLoop()
         switch phase {
         case .handshaking: handshakeBytes(bytes)
@@ -616,7 +621,7 @@ extension WebSocketConnection: ChannelDelegate {
         }
     }
 
-    func channelEnded(errno: Int32?) {
+    package func channelEnded(errno: Int32?) {
         loop.assertOnLoop()
         if let errno {
             if failure == nil && !receivedClose { failure = .io(errno: errno, "reading from the peer") }
@@ -636,14 +641,14 @@ extension WebSocketConnection: ChannelDelegate {
         armCloseTimer()
     }
 
-    func channelClosed() {
+    package func channelClosed() {
         loop.assertOnLoop()
         finish()
     }
 
     /// While a large frame's payload is arriving, the socket reads straight into it (see
     /// `FrameDecoder.receivePayload`).
-    func channelReadDirectly(_ read: (UnsafeMutableRawBufferPointer) -> Socket.IOResult) -> Socket.IOResult? {
+    package func channelReadDirectly(_ read: (UnsafeMutableRawBufferPointer) -> Socket.IOResult) -> Socket.IOResult? {
         loop.assertOnLoop()
         guard phase == .open, !receivedClose, failure == nil else { return nil }
         var outcome = Socket.IOResult.wouldBlock

@@ -85,3 +85,18 @@ public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible 
         return String(cString: text)
     }
 }
+
+extension WebSocketError {
+    /// The same failure as a WebSocket error: a closed socket or loop is `.closed` with no code.
+    public init(_ error: NetworkError) {
+        switch error {
+        case .connectionRefused(let host, let port): self = .connectionRefused(host: host, port: port)
+        case .unknownHost(let host): self = .unknownHost(host)
+        case .timedOut(let what): self = .timedOut(what)
+        case .closed(let what): self = .closed(nil, what)
+        case .io(let errno, let what): self = .io(errno: errno, what)
+        case .concurrentConsumer: self = .concurrentConsumer
+        }
+    }
+}
+extension WebSocketError: InboundQueueFailure {}

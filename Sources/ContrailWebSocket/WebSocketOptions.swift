@@ -59,10 +59,7 @@ public struct WebSocketOptions: Sendable {
     public var log: @Sendable (String) -> Void = WebSocketOptions.standardError
 
     /// Writes `line` and a newline to standard error in one `write(2)`.
-    public static let standardError: @Sendable (String) -> Void = { line in
-        let bytes = Array((line + "\n").utf8)
-        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-    }
+    public static let standardError: @Sendable (String) -> Void = OperatorLog.standardError
 
     /// Default settings.
     public init() {}

@@ -79,14 +79,14 @@ public final class WebSocketServer: Sendable {
         }
         let loop = options.nextLoop
         let listener: Listener
-        do throws(WebSocketError) {
+        do throws(NetworkError) {
             listener = try await Listener.start(host: host, port: requestedPort, loop: loop, log: options.log) {
                 [weak self] fd in
                 if let self { self.dispatch(fd) } else { Socket.close(fd) }
             }
         } catch {
             state.withLock { $0.starting = false }
-            throw error
+            throw WebSocketError(error)
         }
         let installed = state.withLock { s -> Bool in
             s.starting = false

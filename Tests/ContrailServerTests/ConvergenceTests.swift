@@ -1,4 +1,5 @@
 @testable import Contrail
+@testable import ContrailWire
 @testable import ContrailServer
 import ContrailFuzz
 import Foundation

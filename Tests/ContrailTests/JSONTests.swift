@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Contrail
+@testable import ContrailWire
 
 /// A small deterministic generator (SplitMix64) so fuzz loops are reproducible.
 struct SeededGenerator: RandomNumberGenerator {

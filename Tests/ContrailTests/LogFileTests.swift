@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Contrail
+@testable import ContrailWire
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Contrail
+@testable import ContrailWire
 
 private func decodeOne(_ text: String) throws -> Message {
     let messages = try MessageFrame.decode(text)

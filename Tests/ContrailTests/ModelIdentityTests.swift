@@ -1,4 +1,5 @@
 @testable import Contrail
+@testable import ContrailWire
 import Foundation
 import Testing
 

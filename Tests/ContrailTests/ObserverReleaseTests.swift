@@ -1,4 +1,5 @@
 @testable import Contrail
+@testable import ContrailWire
 import Testing
 
 /// An observer's callbacks, and what they captured, are released at the end of the first delivery

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Contrail
+@testable import ContrailWire
 
 @Suite struct SyncFragmentTests {
     static let shapeUUID = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"

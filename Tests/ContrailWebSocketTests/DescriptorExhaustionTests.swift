@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ContrailSupport
 @testable import ContrailWebSocket
 
 #if canImport(Glibc)

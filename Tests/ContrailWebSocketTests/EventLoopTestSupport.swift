@@ -1,4 +1,5 @@
 import Foundation
+@testable import ContrailSupport
 @testable import ContrailWebSocket
 
 /// A bounded wait ran out.

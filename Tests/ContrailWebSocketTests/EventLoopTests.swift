@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ContrailSupport
 @testable import ContrailWebSocket
 
 @Suite("EventLoop")
@@ -74,7 +75,7 @@ struct EventLoopTests {
         // Positive control: a receive with bytes waiting returns them.
         let first = try await withTimeout { try await receive(from: client) { $0.count >= 3 } }
         #expect(first == [1, 2, 3])
-        let reader = Task { () async throws(WebSocketError) -> [UInt8]? in try await client.receive() }
+        let reader = Task { () async throws(NetworkError) -> [UInt8]? in try await client.receive() }
         reader.cancel()
         let result = try await withTimeout { try await reader.value }
         #expect(result == nil)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ContrailSupport
 @testable import ContrailWebSocket
 
 /// The 16 KiB limit on a request head, however the head arrives.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+@testable import ContrailSupport
 @testable import ContrailWebSocket
 
 /// A raw TCP server that answers the WebSocket handshake correctly and then does only what the test says.

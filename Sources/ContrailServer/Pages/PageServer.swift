@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import ContrailWebSocket
 
 /// Answers the plain HTTP requests that reach `contrail serve` beside the WebSocket upgrade (when

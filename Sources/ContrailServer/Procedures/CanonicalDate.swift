@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// Dates in the canonical wire encoding (PROTOCOL.md §8.1: epoch seconds as a JSON number).

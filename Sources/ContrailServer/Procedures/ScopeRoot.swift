@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// The root a new scope starts with: its class name and property values. The original server's app

@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// A procedure the server runs (PROTOCOL.md §4.6): its declaration (name and constraints) and a

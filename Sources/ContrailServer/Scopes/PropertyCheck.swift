@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// The outcome of checking one property value against what the server knows of its kind.

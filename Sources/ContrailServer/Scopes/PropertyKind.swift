@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// What a schema-agnostic server learns about a (class, property) from the first value it sees:

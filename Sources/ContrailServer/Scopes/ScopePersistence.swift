@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// A scope's log in the data directory: a snapshot record followed by one record per accepted

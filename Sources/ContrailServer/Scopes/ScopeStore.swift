@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// The state of one scope on a schema-agnostic server: objects by UUID (class name + properties),

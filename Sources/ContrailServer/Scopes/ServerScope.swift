@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// One scope on the server: an actor holding its schema-agnostic state, the sessions subscribed to

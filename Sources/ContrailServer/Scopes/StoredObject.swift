@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 
 /// One object of a server-side scope: its class name and its properties as wire values.
 /// The server knows no schema; a property's meaning comes from its values (see ``PropertyKind``).

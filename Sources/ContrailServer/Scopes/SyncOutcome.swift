@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 
 /// What applying one `ScopeSync` to a ``ScopeStore`` did.
 struct SyncOutcome: Sendable {

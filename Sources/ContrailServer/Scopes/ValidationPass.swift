@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import Foundation
 
 /// One validation round of a change set in ``ScopeStore``: a plan per fragment and the state the

@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 
 /// Connects to a ``ContrailServer`` in the same process through an ``InMemoryTransport`` pair.
 struct InMemoryServerConnector: SyncConnector {

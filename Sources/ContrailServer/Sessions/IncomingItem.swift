@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 
 /// One decoded element of a client frame.
 enum IncomingItem: Sendable {

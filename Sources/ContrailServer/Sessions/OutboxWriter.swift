@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import ContrailWebSocket
 import Synchronization
 

@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 
 /// A server → client message waiting in a session's outbox or resend buffer. Broadcasts and full
 /// states share their (large) fragment text between sessions; only the small envelope with the

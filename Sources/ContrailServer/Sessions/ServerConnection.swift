@@ -1,4 +1,5 @@
-import Contrail
+import ContrailWire
+import ContrailTransport
 import ContrailWebSocket
 import Foundation
 import Synchronization

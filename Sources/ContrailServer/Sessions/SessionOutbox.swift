@@ -1,4 +1,4 @@
-import Contrail
+import ContrailWire
 import ContrailWebSocket
 
 /// A session's outgoing side, safe to use from any task: numbers sequenced messages, keeps them

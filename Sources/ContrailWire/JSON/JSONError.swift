@@ -21,7 +21,7 @@ public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
     public static let endOfInputReason = "unexpected end of input"
 
     /// `unexpected 'x'` for printable ASCII, `unexpected byte 0xNN` otherwise.
-    static func unexpected(_ byte: UInt8, at offset: Int) -> JSONError {
+    package static func unexpected(_ byte: UInt8, at offset: Int) -> JSONError {
         JSONError(offset: offset, reason: "unexpected " + describe(byte))
     }
 

@@ -116,7 +116,7 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         return writer.bytes
     }
 
-    static func write(_ fragments: [SyncFragment], into writer: inout JSONWriter) {
+    package static func write(_ fragments: [SyncFragment], into writer: inout JSONWriter) {
         writer.append("[")
         for (position, fragment) in fragments.enumerated() {
             if position > 0 { writer.append(",") }
@@ -144,7 +144,7 @@ public struct SyncFragment: Sendable, Hashable, Codable {
     }
 
     /// Why `value` is not an acceptable property value, with the server's wording; `nil` if it is.
-    static func problem(with value: JSON) -> String? {
+    package static func problem(with value: JSON) -> String? {
         switch value {
         case .null, .bool, .int, .uint, .double, .string:
             return nil

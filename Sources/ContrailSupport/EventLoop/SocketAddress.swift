@@ -6,7 +6,7 @@ import Darwin
 #endif
 
 /// An IPv4 or IPv6 socket address, as `getaddrinfo` returns it.
-struct SocketAddress: Sendable, CustomStringConvertible {
+package struct SocketAddress: Sendable, CustomStringConvertible {
     /// The raw address (large enough for any family).
     var storage: sockaddr_storage
     /// How many bytes of `storage` are used.
@@ -25,7 +25,7 @@ struct SocketAddress: Sendable, CustomStringConvertible {
     }
 
     /// The numeric host, e.g. `"127.0.0.1"` or `"::1"`.
-    var host: String {
+    package var host: String {
         var copy = storage
         var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
         let result = withUnsafePointer(to: &copy) { pointer in
@@ -37,7 +37,7 @@ struct SocketAddress: Sendable, CustomStringConvertible {
         return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// Calls `body` with the address as a `sockaddr` pointer and its length.
     func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
@@ -49,12 +49,12 @@ struct SocketAddress: Sendable, CustomStringConvertible {
 
     /// `resolve(host:port:passive:)` on a Dispatch global queue, so that the blocking `getaddrinfo` runs
     /// neither on an event loop nor on Swift's cooperative pool.
-    static func resolveInBackground(host: String, port: UInt16, passive: Bool = false) async throws(WebSocketError)
+    static func resolveInBackground(host: String, port: UInt16, passive: Bool = false) async throws(NetworkError)
         -> [SocketAddress]
     {
         let resolved = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(returning: Result { () throws(WebSocketError) in
+                continuation.resume(returning: Result { () throws(NetworkError) in
                     try resolve(host: host, port: port, passive: passive)
                 })
             }
@@ -65,8 +65,8 @@ struct SocketAddress: Sendable, CustomStringConvertible {
     /// Resolves `host` (a name, an IPv4 literal, or an IPv6 literal with or without brackets) with
     /// `getaddrinfo`, which blocks; call it off the event loop.
     /// - Parameter passive: resolve for `bind` (an empty host then means every interface).
-    /// - Throws: `WebSocketError.unknownHost` when the name does not resolve.
-    static func resolve(host: String, port: UInt16, passive: Bool = false) throws(WebSocketError) -> [SocketAddress] {
+    /// - Throws: `NetworkError.unknownHost` when the name does not resolve.
+    static func resolve(host: String, port: UInt16, passive: Bool = false) throws(NetworkError) -> [SocketAddress] {
         var name = host
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         var hints = addrinfo()
@@ -114,7 +114,7 @@ struct SocketAddress: Sendable, CustomStringConvertible {
     }
 
     /// The address of a connected socket's peer.
-    static func peer(of fd: Int32) -> SocketAddress? {
+    package static func peer(of fd: Int32) -> SocketAddress? {
         address(of: fd, getpeername)
     }
 

@@ -1,4 +1,5 @@
 import ContrailWebSocket
+import ContrailWire
 
 /// A `SyncTransport` over one `WebSocketConnection` (text frames; binary frames are read as UTF-8,
 /// as the Jetstream server does).

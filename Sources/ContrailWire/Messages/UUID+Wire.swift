@@ -12,7 +12,7 @@ extension UUID {
     /// Parses the 8-4-4-4-12 hex form from UTF-8 bytes, as ``init(wireString:)`` does (no string is made).
     /// Eight digits at a time in a 64-bit word (SWAR), with no branch per digit: most of a log
     /// restore's time per fragment once went to parsing its UUID.
-    init?(wireBytes utf8: UnsafeBufferPointer<UInt8>) {
+    package init?(wireBytes utf8: UnsafeBufferPointer<UInt8>) {
         guard utf8.count == 36, let p = utf8.baseAddress,
               p[8] == UInt8(ascii: "-"), p[13] == UInt8(ascii: "-"), p[18] == UInt8(ascii: "-"), p[23] == UInt8(ascii: "-")
         else { return nil }

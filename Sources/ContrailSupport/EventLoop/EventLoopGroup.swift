@@ -27,7 +27,7 @@ public final class EventLoopGroup: Sendable {
 
     /// Starts `count` loops (at least one) on threads named `name-0`, `name-1`, ...
     /// - Throws: `io` when a poller cannot be created (the loops already started are stopped).
-    public init(count: Int, name: String = "contrail.loop", backend: EventLoop.Backend? = nil) throws(WebSocketError) {
+    public init(count: Int, name: String = "contrail.loop", backend: EventLoop.Backend? = nil) throws(NetworkError) {
         var loops: [EventLoop] = []
         for index in 0..<max(1, count) {
             loops.append(try EventLoop(name: "\(name)-\(index)", backend: backend))

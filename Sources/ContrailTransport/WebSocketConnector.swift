@@ -1,4 +1,5 @@
 import ContrailWebSocket
+import ContrailWire
 
 /// Opens WebSocket transports to a sync server URL (`ws://host:port/path`).
 public struct WebSocketConnector: SyncConnector {

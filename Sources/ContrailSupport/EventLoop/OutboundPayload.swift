@@ -1,7 +1,7 @@
 /// Bytes handed to a `Channel` by reference: it keeps the value alive and writes straight from its
 /// storage (with `sendmsg`, gathered with the bytes around it), so a large payload is never copied
 /// into the write buffer.
-enum OutboundPayload {
+package enum OutboundPayload {
     /// An array's bytes.
     case bytes([UInt8])
     /// A string's UTF-8 bytes.

@@ -13,7 +13,7 @@ final class EpollPoller: Poller, @unchecked Sendable {
     /// Loop-thread scratch space for `epoll_wait`.
     private let events: UnsafeMutablePointer<epoll_event>
 
-    init() throws(WebSocketError) {
+    init() throws(NetworkError) {
         let epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epollFD >= 0 else { throw .io(errno: errno, "epoll_create1") }
         let wakeFD = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
@@ -48,7 +48,7 @@ final class EpollPoller: Poller, @unchecked Sendable {
         return mask
     }
 
-    func add(_ fd: Int32, id: UInt64, interest: Interest) throws(WebSocketError) {
+    func add(_ fd: Int32, id: UInt64, interest: Interest) throws(NetworkError) {
         var event = epoll_event()
         event.events = Self.mask(interest)
         event.data.u64 = id

@@ -9,7 +9,7 @@ import Synchronization
 public final class TCPConnection: @unchecked Sendable {
     let loop: EventLoop
     let channel: Channel
-    private let inbound: InboundQueue<[UInt8]>
+    private let inbound: InboundQueue<[UInt8], NetworkError>
     private let closed = SanitizerVisibleMutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(fd: Int32, loop: EventLoop, writeHighWater: Int, readHighWater: Int) {
@@ -23,14 +23,14 @@ public final class TCPConnection: @unchecked Sendable {
     /// Connects to `host:port` (any name `getaddrinfo` resolves, IPv4 or IPv6).
     /// - Throws: `unknownHost`, `connectionRefused`, `timedOut` or `io`.
     public static func connect(host: String, port: UInt16, eventLoop: EventLoop? = nil, timeout: Duration = .seconds(10),
-                               writeHighWater: Int = 1 << 20, readHighWater: Int = 4 << 20) async throws(WebSocketError)
+                               writeHighWater: Int = 1 << 20, readHighWater: Int = 4 << 20) async throws(NetworkError)
         -> TCPConnection
     {
         let loop = eventLoop ?? EventLoopGroup.shared.next()
         let fd = try await Connector.connect(host: host, port: port, loop: loop, timeout: timeout)
         let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: writeHighWater, readHighWater: readHighWater)
-        let failure = await loop.submit { () -> WebSocketError? in
-            do throws(WebSocketError) {
+        let failure = await loop.submit { () -> NetworkError? in
+            do throws(NetworkError) {
                 try connection.channel.register()
                 return nil
             } catch {
@@ -44,22 +44,22 @@ public final class TCPConnection: @unchecked Sendable {
 
     /// Writes `bytes`; suspends while more than the write high-water mark is queued.
     /// - Throws: `.closed` once the connection is closed.
-    public func send(_ bytes: [UInt8]) async throws(WebSocketError) {
+    public func send(_ bytes: [UInt8]) async throws(NetworkError) {
         try await send(count: bytes.count) { $0.append(contentsOf: bytes) }
     }
 
     /// Writes `bytes` (copied into the write buffer); suspends like `send(_:)`.
-    public func send(_ bytes: UnsafeRawBufferPointer) async throws(WebSocketError) {
+    public func send(_ bytes: UnsafeRawBufferPointer) async throws(NetworkError) {
         try await send(count: bytes.count) { $0.append(contentsOf: bytes) }
     }
 
-    private func send(count: Int, _ fill: (inout [UInt8]) -> Void) async throws(WebSocketError) {
+    private func send(count: Int, _ fill: (inout [UInt8]) -> Void) async throws(NetworkError) {
         guard case .accepted(let pending) = channel.write(fill) else {
-            throw .closed(nil, "the TCP connection is closed")
+            throw .closed("the TCP connection is closed")
         }
         if pending > channel.highWater {
             await channel.waitForRoom()
-            if channel.isClosed { throw .closed(nil, "the TCP connection is closed") }
+            if channel.isClosed { throw .closed("the TCP connection is closed") }
         }
     }
 
@@ -68,9 +68,9 @@ public final class TCPConnection: @unchecked Sendable {
 
     /// The next chunk of received bytes (as the socket delivered them); nil once the peer has closed,
     /// and when the waiting task is cancelled.
-    /// - Throws: `WebSocketError.io` if the socket failed, `.concurrentConsumer` while another task
+    /// - Throws: `NetworkError.io` if the socket failed, `.concurrentConsumer` while another task
     ///   waits for bytes.
-    public func receive() async throws(WebSocketError) -> [UInt8]? {
+    public func receive() async throws(NetworkError) -> [UInt8]? {
         try await inbound.next()
     }
 
@@ -96,12 +96,12 @@ public final class TCPConnection: @unchecked Sendable {
 }
 
 extension TCPConnection: ChannelDelegate {
-    func channelRead(_ bytes: UnsafeRawBufferPointer) {
+    package func channelRead(_ bytes: UnsafeRawBufferPointer) {
         loop.assertOnLoop()
         inbound.push([Array(bytes)])
     }
 
-    func channelEnded(errno: Int32?) {
+    package func channelEnded(errno: Int32?) {
         if let errno {
             inbound.finish(.io(errno: errno, "reading from the TCP peer"))
             channel.close()
@@ -110,7 +110,7 @@ extension TCPConnection: ChannelDelegate {
         }
     }
 
-    func channelClosed() {
+    package func channelClosed() {
         inbound.finish(nil)
         let waiters = closed.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.done = true

@@ -1,4 +1,4 @@
-import ContrailWebSocket
+import ContrailSupport
 
 /// One end of an in-process transport pair: what one end sends, the other receives, in order.
 ///

@@ -1,14 +1,14 @@
 /// Writes `JSON` values as compact UTF-8 text into a byte buffer.
-struct JSONWriter {
-    var bytes: [UInt8] = []
+package struct JSONWriter {
+    package var bytes: [UInt8] = []
     let sortedKeys: Bool
 
-    init(sortedKeys: Bool, capacity: Int = 256) {
+    package init(sortedKeys: Bool, capacity: Int = 256) {
         self.sortedKeys = sortedKeys
         bytes.reserveCapacity(capacity)
     }
 
-    mutating func write(_ value: JSON) {
+    package mutating func write(_ value: JSON) {
         switch value {
         case .null: append("null")
         case .bool(let flag): append(flag ? "true" : "false")
@@ -53,7 +53,7 @@ struct JSONWriter {
 
     /// Writes `"key":`, preceded by a comma unless it is the object's first member (for writers
     /// that stream an object without building a `JSON.object` first).
-    mutating func writeKey(_ key: StaticString, first: Bool = false) {
+    package mutating func writeKey(_ key: StaticString, first: Bool = false) {
         if !first { bytes.append(UInt8(ascii: ",")) }
         bytes.append(UInt8(ascii: "\""))
         append(key)
@@ -61,7 +61,7 @@ struct JSONWriter {
     }
 
     @inline(__always)
-    mutating func append(_ literal: StaticString) {
+    package mutating func append(_ literal: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
@@ -96,7 +96,7 @@ struct JSONWriter {
         text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
-    mutating func writeString(_ string: String) {
+    package mutating func writeString(_ string: String) {
         bytes.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { utf8 in

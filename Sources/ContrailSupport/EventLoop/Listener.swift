@@ -13,12 +13,12 @@ import Darwin
 /// doubling up to 1 s) while open connections keep being served, and logs once per episode. A
 /// connection accepted inside the reserve is closed at once: the reserve keeps descriptors free for
 /// the rest of the process (files, timers, the runtime), which would otherwise fail, or abort.
-final class Listener: EventLoopHandler, @unchecked Sendable {
+package final class Listener: EventLoopHandler, @unchecked Sendable {
     // Invariant: `id` and `state` are only touched on `loop`'s thread (asserted in debug builds);
     // `fd`, `port`, `loop`, `onAccept` and `log` are constants.
     let fd: Int32
     /// The bound port (the real one when 0 was asked for).
-    let port: UInt16
+    package let port: UInt16
     private let loop: EventLoop
     private var id: UInt64 = 0
     private let onAccept: (Int32) -> Void
@@ -43,11 +43,11 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
     /// `loop`. Nothing blocks the caller's thread.
     /// - Parameter log: receives one line when descriptors run out and one when accepting resumes.
     /// - Throws: `unknownHost`, or `io` when binding or registering fails (the socket is then closed).
-    static func start(host: String, port: UInt16, loop: EventLoop, log: @escaping @Sendable (String) -> Void,
-                      onAccept: @escaping (Int32) -> Void) async throws(WebSocketError) -> Listener
+    package static func start(host: String, port: UInt16, loop: EventLoop, log: @escaping @Sendable (String) -> Void,
+                      onAccept: @escaping (Int32) -> Void) async throws(NetworkError) -> Listener
     {
         let addresses = try await SocketAddress.resolveInBackground(host: host, port: port, passive: true)
-        var lastError: WebSocketError = .unknownHost(host)
+        var lastError: NetworkError = .unknownHost(host)
         var bound: Int32 = -1
         for address in addresses {
             do {
@@ -60,8 +60,8 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
         guard bound >= 0 else { throw lastError }
         let listener = Listener(fd: bound, port: SocketAddress.local(of: bound)?.port ?? port, loop: loop, log: log,
                                 onAccept: onAccept)
-        let failure = await loop.submit { () -> WebSocketError? in
-            do throws(WebSocketError) {
+        let failure = await loop.submit { () -> NetworkError? in
+            do throws(NetworkError) {
                 try listener.register()
                 return nil
             } catch {
@@ -84,7 +84,7 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Starts accepting. Loop thread only.
-    private func register() throws(WebSocketError) {
+    private func register() throws(NetworkError) {
         loop.assertOnLoop()
         id = try loop.register(fd, interest: .read, handler: self)
     }
@@ -176,7 +176,7 @@ final class Listener: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Stops listening and closes the socket. Loop thread only.
-    func close() {
+    package func close() {
         loop.assertOnLoop()
         if id != 0 { loop.deregister(fd, id: id) }
         id = 0

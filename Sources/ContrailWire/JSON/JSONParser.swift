@@ -4,15 +4,15 @@
 /// stack; depth is bounded by `JSONLimits.maxDepth` anyway. Strings without escapes are built from
 /// the byte slice in one step; integers are accumulated directly; decimals use an exact fast path
 /// (Clinger) and fall back to `Double(String)` only for long mantissas or large exponents.
-struct JSONParser {
-    let base: UnsafePointer<UInt8>?
-    let count: Int
+package struct JSONParser {
+    package let base: UnsafePointer<UInt8>?
+    package let count: Int
     private let limits: JSONLimits
-    var position = 0
+    package var position = 0
     /// Reused buffer for strings that contain escapes.
     private var scratch: [UInt8] = []
 
-    init(bytes: UnsafeRawBufferPointer, limits: JSONLimits) {
+    package init(bytes: UnsafeRawBufferPointer, limits: JSONLimits) {
         self.base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
         self.count = bytes.count
         self.limits = limits
@@ -36,7 +36,7 @@ struct JSONParser {
 
     private enum Container { case array, object }
 
-    mutating func parseValue(_ p: UnsafePointer<UInt8>) throws(JSONError) -> JSON {
+    package mutating func parseValue(_ p: UnsafePointer<UInt8>) throws(JSONError) -> JSON {
         var containers: [Container] = []
         var arrays: [[JSON]] = []
         var objects: [[String: JSON]] = []
@@ -130,7 +130,7 @@ struct JSONParser {
     }
 
     /// Parses `"key"` `:` and the whitespace after it.
-    mutating func parseKey(_ p: UnsafePointer<UInt8>) throws(JSONError) -> String {
+    package mutating func parseKey(_ p: UnsafePointer<UInt8>) throws(JSONError) -> String {
         guard position < count else { throw endOfInput() }
         guard p[position] == UInt8(ascii: "\"") else { throw JSONError.unexpected(p[position], at: position) }
         let key = try parseString(p)
@@ -143,7 +143,7 @@ struct JSONParser {
     }
 
     @inline(__always)
-    mutating func skipWhitespace(_ p: UnsafePointer<UInt8>) {
+    package mutating func skipWhitespace(_ p: UnsafePointer<UInt8>) {
         while position < count {
             switch p[position] {
             case 0x20, 0x0A, 0x0D, 0x09: position += 1
@@ -321,7 +321,7 @@ struct JSONParser {
     ]
 
     /// Parses the number at `position` (its first byte is a digit or a minus sign).
-    mutating func parseNumber(_ p: UnsafePointer<UInt8>) throws(JSONError) -> JSON {
+    package mutating func parseNumber(_ p: UnsafePointer<UInt8>) throws(JSONError) -> JSON {
         let start = position
         var negative = false
         if p[position] == UInt8(ascii: "-") {
@@ -437,7 +437,7 @@ struct JSONParser {
 
     // MARK: Errors
 
-    func endOfInput() -> JSONError {
+    package func endOfInput() -> JSONError {
         JSONError(offset: count, reason: JSONError.endOfInputReason)
     }
 

@@ -1,4 +1,4 @@
-import ContrailWebSocket
+import ContrailSupport
 
 /// A bidirectional channel of text frames between a sync client and a sync server (each frame is
 /// one JSON message or an array of them, PROTOCOL.md §1.2). WebSocket is the default; an

@@ -1,4 +1,5 @@
 import ContrailWebSocket
+import ContrailWire
 
 /// Opens WebSocket transports to the servers of a cluster (`contrail serve --nats`): each connect
 /// tries the URLs in turn (round-robin), starting with the server that last answered, and stays on

@@ -8,7 +8,7 @@ import Dispatch
 /// Opens a TCP connection without blocking the loop: resolves the host with `getaddrinfo` on a
 /// background queue, then tries each address in turn (IPv4 and IPv6) with a non-blocking `connect`,
 /// all within one deadline.
-final class Connector: EventLoopHandler {
+package final class Connector: EventLoopHandler {
     private let loop: EventLoop
     private let host: String
     private let port: UInt16
@@ -18,10 +18,10 @@ final class Connector: EventLoopHandler {
     private var id: UInt64 = 0
     private var lastError: Int32 = ECONNREFUSED
     private var timer: LoopTimer?
-    private var completion: ((Result<Int32, WebSocketError>) -> Void)?
+    private var completion: ((Result<Int32, NetworkError>) -> Void)?
 
     private init(loop: EventLoop, host: String, port: UInt16, addresses: [SocketAddress],
-                 completion: @escaping (Result<Int32, WebSocketError>) -> Void) {
+                 completion: @escaping (Result<Int32, NetworkError>) -> Void) {
         self.loop = loop
         self.host = host
         self.port = port
@@ -31,7 +31,7 @@ final class Connector: EventLoopHandler {
 
     /// A connected, non-blocking socket descriptor (with `TCP_NODELAY`).
     /// - Throws: `unknownHost`, `connectionRefused`, `timedOut` or `io`.
-    static func connect(host: String, port: UInt16, loop: EventLoop, timeout: Duration) async throws(WebSocketError) -> Int32 {
+    package static func connect(host: String, port: UInt16, loop: EventLoop, timeout: Duration) async throws(NetworkError) -> Int32 {
         let start = ContinuousClock.now
         let addresses = try await SocketAddress.resolveInBackground(host: host, port: port)
         let left = timeout - (ContinuousClock.now - start)
@@ -84,7 +84,7 @@ final class Connector: EventLoopHandler {
             }
             Socket.close(socket)
         }
-        let error: WebSocketError =
+        let error: NetworkError =
             switch lastError {
             case ECONNREFUSED: .connectionRefused(host: host, port: port)
             case ETIMEDOUT: .timedOut("connecting to \(host):\(port)")
@@ -124,7 +124,7 @@ final class Connector: EventLoopHandler {
         completion = nil
     }
 
-    private func fail(_ error: WebSocketError) {
+    private func fail(_ error: NetworkError) {
         dropSocket()
         timer?.cancel()
         completion?(.failure(error))

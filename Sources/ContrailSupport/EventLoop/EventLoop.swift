@@ -29,7 +29,7 @@ protocol EventLoopHandler: AnyObject {
 /// A readiness multiplexer: epoll on Linux, poll(2) elsewhere.
 protocol Poller: AnyObject, Sendable {
     /// Starts watching `fd`; `id` comes back with its events. Loop thread only.
-    func add(_ fd: Int32, id: UInt64, interest: Interest) throws(WebSocketError)
+    func add(_ fd: Int32, id: UInt64, interest: Interest) throws(NetworkError)
     /// Changes what `fd` is watched for. Any thread.
     func modify(_ fd: Int32, id: UInt64, interest: Interest)
     /// Stops watching `fd` (before it is closed). Loop thread only.
@@ -102,7 +102,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Starts a loop on a new thread.
     /// - Parameter backend: `.epoll` (Linux only) or `.poll`; nil picks the platform default.
-    public init(name: String = "contrail.eventloop", backend: Backend? = nil) throws(WebSocketError) {
+    public init(name: String = "contrail.eventloop", backend: Backend? = nil) throws(NetworkError) {
         let chosen = backend ?? Self.defaultBackend
         switch chosen {
         case .epoll:
@@ -155,11 +155,11 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Whether the caller may touch this loop's state: it is on the loop thread, or the loop has finished
     /// and the caller runs late work under `afterlife`.
-    var isOnLoop: Bool { owner.load(ordering: .relaxed) == Self.currentThreadID }
+    package var isOnLoop: Bool { owner.load(ordering: .relaxed) == Self.currentThreadID }
 
     /// Traps in debug builds unless called where loop-only state may be touched (`isOnLoop`).
     @inline(__always)
-    func assertOnLoop(file: StaticString = #fileID, line: UInt = #line) {
+    package func assertOnLoop(file: StaticString = #fileID, line: UInt = #line) {
         assert(isOnLoop, "loop-only state touched off its event loop thread", file: file, line: line)
     }
 
@@ -176,7 +176,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Like `execute`, for work that is only ever handed to the loop (not `Sendable`-checked).
-    func enqueue(_ work: @escaping () -> Void) {
+    package func enqueue(_ work: @escaping () -> Void) {
         let wake = pending.withLock { state -> Bool? in
             if state.finished { return nil }
             state.tasks.append(Work(body: work))
@@ -197,7 +197,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs `work` on the loop thread and returns its result.
-    func submit<T: Sendable>(_ work: @escaping () -> T) async -> T {
+    package func submit<T: Sendable>(_ work: @escaping () -> T) async -> T {
         await withCheckedContinuation { continuation in
             enqueue { continuation.resume(returning: work()) }
         }
@@ -226,9 +226,9 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: Loop-thread API
 
     /// Registers `fd` with `handler`; returns the registration id. Loop thread only.
-    func register(_ fd: Int32, interest: Interest, handler: any EventLoopHandler) throws(WebSocketError) -> UInt64 {
+    func register(_ fd: Int32, interest: Interest, handler: any EventLoopHandler) throws(NetworkError) -> UInt64 {
         assertOnLoop()
-        if pending.withLock({ $0.finished }) { throw .closed(nil, "the event loop has stopped") }
+        if pending.withLock({ $0.finished }) { throw .closed("the event loop has stopped") }
         let id = nextID
         nextID += 1
         try poller.add(fd, id: id, interest: interest)
@@ -251,7 +251,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `body` on the loop thread after `delay`. Loop thread only.
     @discardableResult
-    func schedule(after delay: Duration, _ body: @escaping () -> Void) -> LoopTimer {
+    package func schedule(after delay: Duration, _ body: @escaping () -> Void) -> LoopTimer {
         assertOnLoop()
         let timer = LoopTimer(deadline: .now + delay, body: body)
         timers.push(timer)
@@ -317,7 +317,7 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 /// A one-shot timer on an `EventLoop`; create and cancel it on the loop thread.
-final class LoopTimer {
+package final class LoopTimer {
     let deadline: ContinuousClock.Instant
     /// Dropped on cancel, so a cancelled timer waiting in the heap does not keep its captures alive.
     fileprivate var body: (() -> Void)?
@@ -329,7 +329,7 @@ final class LoopTimer {
     }
 
     /// Stops the timer from firing (no effect once it fired).
-    func cancel() { body = nil }
+    package func cancel() { body = nil }
 }
 
 /// A binary min-heap of timers by deadline; cancelled timers are dropped when they surface.
@@ -379,7 +379,7 @@ struct TimerHeap {
 /// A poller that never reports anything (only if the system refuses to create any poller).
 /// `@unchecked Sendable` invariant: it has no state.
 private final class DeadPoller: Poller, @unchecked Sendable {
-    func add(_ fd: Int32, id: UInt64, interest: Interest) throws(WebSocketError) {
+    func add(_ fd: Int32, id: UInt64, interest: Interest) throws(NetworkError) {
         throw .io(errno: 0, "creating an event poller")
     }
     func modify(_ fd: Int32, id: UInt64, interest: Interest) {}

@@ -3,11 +3,16 @@ import Synchronization
 /// Received items waiting for their consumer, with read back-pressure: past `highWater` bytes the
 /// producer is told to stop reading the socket, and told to resume once the consumer has taken the
 /// queue down to half of that. Either a pulling consumer (`next()`) or a push `Sink` gets the items.
-final class InboundQueue<Element: Sendable>: Sendable {
+package final class InboundQueue<Element: Sendable, Failure: InboundQueueFailure>: Sendable {
     /// A push consumer: called under the queue's lock, so it must only hand the work on (e.g. `queue.async`).
-    struct Sink: Sendable {
+    package struct Sink: Sendable {
         var deliver: @Sendable ([Element]) -> Void
-        var end: @Sendable (WebSocketError?) -> Void
+        var end: @Sendable (Failure?) -> Void
+
+        package init(deliver: @escaping @Sendable ([Element]) -> Void, end: @escaping @Sendable (Failure?) -> Void) {
+            self.deliver = deliver
+            self.end = end
+        }
     }
 
     private struct State {
@@ -15,12 +20,12 @@ final class InboundQueue<Element: Sendable>: Sendable {
         var head = 0
         var bytes = 0
         var paused = false
-        var waiter: CheckedContinuation<Result<Element?, WebSocketError>, Never>?
+        var waiter: CheckedContinuation<Result<Element?, Failure>, Never>?
         /// Which `next()` call `waiter` belongs to, so that cancelling another call cannot take it.
         var waiterToken: UInt64 = 0
         var lastToken: UInt64 = 0
         var ended = false
-        var endError: WebSocketError?
+        var endError: Failure?
         var sink: Sink?
     }
     private let state = SanitizerVisibleMutex(State())
@@ -32,16 +37,16 @@ final class InboundQueue<Element: Sendable>: Sendable {
     ///   - size: the byte count an item holds.
     ///   - setReading: called (under the lock: it must not call back into the queue) with false to pause
     ///     reading and true to resume.
-    init(highWater: Int, size: @escaping @Sendable (Element) -> Int, setReading: @escaping @Sendable (Bool) -> Void) {
+    package init(highWater: Int, size: @escaping @Sendable (Element) -> Int, setReading: @escaping @Sendable (Bool) -> Void) {
         self.highWater = max(1, highWater)
         self.size = size
         self.setReading = setReading
     }
 
     /// Adds received items (producer side).
-    func push(_ batch: [Element]) {
+    package func push(_ batch: [Element]) {
         guard !batch.isEmpty else { return }
-        var wake: (CheckedContinuation<Result<Element?, WebSocketError>, Never>, Element)?
+        var wake: (CheckedContinuation<Result<Element?, Failure>, Never>, Element)?
         state.withLock { s in
             if s.ended { return }
             if let sink = s.sink {
@@ -68,8 +73,8 @@ final class InboundQueue<Element: Sendable>: Sendable {
     }
 
     /// Marks the end: after the queued items the consumer gets nil (clean end) or `error`.
-    func finish(_ error: WebSocketError?) {
-        let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, WebSocketError>, Never>? in
+    package func finish(_ error: Failure?) {
+        let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, Failure>, Never>? in
             guard !s.ended else { return nil }
             s.ended = true
             s.endError = error
@@ -82,7 +87,7 @@ final class InboundQueue<Element: Sendable>: Sendable {
     }
 
     /// Switches to push delivery: queued items (and the end, if reached) go to `sink` at once, in order.
-    func setSink(_ sink: Sink) {
+    package func setSink(_ sink: Sink) {
         state.withLock { s in
             s.sink = sink
             let queued = takeAllLocked(&s)
@@ -96,20 +101,20 @@ final class InboundQueue<Element: Sendable>: Sendable {
     }
 
     /// The next item; nil after a clean end and when the waiting task is cancelled. Throws the end
-    /// error, or `WebSocketError.concurrentConsumer` at once while another task waits.
-    func next() async throws(WebSocketError) -> Element? {
+    /// error, or `Failure.concurrentConsumer` at once while another task waits.
+    package func next() async throws(Failure) -> Element? {
         if let ready = take() { return try ready.get() }
         let token = state.withLock { s in
             s.lastToken &+= 1
             return s.lastToken
         }
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Element?, WebSocketError>, Never>) in
-                let ready = state.withLock { s -> Result<Element?, WebSocketError>? in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Element?, Failure>, Never>) in
+                let ready = state.withLock { s -> Result<Element?, Failure>? in
                     if let ready = takeLocked(&s) { return ready }
                     if Task.isCancelled { return .success(nil) }
                     // One consumer at a time: a second one fails at once instead of replacing the first.
-                    if s.waiter != nil { return .failure(WebSocketError.concurrentConsumer) }
+                    if s.waiter != nil { return .failure(Failure.concurrentConsumer) }
                     s.waiter = continuation
                     s.waiterToken = token
                     return nil
@@ -117,7 +122,7 @@ final class InboundQueue<Element: Sendable>: Sendable {
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, WebSocketError>, Never>? in
+            let waiter = state.withLock { s -> CheckedContinuation<Result<Element?, Failure>, Never>? in
                 guard s.waiterToken == token else { return nil }
                 let waiter = s.waiter
                 s.waiter = nil
@@ -130,7 +135,7 @@ final class InboundQueue<Element: Sendable>: Sendable {
 
     /// Takes every queued item at once (resuming reading if it was paused), for a consumer switching to
     /// another delivery. O(n).
-    func takeAll() -> [Element] {
+    package func takeAll() -> [Element] {
         state.withLock { takeAllLocked(&$0) }
     }
 
@@ -147,20 +152,20 @@ final class InboundQueue<Element: Sendable>: Sendable {
     }
 
     /// How many items are queued (for tests).
-    var queuedCount: Int { state.withLock { $0.items.count - $0.head } }
+    package var queuedCount: Int { state.withLock { $0.items.count - $0.head } }
 
     /// Whether a consumer is parked in `next()` (for tests).
-    var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
+    package var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
 
-    private func take() -> Result<Element?, WebSocketError>? {
-        return state.withLock { s -> Result<Element?, WebSocketError>? in
+    private func take() -> Result<Element?, Failure>? {
+        return state.withLock { s -> Result<Element?, Failure>? in
             takeLocked(&s)
         }
     }
 
     /// Takes the next item or the end, and restarts reading once the queue is down to half the mark
     /// (under the lock, so a producer's pause cannot overtake it).
-    private func takeLocked(_ s: inout State) -> Result<Element?, WebSocketError>? {
+    private func takeLocked(_ s: inout State) -> Result<Element?, Failure>? {
         if s.paused && s.bytes <= highWater / 2 {
             s.paused = false
             setReading(true)
@@ -186,3 +191,11 @@ final class InboundQueue<Element: Sendable>: Sendable {
         return nil
     }
 }
+
+/// The error an `InboundQueue` ends with; it needs one for a second consumer.
+package protocol InboundQueueFailure: Error, Sendable {
+    /// A second consumer asked for the next item while another one was already waiting for it.
+    static var concurrentConsumer: Self { get }
+}
+
+extension NetworkError: InboundQueueFailure {}

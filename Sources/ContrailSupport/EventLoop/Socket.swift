@@ -6,7 +6,7 @@ import Darwin
 
 /// Thin, non-blocking wrappers over the POSIX socket calls. Every function works on a raw descriptor;
 /// ownership (who closes it) lives in `Channel`, `Listener` and `Connector`.
-enum Socket {
+package enum Socket {
     #if canImport(Glibc)
     static let streamType = Int32(SOCK_STREAM.rawValue)
     static let noSignal = Int32(MSG_NOSIGNAL)
@@ -16,7 +16,7 @@ enum Socket {
     #endif
 
     /// A new non-blocking, close-on-exec TCP socket for `family`.
-    static func makeTCP(family: Int32) throws(WebSocketError) -> Int32 {
+    static func makeTCP(family: Int32) throws(NetworkError) -> Int32 {
         let fd = socket(family, streamType, Int32(IPPROTO_TCP))
         guard fd >= 0 else { throw .io(errno: errno, "socket()") }
         do {
@@ -29,7 +29,7 @@ enum Socket {
     }
 
     /// Makes `fd` non-blocking and close-on-exec (and, on Darwin, free of SIGPIPE).
-    static func configure(_ fd: Int32) throws(WebSocketError) {
+    static func configure(_ fd: Int32) throws(NetworkError) {
         let flags = fcntl(fd, F_GETFL, 0)
         guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
             throw .io(errno: errno, "fcntl(O_NONBLOCK)")
@@ -67,7 +67,7 @@ enum Socket {
     }
 
     /// A listening socket bound to `address` (with `SO_REUSEADDR`).
-    static func listen(on address: SocketAddress, backlog: Int32 = 1024) throws(WebSocketError) -> Int32 {
+    static func listen(on address: SocketAddress, backlog: Int32 = 1024) throws(NetworkError) -> Int32 {
         let fd = try makeTCP(family: address.family)
         setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
         if address.family == AF_INET6 { setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 0) }
@@ -86,7 +86,7 @@ enum Socket {
     }
 
     /// Accepts one pending connection: the new non-blocking descriptor, nil when none is pending.
-    static func accept(_ listener: Int32) -> Result<Int32, WebSocketError>? {
+    static func accept(_ listener: Int32) -> Result<Int32, NetworkError>? {
         while true {
             #if canImport(Glibc)
             let fd = Glibc.accept(listener, nil, nil)
@@ -107,7 +107,7 @@ enum Socket {
     }
 
     /// The outcome of one `read` or `write`.
-    enum IOResult {
+    package enum IOResult {
         /// This many bytes moved (0 from `read` means end of stream).
         case done(Int)
         /// Nothing can move now (`EAGAIN`).
@@ -170,7 +170,7 @@ enum Socket {
     }
 
     /// Closes the descriptor.
-    static func close(_ fd: Int32) {
+    package static func close(_ fd: Int32) {
         systemClose(fd)
     }
 }

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Receives a channel's events, on the loop thread.
-protocol ChannelDelegate: AnyObject {
+package protocol ChannelDelegate: AnyObject {
     /// Bytes arrived. The buffer is the loop's shared read buffer: use or copy it before returning.
     func channelRead(_ bytes: UnsafeRawBufferPointer)
     /// The peer closed its side (errno nil) or the socket failed (errno). Reading has stopped;
@@ -17,7 +17,7 @@ protocol ChannelDelegate: AnyObject {
 
 extension ChannelDelegate {
     /// Declines: reads go through the loop's shared buffer.
-    func channelReadDirectly(_ read: (UnsafeMutableRawBufferPointer) -> Socket.IOResult) -> Socket.IOResult? { nil }
+    package func channelReadDirectly(_ read: (UnsafeMutableRawBufferPointer) -> Socket.IOResult) -> Socket.IOResult? { nil }
 }
 
 /// A connected, non-blocking stream socket on an `EventLoop`: reads into the loop's shared buffer (or
@@ -32,9 +32,9 @@ extension ChannelDelegate {
 /// `@unchecked Sendable` invariant: `delegate` is set by the owner's initializer before the channel is
 /// handed to its loop and is otherwise touched only on the loop thread (asserted in debug builds);
 /// everything else that changes is in `state`, under its lock.
-final class Channel: EventLoopHandler, @unchecked Sendable {
+package final class Channel: EventLoopHandler, @unchecked Sendable {
     /// What became of a write.
-    enum WriteOutcome {
+    package enum WriteOutcome {
         /// Queued or written; `pending` bytes are still waiting for the socket.
         case accepted(pending: Int)
         /// Refused: the output was sealed (e.g. after a WebSocket close frame).
@@ -46,11 +46,11 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     let loop: EventLoop
     let fd: Int32
     /// Writers wait while more than this many bytes are queued.
-    let highWater: Int
+    package let highWater: Int
     /// Waiting writers resume once the queue is at or below this.
     let lowWater: Int
     /// Loop-thread only (see the invariant above).
-    var delegate: (any ChannelDelegate)?
+    package var delegate: (any ChannelDelegate)?
 
     private struct State {
         /// The loop registration id (0: not registered).
@@ -94,7 +94,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     /// At most this many pieces (bytes and held payloads) go into one `sendmsg`.
     private static let maxPieces = 16
 
-    init(fd: Int32, loop: EventLoop, highWater: Int) {
+    package init(fd: Int32, loop: EventLoop, highWater: Int) {
         self.fd = fd
         self.loop = loop
         self.highWater = max(1, highWater)
@@ -102,7 +102,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Registers with the loop, reading. Loop thread only.
-    func register() throws(WebSocketError) {
+    package func register() throws(NetworkError) {
         loop.assertOnLoop()
         let id = try loop.register(fd, interest: .read, handler: self)
         state.withLock { s in
@@ -117,7 +117,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     /// takes now.
     /// - Parameter seal: refuse every later write (the last frame of a protocol).
     @discardableResult
-    func write(seal: Bool = false, payload: OutboundPayload? = nil, _ fill: (inout [UInt8]) -> Void) -> WriteOutcome {
+    package func write(seal: Bool = false, payload: OutboundPayload? = nil, _ fill: (inout [UInt8]) -> Void) -> WriteOutcome {
         var resume: [CheckedContinuation<Void, Never>] = []
         var closeNow = false
         let outcome = state.withLock { s -> WriteOutcome in
@@ -145,10 +145,10 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Bytes queued and not yet taken by the socket.
-    var pendingByteCount: Int { state.withLock { $0.pending } }
+    package var pendingByteCount: Int { state.withLock { $0.pending } }
 
     /// Suspends while more than `highWater` bytes are queued; returns at once when closed.
-    func waitForRoom() async {
+    package func waitForRoom() async {
         if state.withLock({ $0.pending <= highWater || $0.closed || $0.broken != nil }) { return }
         await withCheckedContinuation { continuation in
             let ready = state.withLock { s -> Bool in
@@ -161,10 +161,10 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Whether the channel is closed or failed.
-    var isClosed: Bool { state.withLock { $0.closed || $0.broken != nil } }
+    package var isClosed: Bool { state.withLock { $0.closed || $0.broken != nil } }
 
     /// Starts or stops reading (inbound back-pressure). Any thread.
-    func setReading(_ on: Bool) {
+    package func setReading(_ on: Bool) {
         state.withLock { s in
             guard !s.closed, !s.ended, s.reading != on else { return }
             s.reading = on
@@ -173,7 +173,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Sends FIN once everything queued is written (and refuses later writes).
-    func shutdownOutputWhenFlushed() {
+    package func shutdownOutputWhenFlushed() {
         state.withLock { s in
             guard !s.closed else { return }
             s.sealed = true
@@ -186,7 +186,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Closes the socket once everything queued is written (and refuses later writes).
-    func closeWhenFlushed() {
+    package func closeWhenFlushed() {
         let now = state.withLock { s -> Bool in
             guard !s.closed else { return false }
             s.sealed = true
@@ -401,7 +401,7 @@ final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Closes the socket now (queued bytes are dropped) and tells the delegate. Loop thread only.
-    func close() {
+    package func close() {
         loop.assertOnLoop()
         let taken = state.withLock { s -> (waiters: [CheckedContinuation<Void, Never>], id: UInt64)? in
             guard !s.closed else { return nil }

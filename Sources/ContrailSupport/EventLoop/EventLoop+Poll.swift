@@ -22,7 +22,7 @@ final class PollPoller: Poller, @unchecked Sendable {
     private var fds: [pollfd] = []
     private var ids: [UInt64] = []
 
-    init() throws(WebSocketError) {
+    init() throws(NetworkError) {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw .io(errno: errno, "pipe") }
         for fd in ends {
@@ -33,7 +33,7 @@ final class PollPoller: Poller, @unchecked Sendable {
         wakeWrite = ends[1]
     }
 
-    func add(_ fd: Int32, id: UInt64, interest: Interest) throws(WebSocketError) {
+    func add(_ fd: Int32, id: UInt64, interest: Interest) throws(NetworkError) {
         table.withLock { $0[fd] = Entry(id: id, interest: interest) }
     }
 

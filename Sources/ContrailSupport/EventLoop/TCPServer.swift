@@ -31,16 +31,16 @@ public final class TCPServer: Sendable {
     /// Starts listening and returns the bound port (calling it again returns the same port). Nothing blocks;
     /// on failure the server's own loop thread is stopped.
     @discardableResult
-    public func start() async throws(WebSocketError) -> UInt16 {
+    public func start() async throws(NetworkError) -> UInt16 {
         if let port = state.withLock({ $0.port }) { return port }
         let loop: EventLoop
         if let eventLoop { loop = eventLoop } else { loop = try EventLoop(name: "contrail.tcp.server") }
         let continuation = self.continuation
         let readHighWater = self.readHighWater
         let listener: Listener
-        do throws(WebSocketError) {
+        do throws(NetworkError) {
             listener = try await Listener.start(host: host, port: requestedPort, loop: loop,
-                                                log: WebSocketOptions.standardError) { fd in
+                                                log: OperatorLog.standardError) { fd in
                 let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: 1 << 20, readHighWater: readHighWater)
                 do {
                     try connection.channel.register()
