@@ -44,9 +44,11 @@ let package = Package(
         .target(name: "ContrailFuzz", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
         .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailNATS", "ContrailFuzz", "ContrailBenchModels"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
-        .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailWebSocket", "ContrailSupport"]),
-        .testTarget(name: "ContrailTests", dependencies: ["Contrail", "ContrailWire"]),
-        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailNATS", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),
-        .testTarget(name: "ContrailServerTests", dependencies: ["Contrail", "ContrailWire", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
+        // What the test targets share: a virtual-time clock, bounded waits, child processes.
+        .target(name: "ContrailTestSupport", dependencies: ["ContrailSupport"], path: "Tests/ContrailTestSupport"),
+        .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailTestSupport", "ContrailWebSocket", "ContrailSupport"]),
+        .testTarget(name: "ContrailTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire"]),
+        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailTestSupport", "ContrailNATS", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),
+        .testTarget(name: "ContrailServerTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
     ]
 )
