@@ -36,8 +36,13 @@ let package = Package(
         // What an app imports: models, observation, scopes, persistence and the sync client.
         .target(name: "Contrail", dependencies: ["ContrailWire", "ContrailTransport"]),
         // The sync server: fragment state, sessions, persistence, cluster, pages. No model layer.
+        // The pages' files are compiled in as byte arrays (`PackageResources.contrail_js`, …): no bundle.
         .target(name: "ContrailServer", dependencies: ["ContrailWire", "ContrailTransport", "ContrailWebSocket", "ContrailNATS"],
-                exclude: ["Pages/Screenshots"]),
+                // Assets/package.json tells Node and editors that the `.js` files are ES modules; not served.
+                exclude: ["Pages/Assets/package.json"],
+                resources: [.embedInCode("Pages/Assets/contrail.js"), .embedInCode("Pages/Assets/pages.css"),
+                            .embedInCode("Pages/Assets/demo.html"), .embedInCode("Pages/Assets/demo.js"),
+                            .embedInCode("Pages/Assets/inspector.html"), .embedInCode("Pages/Assets/inspector.js")]),
         // Models in a library of their own, for the benchmark's cross-module figure.
         .target(name: "ContrailBenchModels", dependencies: ["Contrail"]),
         // The convergence fuzzer, shared by `contrail fuzz` and the tests (not a product).
@@ -49,6 +54,7 @@ let package = Package(
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailTestSupport", "ContrailWebSocket", "ContrailSupport"]),
         .testTarget(name: "ContrailTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire"]),
         .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailTestSupport", "ContrailNATS", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),
-        .testTarget(name: "ContrailServerTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"]),
+        .testTarget(name: "ContrailServerTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"],
+                    exclude: ["Screenshots"]),
     ]
 )

@@ -259,8 +259,14 @@ func pixels(of png: Data, at points: [(Int, Int)], using devTools: DevTools) asy
     return (value.arrayValue ?? []).map { ($0.arrayValue ?? []).compactMap { $0.int64Value.map(Int.init) } }
 }
 
-/// Writes a screenshot into `$CONTRAIL_SCREENSHOTS` when set (for the README), else nowhere.
+/// The screenshots the README shows: Tests/ContrailServerTests/Screenshots.
+let readmeScreenshots = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "Screenshots")
+
+/// Writes a screenshot when `CONTRAIL_SCREENSHOTS` is set, else nowhere: `CONTRAIL_SCREENSHOTS=readme`
+/// replaces the README's (`CONTRAIL_SCREENSHOTS=readme swift test --filter BrowserTests`), any other
+/// value is the directory to write into.
 func keepScreenshot(_ png: Data, named name: String) {
-    guard let directory = ProcessInfo.processInfo.environment["CONTRAIL_SCREENSHOTS"] else { return }
-    try? png.write(to: URL(filePath: directory).appending(path: name))
+    guard let setting = ProcessInfo.processInfo.environment["CONTRAIL_SCREENSHOTS"], !setting.isEmpty else { return }
+    let directory = setting == "readme" ? readmeScreenshots : URL(filePath: setting)
+    try? png.write(to: directory.appending(path: name))
 }

@@ -140,14 +140,19 @@ struct ChildResult {
 }
 
 /// Runs `executable` with `arguments`, stdout and stderr into one temporary file, killing it
-/// (SIGKILL) after `timeout`.
-func runChild(_ executable: String, _ arguments: [String], timeout: Duration) async throws -> ChildResult {
+/// (SIGKILL) after `timeout`. The child gets this process's environment with `environment` applied
+/// (a nil value removes the variable).
+func runChild(_ executable: String, _ arguments: [String], environment: [String: String?] = [:],
+              timeout: Duration) async throws -> ChildResult {
     let outputURL = FileManager.default.temporaryDirectory.appending(path: "contrail-child-\(UUID().uuidString).log")
-    FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
     defer { try? FileManager.default.removeItem(at: outputURL) }
     let output = try FileHandle(forWritingTo: outputURL)
     let process = Process()
     (process.executableURL, process.arguments) = politely(executable, arguments)
+    var childEnvironment = ProcessInfo.processInfo.environment
+    for (name, value) in environment { childEnvironment[name] = value }
+    process.environment = childEnvironment
     process.standardOutput = output
     process.standardError = output
     let exited = AsyncStream<Void>.makeStream()

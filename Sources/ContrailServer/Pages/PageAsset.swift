@@ -1,23 +1,26 @@
-/// One file the page server sends: its content type and bytes. The files themselves are Swift string
-/// literals in `PageAsset+*.swift`, so `contrail serve` carries them without a resource bundle.
+/// One file the page server sends: its content type and bytes. The files are in `Pages/Assets/`,
+/// compiled into the module by SwiftPM (`.embedInCode` in `Package.swift`, which generates
+/// `PackageResources`), so `contrail serve` carries them without a resource bundle and sends each
+/// file's bytes exactly as they are on disk.
 struct PageAsset: Sendable {
     /// The `Content-Type` header value.
     let contentType: String
     /// The body as sent.
     let body: [UInt8]
 
-    init(contentType: String, text: String) {
-        self.contentType = contentType
-        self.body = Array(text.utf8)
-    }
+    /// The content types the pages use.
+    static let html = "text/html; charset=utf-8"
+    static let javaScript = "text/javascript; charset=utf-8"
+    static let css = "text/css; charset=utf-8"
 
-    /// The assets by request path (without query).
+    /// The assets by request path (without query); each from the file in `Assets/` named
+    /// like its `PackageResources` member (`contrail_js` is `Assets/contrail.js`).
     static let byPath: [String: PageAsset] = [
-        "/": PageAsset(contentType: "text/html; charset=utf-8", text: inspectorHTML),
-        "/inspector.js": PageAsset(contentType: "text/javascript; charset=utf-8", text: inspectorJS),
-        "/demo": PageAsset(contentType: "text/html; charset=utf-8", text: demoHTML),
-        "/demo.js": PageAsset(contentType: "text/javascript; charset=utf-8", text: demoJS),
-        "/contrail.js": PageAsset(contentType: "text/javascript; charset=utf-8", text: contrailJS),
-        "/pages.css": PageAsset(contentType: "text/css; charset=utf-8", text: pagesCSS),
+        "/": PageAsset(contentType: html, body: PackageResources.inspector_html),
+        "/inspector.js": PageAsset(contentType: javaScript, body: PackageResources.inspector_js),
+        "/demo": PageAsset(contentType: html, body: PackageResources.demo_html),
+        "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
+        "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
+        "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
     ]
 }

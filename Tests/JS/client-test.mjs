@@ -1,0 +1,128 @@
+// contrail.js's session handling without a server (`node --test Tests/JS/`): the Client is given a
+// scripted WebSocket (its `WebSocket` option), and each test plays the server's side of the exchange.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Client, Scope, VERSION, uuid } from "../../Sources/ContrailServer/Pages/Assets/contrail.js";
+import { next } from "./harness.mjs";
+
+/** A WebSocket the test drives: `open()`, `receive(message)`, `drop(code)`; what the client sent is in `sent`. */
+class ScriptedSocket {
+  static made = [];
+  constructor(url) { this.url = url; this.readyState = 0; this.sent = []; this.closed = null; ScriptedSocket.made.push(this); }
+  send(text) { this.sent.push(JSON.parse(text)); }
+  close(code, reason) { this.readyState = 3; this.closed = { code, reason }; }
+  open() { this.readyState = 1; this.onopen?.(); }
+  receive(...messages) { this.onmessage?.({ data: JSON.stringify(messages.length === 1 ? messages[0] : messages) }); }
+  drop(code, reason = "") { this.readyState = 3; this.onclose?.({ code, reason }); }
+}
+
+/** A client on a scripted socket, closed when the test ends, with quick reconnects. */
+function scriptedClient(t, options = {}) {
+  const client = new Client("ws://server.test/", { WebSocket: ScriptedSocket, backoff: { min: 1, max: 1 }, ...options });
+  t.after(() => client.close());
+  return client;
+}
+
+/** Plays the server through session create, fetch and an empty full state; returns the socket and the root's UUID. */
+async function online(client, scope) {
+  const before = ScriptedSocket.made.length;
+  const fetched = client.fetch(scope);
+  const ws = ScriptedSocket.made[before];
+  ws.open();
+  ws.receive({ type: "SessionCreateReply", index: 0, sessionToken: "token-1" });
+  const fetch = ws.sent.find((m) => m.type === "ScopeFetch");
+  const root = uuid();
+  ws.receive({ type: "ScopeFetchReply", index: 1, replyTo: fetch.index, scopeIndex: 0 },
+             { type: "ScopeState", index: 2, scopeIndex: 0, rootUUID: root, fragments: [{ type: "add", uuid: root, clsName: "Canvas", properties: {} }] });
+  await fetched;
+  return { ws, root };
+}
+
+test("a session, a fetch, a change set and its reply", async (t) => {
+  const client = scriptedClient(t);
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const statuses = [];
+  client.on("status", (s) => statuses.push(s));
+  const { ws, root } = await online(client, scope);
+  assert.deepEqual(ws.sent.slice(0, 2), [
+    { type: "SessionCreate", index: 0, version: VERSION, params: {} },
+    { type: "ScopeFetch", index: 1, name: "Canvas", params: {} },
+  ]);
+  assert.deepEqual(statuses, ["connecting", "creating", "online"]);
+  assert.equal(scope.root.uuid, root);
+  scope.root.set("name", "n");
+  scope.flush();
+  const sync = ws.sent.at(-1);
+  assert.deepEqual(sync, { type: "ScopeSync", index: 2, scopeIndex: 0, atomic: false,
+                           fragments: [{ type: "change", uuid: root, clsName: "Canvas", properties: { name: "n" } }] });
+  const settled = next(scope, "settled");
+  ws.receive({ type: "ScopeSyncReply", index: 3, replyTo: 2, fragmentReplies: [{}] });
+  assert.deepEqual((await settled).rejected, []);
+  assert.equal(scope.queue.length, 0);
+  // The server's ping acknowledges what it received: the client stops keeping it for resend.
+  assert.equal(client._unacked.length, 2);
+  ws.receive({ type: "Ping", index: 0, ack: 2, resendMissing: false });
+  assert.equal(client._unacked.length, 0);
+});
+
+test("a denied session rejects the fetch and does not reconnect", async (t) => {
+  const client = scriptedClient(t);
+  const before = ScriptedSocket.made.length;
+  const fetched = client.fetch(new Scope("Canvas"));
+  const ws = ScriptedSocket.made[before];
+  ws.open();
+  ws.receive({ type: "SessionCreateReply", index: 0, error: { code: 1, message: "no entry" } });
+  await assert.rejects(fetched, /no entry/);
+  assert.equal(client.status, "denied");
+  assert.equal(ws.closed?.code, 1000);
+  ws.drop(1000);
+  assert.equal(client.status, "denied");
+  assert.equal(ScriptedSocket.made.length, before + 1, "no second socket");
+});
+
+test("a dropped socket resumes the session: token in the URL, then a resend exchange", async (t) => {
+  const client = scriptedClient(t);
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const { ws } = await online(client, scope);
+  const reconnecting = next(client, "status", (s) => s === "connecting");
+  ws.drop(1006);
+  assert.equal(client.status, "offline");
+  scope.root.set("name", "while offline");
+  scope.flush();
+  await reconnecting;
+  const again = ScriptedSocket.made.at(-1);
+  assert.equal(again.url, "ws://server.test/?x-jetstream-sessiontoken=token-1");
+  again.open();
+  assert.equal(client.status, "resuming");
+  assert.deepEqual(again.sent, [{ type: "Ping", index: 0, ack: 2, resendMissing: true }], "only the resume ping before the server answers");
+  again.receive({ type: "Ping", index: 0, ack: 1, resendMissing: true });
+  assert.equal(client.status, "online");
+  assert.deepEqual(again.sent.slice(1).map((m) => [m.type, m.index]), [["ScopeSync", 2]], "what the server did not acknowledge is sent again");
+});
+
+test("a session the server no longer knows (4097) is replaced by a new one", async (t) => {
+  const client = scriptedClient(t);
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const { ws } = await online(client, scope);
+  const reconnecting = next(client, "status", (s) => s === "connecting");
+  ws.drop(4097, "session expired");
+  assert.equal(client._token, null);
+  await reconnecting;
+  const again = ScriptedSocket.made.at(-1);
+  assert.equal(again.url, "ws://server.test/", "no token to resume with");
+  again.open();
+  assert.deepEqual(again.sent.map((m) => m.type), ["SessionCreate"]);
+  again.receive({ type: "SessionCreateReply", index: 0, sessionToken: "token-2" });
+  assert.deepEqual(again.sent.at(-1), { type: "ScopeFetch", index: 1, name: "Canvas", params: {} }, "the scope is fetched again");
+});
+
+test("a gap in the server's message indexes forces a reconnect", async (t) => {
+  const client = scriptedClient(t);
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const { ws } = await online(client, scope);
+  ws.receive({ type: "ScopeSync", index: 3, scopeIndex: 0, fragments: [] });
+  assert.equal(client.status, "online", "the next index is accepted");
+  ws.receive({ type: "ScopeSync", index: 5, scopeIndex: 0, fragments: [] });
+  assert.equal(ws.closed?.code, 4000);
+  assert.equal(client.status, "offline");
+});

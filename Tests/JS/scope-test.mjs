@@ -1,0 +1,119 @@
+// contrail.js's scope bookkeeping without a server (`node --test Tests/JS/`): the collection merge,
+// change sets built from local edits, server values against pending keys, rejection, removal by
+// orphaning. Server messages are applied the way the client applies them on receipt.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Scope, mergeCollection, uuid } from "../../Sources/ContrailServer/Pages/Assets/contrail.js";
+
+/** A scope that received the server's full state: an empty root of class Canvas with a fresh UUID. */
+function attachedScope() {
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const root = uuid();
+  scope._applyRemote([{ type: "add", uuid: root, clsName: "Canvas", properties: {} }], root);
+  scope.flush();  // nothing was edited: no change set
+  return scope;
+}
+
+test("the collection merge is Swift's CollectionMerge", () => {
+  // [a] → [a, b] applied to [a, c] gives [a, c, b]; a removal applies to the current order.
+  assert.deepEqual(mergeCollection(["a"], ["a", "b"], ["a", "c"]), ["a", "c", "b"]);
+  assert.deepEqual(mergeCollection(["a", "b"], ["b"], ["a", "b", "c"]), ["b", "c"]);
+  // Either side unchanged: the other side's list.
+  assert.deepEqual(mergeCollection(["a"], ["a", "b"], ["a"]), ["a", "b"]);
+  assert.deepEqual(mergeCollection(["a"], ["a"], ["c", "a"]), ["c", "a"]);
+});
+
+test("uuid() makes distinct lowercase version-4 UUIDs", () => {
+  const ids = new Set(Array.from({ length: 100 }, uuid));
+  assert.equal(ids.size, 100);
+  for (const id of ids) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});
+
+test("edits before the full state wait for it and then go out on the server's root", () => {
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const states = [];
+  scope.on("state", (e) => states.push(e));
+  scope.root.set("name", "early");
+  scope.flush();
+  assert.equal(scope.queue.length, 0, "no change set before the full state");
+  const root = uuid();
+  scope._applyRemote([{ type: "add", uuid: root, clsName: "Canvas", properties: {} }], root);
+  assert.equal(scope.root.uuid, root, "the root takes the server's UUID");
+  assert.equal(states.length, 1);
+  scope.flush();
+  assert.deepEqual(scope.queue.map((e) => e.fragments), [[{ type: "change", uuid: root, clsName: "Canvas", properties: { name: "early" } }]]);
+});
+
+test("modify makes one change set: the add, then the collection change with its base", () => {
+  const scope = attachedScope();
+  const attached = [];
+  scope.on("attach", (e) => attached.push(e.model.uuid));
+  let first, second;
+  scope.modify(() => { first = scope.create("Shape", { x: 1, createdAt: new Date(1_500) }); scope.root.insert("shapes", first); });
+  assert.deepEqual(attached, [first.uuid]);
+  assert.deepEqual(scope.queue[0].fragments, [
+    { type: "add", uuid: first.uuid, clsName: "Shape", properties: { x: 1, createdAt: 1.5 } },  // a Date goes out as epoch seconds
+    { type: "change", uuid: scope.root.uuid, clsName: "Canvas", properties: { shapes: [first.uuid] } },
+  ]);
+  let third;
+  scope.modify(() => {
+    second = scope.create("Shape"); scope.root.insert("shapes", second, 0);
+    third = scope.create("Shape"); scope.root.insert("shapes", third);
+  });
+  assert.deepEqual(scope.queue[1].fragments.map((f) => f.type), ["add", "add", "change"]);
+  assert.deepEqual(scope.queue[1].fragments[2].properties, { shapes: [second.uuid, first.uuid, third.uuid] });
+  assert.deepEqual(scope.queue[1].fragments[2].bases, { shapes: [first.uuid] }, "a collection change carries the list before the change set's first edit");
+});
+
+test("a server value never overwrites a pending key; a pending collection merges the server's", () => {
+  const scope = attachedScope();
+  const root = scope.root.uuid;
+  const [a, c] = [uuid(), uuid()];
+  scope._applyRemote([{ type: "add", uuid: a, clsName: "Shape", properties: {} },
+                      { type: "change", uuid: root, clsName: "Canvas", properties: { name: "server", shapes: [a] } }]);
+  assert.equal(scope.root.get("name"), "server", "a key with no local edit takes the server's value");
+  scope.root.set("name", "local");
+  let mine;
+  scope.modify(() => { mine = scope.create("Shape"); scope.root.insert("shapes", mine); });
+  scope._applyRemote([{ type: "add", uuid: c, clsName: "Shape", properties: {} },
+                      { type: "change", uuid: root, clsName: "Canvas", properties: { name: "other", shapes: [a, c] } }]);
+  assert.equal(scope.root.get("name"), "local", "the pending key keeps the local value");
+  assert.deepEqual(scope.root.get("shapes"), [a, c, mine.uuid], "the local insert applied to the server's list");
+  // Positive control: once the edits settle, a server value applies.
+  for (const entry of [...scope.queue]) scope._settle(entry, entry.fragments.map(() => ({})));
+  scope._applyRemote([{ type: "change", uuid: root, clsName: "Canvas", properties: { name: "later" } }]);
+  assert.equal(scope.root.get("name"), "later");
+});
+
+test("a rejected change set reverts its edits and reports them", () => {
+  const scope = attachedScope();
+  scope.root.set("name", "before");
+  scope.flush();
+  scope._settle(scope.queue[0], [{}]);
+  scope.modify(() => { scope.root.set("name", "after"); scope.root.set("count", 3); }, { atomic: true });
+  const entry = scope.queue[0];
+  assert.equal(entry.atomic, true);
+  const settled = [];
+  scope.on("settled", (e) => settled.push(e));
+  scope._settle(entry, [{ error: { code: 2, message: "rejected" } }]);
+  assert.equal(settled.length, 1);
+  assert.equal(settled[0].rejected.length, 1);
+  assert.equal(scope.root.get("name"), "before", "the edit is reverted");
+  assert.equal(scope.root.get("count"), null, "a new key goes back to null");
+  assert.equal(scope.queue.length, 0);
+  assert.equal(scope._pending.size, 0, "a revert is not a new edit");
+});
+
+test("an object no longer reachable from the root detaches, and the state JSON drops it", () => {
+  const scope = attachedScope();
+  let shape;
+  scope.modify(() => { shape = scope.create("Shape", { x: 1, label: null }); scope.root.insert("shapes", shape); });
+  assert.deepEqual(Object.keys(scope.stateJSON().objects).sort(), [scope.root.uuid, shape.uuid].sort());
+  assert.deepEqual(scope.stateJSON().objects[shape.uuid], { clsName: "Shape", properties: { x: 1 } }, "null properties are left out");
+  const detached = [];
+  scope.on("detach", (e) => detached.push(e.model.uuid));
+  scope.modify(() => scope.root.remove("shapes", shape));
+  assert.deepEqual(detached, [shape.uuid]);
+  assert.equal(scope.object(shape.uuid), undefined);
+  assert.deepEqual(Object.keys(scope.stateJSON().objects), [scope.root.uuid]);
+});
