@@ -2,7 +2,7 @@
 extension PageAsset {
     /// `/contrail.js`: the JavaScript client, one ES module.
     static let contrailJS = #"""
-    // contrail.js: a dependency-free ES module speaking the Jetstream sync protocol (PROTOCOL.md) as
+    // contrail.js: a dependency-free ES module speaking the Jetstream sync protocol (the Protocol article of the Contrail catalog) as
     // Contrail's Swift client does: sessions that resume, fetch with full state, change sets both ways
     // with replies, acknowledgements, keep-alive, reconnect with capped backoff and jitter, the `bases`
     // extension for collection merges, and pending keys that remote values never overwrite.
