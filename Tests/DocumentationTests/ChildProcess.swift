@@ -54,7 +54,9 @@ enum ChildProcess {
             }
             let first = await group.next() ?? false
             if !first {
-                process.terminate()   // our own child, by its handle
+                // Our own child, by its pid. SIGKILL: a SIGTERM can be blocked by the signal mask the
+                // child inherits from the test process, and was seen to leave the child running.
+                kill(process.processIdentifier, SIGKILL)
                 exited.fire()
             }
             group.cancelAll()

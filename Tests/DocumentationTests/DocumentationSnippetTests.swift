@@ -39,6 +39,17 @@ import Testing
         }
     }
 
+    /// The README's Quick start is what a newcomer pastes into a `main.swift`: its first Swift block
+    /// is the README's top-level code, so the compile check above runs it as one.
+    @Test func theQuickStartIsTopLevelCode() throws {
+        let text = try String(contentsOf: Self.repository.appending(path: "README.md"), encoding: .utf8)
+        let blocks = try MarkdownCodeBlock.blocks(in: text, document: "README.md").filter(\.isSwift)
+        let quickStart = try #require(text.range(of: "## Quick start")).lowerBound
+        let line = text[..<quickStart].split(separator: "\n", omittingEmptySubsequences: false).count
+        let first = try #require(blocks.first { $0.fenceLine > line })
+        #expect(first.role == .main, "the first Swift block after the Quick start heading (line \(first.fenceLine)) starts with // main.swift")
+    }
+
     @Test(arguments: documents)
     func everySwiftBlockCompiles(_ document: String) async throws {
         let text = try String(contentsOf: Self.repository.appending(path: document), encoding: .utf8)
@@ -103,6 +114,17 @@ import Testing
         #expect(blocks.first?.fenceLine == 3)
         #expect(blocks.last?.language == "sh")
         #expect(throws: MarkdownCodeBlock.Unterminated.self) { try MarkdownCodeBlock.blocks(in: "```swift\nlet a = 1\n", document: "Open.md") }
+    }
+
+    /// The compiler runs as a child with a bounded wait: a child past its deadline is terminated and
+    /// reported (negative control), one that ends in time gives its status and output.
+    @Test func childProcessesAreBounded() async throws {
+        let done = try await ChildProcess.run(URL(filePath: "/bin/echo"), ["hello"], timeout: .seconds(30))
+        #expect(done.status == 0)
+        #expect(done.output == "hello\n")
+        await #expect(throws: ChildProcess.Failure.self) {
+            _ = try await ChildProcess.run(URL(filePath: "/usr/bin/tail"), ["-f", "/dev/null"], timeout: .milliseconds(200))   // never ends by itself
+        }
     }
 
     /// A module name from a document path: `Sources/Contrail/Contrail.docc/Protocol.md` → `Doc_Protocol`.
