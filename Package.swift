@@ -54,6 +54,7 @@ let package = Package(
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailTestSupport", "ContrailWebSocket", "ContrailSupport"]),
         .testTarget(name: "ContrailTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire"]),
         .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailTestSupport", "ContrailNATS", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),
+        .testTarget(name: "DocumentationTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
         .testTarget(name: "ContrailServerTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"],
                     exclude: ["Screenshots"]),
     ]

@@ -2,7 +2,7 @@ import ContrailWire
 import ContrailWebSocket
 import Foundation
 
-/// A schema-agnostic Jetstream sync server (PROTOCOL.md, with every §8 improvement): hosts any
+/// A schema-agnostic Jetstream sync server (the Protocol article of the Contrail catalog, with every §8 extension): hosts any
 /// number of scopes, each an actor holding objects by UUID; sessions survive reconnects; change
 /// sets are applied in one order per scope and broadcast to the other subscribed sessions;
 /// scopes persist to `dataDirectory`.

@@ -155,7 +155,7 @@ struct JetstreamOriginalsTests {
         #expect(try await modify(scopeA) { canvasA.shapes.removeAll { $0 === shape } } == .completed)
         #expect(await eventually { !canvasB.shapes.contains { $0.uuid == shape.uuid } })
 
-        // Dates: the original reads an incoming number as milliseconds (PROTOCOL.md §6.14).
+        // Dates: the original reads an incoming number as milliseconds (Protocol §6.14).
         #expect(try await modify(scopeA) { seed.createdAt = Date(timeIntervalSince1970: 1_500_000_000) } == .completed)
         let dated = try await NodeHTTP.poll(original.port, "/state") { $0["shapes"]?[0]?["createdAt"] != ["date": "2015-01-01T00:00:00.123Z"] }
         withKnownIssue("the original server takes epoch seconds as milliseconds (§6.14)") {

@@ -3,7 +3,7 @@ import ContrailServer
 import Foundation
 import Testing
 
-/// Procedures and constraints at the server (PROTOCOL.md §4.6–4.7), with the original's error texts.
+/// Procedures and constraints at the server (Protocol §4.6–4.7), with the original's error texts.
 @Suite("Server procedures and constraints")
 struct ProcedureServerTests {
     /// The declarations file the tests (and `contrail serve --procedures`) read.

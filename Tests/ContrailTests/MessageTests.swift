@@ -34,7 +34,7 @@ private func expectRoundTrip(_ message: Message, sourceLocation: SourceLocation 
     static let message2 = "b2d2e3f4-0000-4000-8000-000000000002"
     static let author = "9e000000-0000-4000-8000-00000000000a"
 
-    // MARK: Spec examples (PROTOCOL.md §2)
+    // MARK: Spec examples (Protocol §2)
 
     @Test func sessionCreate() throws {
         let message = try decodeOne(#"{"type":"SessionCreate","index":0,"version":"0.2.0","params":{"userId":"42"}}"#)

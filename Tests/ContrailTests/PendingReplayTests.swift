@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// A key that pending local change sets hold shows, after a remote value arrives, what the server
-/// will reach: the remote value with each pending change set's sent value on top (PROTOCOL.md §8.3).
+/// will reach: the remote value with each pending change set's sent value on top (Protocol §8.3).
 @MainActor
 @Suite("Pending edits replayed onto remote values")
 struct PendingReplayTests {

@@ -54,7 +54,7 @@ public struct ModelColor: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension ModelColor: PropertyValue {
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { .int(Int64(rgba)) }
 
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.

@@ -9,7 +9,7 @@ extension ModelObject: @MainActor PropertyValue {
     public static var typeName: String { className }
     /// The model classes this type can hold.
     public static var modelTypes: [ModelObject.Type] { [self] }
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { .string(uuid.uuidString.lowercased()) }
     /// The model objects this value holds, in order (O(n) for collections).
     public var models: [ModelObject] { [self] }

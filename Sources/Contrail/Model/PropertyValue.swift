@@ -3,7 +3,7 @@ import Foundation
 /// Looks up model objects by UUID while wire values are decoded (references and collections).
 public typealias ModelResolver = (UUID) -> ModelObject?
 
-/// A type that a `@Property` can hold: it knows its wire encoding (PROTOCOL.md §3.1) and, for
+/// A type that a `@Property` can hold: it knows its wire encoding (Protocol §3.1) and, for
 /// references and collections, which model objects it holds.
 ///
 /// Conformances ship for `String`, `Bool`, every sized integer, `Float`, `Double`, `Date`, `Data`,
@@ -63,7 +63,7 @@ extension JSON {
 // MARK: - Strings, booleans, numbers
 
 extension String: PropertyValue {
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { .string(self) }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> String {
@@ -75,7 +75,7 @@ extension String: PropertyValue {
 }
 
 extension Bool: PropertyValue {
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { .bool(self) }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Bool {
@@ -90,7 +90,7 @@ extension Bool: PropertyValue {
 public protocol IntegerPropertyValue: PropertyValue, FixedWidthInteger {}
 
 extension IntegerPropertyValue {
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON {
         if Self.isSigned || self <= Int64.max { return .int(Int64(self)) }
         return .uint(UInt64(self))
@@ -139,7 +139,7 @@ extension JSON {
 /// `±1e999` (too large for a double: every JSON parser, JavaScript's and the server's included,
 /// reads it as ±infinity).
 extension Double: PropertyValue {
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { isNaN ? .null : .double(self) }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Double {
@@ -170,7 +170,7 @@ extension Float: PropertyValue {
 // MARK: - Foundation values
 
 extension Date: PropertyValue {
-    /// Seconds since the Unix epoch (PROTOCOL.md §8.1); ISO-8601 strings are accepted on input.
+    /// Seconds since the Unix epoch (Protocol §8.1); ISO-8601 strings are accepted on input.
     public func wireValue() -> JSON { .double(timeIntervalSince1970) }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Date {
@@ -199,7 +199,7 @@ extension Data: PropertyValue {
 }
 
 extension URL: PropertyValue {
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { .string(absoluteString) }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> URL {
@@ -211,7 +211,7 @@ extension URL: PropertyValue {
 }
 
 extension UUID: PropertyValue {
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { .string(uuidString.lowercased()) }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> UUID {
@@ -225,7 +225,7 @@ extension UUID: PropertyValue {
 // MARK: - Enums
 
 extension PropertyValue where Self: RawRepresentable, RawValue: PropertyValue {
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { rawValue.wireValue() }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Self {
@@ -246,7 +246,7 @@ extension Optional: PropertyValue where Wrapped: PropertyValue {
     public static var typeName: String { Wrapped.typeName + "?" }
     /// The model classes this type can hold.
     public static var modelTypes: [ModelObject.Type] { Wrapped.modelTypes }
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { self?.wireValue() ?? .null }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Wrapped? {
@@ -272,7 +272,7 @@ extension Array: PropertyValue where Element: PropertyValue {
     public static var typeName: String { "[\(Element.typeName)]" }
     /// The model classes this type can hold.
     public static var modelTypes: [ModelObject.Type] { Element.modelTypes }
-    /// The wire value (PROTOCOL.md §3.1).
+    /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { .array(map { $0.wireValue() }) }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> [Element] {

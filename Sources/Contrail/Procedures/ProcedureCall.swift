@@ -39,7 +39,7 @@ struct ProcedureCall {
 
 extension Scope {
     /// Runs `changes` as one atomic change set that calls the server procedure `procedure`
-    /// (`Model.name`, PROTOCOL.md §4.6). Given `constraints` (the procedure's declaration), the
+    /// (`Model.name`, Protocol §4.6). Given `constraints` (the procedure's declaration), the
     /// change set is checked before it is sent: one that does not match is reverted locally,
     /// marked `reverted`, and never sent. Without them the server alone checks.
     ///

@@ -32,7 +32,7 @@ public final class ChangeSet: Encodable {
         let object: ModelObject
         let property: Int
         /// What the property held before; the sync layer rewrites it when a remote value or a
-        /// rebase replaces the original (PROTOCOL.md §8.3, §4.9).
+        /// rebase replaces the original (Protocol §8.3, §4.9).
         var old: Any
         let new: Any
     }
@@ -135,7 +135,7 @@ public final class ChangeSet: Encodable {
     }
 
     /// The change set as JSON: `{"fragments": […], "atomic": Bool, "message"?: String, "origin", "state"}`.
-    /// The fragments are exactly those a `ScopeSync` carries (PROTOCOL.md §2.6).
+    /// The fragments are exactly those a `ScopeSync` carries (Protocol §2.6).
     public var json: JSON {
         guard case .object(var object) = content else { return content }
         object["state"] = .string(state.rawValue)

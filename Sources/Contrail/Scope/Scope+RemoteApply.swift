@@ -24,7 +24,7 @@ extension Scope {
 
     /// `redirect`, when given, sees every write first: it returns the value to store (maybe the
     /// remote one, maybe a merge) or nil to leave the property alone (a key a pending local change
-    /// set holds, PROTOCOL.md §8.3).
+    /// set holds, Protocol §8.3).
     func apply(_ fragments: [SyncFragment], applyDefaults: Bool,
                redirect: ((ModelObject, Int, Any) -> Any?)? = nil) throws(ModelError) -> ApplyReport {
         var report = ApplyReport()
@@ -78,7 +78,7 @@ extension Scope {
         return report
     }
 
-    /// Applies a full state (PROTOCOL.md §3.4): the root takes over `rootUUID`, properties a fragment
+    /// Applies a full state (Protocol §3.4): the root takes over `rootUUID`, properties a fragment
     /// leaves out get their defaults, objects the state does not mention leave the tree with the
     /// last reference to them, and the minimum-sync-interval timestamps start afresh.
     @discardableResult

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The local change sets of one scope that the server has not settled yet, oldest first
-/// (Jetstream's ChangeSetQueue, PROTOCOL.md §4.9, with the rebase done right).
+/// (Jetstream's ChangeSetQueue, Protocol §4.9, with the rebase done right).
 ///
 /// The queue answers "which pending change set holds this (object, property)?" so that remote
 /// values never overwrite a pending local edit (§8.3): the remote value becomes that change set's

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A connection to a Jetstream-protocol sync server (PROTOCOL.md): opens a session, keeps it alive
+/// A connection to a Jetstream-protocol sync server (the Protocol article of the Contrail catalog): opens a session, keeps it alive
 /// with pings, reconnects with capped exponential backoff and jitter, resumes the session with its
 /// token and has unacknowledged messages resent, and opens a new session (refetching every scope
 /// and re-sending pending change sets) when the server has forgotten the old one.

@@ -8,7 +8,7 @@
 public struct ClientOptions: Sendable {
     /// Parameters of `SessionCreate`, handed to the server's session hook (an auth token, say).
     public var sessionParams: [String: JSON] = [:]
-    /// Extra headers on every connect (`X-Jetstream-…` parameters, PROTOCOL.md §1.3).
+    /// Extra headers on every connect (`X-Jetstream-…` parameters, Protocol §1.3).
     public var headers: [(String, String)] = []
     /// The protocol version sent in `SessionCreate` (semver).
     public var version = "0.2.0"

@@ -58,7 +58,7 @@ public final class Session {
 
     /// Fetches `scope` (by its name) from the server and keeps it in sync from then on. The scope
     /// needs a root object; it takes over the server's root UUID, objects the server does not have
-    /// are detached, and properties the state leaves out get their defaults (PROTOCOL.md §3.4).
+    /// are detached, and properties the state leaves out get their defaults (Protocol §3.4).
     /// Fetching a scope again refreshes it. A refused fetch throws `SyncError.fetchFailed`.
     public func fetch(_ scope: Scope, params: [String: JSON] = [:], mode: SyncMode = .realtime) async throws(SyncError) {
         guard client != nil, !isClosed else { throw .closed }
@@ -127,7 +127,7 @@ public final class Session {
     /// A Contrail server is told with a `ScopeDetach` (a Contrail extension it advertises in its
     /// `SessionCreateReply`): it drops the subscription, and `detach` waits for its answer within the
     /// same `timeout` (a late answer is still taken; offline, the message goes out on reconnect). A
-    /// Jetstream server is not told (its protocol has no unsubscribe, PROTOCOL.md §6.16): it keeps
+    /// Jetstream server is not told (its protocol has no unsubscribe, Protocol §6.16): it keeps
     /// sending the scope until the session ends, and this session ignores it.
     /// Throws `SyncError.notFetched` for a scope this session does not hold.
     @discardableResult

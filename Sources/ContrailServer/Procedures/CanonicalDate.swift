@@ -1,7 +1,7 @@
 import ContrailWire
 import Foundation
 
-/// Dates in the canonical wire encoding (PROTOCOL.md §8.1: epoch seconds as a JSON number).
+/// Dates in the canonical wire encoding (Protocol §8.1: epoch seconds as a JSON number).
 ///
 /// The original JS client sends dates as ISO-8601 strings (`Date.toJSON`, e.g.
 /// `"2015-01-01T00:00:00.123Z"`). A schema-agnostic server cannot ask the model, so it takes a

@@ -1,7 +1,7 @@
 import ContrailWire
 import Foundation
 
-/// A procedure the server runs (PROTOCOL.md §4.6): its declaration (name and constraints) and a
+/// A procedure the server runs (Protocol §4.6): its declaration (name and constraints) and a
 /// handler that may return follow-up updates.
 ///
 /// ```swift

@@ -1,4 +1,4 @@
-/// The three-way merge of an ordered collection (PROTOCOL.md §8.4): the edit from `base` to `new`
+/// The three-way merge of an ordered collection (Protocol §8.4): the edit from `base` to `new`
 /// (removals, inserts, moves) applied to `current`, so concurrent edits of one collection all
 /// survive. The client (to merge remote values into pending local edits) and the server (to apply a
 /// `change` that carries `bases`) use this one function, so both reach the same order.

@@ -1,4 +1,4 @@
-/// The WebSocket close codes the Jetstream protocol uses (PROTOCOL.md §1.9, §8.6, §8.7).
+/// The WebSocket close codes the Jetstream protocol uses (Protocol §1.9, §8.6, §8.7).
 public enum JetstreamCloseCode {
     /// Connection or session denied: the app's connection hook said no, `SessionCreate` was missing,
     /// invalid or late, or a resume token is unknown. The reason is a `{message,type}` JSON text.

@@ -1,4 +1,4 @@
-/// Every Jetstream message (PROTOCOL.md §2).
+/// Every Jetstream message (Protocol §2).
 ///
 /// ```swift
 /// let message = try Message(json: JSON(parsing: #"{"type":"Ping","index":0,"ack":6,"resendMissing":false}"#))

@@ -1,5 +1,5 @@
 /// `Ping` (both directions, index 0): the only acknowledgement, and the resend trigger
-/// (PROTOCOL.md §1.6, §2.8).
+/// (Protocol §1.6, §2.8).
 ///
 /// ```json
 /// {"type":"Ping","index":0,"ack":6,"resendMissing":false}

@@ -1,4 +1,4 @@
-/// `ScopeDetach` (client → server, sequenced): a Contrail extension (PROTOCOL.md §8, "no message
+/// `ScopeDetach` (client → server, sequenced): a Contrail extension (Protocol §8, "no message
 /// unsubscribes from a scope", §6.16). The server stops sending the scope to this session, forgets
 /// `scopeIndex` and answers with a ``ScopeDetachReply``. A client sends it only to a server whose
 /// `SessionCreateReply` lists `"ScopeDetach"` in `extensions`: a Jetstream server never sees it.

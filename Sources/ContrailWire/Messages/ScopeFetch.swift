@@ -1,4 +1,4 @@
-/// `ScopeFetch` (client → server, sequenced): asks for a scope by name (PROTOCOL.md §2.3).
+/// `ScopeFetch` (client → server, sequenced): asks for a scope by name (Protocol §2.3).
 ///
 /// ```json
 /// {"type":"ScopeFetch","index":1,"name":"Canvas","params":{}}

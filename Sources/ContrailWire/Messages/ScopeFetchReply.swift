@@ -1,5 +1,5 @@
 /// `ScopeFetchReply` (server → client, sequenced): the scope's handle, or why the fetch failed
-/// (PROTOCOL.md §2.4).
+/// (Protocol §2.4).
 package struct ScopeFetchReply: Sendable, Equatable {
     /// The wire `type`.
     package static let typeName = "ScopeFetchReply"

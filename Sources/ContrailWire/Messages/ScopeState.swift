@@ -1,7 +1,7 @@
 import Foundation
 
 /// `ScopeState` (server → client, sequenced): the whole tree of a scope as fragments, the root
-/// first with type `change`, every other object an `add` (PROTOCOL.md §2.5, §3.4).
+/// first with type `change`, every other object an `add` (Protocol §2.5, §3.4).
 package struct ScopeState: Sendable, Equatable {
     /// The wire `type`.
     package static let typeName = "ScopeState"

@@ -1,6 +1,6 @@
 import Foundation
 
-/// `ScopeSync` (both directions, sequenced): one change set for a scope (PROTOCOL.md §2.6).
+/// `ScopeSync` (both directions, sequenced): one change set for a scope (Protocol §2.6).
 ///
 /// ```json
 /// {"type":"ScopeSync","index":3,"scopeIndex":0,"atomic":true,"procedure":"ChatRoom.postMessage",

@@ -1,5 +1,5 @@
 /// `ScopeSyncReply` (server → client, sequenced): one entry per fragment of the answered
-/// `ScopeSync`, in the same order (PROTOCOL.md §2.7).
+/// `ScopeSync`, in the same order (Protocol §2.7).
 ///
 /// ```json
 /// {"type":"ScopeSyncReply","index":5,"replyTo":3,"fragmentReplies":[{}, {"error":{"message":"ModelObject not found"}}]}

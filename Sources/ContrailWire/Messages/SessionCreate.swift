@@ -1,4 +1,4 @@
-/// `SessionCreate` (client → server, index 0): opens a session (PROTOCOL.md §2.1).
+/// `SessionCreate` (client → server, index 0): opens a session (Protocol §2.1).
 ///
 /// ```json
 /// {"type":"SessionCreate","index":0,"version":"0.2.0","params":{"userId":"42"}}

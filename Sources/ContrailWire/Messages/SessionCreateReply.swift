@@ -1,5 +1,5 @@
 /// `SessionCreateReply` (server → client, index 0, no `replyTo`): a session token on accept, an
-/// error on deny (PROTOCOL.md §2.2).
+/// error on deny (Protocol §2.2).
 ///
 /// Contrail extension: a Contrail server lists the extra messages it understands in `extensions`
 /// (e.g. `["ScopeDetach"]`). Jetstream clients ignore the field; a Contrail client sends such a

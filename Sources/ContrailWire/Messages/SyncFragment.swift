@@ -1,6 +1,6 @@
 import Foundation
 
-/// The wire form of one sync fragment: the delta for one object (PROTOCOL.md §3).
+/// The wire form of one sync fragment: the delta for one object (Protocol §3).
 ///
 /// ```json
 /// {"type":"add","uuid":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","clsName":"Shape",

@@ -1,6 +1,6 @@
 /// The error object carried in replies and close reasons: `{"message": …, "type"?: …}`.
 ///
-/// `type` is present only for the server's typed errors (PROTOCOL.md §5.1). The static members
+/// `type` is present only for the server's typed errors (Protocol §5.1). The static members
 /// build those errors with the original server's wording.
 public struct WireErrorBody: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Human-readable message.
@@ -61,7 +61,7 @@ public struct WireErrorBody: Sendable, Hashable, Codable, CustomStringConvertibl
     }
 }
 
-// MARK: - Typed server errors (PROTOCOL.md §5.1) and fixed messages (§5.2)
+// MARK: - Typed server errors (Protocol §5.1) and fixed messages (§5.2)
 
 extension WireErrorBody {
     /// Close 4096: the app's connection hook denied without an error.

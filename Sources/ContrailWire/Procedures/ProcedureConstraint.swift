@@ -1,6 +1,6 @@
 import Foundation
 
-/// One constraint of a procedure (PROTOCOL.md §4.7): which fragments a procedure call may carry.
+/// One constraint of a procedure (Protocol §4.7): which fragments a procedure call may carry.
 ///
 /// ```swift
 /// let rename = ProcedureConstraint(kind: .change, className: "Canvas", properties: ["name": .hasNewValue])

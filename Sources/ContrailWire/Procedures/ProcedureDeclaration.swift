@@ -1,4 +1,4 @@
-/// A procedure a client may call (PROTOCOL.md §4.6): `Model.name` and the constraints its change
+/// A procedure a client may call (Protocol §4.6): `Model.name` and the constraints its change
 /// set must match. The same declaration serves the server's check and the client's check before
 /// sending.
 ///

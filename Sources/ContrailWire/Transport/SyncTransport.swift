@@ -1,7 +1,7 @@
 import ContrailSupport
 
 /// A bidirectional channel of text frames between a sync client and a sync server (each frame is
-/// one JSON message or an array of them, PROTOCOL.md §1.2). WebSocket is the default; an
+/// one JSON message or an array of them, Protocol §1.2). WebSocket is the default; an
 /// in-memory pair lets tests and apps run client and server in one process.
 public protocol SyncTransport: AnyObject, Sendable {
     /// The frames received, in order. Finishes when the peer closes normally; throws
@@ -16,7 +16,7 @@ public protocol SyncTransport: AnyObject, Sendable {
 
 /// Opens transports to one server, for the first connection and every reconnect.
 public protocol SyncConnector: Sendable {
-    /// Connects, passing connect-time parameters (PROTOCOL.md §1.3) such as `X-Jetstream-SessionToken`
+    /// Connects, passing connect-time parameters (Protocol §1.3) such as `X-Jetstream-SessionToken`
     /// as headers. Throws `SyncError.transport` (or another `SyncError`) when it cannot connect.
     func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport
     /// The server of the last connect cannot serve sessions now (`SyncError.serverUnavailable`):

@@ -1,4 +1,5 @@
-// contrail.js: a dependency-free ES module speaking the Jetstream sync protocol (PROTOCOL.md) as
+// contrail.js: a dependency-free ES module speaking the Jetstream sync protocol ("Protocol §N" cites
+// the Protocol article of the documentation catalog, Sources/Contrail/Contrail.docc/Protocol.md) as
 // Contrail's Swift client does: sessions that resume, fetch with full state, change sets both ways
 // with replies, acknowledgements, keep-alive, reconnect with capped backoff and jitter, the `bases`
 // extension for collection merges, and pending keys that remote values never overwrite.
