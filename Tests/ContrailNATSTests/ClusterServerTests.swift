@@ -104,6 +104,36 @@ struct ClusterServerTests {
         await one.stop(); await two.stop(); await nats.stop()
     }
 
+    /// The inspector's overview of a cluster server counts what its cluster scopes hold: the
+    /// replica's objects and this server's subscribed sessions.
+    @Test func theInspectorCountsAClusterScopesObjectsAndSessions() async throws {
+        let nats = try await NATSServerProcess.start()
+        var options = ServerOptions()
+        options.log = nil
+        options.servesPages = true
+        options.cluster = ClusterOptions(servers: [nats.url])
+        let server = try ContrailServer(options: options)
+        let port = try await server.start()
+        let a = try await makeReplica(server)
+        a.2.cards.append(Slide(text: "one"))
+        #expect(await eventually { (a.0.session?.pendingChangeSets ?? 1) == 0 })
+        func overview() async throws -> JSON {
+            let connection = try await TCPConnection.connect(host: "127.0.0.1", port: port)
+            try await connection.send(Array("GET /api/overview HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+            var response: [UInt8] = []
+            while let bytes = try await connection.receive() { response += bytes }
+            await connection.close()
+            let text = String(decoding: response, as: UTF8.self)
+            return try JSON(parsing: String(text[(text.range(of: "\r\n\r\n")?.upperBound ?? text.endIndex)...]))
+        }
+        let deck = try await overview()["scopes"]?[0]
+        #expect(deck?["name"] == "Deck")
+        #expect(deck?["objects"] == 2, "\(String(describing: deck))")  // the deck and its slide
+        #expect(deck?["subscribers"] == 1, "\(String(describing: deck))")
+        await a.0.close()
+        await server.stop(); await nats.stop()
+    }
+
     @Test(arguments: [(2, UInt64(7)), (2, UInt64(8)), (3, UInt64(11)), (3, UInt64(12))])
     func randomConcurrentEditsConvergeOnEveryServer(servers count: Int, seed: UInt64) async throws {
         let nats = try await NATSServerProcess.start()
