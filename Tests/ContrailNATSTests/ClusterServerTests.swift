@@ -252,6 +252,34 @@ struct ClusterServerTests {
         await cutOff.stop(); await other.stop(); await proxy.stop(); await nats.stop()
     }
 
+    /// A server cut off while the log is trimmed behind snapshots finds a gap when it is back and
+    /// restores the snapshot: its subscribed sessions get what they missed and later changes too
+    /// (they kept the replica from before the restore, with no broadcasts, before).
+    @Test func sessionsOfAServerThatRestoredASnapshotKeepSyncing() async throws {
+        let nats = try await NATSServerProcess.start()
+        let proxy = try await CuttableProxy(target: nats.port)
+        let cutOff = try makeServer(at: NATSServerURL(host: "127.0.0.1", port: proxy.port))
+        let other = try makeServer(nats, snapshotEvery: 3)
+        let a = try await makeReplica(cutOff)
+        let b = try await makeReplica(other)
+        b.2.title = "before"
+        #expect(await eventually { a.2.title == "before" }, "notifications reach the other server")
+        await proxy.cut()
+        for index in 0..<12 {
+            b.2.cards.append(Slide(text: "s\(index)"))
+            b.2.score = index
+            await ChangeDelivery.main.drain()
+            #expect(await eventually { (b.0.session?.pendingChangeSets ?? 1) == 0 })
+        }
+        proxy.restore()
+        #expect(await eventually(.seconds(30)) { a.2.score == 11 && a.2.cards.count == 12 }, "what was missed arrives")
+        b.2.title = "after"
+        #expect(await eventually { a.2.title == "after" }, "later changes arrive too")
+        #expect(await converged([a, b], [cutOff, other]))
+        await a.0.close(); await b.0.close()
+        await cutOff.stop(); await other.stop(); await proxy.stop(); await nats.stop()
+    }
+
     @Test func aServerCutOffFromNATSRefusesNewSessionsUntilItIsBack() async throws {
         let nats = try await NATSServerProcess.start()
         let proxy = try await CuttableProxy(target: nats.port)

@@ -367,11 +367,15 @@ actor ClusterScope: HostedScope {
         switch phase {
         case .empty:
             phase = .loaded(makeReplica(store, applied: seq))
-        case .loaded(let replica) where seq > replica.applied:
-            // The sessions subscribed to the old replica keep what they have and get no broadcasts
-            // from it; new fetches subscribe to the restored one.
+        case .loaded(var replica) where seq > replica.applied:
+            // The subscribed sessions stay, and get what the trimmed messages changed as one broadcast.
             log.write("scope '\(name)': behind the trimmed log; restored the snapshot at \(seq)")
-            phase = .loaded(makeReplica(store, applied: seq))
+            let missed = store.fragments(changedSince: replica.store)
+            let deliver = replica.core.broadcast(missed)
+            replica.store = store
+            replica.applied = seq
+            phase = .loaded(replica)
+            deliver()
         default:
             break
         }

@@ -73,6 +73,21 @@ struct ScopeCore {
         subscribers = [:]
     }
 
+    /// What queues `fragments` as a `ScopeSync` to every subscriber (nothing when empty): what a
+    /// cluster replica's sessions missed when it restored a newer snapshot.
+    mutating func broadcast(_ fragments: [SyncFragment]) -> @Sendable () -> Void {
+        cachedState = nil
+        guard !fragments.isEmpty else { return {} }
+        let text = String(decoding: SyncFragment.serialized(fragments), as: UTF8.self)
+        let everyone = Array(subscribers.values)
+        return {
+            for subscriber in everyone {
+                let scopeIndex = subscriber.scopeIndex
+                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
+            }
+        }
+    }
+
     /// Runs `message`'s procedure (if it names one) and applies the change set and the procedure's
     /// follow-ups to `store`. The returned `deliver` queues the broadcasts (to every other
     /// subscriber; the follow-ups to every subscriber, the caller included, before its reply, §4.10)
