@@ -18,10 +18,12 @@ final class ServerCore: Sendable {
     let cluster: ClusterLink?
     /// Keep-alive pings and session expiry.
     let ticker: SessionTicker
+    /// ``ServerOptions/clock``, which every server timer and timeout reads.
+    let clock: ServerClock
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
-        var scopes: [String: ServerScope] = [:]
+        var scopes: [String: any HostedScope] = [:]
         var connections: [ObjectIdentifier: ServerConnection] = [:]
         var nextSessionNumber = 1
         var isStopped = false
@@ -32,12 +34,13 @@ final class ServerCore: Sendable {
     init(options: ServerOptions) {
         self.options = options
         self.limits = options.limits
+        self.clock = ServerClock(options.clock)
         self.log = ServerLog(sink: options.log)
         self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
-        self.throttle = AuthThrottle(limit: options.maxFailedAttempts, window: options.failedAttemptWindow)
+        self.throttle = AuthThrottle(limit: options.maxFailedAttempts, window: options.failedAttemptWindow, clock: clock)
         self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
-        self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry)
+        self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry, clock: clock)
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }
@@ -77,26 +80,31 @@ final class ServerCore: Sendable {
     // MARK: Scopes
 
     /// The scope named `name`, created on first use; nil once the server stopped (a scope made then
-    /// would open its log beside the one the stop just closed).
-    func scope(named name: String) -> ServerScope? {
+    /// would open its log beside the one the stop just closed). The server's mode decides here, once,
+    /// which kind of scope it is: a ``ClusterScope`` with a cluster, a ``LocalScope`` otherwise.
+    func scope(named name: String) -> (any HostedScope)? {
         state.withLock { state in
             if state.isStopped { return nil }
             if let scope = state.scopes[name] { return scope }
-            let scope = ServerScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
-                                    slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, log: log, cluster: cluster,
-                                    procedures: options.procedures, root: options.roots[name])
+            let scope: any HostedScope = if let cluster {
+                ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log)
+            } else {
+                LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
+                           slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,
+                           procedures: options.procedures, root: options.roots[name])
+            }
             state.scopes[name] = scope
             return scope
         }
     }
 
     /// The live session count and the scopes in memory, sorted by name. For the inspector page.
-    func inspection() -> (sessions: Int, scopes: [ServerScope]) {
+    func inspection() -> (sessions: Int, scopes: [any HostedScope]) {
         state.withLock { state in (state.sessions.count, state.scopes.sorted { $0.key < $1.key }.map(\.value)) }
     }
 
     /// The scope named `name` if it exists in memory.
-    func existingScope(named name: String) -> ServerScope? {
+    func existingScope(named name: String) -> (any HostedScope)? {
         state.withLock { $0.scopes[name] }
     }
 
@@ -116,7 +124,7 @@ final class ServerCore: Sendable {
     }
 
     /// Marks the server stopped and hands back everything to shut down.
-    func stopAll() -> (sessions: [ServerSession], scopes: [ServerScope], connections: [ServerConnection]) {
+    func stopAll() -> (sessions: [ServerSession], scopes: [any HostedScope], connections: [ServerConnection]) {
         ticker.stop()
         return state.withLock { state in
             state.isStopped = true

@@ -78,6 +78,10 @@ public struct ServerOptions: Sendable {
     /// Roots of new scopes by scope name: a fresh scope's root gets this class and these values
     /// (as the original's app-set root model), instead of waiting for a client to name them.
     public var roots: [String: ScopeRoot] = [:]
+    /// The clock every server timer and timeout runs on: keep-alive pings, session expiry, the
+    /// establish timeout, idle scopes, the failed-attempt window, a cluster scope's catch-up
+    /// retries. Tests pass a virtual clock to run these in virtual time.
+    public var clock: any Clock<Duration> = ContinuousClock()
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError
 

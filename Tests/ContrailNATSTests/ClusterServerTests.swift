@@ -104,6 +104,36 @@ struct ClusterServerTests {
         await one.stop(); await two.stop(); await nats.stop()
     }
 
+    /// The inspector's overview of a cluster server counts what its cluster scopes hold: the
+    /// replica's objects and this server's subscribed sessions.
+    @Test func theInspectorCountsAClusterScopesObjectsAndSessions() async throws {
+        let nats = try await NATSServerProcess.start()
+        var options = ServerOptions()
+        options.log = nil
+        options.servesPages = true
+        options.cluster = ClusterOptions(servers: [nats.url])
+        let server = try ContrailServer(options: options)
+        let port = try await server.start()
+        let a = try await makeReplica(server)
+        a.2.cards.append(Slide(text: "one"))
+        #expect(await eventually { (a.0.session?.pendingChangeSets ?? 1) == 0 })
+        func overview() async throws -> JSON {
+            let connection = try await TCPConnection.connect(host: "127.0.0.1", port: port)
+            try await connection.send(Array("GET /api/overview HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+            var response: [UInt8] = []
+            while let bytes = try await connection.receive() { response += bytes }
+            await connection.close()
+            let text = String(decoding: response, as: UTF8.self)
+            return try JSON(parsing: String(text[(text.range(of: "\r\n\r\n")?.upperBound ?? text.endIndex)...]))
+        }
+        let deck = try await overview()["scopes"]?[0]
+        #expect(deck?["name"] == "Deck")
+        #expect(deck?["objects"] == 2, "\(String(describing: deck))")  // the deck and its slide
+        #expect(deck?["subscribers"] == 1, "\(String(describing: deck))")
+        await a.0.close()
+        await server.stop(); await nats.stop()
+    }
+
     @Test(arguments: [(2, UInt64(7)), (2, UInt64(8)), (3, UInt64(11)), (3, UInt64(12))])
     func randomConcurrentEditsConvergeOnEveryServer(servers count: Int, seed: UInt64) async throws {
         let nats = try await NATSServerProcess.start()
@@ -218,6 +248,34 @@ struct ClusterServerTests {
         proxy.restore()
         // Nothing is published after the reconnection: only catching up on reconnecting brings it.
         #expect(await eventually(.seconds(30)) { a.2.title == "while cut off" })
+        await a.0.close(); await b.0.close()
+        await cutOff.stop(); await other.stop(); await proxy.stop(); await nats.stop()
+    }
+
+    /// A server cut off while the log is trimmed behind snapshots finds a gap when it is back and
+    /// restores the snapshot: its subscribed sessions get what they missed and later changes too
+    /// (they kept the replica from before the restore, with no broadcasts, before).
+    @Test func sessionsOfAServerThatRestoredASnapshotKeepSyncing() async throws {
+        let nats = try await NATSServerProcess.start()
+        let proxy = try await CuttableProxy(target: nats.port)
+        let cutOff = try makeServer(at: NATSServerURL(host: "127.0.0.1", port: proxy.port))
+        let other = try makeServer(nats, snapshotEvery: 3)
+        let a = try await makeReplica(cutOff)
+        let b = try await makeReplica(other)
+        b.2.title = "before"
+        #expect(await eventually { a.2.title == "before" }, "notifications reach the other server")
+        await proxy.cut()
+        for index in 0..<12 {
+            b.2.cards.append(Slide(text: "s\(index)"))
+            b.2.score = index
+            await ChangeDelivery.main.drain()
+            #expect(await eventually { (b.0.session?.pendingChangeSets ?? 1) == 0 })
+        }
+        proxy.restore()
+        #expect(await eventually(.seconds(30)) { a.2.score == 11 && a.2.cards.count == 12 }, "what was missed arrives")
+        b.2.title = "after"
+        #expect(await eventually { a.2.title == "after" }, "later changes arrive too")
+        #expect(await converged([a, b], [cutOff, other]))
         await a.0.close(); await b.0.close()
         await cutOff.stop(); await other.stop(); await proxy.stop(); await nats.stop()
     }

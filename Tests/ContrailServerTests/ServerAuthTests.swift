@@ -1,5 +1,6 @@
 import Contrail
 import ContrailServer
+import ContrailTestSupport
 import ContrailWebSocket
 import Foundation
 import Testing
@@ -57,6 +58,34 @@ struct ServerAuthTests {
         try await ServerTestClient(server: server).createSession(params: ["token": "right"])
         let peerLines = lines.lines.withLock { $0 }.filter { $0.contains("peer 127.0.0.1") }
         #expect(peerLines.count == 2, "\(peerLines)")
+        await server.stop()
+    }
+
+    /// In virtual time: the throttle reads the server's clock. In-process connections count as one peer.
+    @Test func aRefusedPeerMayTryAgainOnceTheWindowHasPassed() async throws {
+        let clock = TestClock()
+        var options = options()
+        options.clock = clock
+        options.maxFailedAttempts = 2
+        options.failedAttemptWindow = .seconds(60)
+        let server = try ContrailServer(options: options)
+        for _ in 0..<2 {
+            let client = ServerTestClient(server: server)
+            try await client.send(Self.createWith("guess"))
+            #expect(try await client.awaitClose()?.code == 4096)
+        }
+        func refusal() async throws -> String? {
+            let client = ServerTestClient(server: server)
+            let closed = try await client.awaitClose()
+            return closed?.reason
+        }
+        #expect(try await refusal()?.contains("Too many failed attempts; try again in 60 s") == true)
+        // Positive control: just before the window has passed, still refused.
+        clock.advance(by: .seconds(60) - .milliseconds(1))
+        #expect(try await refusal()?.contains("Too many failed attempts; try again in 1 s") == true)
+        clock.advance(by: .milliseconds(1))
+        let token = try await ServerTestClient(server: server).createSession(params: ["token": "right"])
+        #expect(!token.isEmpty)
         await server.stop()
     }
 

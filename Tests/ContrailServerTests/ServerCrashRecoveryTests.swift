@@ -17,7 +17,7 @@ struct ServerCrashRecoveryTests {
 
     /// Writers 0..<count each change the root (`r<round>w<i>` = n) and add an object that the root
     /// references (`r<round>last<i>`), one change set at a time, until the connection dies. Kills
-    /// the server once `acksBeforeKill` change sets are acknowledged in all.
+    /// the server at a random moment after `acksBeforeKill` change sets are acknowledged in all.
     private func writeUntilKilled(_ server: ServerProcess, round: Int, writers count: Int, acksBeforeKill: Int) async throws -> [WriterProgress] {
         let (acks, ackSink) = AsyncStream<Void>.makeStream()
         let padding = JSON.string(String(repeating: "x", count: 2048))
@@ -50,13 +50,14 @@ struct ServerCrashRecoveryTests {
                     }
                 }
             }
+            // A random moment among the writes in flight: after a random number of further
+            // acknowledgements (the other writers' change sets are on their way then).
+            let killAfter = acksBeforeKill + Int.random(in: 0..<(2 * count))
             var seen = 0
             for await _ in acks {
                 seen += 1
-                if seen == acksBeforeKill { break }
+                if seen == killAfter { break }
             }
-            // A random moment among the writes in flight.
-            try await Task.sleep(for: .microseconds(Int.random(in: 0..<5_000)))
             try await server.kill()
             var results = [WriterProgress](repeating: WriterProgress(), count: count)
             for try await (i, progress) in group { results[i] = progress }

@@ -1,5 +1,6 @@
 import Contrail
 import ContrailServer
+import ContrailTestSupport
 import Foundation
 import Testing
 
@@ -45,12 +46,26 @@ struct ServerDeliveryTests {
         await server.stop()
     }
 
+    /// In virtual time: the session ticker (every eighth of the expiry here) sleeps on the test clock.
     @Test func idleSessionsExpireWith4097() async throws {
+        let clock = TestClock()
         var options = Wire.options()
-        options.sessionExpiry = .milliseconds(100)
+        options.clock = clock
+        options.sessionExpiry = .seconds(100)
+        options.pingInterval = .seconds(1_000)  // no keep-alive ping within the test
         let server = try ContrailServer(options: options)
         let a = ServerTestClient(server: server)
         let token = try await a.createSession()
+        #expect(await clock.waitForSleepers(1))  // the ticker watches the session
+        // Positive control: just before the expiry the session is alive (a tick has run at that
+        // time once the ticker sleeps again) and answers; that message restarts its idle time.
+        clock.advance(by: .seconds(100) - .milliseconds(1))
+        #expect(await clock.waitForSleepers(1))
+        try await a.send(#"{"type":"Ping","index":0,"ack":0,"resendMissing":true}"#)
+        let ping = try await a.next()
+        #expect(ping["type"] == "Ping" && ping["resendMissing"] == true)
+        // A full expiry of silence after that message: closed with 4097, the token forgotten.
+        clock.advance(by: .seconds(100))
         #expect(try await a.awaitClose()?.code == 4097)
         let resumed = ServerTestClient(server: server, headers: [("X-Jetstream-SessionToken", token)])
         #expect(try await resumed.awaitClose()?.code == 4096)

@@ -1,5 +1,6 @@
 import Contrail
 import ContrailServer
+import ContrailTestSupport
 import Foundation
 import Testing
 
@@ -80,12 +81,23 @@ struct ServerHookTests {
         await server.stop()
     }
 
+    /// In virtual time: both connections' establish timers sleep on the test clock.
     @Test func sessionMustBeEstablishedInTime() async throws {
+        let clock = TestClock()
         var options = Wire.options()
-        options.establishTimeout = .milliseconds(50)
+        options.clock = clock
+        options.establishTimeout = .seconds(10)
         let server = try ContrailServer(options: options)
-        let client = ServerTestClient(server: server)
-        let closed = try await client.awaitClose()
+        let silent = ServerTestClient(server: server)
+        let prompt = ServerTestClient(server: server)
+        #expect(await clock.waitForSleepers(2))
+        // Positive control: a SessionCreate just before the timeout is in time.
+        clock.advance(by: .seconds(10) - .milliseconds(1))
+        let token = try await prompt.createSession()
+        #expect(!token.isEmpty)
+        // The silent one is closed once the timeout has run out.
+        clock.advance(by: .milliseconds(1))
+        let closed = try await silent.awaitClose()
         #expect(closed?.code == 4096)
         #expect(closed?.reason.contains("session-establish-timedout") == true)
         await server.stop()

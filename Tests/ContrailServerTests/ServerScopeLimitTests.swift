@@ -1,5 +1,6 @@
 import Contrail
 import ContrailServer
+import ContrailTestSupport
 import Foundation
 import Testing
 
@@ -24,16 +25,6 @@ struct ServerScopeLimitTests {
         return descriptors.filter { fd in
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"))?.hasPrefix(prefix) == true
         }.count
-    }
-
-    /// Waits (bounded: 30 s) until no file in `directory` is open; returns whether that happened.
-    private func filesClose(in directory: URL) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while openFiles(in: directory) > 0 {
-            guard ContinuousClock.now < deadline else { return false }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return true
     }
 
     @Test func scopesPerSessionAreLimited() async throws {
@@ -78,24 +69,40 @@ struct ServerScopeLimitTests {
         #expect(openFiles(in: directory) == 0)
     }
 
+    /// In virtual time: the idle timers (and the session ticker) sleep on the test clock; the
+    /// server's log says when a scope has unloaded.
     @Test func idleScopesCloseTheirFilesAndReopenOnUse() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = TestClock()
+        let lines = ServerLogLines()
         var options = dataOptions(directory)
+        options.clock = clock
+        options.log = lines.sink
         options.maxOpenScopes = 1
-        options.scopeIdleTimeout = .milliseconds(200)
+        options.scopeIdleTimeout = .seconds(60)
         let server = try ContrailServer(options: options)
         let a = ServerTestClient(server: server)
         try await a.createSession()
         let (_, stateA) = try await a.fetch("A", index: 1)
         let rootA = try #require(stateA["rootUUID"]?.stringValue)
-        // Unused, A closes its file and gives its slot back.
-        #expect(try await filesClose(in: directory))
+        #expect(await clock.waitForSleepers(2))  // the ticker and A's idle timer
+        // Positive control: just before the idle timeout, A still holds its file.
+        clock.advance(by: .seconds(60) - .milliseconds(1))
+        #expect(await clock.waitForSleepers(2))
+        #expect(openFiles(in: directory) == 1)
+        // Unused for the timeout, A closes its file and gives its slot back.
+        clock.advance(by: .milliseconds(1))
+        #expect(await lines.contain("scope 'A': unloaded"))
+        #expect(openFiles(in: directory) == 0)
         // The slot is free for C; once C is idle too, A reopens on use with its state and subscriber.
         let b = ServerTestClient(server: server)
         try await b.createSession()
         #expect(try await b.fetch("C", index: 1).0["error"] == nil)
-        #expect(try await filesClose(in: directory))
+        #expect(openFiles(in: directory) == 1)
+        clock.advance(by: .seconds(60))
+        #expect(await lines.contain("scope 'C': unloaded"))
+        #expect(openFiles(in: directory) == 0)
         let reply = try await a.sync(index: 2, fragments: [Wire.fragment("change", rootA, "Root", ["n": 1])])
         #expect(reply["fragmentReplies"] == [[:]])
         #expect(await server.state(ofScope: "A")?["objects"]?[rootA]?["properties"]?["n"] == 1)

@@ -6,27 +6,38 @@ import Foundation
 ///
 /// A `ScopeSync` is published as it came (with `Nats-Expected-Last-Subject-Sequence` set to the last
 /// sequence this server applied, so it lands on exactly the state this server has, and a
-/// `Nats-Msg-Id`); every server applies the subject's messages one by one in sequence order to an
-/// in-memory ``ServerScope`` (the apply is deterministic, so all copies agree), which broadcasts to
-/// this server's sessions and, for a server's own message, replies to its session — after
-/// JetStream acknowledged the publish. A publish that lost the race (error 10071) catches up and
+/// `Nats-Msg-Id`); every server applies the subject's messages one by one in sequence order to its
+/// in-memory replica, a ``ScopeStore`` with its ``ScopeCore`` (the apply is deterministic, so all
+/// copies agree), which broadcasts to this server's sessions and, for a server's own message,
+/// replies to its session — after JetStream acknowledged the publish. A publish that lost the race (error 10071) catches up and
 /// is published again. A core subscription on the subject wakes the replica when another server
 /// appends. Every `snapshotEvery` own change sets the state is written to the snapshot bucket and
 /// the log is trimmed behind the snapshot before it.
-actor ClusterScope {
+actor ClusterScope: HostedScope {
+    /// The state built from the log.
+    private struct Replica {
+        /// The state after the subject's messages up to `applied`.
+        var store: ScopeStore
+        /// This server's sessions subscribed to it.
+        var core: ScopeCore
+        var applied: UInt64
+    }
+
     /// Where the replica is.
     private enum Phase {
         /// Nothing loaded yet.
         case empty
-        /// Applied the subject's messages up to `applied` into `local`.
-        case loaded(local: ServerScope, applied: UInt64)
+        /// Applied the subject's messages up to `replica.applied`.
+        case loaded(Replica)
         /// Closed by the server.
         case closed
     }
 
-    let name: String
+    /// The scope's name.
+    nonisolated let name: String
     private let link: ClusterLink
     private let limits: ServerLimits
+    private let clock: ServerClock
     private let log: ServerLog
     private let subject: String
     private let snapshotKey: String
@@ -41,14 +52,12 @@ actor ClusterScope {
     private var watcher: Task<Void, Never>?
     /// Retries a failed catch-up (JetStream unavailable for a while) until one succeeds.
     private var repair: Task<Void, Never>?
-    /// Stands in for the session of a change set another server published: what the local scope
-    /// replies to it is dropped (its resend buffer of one overflows at once and stays full).
-    private let elsewhere = SessionOutbox(limitBytes: 1, onOverflow: {})
 
-    init(name: String, link: ClusterLink, limits: ServerLimits, log: ServerLog) {
+    init(name: String, link: ClusterLink, limits: ServerLimits, clock: ServerClock, log: ServerLog) {
         self.name = name
         self.link = link
         self.limits = limits
+        self.clock = clock
         self.log = log
         let token = ClusterEntry.token(for: name)
         subject = link.options.subjectPrefix + "." + token
@@ -60,7 +69,9 @@ actor ClusterScope {
     /// Catches up with the log, then subscribes the session and queues the reply and the state.
     func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
         do throws(NATSError) {
-            try await caughtUp().fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: replyTo)
+            try await caughtUp()
+            let deliver = try inReplica { $0.core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: $0.store) }
+            deliver()
         } catch {
             log.write("scope '\(name)': cluster unavailable: \(error)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo,
@@ -70,8 +81,9 @@ actor ClusterScope {
 
     /// Appends the change set to the log; the reply is queued when it is applied. A publish whose
     /// outcome is unknown (timed out, connection lost) is sent again with the same message id, so
-    /// JetStream stores it once.
-    func sync(_ message: ScopeSync, from outbox: SessionOutbox) async {
+    /// JetStream stores it once. The log holds the fragments with dates as epoch seconds, which is
+    /// what every server's broadcasts carry (`received` is not used).
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) async {
         let id = UUID().uuidString
         origins[id] = (outbox, message)
         let sequence: UInt64
@@ -98,7 +110,7 @@ actor ClusterScope {
     /// Publishes `entry` on the state this server has applied; after losing the race to another
     /// server (10071) catches up and tries again. Returns the entry's sequence.
     private func append(_ entry: ClusterEntry, id: String) async throws(NATSError) -> UInt64 {
-        _ = try await loaded()
+        try await loaded()
         let handles = try await link.handles()
         let payload = entry.encoded
         var failures = 0
@@ -122,43 +134,66 @@ actor ClusterScope {
 
     /// Removes a session's subscription.
     func unsubscribe(_ outbox: SessionOutbox) async {
-        if case .loaded(let local, _) = phase { await local.unsubscribe(outbox) }
+        _ = try? inReplica { $0.core.unsubscribe(outbox) }
+    }
+
+    /// Removes a session's subscription, then runs `done` (a replica has no writes of its own to wait for).
+    func unsubscribe(_ outbox: SessionOutbox, then done: @escaping @Sendable () -> Void) async {
+        await unsubscribe(outbox)
+        done()
     }
 
     /// The state as `Scope.stateJSON()` shapes it, after catching up; nil if the log is unavailable.
     func stateJSON() async -> JSON? {
-        guard let local = try? await caughtUp() else { return nil }
-        return await local.stateJSON()
+        guard (try? await caughtUp()) != nil, case .loaded(let replica) = phase else { return nil }
+        return replica.store.stateJSON()
     }
 
-    /// The local scope once every message the log held when called is applied (a catch-up may
-    /// replace it with a restored snapshot, so it is read afterwards).
-    private func caughtUp() async throws(NATSError) -> ServerScope {
-        _ = try await loaded()
+    /// The number of this server's sessions subscribed.
+    var subscriberCount: Int {
+        if case .loaded(let replica) = phase { replica.core.subscriberCount } else { 0 }
+    }
+
+    /// The number of objects in the replica as applied so far (0 before it is loaded; the
+    /// inspector does not make it catch up).
+    var objectCount: Int {
+        if case .loaded(let replica) = phase { replica.store.objectCount } else { 0 }
+    }
+
+    /// Every message the log held when called is applied.
+    private func caughtUp() async throws(NATSError) {
+        try await loaded()
         try await catchUp()
-        guard case .loaded(let local, _) = phase else { throw .closed }
-        return local
+        guard case .loaded = phase else { throw .closed }
+    }
+
+    /// Runs `body` on the loaded replica, in place: the store stays uniquely referenced while it
+    /// changes (no copy of the state per change set). Throws `closed` when no replica is loaded.
+    private func inReplica<Value>(_ body: (inout Replica) -> Value) throws(NATSError) -> Value {
+        guard case .loaded(var replica) = phase else { throw .closed }
+        phase = .empty
+        defer { phase = .loaded(replica) }
+        return body(&replica)
     }
 
     /// Stops following the log.
     func close() async {
         watcher?.cancel()
         repair?.cancel()
-        if case .loaded(let local, _) = phase { await local.close() }
         phase = .closed
     }
 
     // MARK: Following the log
 
     private var applied: UInt64 {
-        if case .loaded(_, let applied) = phase { applied } else { 0 }
+        if case .loaded(let replica) = phase { replica.applied } else { 0 }
     }
 
-    /// The local scope, loading the latest snapshot and replaying the log after it on first use;
-    /// writes the genesis if the scope is new.
-    private func loaded() async throws(NATSError) -> ServerScope {
+    /// Loads the replica on first use: the latest snapshot and the log after it; writes the genesis
+    /// if the scope is new.
+    private func loaded() async throws(NATSError) {
         switch phase {
-        case .loaded(let local, _): return local
+        case .loaded: return
         case .closed: throw .closed
         case .empty: break
         }
@@ -179,7 +214,7 @@ actor ClusterScope {
         }
         if watcher == nil { watcher = Task { [weak self] in await self?.watch(handles.jetStream.connection) } }
         switch phase {
-        case .loaded(let local, _): return local
+        case .loaded: return
         case .closed: throw .closed
         case .empty: throw .invalidResponse("the log of scope '\(name)' has no genesis")
         }
@@ -206,10 +241,11 @@ actor ClusterScope {
     private func catchUpFailed(_ error: NATSError) {
         log.write("scope '\(name)': catching up: \(error)")
         guard repair == nil else { return }
+        let clock = clock
         repair = Task { [weak self] in
             var delay = Duration.milliseconds(100)
             while !Task.isCancelled {
-                try? await Task.sleep(for: delay)
+                try? await clock.sleep(for: delay)
                 guard let self, await self.retryCatchUp() else { return }
                 delay = min(delay * 2, .seconds(5))
             }
@@ -273,7 +309,7 @@ actor ClusterScope {
                 }
                 continue
             }
-            await apply(message)
+            apply(message)
         }
         if snapshotDue {
             snapshotDue = false
@@ -281,35 +317,43 @@ actor ClusterScope {
         }
     }
 
-    /// Applies one message to the local scope: replies to its session if it is this server's.
-    private func apply(_ message: StoredMessage) async {
+    /// Applies one message to the replica: broadcasts to this server's sessions, and replies to the
+    /// session that sent it if it is this server's.
+    private func apply(_ message: StoredMessage) {
         let entry: ClusterEntry
         do throws(NATSError) { entry = try ClusterEntry(decoding: message.payload) } catch {
             // Every server skips the same unreadable message.
             log.write("scope '\(name)': log message \(message.sequence) skipped: \(error)")
-            if case .loaded(let local, _) = phase { phase = .loaded(local: local, applied: message.sequence) }
+            _ = try? inReplica { $0.applied = message.sequence }
             return
         }
         switch (entry, phase) {
         case (.genesis(let root), .empty):
-            phase = .loaded(local: makeLocal(ScopeStore(rootUUID: root)), applied: message.sequence)
-        case (.changeSet(let fragments, let atomic, let changeSetID), .loaded(let local, _)):
-            phase = .loaded(local: local, applied: message.sequence)
+            phase = .loaded(makeReplica(ScopeStore(rootUUID: root), applied: message.sequence))
+        case (.changeSet(let fragments, let atomic, let changeSetID), .loaded):
             let id = message.headers?[NATSHeaders.messageID]
             let origin = id.flatMap { origins.removeValue(forKey: $0) }
             let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
                                  fragments: fragments, atomic: atomic, changeSetID: changeSetID)
-            await local.sync(sync, from: origin?.outbox ?? elsewhere)
-        case (_, .loaded(let local, _)):
-            phase = .loaded(local: local, applied: message.sequence)
+            let changeSet = try? inReplica { replica in
+                replica.applied = message.sequence
+                return replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
+            }
+            switch changeSet {
+            case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
+            case nil: break
+            }
+        case (_, .loaded):
+            _ = try? inReplica { $0.applied = message.sequence }
         default:
             log.write("scope '\(name)': log message \(message.sequence) before the genesis skipped")
         }
     }
 
-    private func makeLocal(_ store: ScopeStore) -> ServerScope {
-        ServerScope(name: name, limits: limits, dataDirectory: nil, writer: nil, slots: ScopeSlots(limit: .max),
-                    idleTimeout: .seconds(1 << 30), log: log, initialStore: store)
+    /// A replica of `store` at `applied`, with no subscriber yet. Cluster scopes run no procedures
+    /// (the log holds no procedure name).
+    private func makeReplica(_ store: ScopeStore, applied: UInt64) -> Replica {
+        Replica(store: store, core: ScopeCore(name: name, limits: limits, procedures: []), applied: applied)
     }
 
     /// Replaces the local state with a snapshot (`{"seq": n, "state": …}`) newer than what is
@@ -322,11 +366,16 @@ actor ClusterScope {
         }
         switch phase {
         case .empty:
-            phase = .loaded(local: makeLocal(store), applied: seq)
-        case .loaded(_, let applied) where seq > applied:
-            // Sessions on the old local scope keep it; new fetches get the restored one.
+            phase = .loaded(makeReplica(store, applied: seq))
+        case .loaded(var replica) where seq > replica.applied:
+            // The subscribed sessions stay, and get what the trimmed messages changed as one broadcast.
             log.write("scope '\(name)': behind the trimmed log; restored the snapshot at \(seq)")
-            phase = .loaded(local: makeLocal(store), applied: seq)
+            let missed = store.fragments(changedSince: replica.store)
+            let deliver = replica.core.broadcast(missed)
+            replica.store = store
+            replica.applied = seq
+            phase = .loaded(replica)
+            deliver()
         default:
             break
         }
@@ -338,7 +387,9 @@ actor ClusterScope {
     /// the log behind the previous snapshot, so a server slightly behind still finds its next message.
     /// Runs inside a catch-up pass, so no message is applied between reading the state and its sequence.
     private func snapshot(_ handles: ClusterLink.Handles) async {
-        guard case .loaded(let local, let seq) = phase, let state = await local.snapshotJSON() else { return }
+        // (Read in a function of its own, so no copy of the replica outlives it across the awaits.)
+        guard let record = appliedState() else { return }
+        let (seq, state) = record
         do throws(NATSError) {
             let current = try await handles.snapshots.get(snapshotKey)
             let currentSeq = current.flatMap { try? JSON(parsing: $0.value) }?["seq"]?.uint64Value ?? 0
@@ -352,5 +403,11 @@ actor ClusterScope {
         } catch {
             log.write("scope '\(name)': snapshot at \(seq) not written: \(error)")
         }
+    }
+
+    /// The sequence applied and the snapshot record of the state at it.
+    private func appliedState() -> (UInt64, JSON)? {
+        guard case .loaded(let replica) = phase else { return nil }
+        return (replica.applied, replica.store.snapshotJSON(name: name))
     }
 }

@@ -24,6 +24,22 @@ extension ScopeStore {
         return fragments
     }
 
+    /// The fragments that bring a replica holding `old` to this state, in the order of
+    /// ``stateFragments()``: an `add` of every object `old` lacks, a `change` (with all its
+    /// properties) of every object whose class or properties differ. Objects only `old` holds are
+    /// left to the changed references that no longer reach them. O(objects).
+    func fragments(changedSince old: ScopeStore) -> [SyncFragment] {
+        stateFragments().compactMap { fragment in
+            guard let object = objects[fragment.uuid] else { return nil }
+            guard let before = old.objects[fragment.uuid] else {
+                return fragment.uuid == rootUUID ? fragment : SyncFragment(kind: .add, uuid: fragment.uuid,
+                                                                           className: fragment.className, properties: fragment.properties)
+            }
+            guard before != object else { return nil }
+            return SyncFragment(kind: .change, uuid: fragment.uuid, className: object.className, properties: object.properties)
+        }
+    }
+
     /// The state as `{"root": uuid, "objects": {uuid: {"clsName", "properties"}}}`, the shape of
     /// `Scope.stateJSON()`.
     func stateJSON() -> JSON {

@@ -3,7 +3,8 @@ import Foundation
 
 /// The state of one scope on a schema-agnostic server: objects by UUID (class name + properties),
 /// the root, and the kind learnt for each (class, property). Applies change sets as §4.5 and §8
-/// describe. A value type: ``ServerScope`` owns one and serialises access to it.
+/// describe. A value type: each ``HostedScope`` owns one (a ``LocalScope`` while loaded, a
+/// ``ClusterScope`` as its replica) and serialises access to it.
 struct ScopeStore: Sendable {
     /// The root object's UUID.
     private(set) var rootUUID: UUID

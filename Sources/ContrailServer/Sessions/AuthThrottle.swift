@@ -15,9 +15,9 @@ final class AuthThrottle: Sendable {
     }
 
     private struct Episode {
-        var started: ContinuousClock.Instant
+        var started: ServerClock.Instant
         var failures: Int
-        var refusedUntil: ContinuousClock.Instant?
+        var refusedUntil: ServerClock.Instant?
     }
 
     /// Failures allowed within `window` before a peer is refused.
@@ -25,16 +25,18 @@ final class AuthThrottle: Sendable {
     /// How long failures count, and how long a peer is refused.
     let window: Duration
     private let episodes = SanitizerVisibleMutex<[String: Episode]>([:])
+    private let clock: ServerClock
     private static let maxPeers = 10_000
 
-    init(limit: Int, window: Duration) {
+    init(limit: Int, window: Duration, clock: ServerClock) {
         self.limit = max(1, limit)
         self.window = window
+        self.clock = clock
     }
 
     /// How much longer `peer` is refused, or nil if it may try.
     func refusal(of peer: String) -> Duration? {
-        let now = ContinuousClock.now
+        let now = clock.now
         return episodes.withLock { episodes in
             guard let until = episodes[peer]?.refusedUntil, until > now else { return nil }
             return until - now
@@ -43,7 +45,7 @@ final class AuthThrottle: Sendable {
 
     /// Records a failed attempt by `peer`. O(1), O(peers) now and then to forget old episodes.
     func recordFailure(of peer: String) -> Failure {
-        let now = ContinuousClock.now
+        let now = clock.now
         return episodes.withLock { episodes in
             if episodes.count >= Self.maxPeers {
                 episodes = episodes.filter { now - $0.value.started < window || ($0.value.refusedUntil.map { $0 > now } ?? false) }

@@ -4,27 +4,27 @@
 /// always holds one scope or a few, and a server holds many idle sessions, each paying for these
 /// collections' storage. Lookup by index is a binary search, O(log n); by name, O(n), only on fetch.
 struct FetchedScopes {
-    private var entries: [(index: Int, scope: ServerScope)] = []
+    private var entries: [(index: Int, scope: any HostedScope)] = []
     private var nextIndex = 0
 
     /// How many scopes the session holds.
     var count: Int { entries.count }
 
     /// Every scope the session holds.
-    var all: [ServerScope] { entries.map(\.scope) }
+    var all: [any HostedScope] { entries.map(\.scope) }
 
     /// The scope given `index`, if the session still holds it.
-    subscript(index: Int) -> ServerScope? {
+    subscript(index: Int) -> (any HostedScope)? {
         position(of: index).map { entries[$0].scope }
     }
 
     /// The index and scope of the scope named `name`, if the session holds it.
-    func named(_ name: String) -> (index: Int, scope: ServerScope)? {
+    func named(_ name: String) -> (index: Int, scope: any HostedScope)? {
         entries.first { $0.scope.name == name }
     }
 
     /// Adds `scope` under the next index, which it returns.
-    mutating func add(_ scope: ServerScope) -> Int {
+    mutating func add(_ scope: any HostedScope) -> Int {
         let index = nextIndex
         nextIndex += 1
         entries.append((index, scope))
@@ -32,7 +32,7 @@ struct FetchedScopes {
     }
 
     /// Removes and returns the scope given `index`, if the session holds it.
-    mutating func remove(index: Int) -> ServerScope? {
+    mutating func remove(index: Int) -> (any HostedScope)? {
         guard let position = position(of: index) else { return nil }
         return entries.remove(at: position).scope
     }

@@ -97,8 +97,9 @@ final class ServerConnection: Sendable {
     private func handshake(_ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator,
                            headers: [(String, String)]) async -> ServerSession? {
         let timeout = core.options.establishTimeout
+        let clock = core.clock
         let timer = Task { [self] in
-            do { try await Task.sleep(for: timeout) } catch { return }
+            do { try await clock.sleep(for: timeout) } catch { return }
             await deny(.sessionEstablishTimedOut)
         }
         let frame = await nextFrame(&frames)

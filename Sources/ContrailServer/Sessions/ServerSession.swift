@@ -25,7 +25,7 @@ actor ServerSession {
     /// is not given out again, so a late message naming it cannot reach another scope.
     private var scopes = FetchedScopes()
     /// When the client was last heard from (read by the ``SessionTicker`` for expiry).
-    private nonisolated let lastActivity = SanitizerVisibleMutex(ContinuousClock.now)
+    private nonisolated let lastActivity: SanitizerVisibleMutex<ServerClock.Instant>
     private var connection: ServerConnection?
     /// Whether the ticker watches this session for expiry (from the first attach).
     private var watched = false
@@ -35,6 +35,7 @@ actor ServerSession {
         self.number = number
         self.token = token
         self.core = core
+        self.lastActivity = SanitizerVisibleMutex(core.clock.now)
         let limits = core.limits
         self.outbox = SessionOutbox(limitBytes: limits.maxResendBytes) { [token] in
             core.expireSession(token: token, reason: .limitExceeded(
@@ -50,7 +51,7 @@ actor ServerSession {
         guard !isEnded else { return (false, nil) }
         let previous = self.connection
         self.connection = connection
-        lastActivity.withLock { $0 = .now }
+        lastActivity.withLock { $0 = core.clock.now }
         if !watched {
             watched = true
             core.ticker.watch(self)
@@ -64,12 +65,12 @@ actor ServerSession {
     }
 
     /// When the client was last heard from.
-    nonisolated var idleSince: ContinuousClock.Instant { lastActivity.withLock { $0 } }
+    nonisolated var idleSince: ServerClock.Instant { lastActivity.withLock { $0 } }
 
     /// Ends the session if nothing arrived for `expiry`. Returns whether it has ended.
     func expireIfIdle(_ expiry: Duration) async -> Bool {
         guard !isEnded else { return true }
-        guard ContinuousClock.now - idleSince >= expiry else { return false }
+        guard core.clock.now - idleSince >= expiry else { return false }
         await expire(reason: nil)
         return true
     }
@@ -97,7 +98,7 @@ actor ServerSession {
 
     /// Handles one frame from the client.
     func handle(_ frame: String) async -> Verdict {
-        lastActivity.withLock { $0 = .now }
+        lastActivity.withLock { $0 = core.clock.now }
         let limits = core.limits
         guard frame.utf8.count <= limits.maxMessageBytes else {
             return .close(code: JetstreamCloseCode.badInput, reason: .limitExceeded(
@@ -208,7 +209,7 @@ actor ServerSession {
             return
         }
         let scopeIndex: Int
-        let scope: ServerScope
+        let scope: any HostedScope
         if let existing = scopes.named(fetch.name) {
             (scopeIndex, scope) = existing
         } else if scopes.count >= core.limits.maxScopesPerSession {

@@ -11,7 +11,7 @@ import Foundation
 final class SessionTicker: Sendable {
     private struct Pinged {
         let outbox: SessionOutbox
-        var due: ContinuousClock.Instant
+        var due: ServerClock.Instant
     }
 
     private struct State {
@@ -25,16 +25,18 @@ final class SessionTicker: Sendable {
     private let pingInterval: Duration
     private let expiry: Duration
     private let period: Duration
+    private let clock: ServerClock
 
-    init(pingInterval: Duration, expiry: Duration) {
+    init(pingInterval: Duration, expiry: Duration, clock: ServerClock) {
         self.pingInterval = pingInterval
         self.expiry = expiry
+        self.clock = clock
         period = max(.milliseconds(1), min(pingInterval, expiry) / 8)
     }
 
     /// Pings `outbox` every `pingInterval` (±10%) until ``stopPinging(_:)`` with the same `key`.
     func startPinging(_ outbox: SessionOutbox, key: ObjectIdentifier) {
-        let due = ContinuousClock.now + jittered()
+        let due = clock.now + jittered()
         startIfNeeded { $0.pinged[key] = Pinged(outbox: outbox, due: due) }
     }
 
@@ -73,9 +75,10 @@ final class SessionTicker: Sendable {
             register(&state)
             guard state.task == nil else { return }
             let period = self.period
+            let clock = self.clock
             state.task = Task { [weak self] in
                 while !Task.isCancelled {
-                    do { try await Task.sleep(for: period) } catch { return }
+                    do { try await clock.sleep(for: period) } catch { return }
                     guard let self else { return }
                     self.tick()
                 }
@@ -85,7 +88,7 @@ final class SessionTicker: Sendable {
 
     /// One tick: pings the connections due and hands idle sessions their expiry.
     private func tick() {
-        let now = ContinuousClock.now
+        let now = clock.now
         let (toPing, idle) = state.withLock { state -> ([SessionOutbox], [ServerSession]) in
             var toPing: [SessionOutbox] = []
             for (key, entry) in state.pinged where entry.due <= now {

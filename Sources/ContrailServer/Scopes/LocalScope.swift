@@ -1,30 +1,26 @@
 import ContrailWire
 import Foundation
 
-/// One scope on the server: an actor holding its schema-agnostic state, the sessions subscribed to
-/// it, and its log. Change sets are applied one at a time in arrival order (one total order per
-/// scope); broadcasts go straight into the subscribers' outboxes, so every session sees them in
-/// that order.
+/// A scope of a server alone (``HostedScope``): an actor holding its schema-agnostic state, the
+/// sessions subscribed to it (its ``ScopeCore``), and its log in the data directory. Change sets are
+/// applied one at a time in arrival order (one total order per scope); broadcasts go straight into
+/// the subscribers' outboxes, so every session sees them in that order.
 ///
 /// Loading takes one of the server's ``ScopeSlots``. With a data directory, a scope unused for
 /// `idleTimeout` snapshots its state, closes its log file, leaves memory and gives its slot back;
-/// the next fetch or sync reloads it.
-actor ServerScope {
-    /// A session subscribed to this scope.
-    private struct Subscriber {
-        let outbox: SessionOutbox
-        let scopeIndex: Int
-    }
-
+/// the next fetch or sync reloads it (its subscriptions stay).
+actor LocalScope: HostedScope {
     /// The scope's name.
-    let name: String
+    nonisolated let name: String
     private let limits: ServerLimits
     private let dataDirectory: URL?
     /// Does the disk I/O; nil for a server in memory.
     private let writer: ScopeLogWriter?
     private let log: ServerLog
-    private let procedures: [ServerProcedure]
     private let declaredRoot: ScopeRoot?
+    /// The subscribers and what to queue for them.
+    private var core: ScopeCore
+    /// The state, while loaded.
     private var store: ScopeStore?
     private var persistence: ScopePersistence?
     /// The log being opened, which later callers wait for too.
@@ -32,28 +28,18 @@ actor ServerScope {
     /// Bytes in the log, and in it after the last compaction (compaction is due at 4×).
     private var logBytes = 0
     private var compactedBytes = 0
-    private var subscribers: [ObjectIdentifier: Subscriber] = [:]
-    /// The `fragments` text of the current full state, until the next change.
-    private var cachedState: String?
     /// Set by ``close()``: the scope no longer loads or accepts anything.
     private var isClosed = false
     private let slots: ScopeSlots
     /// Whether this scope holds one of `slots` (from loading until it unloads or closes).
     private var holdsSlot = false
     private let idleTimeout: Duration
-    private var lastUse = ContinuousClock.now
+    private let clock: ServerClock
+    private var lastUse: ServerClock.Instant
     private var idleTask: Task<Void, Never>?
 
-    /// In cluster mode, the scope's replica of the shared log; every call is handed to it.
-    private let cluster: ClusterScope?
-
-    /// - Parameters:
-    ///   - cluster: serve the scope from the cluster's log instead (`contrail serve --nats`).
-    ///   - initialStore: the state to start from instead of loading one (a cluster replica's).
     init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
-         idleTimeout: Duration, log: ServerLog, cluster: ClusterLink? = nil, initialStore: ScopeStore? = nil,
-         procedures: [ServerProcedure] = [], root: ScopeRoot? = nil) {
-        self.procedures = procedures
+         idleTimeout: Duration, clock: ServerClock, log: ServerLog, procedures: [ServerProcedure] = [], root: ScopeRoot? = nil) {
         self.declaredRoot = root
         self.name = name
         self.limits = limits
@@ -61,9 +47,10 @@ actor ServerScope {
         self.writer = writer
         self.slots = slots
         self.idleTimeout = idleTimeout
+        self.clock = clock
+        self.lastUse = clock.now
         self.log = log
-        self.cluster = cluster.map { ClusterScope(name: name, link: $0, limits: limits, log: log) }
-        self.store = initialStore
+        self.core = ScopeCore(name: name, limits: limits, procedures: procedures)
     }
 
     /// Takes a slot for loading, unless this scope holds one already.
@@ -80,7 +67,7 @@ actor ServerScope {
 
     /// The store, loaded from the data directory (on the writer thread) on first use.
     private func loadedStore() async throws(ServerError) -> ScopeStore {
-        lastUse = .now
+        lastUse = clock.now
         if let store { return store }
         if isClosed { throw ServerError.stopped }
         try takeSlot()
@@ -121,29 +108,30 @@ actor ServerScope {
         return loaded
     }
 
-    /// Unloads the scope once it has been unused for `idleTimeout`.
+    /// Unloads the scope once it has been unused for `idleTimeout` (on the server's clock).
     private func startIdleTimer() {
         guard idleTask == nil else { return }
         let timeout = idleTimeout
+        let clock = clock
         idleTask = Task { [weak self] in
             while let deadline = await self?.idleDeadline(timeout) {
-                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+                do { try await clock.sleep(until: deadline) } catch { return }
                 if await self?.unloadIfIdle(timeout) != false { return }
             }
         }
     }
 
-    private func idleDeadline(_ timeout: Duration) -> ContinuousClock.Instant { lastUse + timeout }
+    private func idleDeadline(_ timeout: Duration) -> ServerClock.Instant { lastUse + timeout }
 
     /// Snapshots, closes the log and leaves memory if unused for `timeout`; returns whether it did.
     private func unloadIfIdle(_ timeout: Duration) async -> Bool {
-        guard ContinuousClock.now - lastUse >= timeout, loading == nil else { return false }
+        guard clock.now - lastUse >= timeout, loading == nil else { return false }
         idleTask = nil
         guard let persistence, let store, let writer else { return true }
         writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized())
         self.persistence = nil
         self.store = nil
-        cachedState = nil
+        core.storeReplaced()
         giveSlot()
         await writer.close(persistence)
         log.write("scope '\(name)': unloaded after \(timeout) unused")
@@ -168,7 +156,6 @@ actor ServerScope {
     /// Subscribes a session (once, however often it fetches) and queues `ScopeFetchReply` then
     /// `ScopeState` into its outbox, with no broadcast in between.
     func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
-        if let cluster { return await cluster.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: replyTo) }
         let store: ScopeStore
         do {
             store = try await loadedStore()
@@ -182,14 +169,7 @@ actor ServerScope {
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, error: reason))) }
             return
         }
-        subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
-        let fragments = cachedState ?? String(decoding: SyncFragment.serialized(store.stateFragments()), as: UTF8.self)
-        cachedState = fragments
-        let root = store.rootUUID.wireString
-        afterEarlierWrites {
-            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
-            outbox.enqueue { .scopeState(index: $0, scopeIndex: scopeIndex, rootUUID: root, fragments: fragments) }
-        }
+        afterEarlierWrites(core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: store))
     }
 
     /// Applies one `ScopeSync` from the session owning `outbox`, then (once its record is durable,
@@ -197,64 +177,35 @@ actor ServerScope {
     /// queues the reply. `received`: the fragments as the client sent them, when `message` holds
     /// dates converted to epoch seconds; the broadcast carries those values as received.
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]? = nil) async {
-        if let cluster { return await cluster.sync(message, from: outbox) }
         var store: ScopeStore
         do throws(ServerError) { store = try await loadedStore() } catch {
             // A stopping server answers nothing: a rejection would make the client revert edits
             // that it resends, unchanged, to the next server.
             if case .stopped = error { return }
-            reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage("scope could not be loaded"))
+            let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("scope could not be loaded")),
+                                count: message.fragments.count)
+            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
             return
-        }
-        var followUps: [SyncFragment] = []
-        if let procedure = message.procedure {
-            do throws(ProcedureError) {
-                followUps = try ServerProcedure.run(procedure, among: procedures, scopeName: name, fragments: message.fragments) {
-                    store.objects[$0]?.properties[$1]
-                }
-            } catch {
-                reply(outbox, message, all: WireErrorBody.couldNotApplySyncMessage(error.description))
-                return
-            }
         }
         self.store = nil  // keep the store uniquely referenced while it is mutated
-        let outcome = store.apply(message.fragments, atomic: message.atomic == true, maxObjects: limits.maxObjectsPerScope,
-                                  changeSetID: message.changeSetID)
-        // A procedure's follow-up updates apply right after the change set that called it, in the
-        // same log record, and go to every subscriber, the caller included, before its reply (§4.10).
-        let followed = outcome.accepted.isEmpty || followUps.isEmpty
-            ? [] : store.apply(followUps, atomic: false, maxObjects: limits.maxObjectsPerScope).accepted
+        let changeSet = core.apply(message, to: &store, from: outbox, received: received)
         self.store = store
-        let replies = outcome.replies
-        let replyTo = message.index
-        guard !outcome.accepted.isEmpty else {
-            afterEarlierWrites {
-                outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
-            }
+        let logged: [SyncFragment]
+        let deliver: @Sendable () -> Void
+        switch changeSet {
+        case .refused(let refusal):
+            refusal()
             return
-        }
-        cachedState = nil
-        let broadcast = received.map { CanonicalDate.asReceived(outcome.accepted, received: $0) } ?? outcome.accepted
-        let text = String(decoding: SyncFragment.serialized(broadcast), as: UTF8.self)
-        let followText = followed.isEmpty ? nil : String(decoding: SyncFragment.serialized(followed), as: UTF8.self)
-        let everyone = Array(subscribers.values)
-        let others = subscribers.filter { $0.key != ObjectIdentifier(outbox) }.map(\.value)
-        let deliver: @Sendable () -> Void = {
-            for subscriber in others {
-                let scopeIndex = subscriber.scopeIndex
-                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
-            }
-            if let followText {
-                for subscriber in everyone {
-                    let scopeIndex = subscriber.scopeIndex
-                    subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText) }
-                }
-            }
-            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
+        case .unchanged(let reply):
+            afterEarlierWrites(reply)
+            return
+        case .accepted(let accepted, let delivery):
+            (logged, deliver) = (accepted, delivery)
         }
         guard let writer, let persistence else { deliver(); return }
-        let payload = ScopePersistence.changeSetPayload(outcome.accepted + followed, changeSetID: message.changeSetID)
+        let payload = ScopePersistence.changeSetPayload(logged, changeSetID: message.changeSetID)
         let fragmentCount = message.fragments.count
+        let replyTo = message.index
         writer.append(persistence, payload) { [self] error in
             guard let error else { deliver(); return }
             // Not durable: nothing is broadcast or acknowledged; the scope reloads from disk.
@@ -283,43 +234,31 @@ actor ServerScope {
         log.write("scope '\(name)': \(error)")
         persistence = nil
         store = nil
-        cachedState = nil
+        core.storeReplaced()
         giveSlot()
         await writer?.close(failed)
     }
 
-    private func reply(_ outbox: SessionOutbox, _ message: ScopeSync, all error: WireErrorBody) {
-        let replies = Array(repeating: FragmentReply.rejected(error), count: message.fragments.count)
-        outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
-    }
-
     /// Removes a session's subscription (expiry).
     func unsubscribe(_ outbox: SessionOutbox) async {
-        if let cluster { return await cluster.unsubscribe(outbox) }
-        subscribers[ObjectIdentifier(outbox)] = nil
+        core.unsubscribe(outbox)
     }
 
     /// Removes a session's subscription (`ScopeDetach`), then runs `done` once the broadcasts this
     /// scope already has on their way (waiting for their log writes) are in the session's outbox:
     /// nothing of this scope follows what `done` queues.
     func unsubscribe(_ outbox: SessionOutbox, then done: @escaping @Sendable () -> Void) async {
-        await unsubscribe(outbox)
+        core.unsubscribe(outbox)
         afterEarlierWrites(done)
     }
 
     /// The state as `Scope.stateJSON()` shapes it; nil if it cannot be loaded.
     func stateJSON() async -> JSON? {
-        if let cluster { return await cluster.stateJSON() }
-        return (try? await loadedStore())?.stateJSON()
-    }
-
-    /// The snapshot record of the state (a cluster replica writes it to the snapshot bucket).
-    func snapshotJSON() -> JSON? {
-        store?.snapshotJSON(name: name)
+        (try? await loadedStore())?.stateJSON()
     }
 
     /// The number of subscribed sessions.
-    var subscriberCount: Int { subscribers.count }
+    var subscriberCount: Int { core.subscriberCount }
 
     /// The number of objects (loading the scope if needed; 0 if it cannot be loaded). For the inspector page.
     var objectCount: Int {
@@ -328,7 +267,6 @@ actor ServerScope {
 
     /// Writes out and closes the log.
     func close() async {
-        await cluster?.close()
         isClosed = true
         idleTask?.cancel()
         idleTask = nil
@@ -339,6 +277,6 @@ actor ServerScope {
             await writer.close(persistence)
         }
         store = nil
-        subscribers = [:]
+        core.unsubscribeAll()
     }
 }

@@ -1,0 +1,45 @@
+import ContrailWire
+
+/// A scope as the server's sessions, its inspector page and its stop see it. Two implementations,
+/// chosen once when the server makes the scope (``ServerCore/scope(named:)``): ``LocalScope`` for a
+/// server alone (state in memory, log in the data directory) and ``ClusterScope`` for a server in a
+/// cluster (a replica of the scope's subject in the JetStream log). Both keep their state machine in
+/// a ``ScopeCore``; no method asks which mode the server runs in.
+///
+/// Every implementation answers a session through its ``SessionOutbox``: a fetch queues
+/// `ScopeFetchReply` then `ScopeState`, a sync queues its `ScopeSyncReply` after the change set is
+/// applied (and durable), with the broadcasts to the other subscribed sessions queued in the scope's
+/// one total order.
+protocol HostedScope: Actor {
+    /// The scope's name.
+    nonisolated var name: String { get }
+
+    /// Subscribes the session owning `outbox` (once, however often it fetches) as `scopeIndex` and
+    /// queues `ScopeFetchReply` (answering `replyTo`) then `ScopeState`, or a `ScopeFetchReply`
+    /// with an error when the scope cannot be loaded.
+    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async
+
+    /// Applies one `ScopeSync` from the session owning `outbox`; queues its reply and the
+    /// broadcasts. `received`: the fragments as the client sent them, when `message` holds dates
+    /// converted to epoch seconds.
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) async
+
+    /// Removes a session's subscription (expiry).
+    func unsubscribe(_ outbox: SessionOutbox) async
+
+    /// Removes a session's subscription (`ScopeDetach`), then runs `done` once the broadcasts the
+    /// scope already has on their way are in the session's outbox.
+    func unsubscribe(_ outbox: SessionOutbox, then done: @escaping @Sendable () -> Void) async
+
+    /// The state as `Scope.stateJSON()` shapes it; nil if it cannot be loaded.
+    func stateJSON() async -> JSON?
+
+    /// The number of subscribed sessions. For the inspector page.
+    var subscriberCount: Int { get async }
+
+    /// The number of objects (0 if the scope cannot be loaded). For the inspector page.
+    var objectCount: Int { get async }
+
+    /// Writes out and closes whatever the scope holds; it loads and accepts nothing afterwards.
+    func close() async
+}

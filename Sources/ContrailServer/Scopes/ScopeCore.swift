@@ -1,0 +1,141 @@
+import ContrailWire
+import Foundation
+
+/// The state machine both ``HostedScope`` implementations share: the sessions subscribed to a scope,
+/// the cached `ScopeState` text, and what a fetch or a change set applied to the scope's
+/// ``ScopeStore`` queues for them. A value owned by its scope actor; the store stays with the
+/// actor (a ``LocalScope`` unloads it while subscriptions stay).
+///
+/// It does no I/O and never waits: it returns what to queue as a `deliver` closure, which the
+/// owner runs when the outcome may be seen (a ``LocalScope`` once the change set's log record is
+/// durable, a ``ClusterScope`` once the log has ordered it).
+struct ScopeCore {
+    /// A session subscribed to the scope.
+    private struct Subscriber {
+        let outbox: SessionOutbox
+        let scopeIndex: Int
+    }
+
+    /// What one `ScopeSync` came to.
+    enum ChangeSet {
+        /// Refused before anything was applied (its procedure failed): queue the reply at once.
+        case refused(deliver: @Sendable () -> Void)
+        /// Applied, but nothing was accepted: queue the reply after the scope's earlier writes.
+        case unchanged(deliver: @Sendable () -> Void)
+        /// Something was accepted: `logged` (the accepted fragments, then the procedure's follow-ups)
+        /// is the change set's record; queue the broadcasts and the reply once it is durable.
+        case accepted(logged: [SyncFragment], deliver: @Sendable () -> Void)
+    }
+
+    /// The scope's name.
+    let name: String
+    private let limits: ServerLimits
+    private let procedures: [ServerProcedure]
+    private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+    /// The `fragments` text of the current full state, until the next change.
+    private var cachedState: String?
+
+    init(name: String, limits: ServerLimits, procedures: [ServerProcedure]) {
+        self.name = name
+        self.limits = limits
+        self.procedures = procedures
+    }
+
+    /// The number of subscribed sessions.
+    var subscriberCount: Int { subscribers.count }
+
+    /// Forgets the cached state text (the store was replaced or unloaded).
+    mutating func storeReplaced() {
+        cachedState = nil
+    }
+
+    /// Subscribes the session owning `outbox` as `scopeIndex` and returns what queues
+    /// `ScopeFetchReply` then `ScopeState` of `store`, with no broadcast in between. O(objects)
+    /// the first time after a change, O(1) while the state is cached.
+    mutating func subscribe(_ outbox: SessionOutbox, scopeIndex: Int, replyTo: Int, store: ScopeStore) -> @Sendable () -> Void {
+        subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
+        let fragments = cachedState ?? String(decoding: SyncFragment.serialized(store.stateFragments()), as: UTF8.self)
+        cachedState = fragments
+        let root = store.rootUUID.wireString
+        return {
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
+            outbox.enqueue { .scopeState(index: $0, scopeIndex: scopeIndex, rootUUID: root, fragments: fragments) }
+        }
+    }
+
+    /// Removes the subscription of the session owning `outbox`.
+    mutating func unsubscribe(_ outbox: SessionOutbox) {
+        subscribers[ObjectIdentifier(outbox)] = nil
+    }
+
+    /// Forgets every subscription (the scope closed).
+    mutating func unsubscribeAll() {
+        subscribers = [:]
+    }
+
+    /// What queues `fragments` as a `ScopeSync` to every subscriber (nothing when empty): what a
+    /// cluster replica's sessions missed when it restored a newer snapshot.
+    mutating func broadcast(_ fragments: [SyncFragment]) -> @Sendable () -> Void {
+        cachedState = nil
+        guard !fragments.isEmpty else { return {} }
+        let text = String(decoding: SyncFragment.serialized(fragments), as: UTF8.self)
+        let everyone = Array(subscribers.values)
+        return {
+            for subscriber in everyone {
+                let scopeIndex = subscriber.scopeIndex
+                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
+            }
+        }
+    }
+
+    /// Runs `message`'s procedure (if it names one) and applies the change set and the procedure's
+    /// follow-ups to `store`. The returned `deliver` queues the broadcasts (to every other
+    /// subscriber; the follow-ups to every subscriber, the caller included, before its reply, §4.10)
+    /// and the reply to `origin`; a nil `origin` (a change set another cluster server published)
+    /// gets no reply. `received`: the fragments as the client sent them, which the broadcast carries.
+    mutating func apply(_ message: ScopeSync, to store: inout ScopeStore, from origin: SessionOutbox?,
+                        received: [SyncFragment]? = nil) -> ChangeSet {
+        let replyTo = message.index
+        var followUps: [SyncFragment] = []
+        if let procedure = message.procedure {
+            do throws(ProcedureError) {
+                followUps = try ServerProcedure.run(procedure, among: procedures, scopeName: name, fragments: message.fragments) {
+                    store.objects[$0]?.properties[$1]
+                }
+            } catch {
+                let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage(error.description)),
+                                    count: message.fragments.count)
+                return .refused { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) } }
+            }
+        }
+        let outcome = store.apply(message.fragments, atomic: message.atomic == true, maxObjects: limits.maxObjectsPerScope,
+                                  changeSetID: message.changeSetID)
+        // A procedure's follow-up updates apply right after the change set that called it, in the
+        // same log record.
+        let followed = outcome.accepted.isEmpty || followUps.isEmpty
+            ? [] : store.apply(followUps, atomic: false, maxObjects: limits.maxObjectsPerScope).accepted
+        let replies = outcome.replies
+        guard !outcome.accepted.isEmpty else {
+            return .unchanged { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) } }
+        }
+        cachedState = nil
+        let broadcast = received.map { CanonicalDate.asReceived(outcome.accepted, received: $0) } ?? outcome.accepted
+        let text = String(decoding: SyncFragment.serialized(broadcast), as: UTF8.self)
+        let followText = followed.isEmpty ? nil : String(decoding: SyncFragment.serialized(followed), as: UTF8.self)
+        let everyone = Array(subscribers.values)
+        let others = origin.map { origin in subscribers.filter { $0.key != ObjectIdentifier(origin) }.map(\.value) } ?? everyone
+        return .accepted(logged: outcome.accepted + followed) {
+            for subscriber in others {
+                let scopeIndex = subscriber.scopeIndex
+                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
+            }
+            if let followText {
+                for subscriber in everyone {
+                    let scopeIndex = subscriber.scopeIndex
+                    subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText) }
+                }
+            }
+            origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
+        }
+    }
+}
