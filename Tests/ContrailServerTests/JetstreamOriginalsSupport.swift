@@ -1,8 +1,6 @@
 import Contrail
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 import Testing
 
 /// The original Jetstream (Node server 0.13.3 and its JS client), rebuilt by

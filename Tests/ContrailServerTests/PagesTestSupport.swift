@@ -3,9 +3,7 @@ import ContrailServer
 import Dispatch
 import Foundation
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 
 /// A raw HTTP exchange with a page server over a loopback socket: sends bytes, reads until the server
 /// closes (pages always answer `Connection: close`). The blocking socket calls run on a thread of

@@ -1,6 +1,6 @@
 import CContrailSystem
 import Foundation
-import Glibc
+import ContrailSupport
 
 /// `contrail bench connections [--sessions N]` (not in `all` or `--smoke`: it takes a minute): how much
 /// server memory an idle sync session costs, and whether a new client is still served quickly.

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import ContrailSupport
 
 /// Why a ``LogFile`` operation failed.
 public enum LogFileError: Error, Equatable, CustomStringConvertible {

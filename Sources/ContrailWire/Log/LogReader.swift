@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import ContrailSupport
 
 /// Reads the records of an open log file front to back through one large window buffer
 /// (`pread` in 1 MiB chunks), so scanning allocates nothing per record.
