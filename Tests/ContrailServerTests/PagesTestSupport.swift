@@ -141,7 +141,7 @@ struct ChildResult {
 /// (SIGKILL) after `timeout`.
 func runChild(_ executable: String, _ arguments: [String], timeout: Duration) async throws -> ChildResult {
     let outputURL = FileManager.default.temporaryDirectory.appending(path: "contrail-child-\(UUID().uuidString).log")
-    FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+    try Data().write(to: outputURL)
     defer { try? FileManager.default.removeItem(at: outputURL) }
     let output = try FileHandle(forWritingTo: outputURL)
     let process = Process()
