@@ -12,7 +12,7 @@ import Testing
         #expect(fragment.kind == .add)
         #expect(fragment.uuid == UUID(uuidString: Self.shapeUUID))
         #expect(fragment.className == "Shape")
-        #expect(fragment.properties == ["x": 10, "y": 20, "color": 500346879])
+        #expect(fragment.properties == ["x": 10, "y": 20, "color": 500_346_879])
         #expect(fragment.bases == nil)
         #expect(fragment.json == json)
         #expect(try SyncFragment(json: JSON(parsing: fragment.json.serialized())) == fragment)

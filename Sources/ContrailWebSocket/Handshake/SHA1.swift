@@ -15,7 +15,7 @@ package struct SHA1: Sendable {
             hasher.update(UnsafeRawBufferPointer(buffer))
         }
         if done == nil {
-            var block = [UInt8]()
+            var block: [UInt8] = []
             block.reserveCapacity(64)
             for byte in bytes {
                 block.append(byte)
@@ -84,7 +84,7 @@ package struct SHA1: Sendable {
         let saved = totalBytes
         padding.withUnsafeBytes { update($0) }
         totalBytes = saved
-        var digest = [UInt8]()
+        var digest: [UInt8] = []
         digest.reserveCapacity(20)
         for word in [h0, h1, h2, h3, h4] {
             digest.append(UInt8(truncatingIfNeeded: word >> 24))

@@ -45,12 +45,12 @@ final class LogReader {
         var offset = start
         while offset < fileSize {
             switch try inspect(at: offset) {
-            case let .intact(kind, next, payload):
+            case .intact(let kind, let next, let payload):
                 body(kind, offset, payload)
                 offset = next
-            case let .unreadable(reason):
+            case .unreadable(let reason):
                 throw .corruptRecord(offset: offset, reason: reason)
-            case let .damaged(reason):
+            case .damaged(let reason):
                 if let following = try firstIntactRecord(after: offset) {
                     throw .corruptRecord(offset: offset, reason: "\(reason); an intact record follows at offset \(following)")
                 }
