@@ -135,9 +135,6 @@ enum ServeCommand {
             case "--nats-replicas":
                 guard options.cluster != nil else { throw CLIError.usage("--nats-replicas needs --nats first\n\n\(help)") }
                 options.cluster?.replicas = max(1, try number(flag, Int.self))
-            case "--token":
-                let token = try value(flag)
-                options.sessionHook = { params, _ in params["token"] == .string(token) }
             case "--no-pages": options.servesPages = false
             case "--quiet": options.log = nil
             case "--procedures": (options.procedures, options.roots) = try declarations(file: try value(flag))

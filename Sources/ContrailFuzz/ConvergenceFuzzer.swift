@@ -15,11 +15,11 @@ import Foundation
 /// if let failure = await fuzzer.run(seed: 42) { print(failure) }
 /// ```
 @MainActor
-public final class ConvergenceFuzzer {
+package final class ConvergenceFuzzer {
     static let scopeName = "FuzzBoard"
 
     /// Where the server runs.
-    public enum Server: Sendable {
+    package enum Server: Sendable {
         case inMemory
         case webSocket
         /// `contrail serve` in a child process at this path; restarts SIGKILL it.
@@ -27,13 +27,13 @@ public final class ConvergenceFuzzer {
     }
 
     /// A failing run: its seed, the operations that fail (shrunk when asked), and why.
-    public struct Counterexample: Sendable, CustomStringConvertible {
-        public let seed: UInt64
-        public let clients: Int
-        public let operations: [FuzzOperation]
-        public let failure: FuzzFailure
+    package struct Counterexample: Sendable, CustomStringConvertible {
+        package let seed: UInt64
+        package let clients: Int
+        package let operations: [FuzzOperation]
+        package let failure: FuzzFailure
 
-        public var description: String {
+        package var description: String {
             let replay = (try? JSONEncoder().encode(Replay(clients: clients, operations: operations)))
                 .map { String(decoding: $0, as: UTF8.self) } ?? ""
             return "seed \(seed), \(clients) clients, \(operations.count) steps: \(failure)\n"
@@ -43,25 +43,25 @@ public final class ConvergenceFuzzer {
     }
 
     /// A run that `contrail fuzz convergence --replay FILE` replays.
-    public struct Replay: Codable, Sendable {
-        public var clients: Int
-        public var operations: [FuzzOperation]
+    package struct Replay: Codable, Sendable {
+        package var clients: Int
+        package var operations: [FuzzOperation]
     }
 
     let server: Server
     /// How long everyone may take to settle at the end of a run.
-    public var settleTimeout: Duration = .seconds(20)
+    package var settleTimeout: Duration = .seconds(20)
     /// Steps per run.
-    public var steps: ClosedRange<Int> = 20...80
+    package var steps: ClosedRange<Int> = 20...80
     /// Whether runs restart the server.
-    public var restarts = true
+    package var restarts = true
 
-    public init(server: Server) {
+    package init(server: Server) {
         self.server = server
     }
 
     /// Runs the operations `seed` makes; nil when the run converged.
-    public func run(seed: UInt64) async -> Counterexample? {
+    package func run(seed: UInt64) async -> Counterexample? {
         let (clients, operations) = plan(seed: seed)
         TracingTransport.discardKept()
         guard let failure = await run(operations, clients: clients) else { return nil }
@@ -72,7 +72,7 @@ public final class ConvergenceFuzzer {
     }
 
     /// The clients and operations of `seed`.
-    public func plan(seed: UInt64) -> (clients: Int, operations: [FuzzOperation]) {
+    package func plan(seed: UInt64) -> (clients: Int, operations: [FuzzOperation]) {
         var random = SplitMix64(seed: seed)
         let clients = Int.random(in: 2...5, using: &random)
         let count = Int.random(in: steps, using: &random)
@@ -81,7 +81,7 @@ public final class ConvergenceFuzzer {
 
     /// Reduces a failing run to a short list of operations that still fails (each candidate is tried
     /// twice, since thread timing is not part of the seed), within `budget` replays.
-    public func shrink(_ example: Counterexample, budget: Int = 150) async -> Counterexample {
+    package func shrink(_ example: Counterexample, budget: Int = 150) async -> Counterexample {
         var operations = example.operations
         var failure = example.failure
         var replays = 0
@@ -113,7 +113,7 @@ public final class ConvergenceFuzzer {
     // MARK: - One run
 
     /// Replays `operations` with `clients` clients; nil when everything converged.
-    public func run(_ operations: [FuzzOperation], clients count: Int) async -> FuzzFailure? {
+    package func run(_ operations: [FuzzOperation], clients count: Int) async -> FuzzFailure? {
         ModelRegistry.register(FuzzBoard.self)
         let host = FuzzServerHost(kind: hostKind)
         var replicas: [FuzzReplica] = []

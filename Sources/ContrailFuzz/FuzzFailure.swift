@@ -1,6 +1,6 @@
 /// Why a convergence run failed.
-public struct FuzzFailure: Error, Sendable, CustomStringConvertible {
-    public enum Kind: String, Sendable {
+package struct FuzzFailure: Error, Sendable, CustomStringConvertible {
+    package enum Kind: String, Sendable {
         /// Replicas, the server, or a fresh fetch disagree once everything settled.
         case divergent
         /// An insert the server acknowledged is gone, and no change removed it.
@@ -11,13 +11,13 @@ public struct FuzzFailure: Error, Sendable, CustomStringConvertible {
         case setup
     }
 
-    public let kind: Kind
-    public let details: String
+    package let kind: Kind
+    package let details: String
 
-    public init(kind: Kind, details: String) {
+    package init(kind: Kind, details: String) {
         self.kind = kind
         self.details = details
     }
 
-    public var description: String { "\(kind.rawValue): \(details)" }
+    package var description: String { "\(kind.rawValue): \(details)" }
 }

@@ -1,8 +1,8 @@
 /// One step of a convergence run. Positions are raw numbers, taken modulo what is there when the
 /// step runs, so any sublist of a run still replays (which is what shrinking needs).
-public indirect enum FuzzOperation: Hashable, Sendable, Codable, CustomStringConvertible {
+package indirect enum FuzzOperation: Hashable, Sendable, Codable, CustomStringConvertible {
     /// A model edit made by one client.
-    public enum Edit: Hashable, Sendable, Codable, CustomStringConvertible {
+    package enum Edit: Hashable, Sendable, Codable, CustomStringConvertible {
         case setTitle(Int)
         case addScore(Int)
         /// Inserts a new item into list 0 (`items`) or 1 (`shelf`) at a position.
@@ -22,7 +22,7 @@ public indirect enum FuzzOperation: Hashable, Sendable, Codable, CustomStringCon
         /// Points one item's `link` at another item.
         case link(list: Int, at: Int, target: Int)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .setTitle(let value): return "title=\(value)"
             case .addScore(let value): return "score+=\(value)"
@@ -63,7 +63,7 @@ public indirect enum FuzzOperation: Hashable, Sendable, Codable, CustomStringCon
     /// Lets other tasks run once.
     case yield
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .edit(let client, let edit): return "c\(client) \(edit)"
         case .atomic(let client, let edits): return "c\(client) atomic[\(edits.map(\.description).joined(separator: ", "))]"
@@ -82,7 +82,7 @@ public indirect enum FuzzOperation: Hashable, Sendable, Codable, CustomStringCon
     }
 
     /// A random run: `clients` clients and `count` steps drawn from `random`.
-    public static func randomRun(clients: Int, count: Int, restarts: Bool, using random: inout SplitMix64) -> [FuzzOperation] {
+    package static func randomRun(clients: Int, count: Int, restarts: Bool, using random: inout SplitMix64) -> [FuzzOperation] {
         (0..<count).map { _ in randomStep(clients: clients, restarts: restarts, using: &random) }
     }
 

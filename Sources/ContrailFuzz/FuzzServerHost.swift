@@ -1,7 +1,7 @@
 import Contrail
 import ContrailServer
 import Foundation
-import Glibc
+import ContrailSupport
 
 /// The server a convergence run talks to, and how it restarts: in this process (reached in memory
 /// or over WebSocket on 127.0.0.1), or as a `contrail serve` child process that a restart SIGKILLs.

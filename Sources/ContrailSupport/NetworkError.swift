@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// What can go wrong below a protocol: resolving a name, connecting, reading and writing a socket,
 /// running an event loop. `WebSocketError` and `NATSError` wrap it with their own context.
 public enum NetworkError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Where a server reports a condition worth an operator's attention, one line at a time.
 public enum OperatorLog {
     /// Writes `line` and a newline to standard error in one `write(2)`.

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Everything that can go wrong with a WebSocket, from a bad URL to a peer that breaks the protocol.
 ///
 /// Errors found while decoding what the peer sent are `protocolViolation`, carrying the close code

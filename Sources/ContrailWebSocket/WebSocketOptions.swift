@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Settings for a WebSocket connection (client or server side).
 ///
 /// ```swift

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 
 /// A WebSocket server: listens on a host and port, runs the opening handshake (asking an optional hook

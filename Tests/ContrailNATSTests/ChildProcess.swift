@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 
 /// A test failure with a message.
 struct TestFailure: Error, CustomStringConvertible {

@@ -2,9 +2,7 @@ import Contrail
 import ContrailNATS
 import Foundation
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 
 /// A `contrail serve --nats` child process (the binary built next to the tests).
 final class ServeProcess: Sendable {

@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 import ContrailNATS
 import Testing
 

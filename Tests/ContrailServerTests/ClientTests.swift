@@ -525,7 +525,7 @@ import Testing
 
     @Test func clientStatusUpdatesEndWhenTheClientIsFreed() async throws {
         var client: Client? = Client(connector: ScriptedConnector(), options: testOptions())
-        weak var weakClient = client
+        weak let weakClient = client
         let stream = try #require(client).statusUpdates()
         client = nil
         #expect(weakClient == nil)

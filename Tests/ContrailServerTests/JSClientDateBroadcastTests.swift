@@ -46,7 +46,7 @@ struct JSClientDateBroadcastTests {
         let received = [SyncFragment(kind: .add, uuid: uuid, className: "Shape",
                                      properties: ["at": "2015-01-01T00:00:00Z", "label": "x", "n": 1])]
         let canonical = CanonicalDate.canonical(received)
-        #expect(canonical[0].properties["at"] == 1420070400)
+        #expect(canonical[0].properties["at"] == 1_420_070_400)
         // The store may have changed a value (a merge): only values equal to the conversion go back.
         var accepted = canonical
         accepted[0].properties["n"] = 2

@@ -1,8 +1,6 @@
 import Contrail
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 import Testing
 
 /// The original Jetstream (Node server 0.13.3 and its JS client), rebuilt by
@@ -51,7 +49,7 @@ final class NodeChild: Sendable {
     /// Starts the child and waits (bounded) for `"<marker>127.0.0.1:<port>"` in its output.
     init(script: String, arguments: [String], marker: String, timeout: Duration = .seconds(30)) async throws {
         let outputURL = FileManager.default.temporaryDirectory.appending(path: "contrail-node-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        try Data().write(to: outputURL)
         let handle = try FileHandle(forWritingTo: outputURL)
         let process = Process()
         (process.executableURL, process.arguments) = politely(executableOnPath("node") ?? "node", [script] + arguments)

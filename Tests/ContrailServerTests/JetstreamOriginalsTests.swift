@@ -126,7 +126,7 @@ struct JetstreamOriginalsTests {
         #expect(canvasA.shapes.count == 1)
         let seed = try #require(canvasA.shapes.first)
         #expect(seed.x == 10 && seed.y == 20 && seed.width == 100 && seed.height == 50)
-        #expect(seed.color == 0x1DD2AFFF && seed.kind == "circle" && seed.visible == true && seed.label == "seed")
+        #expect(seed.color == 0x1DD2_AFFF && seed.kind == "circle" && seed.visible == true && seed.label == "seed")
         #expect(seed.createdAt == seedDate)
         #expect(canvasA.uuid == canvasB.uuid && canvasB.shapes.first?.uuid == seed.uuid)
 

@@ -3,9 +3,7 @@ import ContrailServer
 import Dispatch
 import Foundation
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 
 /// A raw HTTP exchange with a page server over a loopback socket: sends bytes, reads until the server
 /// closes (pages always answer `Connection: close`). The blocking socket calls run on a thread of
@@ -145,7 +143,7 @@ struct ChildResult {
 func runChild(_ executable: String, _ arguments: [String], environment: [String: String?] = [:],
               timeout: Duration) async throws -> ChildResult {
     let outputURL = FileManager.default.temporaryDirectory.appending(path: "contrail-child-\(UUID().uuidString).log")
-    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+    try Data().write(to: outputURL)
     defer { try? FileManager.default.removeItem(at: outputURL) }
     let output = try FileHandle(forWritingTo: outputURL)
     let process = Process()

@@ -1,7 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 
 /// Reads a child process's pipe to its end on a thread of its own, with blocking reads.
 ///

@@ -1,8 +1,6 @@
 import ContrailWebSocket
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 import Testing
 
 /// `contrail serve` running in a child process: started on a free loopback port, killed with

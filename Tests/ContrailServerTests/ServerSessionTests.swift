@@ -86,7 +86,7 @@ struct ServerSessionTests {
         let ping = try await a.next()
         #expect(ping["type"] == "Ping")
         #expect(ping["ack"] == 2)
-        #expect(ping["resendMissing"] == true)
+        #expect(ping["resendMissing"]?.boolValue == true)
         // Resend frame: everything unacked (fetch reply, state, sync reply), no ScopeSync.
         var types: [String] = []
         for _ in 0..<3 { types.append(try await a.next()["type"]?.stringValue ?? "") }

@@ -210,7 +210,9 @@ import Testing
             print("seed \(seed) pending \(replicas.map { $0.0.session?.pendingChangeSets ?? -1 })")
             for replica in replicas { print(Self.differences(replica.1.stateJSON(), server ?? .null)) }
         }
-        if converged, let server = try? #require(await server.state(ofScope: "Board")) {
+        let serverState = converged ? await server.state(ofScope: "Board") : nil
+        #expect(!converged || serverState != nil, "the server has no Board scope; seed \(seed)")
+        if let server = serverState {
             let local = replicas[0].1.stateJSON()
             for (uuid, object) in server["objects"]?.objectValue ?? [:] {
                 for (key, value) in object["properties"]?.objectValue ?? [:] {

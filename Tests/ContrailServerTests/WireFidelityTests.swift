@@ -63,7 +63,7 @@ struct WireFidelityTests {
         let (_, joined) = try await joiner.fetch("Canvas", index: 1)
         let added = try #require(joined["fragments"]?.arrayValue?.first { $0["uuid"]?.stringValue == shape })
         #expect(added["properties"]?["createdAt"]?.doubleValue == 1420070400.123)
-        #expect(added["properties"]?["stamps"] == [1420070401, .double(1420070402.5)])
+        #expect(added["properties"]?["stamps"] == [1_420_070_401, .double(1420070402.5)])
         #expect(added["properties"]?["label"] == "2015 was a year")   // not a timestamp: kept
         await server.stop()
     }

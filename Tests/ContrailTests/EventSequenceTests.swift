@@ -19,7 +19,7 @@ import Testing
 
     @Test func valuesEndWhenTheModelIsFreed() async throws {
         var shape: Shape? = Shape()
-        weak var weakShape = shape
+        weak let weakShape = shape
         let stream = try #require(shape).values(of: \.x)
         shape = nil
         #expect(weakShape == nil)
@@ -64,7 +64,7 @@ import Testing
         scope?.root = canvas
         let stream = try #require(scope).changeSets()
         scope?.modify { canvas.name = "a" }
-        weak var weakScope = scope
+        weak let weakScope = scope
         scope = nil
         #expect(weakScope == nil)
         var count = 0

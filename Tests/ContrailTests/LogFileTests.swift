@@ -2,9 +2,7 @@ import Foundation
 import Testing
 @testable import Contrail
 @testable import ContrailWire
-#if canImport(Glibc)
-import Glibc
-#endif
+import ContrailSupport
 
 /// A fresh directory under the system temp dir, removed after `body`.
 private func withTemporaryDirectory<R>(_ body: (URL) throws -> R) throws -> R {

@@ -12,7 +12,7 @@ import Testing
         #expect(fragment.kind == .add)
         #expect(fragment.uuid == UUID(uuidString: Self.shapeUUID))
         #expect(fragment.className == "Shape")
-        #expect(fragment.properties == ["x": 10, "y": 20, "color": 500346879])
+        #expect(fragment.properties == ["x": 10, "y": 20, "color": 500_346_879])
         #expect(fragment.bases == nil)
         #expect(fragment.json == json)
         #expect(try SyncFragment(json: JSON(parsing: fragment.json.serialized())) == fragment)
@@ -134,11 +134,12 @@ import Testing
             #expect(random.wireString == random.uuidString.lowercased())
             #expect(UUID(wireString: random.wireString) == random)
         }
-        for bad in ["", "3f2504e0-4f89-11d3-9a0c-0305e82c330", "{3f2504e0-4f89-11d3-9a0c-0305e82c3301}",
-                    "3f2504e0_4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c330g",
-                    " 3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c33011",
-                    "3f2504e04-f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c33é"]
-                    + ["/", ":", "@", "G", "`", "g", "\u{7F}"].map { "3f2504e0-4f89-11d3-9a0c-0305e82c33\($0)1" } {
+        let malformed = ["", "3f2504e0-4f89-11d3-9a0c-0305e82c330", "{3f2504e0-4f89-11d3-9a0c-0305e82c3301}",
+                         "3f2504e0_4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c330g",
+                         " 3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c33011",
+                         "3f2504e04-f89-11d3-9a0c-0305e82c3301", "3f2504e0-4f89-11d3-9a0c-0305e82c33é"]
+            + ["/", ":", "@", "G", "`", "g", "\u{7F}"].map { "3f2504e0-4f89-11d3-9a0c-0305e82c33\($0)1" }
+        for bad in malformed {
             #expect(UUID(wireString: bad) == nil, "\(bad)")
         }
     }

@@ -3,9 +3,6 @@ import Testing
 @testable import ContrailSupport
 @testable import ContrailWebSocket
 
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The environment variable that turns this test runner into the child below, with this descriptor limit.
 private let childLimitVariable = "CONTRAIL_DESCRIPTOR_CHILD_LIMIT"

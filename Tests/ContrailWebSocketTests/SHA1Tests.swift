@@ -38,7 +38,7 @@ import ContrailWebSocket
 
     @Test func incrementalHasherMatchesOneShot() {
         let bytes = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        var hasher = SHA1.Hasher()
+        var hasher = SHA1()
         var offset = 0
         for size in [1, 3, 60, 64, 100, 1, 771] {
             bytes[offset..<offset + size].withUnsafeBytes { hasher.update($0) }

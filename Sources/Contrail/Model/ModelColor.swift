@@ -12,6 +12,7 @@ public struct ModelColor: Hashable, Sendable, CustomStringConvertible {
     /// The opacity, 0 (transparent) to 255 (opaque).
     public var alpha: UInt8
 
+    /// A color from its channels, opaque unless `alpha` says otherwise.
     public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
         self.red = red
         self.green = green

@@ -20,19 +20,19 @@ public enum ModelError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What went wrong, in words.
     public var description: String {
         switch self {
-        case let .wrongType(property, expected, got):
+        case .wrongType(let property, let expected, let got):
             "wrong type for '\(property)': expected \(expected), got \(got)"
-        case let .outOfRange(property, value, type):
+        case .outOfRange(let property, let value, let type):
             "value \(value) for '\(property)' does not fit \(type)"
-        case let .unknownClass(name):
+        case .unknownClass(let name):
             "unknown model class '\(name)': register it with ModelRegistry.register(_:)"
-        case let .danglingReference(property, uuid):
+        case .danglingReference(let property, let uuid):
             "'\(property)' refers to object \(uuid), which is not in the scope or the batch"
-        case let .unknownProperty(className, property):
+        case .unknownProperty(let className, let property):
             "class '\(className)' has no synced property '\(property)'"
-        case let .unknownObject(uuid):
+        case .unknownObject(let uuid):
             "no object with UUID \(uuid.uuidString.lowercased()) in the scope"
-        case let .wrongClass(property, expected, got):
+        case .wrongClass(let property, let expected, let got):
             "'\(property)' needs a \(expected), got a \(got)"
         }
     }

@@ -14,6 +14,7 @@ public struct Property<Value: PropertyValue> {
     /// options belong to the class and are collected once, when Contrail first looks at it.
     @usableFromInline var value: Value
 
+    /// A property starting at `wrappedValue`; `local` and `minSyncInterval` are its ``PropertyOptions``.
     @inlinable
     public init(wrappedValue: Value, local: Bool = false, minSyncInterval: Double = 0) {
         value = wrappedValue

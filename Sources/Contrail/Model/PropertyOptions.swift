@@ -11,6 +11,8 @@ public struct PropertyOptions: Sendable, Equatable {
     /// The minimum sync interval in seconds.
     public var minSyncInterval: Double { Double(minSyncIntervalMilliseconds) / 1000 }
 
+    /// Options for a property: `local` ones are observable but never synced; `minSyncInterval` (in
+    /// seconds, kept to the millisecond) is the least time between two recorded changes.
     @inlinable
     public init(local: Bool = false, minSyncInterval: Double = 0) {
         let millis = UInt32(min(max(minSyncInterval, 0) * 1000, Double(UInt32.max >> 1)).rounded())

@@ -257,7 +257,7 @@ extension Optional: PropertyValue where Wrapped: PropertyValue {
     public static func isSame(_ lhs: Wrapped?, _ rhs: Wrapped?) -> Bool {
         switch (lhs, rhs) {
         case (nil, nil): true
-        case let (l?, r?): Wrapped.isSame(l, r)
+        case (let l?, let r?): Wrapped.isSame(l, r)
         default: false
         }
     }

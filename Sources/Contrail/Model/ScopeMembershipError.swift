@@ -13,7 +13,7 @@ public enum ScopeMembershipError: Error, Equatable, Sendable, CustomStringConver
     /// What went wrong, in words.
     public var description: String {
         switch self {
-        case let .heldByNonOptionalReference(object, className, scope, holder, property):
+        case .heldByNonOptionalReference(let object, let className, let scope, let holder, let property):
             "cannot move \(className) \(object.uuidString.lowercased()) out of scope '\(scope)': the non-optional reference "
                 + "'\(property)' of \(holder.uuidString.lowercased()) holds it there (declare it optional to let it move); the link was refused"
         }

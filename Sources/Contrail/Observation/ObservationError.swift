@@ -7,7 +7,7 @@ public enum ObservationError: Error, Equatable, Sendable, CustomStringConvertibl
     /// What went wrong, in words.
     public var description: String {
         switch self {
-        case let .notAProperty(className, keyPath):
+        case .notAProperty(let className, let keyPath):
             "\(keyPath) is neither a @Property nor a composite property of \(className): only those can be observed"
         }
     }

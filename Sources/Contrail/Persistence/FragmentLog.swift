@@ -55,6 +55,8 @@ public final class FragmentLog {
     /// The writer ticket of the last compaction queued (no second one until it has run).
     private var compactionTicket = 0
 
+    /// A log at `url` (opened by `attach(to:)`), synced as `fsync` says and compacted when the file
+    /// grows past `compactionThreshold` bytes.
     public init(url: URL, fsync: FsyncPolicy = .everyRecord, compactionThreshold: Int = 64 << 20) {
         self.url = url
         self.fsync = fsync

@@ -13,8 +13,8 @@ public enum FragmentLogError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .file(let error): "fragment log: \(error)"
-        case let .badRecord(offset, reason): "fragment log record at offset \(offset) is not a change set: \(reason)"
-        case let .apply(offset, error): "fragment log record at offset \(offset) cannot be applied: \(error)"
+        case .badRecord(let offset, let reason): "fragment log record at offset \(offset) is not a change set: \(reason)"
+        case .apply(let offset, let error): "fragment log record at offset \(offset) cannot be applied: \(error)"
         case .notAttached: "fragment log is not attached to a scope"
         }
     }

@@ -165,7 +165,7 @@ struct LogReplay {
             var decoded = values.makeIterator()
             for write in writes {
                 switch write.value {
-                case let .double(number, offset):
+                case .double(let number, let offset):
                     Property<Double>.store(typed: number, in: write.object, offset: offset, index: write.index)
                 case .wire:
                     if let value = decoded.next() { write.object.setValue(value, at: write.index) }

@@ -9,5 +9,6 @@ public struct ApplyReport: Sendable, Equatable {
     /// Number of fragments applied.
     public var appliedFragments = 0
 
+    /// An empty report: nothing skipped, nothing applied.
     public init() {}
 }

@@ -82,6 +82,7 @@ public final class Scope {
     /// The procedure call the next non-empty flush makes (`modify(procedure:)`).
     var flushProcedure: ProcedureCall?
 
+    /// An empty scope (no root yet) named `name`, the name a server knows it by.
     public init(name: String) {
         self.name = name
     }

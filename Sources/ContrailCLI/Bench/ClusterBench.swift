@@ -2,9 +2,6 @@ import Contrail
 import ContrailNATS
 import ContrailServer
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `contrail bench cluster`: what sharing scopes through NATS JetStream costs, against a
 /// `nats-server -js` this benchmark starts on a free loopback port (it must be installed).

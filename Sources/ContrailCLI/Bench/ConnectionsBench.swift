@@ -1,6 +1,6 @@
 import CContrailSystem
 import Foundation
-import Glibc
+import ContrailSupport
 
 /// `contrail bench connections [--sessions N]` (not in `all` or `--smoke`: it takes a minute): how much
 /// server memory an idle sync session costs, and whether a new client is still served quickly.
@@ -117,16 +117,16 @@ enum ConnectionsBench {
     /// Raises this process's descriptor limit (soft and hard, as root may) to at least `wanted`.
     private static func raiseDescriptorLimit(to wanted: Int) throws {
         var limit = rlimit()
-        getrlimit(RLIMIT_NOFILE_VALUE, &limit)
+        getrlimit(descriptorLimitResource, &limit)
         guard limit.rlim_cur < rlim_t(wanted) else { return }
         let ceiling = (try? String(contentsOfFile: "/proc/sys/fs/nr_open", encoding: .utf8))
             .flatMap { rlim_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? limit.rlim_max
         let target = min(rlim_t(wanted), ceiling)
         var raised = rlimit(rlim_cur: target, rlim_max: max(target, limit.rlim_max))
-        if setrlimit(RLIMIT_NOFILE_VALUE, &raised) != 0 {
+        if setrlimit(descriptorLimitResource, &raised) != 0 {
             // Not allowed to raise the hard limit: go as far as it allows.
             raised = rlimit(rlim_cur: min(target, limit.rlim_max), rlim_max: limit.rlim_max)
-            setrlimit(RLIMIT_NOFILE_VALUE, &raised)
+            setrlimit(descriptorLimitResource, &raised)
         }
         guard raised.rlim_cur >= rlim_t(wanted) else {
             throw SyncBenchError("bench connections needs \(wanted) descriptors; the limit is \(raised.rlim_cur) "
@@ -134,7 +134,7 @@ enum ConnectionsBench {
         }
     }
 
-    private static var RLIMIT_NOFILE_VALUE: __rlimit_resource_t { __rlimit_resource_t(RLIMIT_NOFILE.rawValue) }
+    private static var descriptorLimitResource: __rlimit_resource_t { __rlimit_resource_t(RLIMIT_NOFILE.rawValue) }
 
     /// The plain epoll echo's child process: listens on a free loopback port, prints
     /// "listening on 127.0.0.1:PORT" and echoes until killed.

@@ -50,7 +50,7 @@ enum JSONBench {
         var size = 2
         var counter: UInt64 = 0x1234_5678
         func next() -> UInt64 {
-            counter = counter &* 6364136223846793005 &+ 1442695040888963407
+            counter = counter &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return counter >> 11
         }
         var children: [JSON] = []

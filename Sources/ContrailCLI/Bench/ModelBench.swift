@@ -1,7 +1,7 @@
 import Contrail
 import ContrailBenchModels
 import Foundation
-import Glibc
+import ContrailSupport
 import Observation
 
 /// `contrail bench model`: a property set as an app writes it, and the memory of a model object,

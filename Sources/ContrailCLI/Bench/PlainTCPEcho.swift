@@ -1,6 +1,6 @@
 import CContrailSystem
 import Foundation
-import Glibc
+import ContrailSupport
 
 /// The baseline of `contrail bench websocket`: a plain TCP echo written directly against the kernel
 /// (sockets, epoll, one thread for the server and one for the client), sharing no code with the

@@ -71,7 +71,9 @@ enum ScopeBench {
         for record in try LogFile.read(at: logURL).records { payloads.append(record.payload.count + 13) }
         let handleAppendTime = try Stopwatch.best(rounds: 3) {
             let url = directory.appending(path: "plain-\(UUID().uuidString)")
-            FileManager.default.createFile(atPath: url.path, contents: nil)
+            guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+                throw CheckFailed(description: "scope.log_restore: cannot create \(url.path)")
+            }
             let handle = try FileHandle(forWritingTo: url)
             var offset = 0
             for size in payloads {

@@ -1,8 +1,6 @@
+import ContrailSupport
 import ContrailWire
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The one thread of a server that touches scope log files: opens (and replays) them, appends
 /// change sets, syncs, compacts and closes, so no scope actor ever blocks the cooperative pool on

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 
 /// Opens a TCP connection without blocking the loop: resolves the host with `getaddrinfo` on a

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 
 /// Portable `poll(2)`, with a pipe to wake the waiting thread. The descriptor table is rebuilt on
@@ -86,12 +81,7 @@ final class PollPoller: Poller, @unchecked Sendable {
     }
 
     func close() {
-        #if canImport(Glibc)
-        _ = Glibc.close(wakeRead)
-        _ = Glibc.close(wakeWrite)
-        #else
-        _ = Darwin.close(wakeRead)
-        _ = Darwin.close(wakeWrite)
-        #endif
+        Platform.close(wakeRead)
+        Platform.close(wakeWrite)
     }
 }

@@ -106,11 +106,7 @@ public final class EventLoop: @unchecked Sendable {
         let chosen = backend ?? Self.defaultBackend
         switch chosen {
         case .epoll:
-            #if os(Linux)
-            poller = try EpollPoller()
-            #else
-            poller = try PollPoller()
-            #endif
+            poller = try Platform.makeEpollPoller()
         case .poll:
             poller = try PollPoller()
         }
@@ -134,11 +130,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// The platform's usual backend: epoll on Linux, poll elsewhere.
     public static var defaultBackend: Backend {
-        #if os(Linux)
-        .epoll
-        #else
-        .poll
-        #endif
+        Platform.defaultEventLoopBackend
     }
 
     /// The thread that owns the loop's state now: the loop thread while it runs, then whichever thread
@@ -146,11 +138,7 @@ public final class EventLoop: @unchecked Sendable {
     private let owner = Atomic<UInt>(0)
 
     private static var currentThreadID: UInt {
-        #if os(Linux)
-        UInt(pthread_self())
-        #else
-        UInt(bitPattern: pthread_self())
-        #endif
+        Platform.currentThreadID
     }
 
     /// Whether the caller may touch this loop's state: it is on the loop thread, or the loop has finished

@@ -1,9 +1,4 @@
 import CContrailSystem
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A listening TCP socket on an `EventLoop` that accepts every pending connection when readable
 /// and hands each new non-blocking descriptor to `onAccept`, on the loop thread.

@@ -1,28 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Thin, non-blocking wrappers over the POSIX socket calls. Every function works on a raw descriptor;
 /// ownership (who closes it) lives in `Channel`, `Listener` and `Connector`.
 package enum Socket {
-    #if canImport(Glibc)
-    static let streamType = Int32(SOCK_STREAM.rawValue)
-    static let noSignal = Int32(MSG_NOSIGNAL)
-    #else
-    static let streamType = SOCK_STREAM
-    static let noSignal: Int32 = 0
-    #endif
-
     /// A new non-blocking, close-on-exec TCP socket for `family`.
     static func makeTCP(family: Int32) throws(NetworkError) -> Int32 {
-        let fd = socket(family, streamType, Int32(IPPROTO_TCP))
+        let fd = socket(family, Platform.streamSocketType, Int32(IPPROTO_TCP))
         guard fd >= 0 else { throw .io(errno: errno, "socket()") }
         do {
             try configure(fd)
         } catch {
-            systemClose(fd)
+            Platform.close(fd)
             throw error
         }
         return fd
@@ -35,9 +21,7 @@ package enum Socket {
             throw .io(errno: errno, "fcntl(O_NONBLOCK)")
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        #if canImport(Darwin)
-        setOption(fd, SOL_SOCKET, SO_NOSIGPIPE, 1)
-        #endif
+        Platform.suppressSignalOnWrite(fd)
     }
 
     /// Sets an integer socket option, ignoring failure (used for tuning only).
@@ -74,12 +58,12 @@ package enum Socket {
         let bound = address.withSockAddr { bind(fd, $0, $1) }
         guard bound == 0 else {
             let code = errno
-            systemClose(fd)
+            Platform.close(fd)
             throw .io(errno: code, "bind(\(address))")
         }
-        guard systemListen(fd, backlog) == 0 else {
+        guard Platform.listen(fd, backlog) == 0 else {
             let code = errno
-            systemClose(fd)
+            Platform.close(fd)
             throw .io(errno: code, "listen(\(address))")
         }
         return fd
@@ -88,13 +72,9 @@ package enum Socket {
     /// Accepts one pending connection: the new non-blocking descriptor, nil when none is pending.
     static func accept(_ listener: Int32) -> Result<Int32, NetworkError>? {
         while true {
-            #if canImport(Glibc)
-            let fd = Glibc.accept(listener, nil, nil)
-            #else
-            let fd = Darwin.accept(listener, nil, nil)
-            #endif
+            let fd = Platform.accept(listener)
             if fd >= 0 {
-                do { try configure(fd) } catch { systemClose(fd); return .failure(error) }
+                do { try configure(fd) } catch { Platform.close(fd); return .failure(error) }
                 setNoDelay(fd)
                 return .success(fd)
             }
@@ -132,7 +112,7 @@ package enum Socket {
     /// Writes as much of `bytes` as the kernel takes.
     static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> IOResult {
         while true {
-            let n = send(fd, bytes.baseAddress, bytes.count, noSignal)
+            let n = send(fd, bytes.baseAddress, bytes.count, Platform.sendFlags)
             if n >= 0 { return .done(n) }
             switch errno {
             case EINTR: continue
@@ -153,7 +133,7 @@ package enum Socket {
             message.msg_iov = vectors.baseAddress
             message.msg_iovlen = numericCast(pieces.count)
             while true {
-                let n = sendmsg(fd, &message, noSignal)
+                let n = sendmsg(fd, &message, Platform.sendFlags)
                 if n >= 0 { return .done(n) }
                 switch errno {
                 case EINTR: continue
@@ -171,22 +151,6 @@ package enum Socket {
 
     /// Closes the descriptor.
     package static func close(_ fd: Int32) {
-        systemClose(fd)
+        Platform.close(fd)
     }
-}
-
-@inline(__always) private func systemClose(_ fd: Int32) {
-    #if canImport(Glibc)
-    _ = Glibc.close(fd)
-    #else
-    _ = Darwin.close(fd)
-    #endif
-}
-
-@inline(__always) private func systemListen(_ fd: Int32, _ backlog: Int32) -> Int32 {
-    #if canImport(Glibc)
-    Glibc.listen(fd, backlog)
-    #else
-    Darwin.listen(fd, backlog)
-    #endif
 }

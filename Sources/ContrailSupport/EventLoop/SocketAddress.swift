@@ -1,9 +1,4 @@
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// An IPv4 or IPv6 socket address, as `getaddrinfo` returns it.
 package struct SocketAddress: Sendable, CustomStringConvertible {
@@ -71,11 +66,7 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
-        hints.ai_socktype = SOCK_STREAM
-        #endif
+        hints.ai_socktype = Platform.streamSocketType
         hints.ai_protocol = Int32(IPPROTO_TCP)
         hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)
         var list: UnsafeMutablePointer<addrinfo>?

@@ -4,7 +4,7 @@ enum Base64 {
 
     /// Encodes `bytes` with `=` padding.
     static func encode(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
+        var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var i = 0
         while i + 3 <= bytes.count {
@@ -30,7 +30,7 @@ enum Base64 {
     static func decode(_ text: String) -> [UInt8]? {
         let chars = Array(text.utf8)
         guard chars.count % 4 == 0 else { return nil }
-        var out = [UInt8]()
+        var out: [UInt8] = []
         out.reserveCapacity(chars.count / 4 * 3)
         var i = 0
         while i < chars.count {

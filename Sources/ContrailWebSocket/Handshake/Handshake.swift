@@ -24,7 +24,7 @@ public enum Handshake {
     /// A fresh `Sec-WebSocket-Key`: 16 bytes from the system CSPRNG, base64-encoded (24 characters).
     public static func makeKey() -> String {
         var rng = SystemRandomNumberGenerator()
-        var bytes = [UInt8]()
+        var bytes: [UInt8] = []
         bytes.reserveCapacity(16)
         for _ in 0..<2 {
             let word: UInt64 = rng.next()

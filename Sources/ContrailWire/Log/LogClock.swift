@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import ContrailSupport
 
 /// A cheap monotonic clock for ``FsyncPolicy/interval(_:)`` checks on every append.
 ///
@@ -12,13 +8,7 @@ enum LogClock {
     /// Nanoseconds since an arbitrary fixed point.
     @inline(__always)
     static func now() -> Int64 {
-        #if canImport(Glibc)
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
-        return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
-        #else
-        return Int64(truncatingIfNeeded: clock_gettime_nsec_np(CLOCK_UPTIME_RAW))
-        #endif
+        Platform.coarseMonotonicNanoseconds()
     }
 
     /// `duration` in nanoseconds, clamped to `0...Int64.max`.

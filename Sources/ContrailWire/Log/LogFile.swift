@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import ContrailSupport
 import Foundation
 
 /// An append-only file of checksummed records: the storage under the fragment log.

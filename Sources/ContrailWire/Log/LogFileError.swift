@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import ContrailSupport
 
 /// Why a ``LogFile`` operation failed.
 public enum LogFileError: Error, Equatable, CustomStringConvertible {
@@ -27,21 +23,21 @@ public enum LogFileError: Error, Equatable, CustomStringConvertible {
     /// What went wrong, in words.
     public var description: String {
         switch self {
-        case let .io(path, code, operation):
+        case .io(let path, let code, let operation):
             "\(operation) failed on \(path): \(String(cString: strerror(code))) (errno \(code))"
-        case let .badHeader(path):
+        case .badHeader(let path):
             "\(path) is not a Contrail log file (missing or damaged header)"
-        case let .unsupportedVersion(path, version):
+        case .unsupportedVersion(let path, let version):
             "\(path) is a Contrail log of format version \(version); this build reads version \(LogFormat.version)"
-        case let .corruptRecord(offset, reason):
+        case .corruptRecord(let offset, let reason):
             "corrupt log record at offset \(offset): \(reason)"
-        case let .recordTooLarge(size):
+        case .recordTooLarge(let size):
             "a log record of \(size) bytes is larger than the allowed maximum"
-        case let .diskFull(path):
+        case .diskFull(let path):
             "no space left on the device holding \(path)"
-        case let .locked(path):
+        case .locked(let path):
             "\(path) is already open for writing by another LogFile or process"
-        case let .unusable(path, reason):
+        case .unusable(let path, let reason):
             "log \(path) can no longer be used: \(reason)"
         }
     }

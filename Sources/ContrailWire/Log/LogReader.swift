@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import ContrailSupport
 
 /// Reads the records of an open log file front to back through one large window buffer
 /// (`pread` in 1 MiB chunks), so scanning allocates nothing per record.
@@ -49,12 +45,12 @@ final class LogReader {
         var offset = start
         while offset < fileSize {
             switch try inspect(at: offset) {
-            case let .intact(kind, next, payload):
+            case .intact(let kind, let next, let payload):
                 body(kind, offset, payload)
                 offset = next
-            case let .unreadable(reason):
+            case .unreadable(let reason):
                 throw .corruptRecord(offset: offset, reason: reason)
-            case let .damaged(reason):
+            case .damaged(let reason):
                 if let following = try firstIntactRecord(after: offset) {
                     throw .corruptRecord(offset: offset, reason: "\(reason); an intact record follows at offset \(following)")
                 }

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import ContrailSupport
 
 /// Appends encoded records to an open file descriptor through an in-memory buffer.
 ///
@@ -119,30 +115,18 @@ final class LogWriter {
 
     /// `open(2)` with permissions 0644 for created files; -1 and `errno` on failure.
     static func openFile(_ path: String, _ flags: Int32) -> Int32 {
-        #if canImport(Glibc)
-        Glibc.open(path, flags, 0o644)
-        #else
-        Darwin.open(path, flags, 0o644)
-        #endif
+        Platform.open(path, flags, 0o644)
     }
 
     /// `close(2)`, ignoring errors (nothing useful can be done about them here).
     static func closeFile(_ fd: Int32) {
-        #if canImport(Glibc)
-        _ = Glibc.close(fd)
-        #else
-        _ = Darwin.close(fd)
-        #endif
+        Platform.close(fd)
     }
 
     /// `fdatasync` on Linux (the size update needed to read appended data is included), `fsync` elsewhere.
     static func syncDescriptor(_ fd: Int32, _ path: String) throws(LogFileError) {
         while true {
-            #if canImport(Glibc)
-            let result = fdatasync(fd)
-            #else
-            let result = fsync(fd)
-            #endif
+            let result = Platform.syncData(fd)
             if result == 0 { return }
             if errno != EINTR { throw LogFileError.system(errno, "fsync", path) }
         }

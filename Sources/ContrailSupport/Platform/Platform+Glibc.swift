@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+// Every module above ContrailSupport reaches the C library through this import, so no other file
+// needs an `#if canImport(...)` of its own.
+@_exported import Glibc
+
+/// The few C-library calls and constants that differ between platforms, wrapped once per platform
+/// (this file: Linux with Glibc; `Platform+Darwin.swift`: Apple platforms), so call sites have no
+/// `#if`. Everything else is the plain C library, which this module re-exports.
+package enum Platform {
+    /// `SOCK_STREAM` as `socket(2)` and `addrinfo.ai_socktype` take it.
+    package static let streamSocketType = Int32(SOCK_STREAM.rawValue)
+
+    /// Flags for `send`/`sendmsg` that keep a vanished peer from raising SIGPIPE (`MSG_NOSIGNAL`).
+    package static let sendFlags = Int32(MSG_NOSIGNAL)
+
+    /// Keeps writes to `fd` from raising SIGPIPE. Nothing to do on Linux, where ``sendFlags`` does it.
+    @inline(__always)
+    package static func suppressSignalOnWrite(_ fd: Int32) {}
+
+    /// `close(2)`.
+    @inline(__always) @discardableResult
+    package static func close(_ fd: Int32) -> Int32 { Glibc.close(fd) }
+
+    /// `listen(2)`.
+    @inline(__always)
+    package static func listen(_ fd: Int32, _ backlog: Int32) -> Int32 { Glibc.listen(fd, backlog) }
+
+    /// `accept(2)`, without the peer's address.
+    @inline(__always)
+    package static func accept(_ fd: Int32) -> Int32 { Glibc.accept(fd, nil, nil) }
+
+    /// `open(2)` with a creation mode.
+    @inline(__always)
+    package static func open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Glibc.open(path, flags, mode) }
+
+    /// Flushes a file's data to the device: `fdatasync` (the size update needed to read appended data
+    /// is included).
+    @inline(__always)
+    package static func syncData(_ fd: Int32) -> Int32 { fdatasync(fd) }
+
+    /// Nanoseconds since an arbitrary fixed point from `CLOCK_MONOTONIC_COARSE` (a few nanoseconds per
+    /// call, a few milliseconds of resolution).
+    @inline(__always)
+    package static func coarseMonotonicNanoseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+        return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+    }
+
+    /// The calling thread's `pthread_self()` as a number.
+    package static var currentThreadID: UInt { UInt(pthread_self()) }
+
+    /// The event loop backend to use when none is asked for: epoll.
+    package static let defaultEventLoopBackend = EventLoop.Backend.epoll
+
+    /// The poller for the `.epoll` backend.
+    static func makeEpollPoller() throws(NetworkError) -> any Poller { try EpollPoller() }
+}
+#endif
