@@ -1,6 +1,7 @@
 import Foundation
 @testable import ContrailSupport
 @testable import ContrailWebSocket
+import ContrailTestSupport
 
 /// A bounded wait ran out.
 struct TestTimeout: Error, CustomStringConvertible {
@@ -62,4 +63,20 @@ func receive(from connection: TCPConnection, until predicate: ([UInt8]) -> Bool)
         all += chunk
     }
     return all
+}
+
+/// A loop whose timers follow a virtual clock, for tests of timeouts and keep-alives in virtual time.
+func makeVirtualTimeLoop(_ name: String = "test.virtual") throws -> (loop: EventLoop, clock: TestClock) {
+    let clock = TestClock()
+    return (try EventLoop(name: name, clock: clock), clock)
+}
+
+/// Moves `clock` on by `duration` and returns once `loop` has fired every timer that became due: a loop
+/// pass that starts after the advance runs them, whether or not their sleeper tasks have woken it yet.
+func advance(_ clock: TestClock, by duration: Duration, on loop: EventLoop) async throws {
+    clock.advance(by: duration)
+    // The first task runs in some pass; that pass fires the due timers after its tasks, before the
+    // loop takes the second task.
+    _ = try await loop.submit { 0 }
+    _ = try await loop.submit { 0 }
 }

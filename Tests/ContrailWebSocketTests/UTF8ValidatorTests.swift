@@ -81,7 +81,7 @@ import ContrailWebSocket
 
     @Test func oneBadByteAnywhereInALongASCIIRunIsFound() {
         let ascii = [UInt8](repeating: 0x41, count: 100)
-        #expect(UTF8Validator.isValid(UnsafeRawBufferPointer(start: ascii, count: ascii.count)))
+        #expect(ascii.withUnsafeBytes { UTF8Validator.isValid($0) })
         for position in 0..<ascii.count {
             var bad = ascii
             bad[position] = 0xFF
