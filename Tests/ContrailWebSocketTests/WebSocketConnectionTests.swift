@@ -313,6 +313,30 @@ struct WebSocketConnectionTests {
         await loop.stop()
     }
 
+    @Test("a client and a server on one virtual-time loop: ten minutes of both sides' keep-alives pass at once")
+    func clientAndServerInVirtualTime() async throws {
+        let (loop, clock) = try makeVirtualTimeLoop()
+        var options = WebSocketOptions()
+        options.eventLoop = loop
+        options.pingInterval = .seconds(20)
+        options.pongTimeout = .seconds(10)
+        let (server, port) = try await startEchoServer(options: options)
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+        var messages = client.messages.makeAsyncIterator()
+        // Each step, both sides ping; each answers the other's ping before the echo comes back.
+        for index in 0..<30 {
+            try await advance(clock, by: .seconds(20), on: loop)
+            try await client.send(.text("\(index)"))
+            #expect(try await withTimeout { try await messages.next() } == .text("\(index)"))
+        }
+        #expect(clock.now.offset == .seconds(600))
+        #expect(!client.isClosed)
+        await client.close()
+        #expect(client.closeCode == .normal)
+        await server.stop()
+        await loop.stop()
+    }
+
     @Test("a peer that never answers our close frame is dropped when the close timeout passes on the loop's clock")
     func closeHandshakeTimeout() async throws {
         let (loop, clock) = try makeVirtualTimeLoop()
