@@ -297,10 +297,17 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     private func updateInterestLocked(_ s: inout State) {
-        guard s.id != 0, case .active(let input, _) = s.lifecycle.state else { return }
+        guard s.id != 0 else { return }
         var wanted: Interest = []
-        if input == .reading { wanted.insert(.read) }
-        if s.pending > 0 { wanted.insert(.write) }
+        switch s.lifecycle.state {
+        case .active(let input, _):
+            if input == .reading { wanted.insert(.read) }
+            if s.pending > 0 { wanted.insert(.write) }
+        case .failed:
+            break  // nothing more to wait for: the channel closes next
+        case .unregistered, .closed:
+            return
+        }
         if wanted != s.registered {
             s.registered = wanted
             loop.setInterest(fd, id: s.id, interest: wanted)
