@@ -84,7 +84,8 @@ struct DescriptorExhaustionChild {
         #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &value) == 0)
         value.rlim_cur = limit
         #expect(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &value) == 0)
-        let (server, port) = try await startEchoServer()
+        // Real time: the listener's back-off and quiet period run on the clock while the parent waits.
+        let (server, port) = try await startEchoServer(realTime: true)
         FileHandle.standardOutput.write(Data("LISTENING \(port)\n".utf8))
         // The parent closes stdin when done; a dedicated thread waits for it (not the cooperative pool).
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in

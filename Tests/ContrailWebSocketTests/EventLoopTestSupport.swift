@@ -36,11 +36,24 @@ private struct TaskBox: @unchecked Sendable {
     let task: UnsafeCurrentTask?
 }
 
-/// A started echo server on 127.0.0.1 (port 0): every message comes back on the same connection.
-func startEchoServer(options: WebSocketOptions = .init(),
+/// Loops whose clock never moves: a server on them never times a client out, however slowly a loaded
+/// machine (or ThreadSanitizer) runs the test. Tests of the timeouts themselves move a clock of their own.
+let frozenClockLoops: EventLoopGroup = {
+    do {
+        return try EventLoopGroup(count: 2, name: "test.frozen", clock: TestClock())
+    } catch {
+        fatalError("cannot start the tests' event loops: \(error)")
+    }
+}()
+
+/// A started echo server on 127.0.0.1 (port 0): every message comes back on the same connection. Unless
+/// `options` name a loop or a group, or `realTime` is set, it runs on `frozenClockLoops`.
+func startEchoServer(options: WebSocketOptions = .init(), realTime: Bool = false,
                      handshake: @escaping @Sendable (HTTPHead) -> HandshakeDecision = { _ in .accept })
     async throws -> (server: WebSocketServer, port: UInt16)
 {
+    var options = options
+    if !realTime && options.eventLoop == nil && options.eventLoopGroup == nil { options.eventLoopGroup = frozenClockLoops }
     let server = WebSocketServer(host: "127.0.0.1", port: 0, options: options, handshake: handshake)
     let port = try await server.start()
     Task {
