@@ -14,7 +14,9 @@ import Synchronization
 /// ```
 ///
 /// Thread model: the socket, the decoder and the protocol state live on the loop thread; `send`,
-/// `close` and the accessors are safe from any thread.
+/// `close` and the accessors are safe from any thread. Its lifecycle, from the opening handshake through
+/// the closing handshake, is one state machine (`WebSocketCloseHandshake`); its timers (handshake,
+/// close, keep-alive) follow the clock of its event loop.
 ///
 /// `@unchecked Sendable` invariant: the stored `var`s below "Loop-thread state" are only touched on
 /// `loop`'s thread (`EventLoop.assertOnLoop`, checked in debug builds at every entry point), after the
@@ -51,17 +53,11 @@ public final class WebSocketConnection: @unchecked Sendable {
     private let shared: SanitizerVisibleMutex<Shared>
 
     // MARK: Loop-thread state
-    /// `refused`: a server sent its rejection and ignores whatever the client sends next.
-    private enum Phase { case handshaking, refused, open, closed }
-    private var phase = Phase.handshaking
+    private var lifecycle = WebSocketCloseHandshake()
     private var decoder: FrameDecoder
     private var assembler: MessageAssembler
     private var head: [UInt8] = []
-    private var sentClose = false
-    private var receivedClose = false
-    private var initiatedClose = false
-    private var peerCode: CloseCode?
-    private var peerReason = ""
+    /// What went wrong, if anything did (the connection's error unless a close handshake explains it).
     private var failure: WebSocketError?
     private var handshakeTimer: LoopTimer?
     private var closeTimer: LoopTimer?
@@ -99,7 +95,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     ///
     /// - Throws: `invalidURL`, `unsupportedScheme` (wss), `unknownHost`, `connectionRefused`,
     ///   `timedOut` (connect or handshake), `handshakeFailed` (the server refused; carries its status
-    ///   line), `invalidHandshake`, or `io`.
+    ///   line), `invalidHandshake`, `io`, or `closed` when the event loop has stopped.
     public static func connect(to url: String, options: WebSocketOptions = .init()) async throws(WebSocketError)
         -> WebSocketConnection
     {
@@ -115,8 +111,14 @@ public final class WebSocketConnection: @unchecked Sendable {
         }
         let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path)
         let result = await withCheckedContinuation { continuation in
-            loop.enqueue {
-                connection.startClient(url: target) { continuation.resume(returning: $0) }
+            do throws(EventLoopError) {
+                try loop.enqueue {
+                    connection.startClient(url: target) { continuation.resume(returning: $0) }
+                }
+            } catch {
+                // The loop has stopped and never saw the socket: close it here.
+                Socket.close(fd)
+                continuation.resume(returning: .failure(WebSocketError(NetworkError(error))))
             }
         }
         try result.get()
@@ -258,10 +260,12 @@ public final class WebSocketConnection: @unchecked Sendable {
                 s.closeWaiters.append(continuation)
                 return false
             }
-            if done {
-                continuation.resume()
-            } else {
-                loop.enqueue { [self] in startClose(code: code, reason: reason) }
+            guard !done else { return continuation.resume() }
+            do throws(EventLoopError) {
+                try loop.enqueue { [self] in startClose(code: code, reason: reason) }
+            } catch {
+                // The loop has stopped: it closes every channel still registered as it stops, which
+                // finishes this connection and resumes the waiter.
             }
         }
     }
@@ -284,7 +288,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// connection: the connection drops the handler once closed. Do not consume `messages` as well: it
     /// yields nothing after the handler is set, and would take the messages received before.
     public func setLoopHandler(_ onMessage: @escaping @Sendable (WebSocketMessage) -> Void) {
-        loop.enqueue { [self] in
+        // Refused once the loop has stopped: the connection is closed by then, with nothing to handle.
+        try? loop.enqueue { [self] in
             loopHandler = onMessage
             for message in inbound.takeAll() { onMessage(message) }
         }
@@ -329,15 +334,43 @@ public final class WebSocketConnection: @unchecked Sendable {
     private func armHandshakeTimer() {
         let limit = options.handshakeTimeout
         handshakeTimer = loop.schedule(after: limit) { [self] in
-            guard phase == .handshaking else { return }
+            guard lifecycle.state == .connecting else { return }
             failure = .timedOut("the opening handshake did not complete within \(limit)")
-            channel.close()
+            handle(.abort)
         }
     }
 
     private func armCloseTimer() {
-        guard closeTimer == nil, phase != .closed else { return }
-        closeTimer = loop.schedule(after: options.closeTimeout) { [self] in channel.close() }
+        guard closeTimer == nil, lifecycle.state != .closed else { return }
+        closeTimer = loop.schedule(after: options.closeTimeout) { [self] in handle(.closeTimerFired) }
+    }
+
+    /// Moves the lifecycle on by `event` and performs what it says. Loop thread only.
+    private func handle(_ event: WebSocketCloseHandshake.Event) {
+        loop.assertOnLoop()
+        switch lifecycle.handle(event) {
+        case .none:
+            break
+        case .becomeOpen:
+            becomeOpen()
+        case .armCloseTimer:
+            armCloseTimer()
+        case .sendClose(let code, let reason):
+            sendClose(code: code, reason: reason)
+            armCloseTimer()
+        case .sendCloseAndFinish(let code, let reason):
+            sendClose(code: code, reason: reason)
+            finishClosing()
+        case .finishClosing:
+            finishClosing()
+        case .closeWhenFlushed:
+            channel.closeWhenFlushed()
+            armCloseTimer()
+        case .closeChannel:
+            channel.close()
+        case .finish(let initiatedByUs, let peer):
+            finish(initiatedByUs: initiatedByUs, peer: peer)
+        }
     }
 
     private func handshakeBytes(_ bytes: UnsafeRawBufferPointer) {
@@ -359,7 +392,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         let rest = Array(head[end...])
         head = []
         if role == .client { clientHandshake(headBytes) } else { serverHandshake(headBytes) }
-        if phase == .open && !rest.isEmpty {
+        if lifecycle.state == .open && !rest.isEmpty {
             rest.withUnsafeBytes { frameBytes($0) }
         }
     }
@@ -369,10 +402,10 @@ public final class WebSocketConnection: @unchecked Sendable {
             let response = try Handshake.parseResponse(headBytes, expectedKey: clientKey,
                                                        subprotocols: options.subprotocols)
             shared.withLock { $0.subprotocol = response.value(for: "Sec-WebSocket-Protocol") }
-            becomeOpen()
+            handle(.opened)
         } catch {
             failure = error
-            channel.close()
+            handle(.abort)
         }
     }
 
@@ -410,7 +443,7 @@ public final class WebSocketConnection: @unchecked Sendable {
             }
             let response = Handshake.response(for: request, subprotocol: chosen, extraHeaders: extra)
             channel.write { $0.append(contentsOf: response) }
-            becomeOpen()
+            handle(.opened)
         }
     }
 
@@ -421,7 +454,8 @@ public final class WebSocketConnection: @unchecked Sendable {
         let loop = self.loop
         Task { [self] in
             let response = await responder(request)
-            loop.enqueue { [self] in
+            // Refused once the loop has stopped: the connection is closed by then.
+            try? loop.enqueue { [self] in
                 reject(response.serialized(includeBody: request.method != "HEAD"),
                        .handshakeFailed(status: "HTTP/1.1 \(response.status) \(response.reason) (plain HTTP request answered)"))
             }
@@ -429,19 +463,19 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func reject(_ response: [UInt8], _ error: WebSocketError) {
+        // The client may have left (or the handshake timer fired) while an HTTP responder worked.
+        guard lifecycle.state == .connecting else { return }
         failure = error
-        phase = .refused
         head = []
         channel.write(seal: true) { $0.append(contentsOf: response) }
         // Lingering close: send FIN after the response and keep reading (and discarding) until the client
         // closes or `closeTimeout` passes, so that unread request bytes do not make the kernel reset the
         // connection before the client has read the response.
         channel.shutdownOutputWhenFlushed()
-        armCloseTimer()
+        handle(.refused)
     }
 
     private func becomeOpen() {
-        phase = .open
         handshakeTimer?.cancel()
         handshakeTimer = nil
         if let interval = options.pingInterval { schedulePing(interval) }
@@ -452,14 +486,14 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     private func schedulePing(_ interval: Duration) {
         pingTimer = loop.schedule(after: interval) { [self] in
-            guard phase == .open, !sentClose else { return }
+            guard lifecycle.isOpen else { return }
             _ = writeFrame(.ping, UnsafeRawBufferPointer(start: nil, count: 0))
             if pongTimer == nil {
                 let limit = options.pongTimeout
                 pongTimer = loop.schedule(after: limit) { [self] in
-                    guard phase == .open else { return }
+                    guard lifecycle.isEstablished else { return }
                     failure = .timedOut("the peer did not answer a ping within \(limit): the connection is presumed dead")
-                    channel.close()
+                    handle(.abort)
                 }
             }
             schedulePing(interval)
@@ -467,7 +501,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func frameBytes(_ bytes: UnsafeRawBufferPointer) {
-        guard !receivedClose, failure == nil else { return }
+        guard lifecycle.readsFrames, failure == nil else { return }
         // Decode straight from the read buffer; what is left (a partial header) is copied at the end.
         decoder.lend(bytes)
         decodeFrames()
@@ -491,12 +525,12 @@ public final class WebSocketConnection: @unchecked Sendable {
                 case .binary(let bytes):
                     if let loopHandler { loopHandler(.binary(bytes)) } else { batch.append(.binary(bytes)) }
                 case .ping(let payload):
-                    if !sentClose { _ = payload.withUnsafeBytes { writeFrame(.pong, $0) } }
+                    if lifecycle.isOpen { _ = payload.withUnsafeBytes { writeFrame(.pong, $0) } }
                 case .pong:
                     break
                 case .close(let code, let reason):
                     deliverBatch()
-                    peerClosed(code: code, reason: reason)
+                    handle(.peerClose(code, reason))
                     return
                 }
             }
@@ -514,25 +548,16 @@ public final class WebSocketConnection: @unchecked Sendable {
         batch.removeAll(keepingCapacity: true)
     }
 
+    /// Writes our close frame, the last frame of the connection (the channel refuses later writes).
     private func sendClose(code: CloseCode?, reason: String) {
-        guard !sentClose else { return }
-        sentClose = true
         let payload = FrameEncoder.closePayload(code: code, reason: reason)
         _ = payload.withUnsafeBytes { writeFrame(.close, $0, seal: true) }
     }
 
     /// After both close frames: the server closes TCP first; the client waits for it (bounded).
-    private func closingHandshakeDone() {
+    private func finishClosing() {
         if role == .server { channel.closeWhenFlushed() }
         armCloseTimer()
-    }
-
-    private func peerClosed(code: CloseCode?, reason: String) {
-        receivedClose = true
-        peerCode = code ?? .noStatusReceived
-        peerReason = reason
-        sendClose(code: code, reason: "")
-        closingHandshakeDone()
     }
 
     private func failProtocol(_ error: WebSocketError) {
@@ -543,30 +568,21 @@ public final class WebSocketConnection: @unchecked Sendable {
             case .protocolViolation(_, let why): why
             default: error.description
             }
-        sendClose(code: code, reason: reason)
-        closingHandshakeDone()
+        handle(.protocolError(code, reason))
     }
 
     private func startClose(code: CloseCode, reason: String) {
         loop.assertOnLoop()
-        switch phase {
-        case .handshaking, .refused:
+        switch lifecycle.state {
+        case .connecting, .refused:
             if failure == nil { failure = .closed(code, "closed before the opening handshake finished") }
-            channel.close()
-        case .open:
-            if !sentClose {
-                initiatedClose = true
-                sendClose(code: code, reason: reason)
-            }
-            armCloseTimer()
-        case .closed:
+        case .open, .closeSent, .closing, .closed:
             break
         }
+        handle(.appClose(code, reason))
     }
 
-    private func finish() {
-        guard !shared.withLock({ $0.isClosed }) else { return }
-        phase = .closed
+    private func finish(initiatedByUs: Bool, peer: WebSocketCloseHandshake.PeerClose?) {
         for timer in [handshakeTimer, closeTimer, pingTimer, pongTimer] { timer?.cancel() }
         handshakeTimer = nil
         closeTimer = nil
@@ -575,11 +591,11 @@ public final class WebSocketConnection: @unchecked Sendable {
         let code: CloseCode
         let reason: String
         let error: WebSocketError?
-        if receivedClose, let peerCode {
-            code = peerCode
-            reason = peerReason
-            let normal = peerCode == .normal || peerCode == .goingAway || peerCode == .noStatusReceived
-            error = initiatedClose || normal ? nil : .closed(peerCode, peerReason)
+        if let peer {
+            code = peer.code
+            reason = peer.reason
+            let normal = peer.code == .normal || peer.code == .goingAway || peer.code == .noStatusReceived
+            error = initiatedByUs || normal ? nil : .closed(peer.code, peer.reason)
         } else if let failure {
             code = failure.closeCode ?? .abnormalClosure
             reason = failure.description
@@ -587,7 +603,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         } else {
             code = .abnormalClosure
             reason = "the connection ended without a closing handshake"
-            error = initiatedClose ? nil : .closed(.abnormalClosure, reason)
+            error = initiatedByUs ? nil : .closed(.abnormalClosure, reason)
         }
         let waiters = shared.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.closeCode = code
@@ -614,9 +630,9 @@ public final class WebSocketConnection: @unchecked Sendable {
 extension WebSocketConnection: ChannelDelegate {
     package func channelRead(_ bytes: UnsafeRawBufferPointer) {
         loop.assertOnLoop()
-        switch phase {
-        case .handshaking: handshakeBytes(bytes)
-        case .open: frameBytes(bytes)
+        switch lifecycle.state {
+        case .connecting: handshakeBytes(bytes)
+        case .open, .closeSent, .closing: frameBytes(bytes)
         case .refused, .closed: break
         }
     }
@@ -624,33 +640,33 @@ extension WebSocketConnection: ChannelDelegate {
     package func channelEnded(errno: Int32?) {
         loop.assertOnLoop()
         if let errno {
-            if failure == nil && !receivedClose { failure = .io(errno: errno, "reading from the peer") }
-            channel.close()
+            if failure == nil && !lifecycle.hasPeerClose { failure = .io(errno: errno, "reading from the peer") }
+            handle(.abort)
             return
         }
-        if phase == .handshaking || phase == .refused {
+        switch lifecycle.state {
+        case .connecting, .refused:
             if failure == nil {
                 failure = role == .client
                     ? .invalidHandshake("the server closed the connection during the opening handshake")
                     : .closed(nil, "the client closed the connection during the opening handshake")
             }
-            channel.close()
-            return
+        case .open, .closeSent, .closing, .closed:
+            break
         }
-        channel.closeWhenFlushed()
-        armCloseTimer()
+        handle(.peerEnded)
     }
 
     package func channelClosed() {
         loop.assertOnLoop()
-        finish()
+        handle(.channelClosed)
     }
 
     /// While a large frame's payload is arriving, the socket reads straight into it (see
     /// `FrameDecoder.receivePayload`).
     package func channelReadDirectly(_ read: (UnsafeMutableRawBufferPointer) -> Socket.IOResult) -> Socket.IOResult? {
         loop.assertOnLoop()
-        guard phase == .open, !receivedClose, failure == nil else { return nil }
+        guard lifecycle.readsFrames, failure == nil else { return nil }
         var outcome = Socket.IOResult.wouldBlock
         let took = decoder.receivePayload(minimum: Self.directReadSize) { space in
             outcome = read(space)

@@ -35,7 +35,9 @@ public struct WebSocketOptions: Sendable {
     public var readBufferHighWater: Int = 4 << 20
 
     /// One event loop to run everything on (a server's listener and all its connections, or a client):
-    /// nil spreads connections over `eventLoopGroup`.
+    /// nil spreads connections over `eventLoopGroup`. The connections' timers (connect, handshake, close
+    /// and keep-alive) follow that loop's clock: a loop made with a virtual clock
+    /// (`EventLoop(clock:)`) runs them in virtual time.
     public var eventLoop: EventLoop? = nil
 
     /// Server only: answers plain HTTP requests (no `Upgrade: websocket`) beside the upgrade, e.g. web

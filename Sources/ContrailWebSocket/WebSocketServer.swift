@@ -92,8 +92,9 @@ public final class WebSocketServer: Sendable {
             return true
         }
         guard installed else {
-            // `stop()` ran while this start was under way.
-            await loop.submit { listener.close() }
+            // `stop()` ran while this start was under way. Refused once the loop has stopped, which
+            // closed the listener itself.
+            try? await loop.submit { listener.close() }
             throw .closed(nil, "the server was stopped while starting")
         }
         return listener.port
@@ -114,8 +115,13 @@ public final class WebSocketServer: Sendable {
         if target.isOnLoop {
             accepted(fd, loop: target)
         } else {
-            target.enqueue { [weak self] in
-                if let self { self.accepted(fd, loop: target) } else { Socket.close(fd) }
+            do {
+                try target.enqueue { [weak self] in
+                    if let self { self.accepted(fd, loop: target) } else { Socket.close(fd) }
+                }
+            } catch {
+                // That loop has stopped: nobody will serve the connection.
+                Socket.close(fd)
             }
         }
     }
@@ -159,7 +165,8 @@ public final class WebSocketServer: Sendable {
             return taken
         }
         if let loop, let listener {
-            await loop.submit { listener.close() }
+            // Refused once the loop has stopped, which closed the listener itself.
+            try? await loop.submit { listener.close() }
         }
         await withTaskGroup(of: Void.self) { group in
             for connection in live {

@@ -37,9 +37,7 @@ struct DescriptorExhaustionTests {
         for _ in 0..<200 {
             raw.append(try await TCPConnection.connect(host: "127.0.0.1", port: serverPort))
         }
-        try await withTimeout(20) {
-            while !child.stderrText.contains("pausing accepts") { try await Task.sleep(for: .milliseconds(10)) }
-        }
+        try await withTimeout(20) { await child.waitForStderr(containing: "pausing accepts") }
         // The open connection is still served while accepting is paused.
         try await first.send(.text("during"))
         #expect(try await withTimeout { try await echoes.next() } == .text("during"))
@@ -48,9 +46,7 @@ struct DescriptorExhaustionTests {
         // Descriptors come back: the server accepts and closes the abandoned connections, and after a quiet
         // period says so. Only then does a new client connect: one that came earlier could land in the
         // reserve, be refused (as documented) and start a second episode, which is not what this checks.
-        try await withTimeout(30) {
-            while !child.stderrText.contains("accepting connections again") { try await Task.sleep(for: .milliseconds(10)) }
-        }
+        try await withTimeout(30) { await child.waitForStderr(containing: "accepting connections again") }
         let late = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(serverPort)/")
         var lateEchoes = late.messages.makeAsyncIterator()
         try await late.send(.text("after"))
@@ -78,7 +74,8 @@ struct DescriptorExhaustionChild {
         #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &value) == 0)
         value.rlim_cur = limit
         #expect(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &value) == 0)
-        let (server, port) = try await startEchoServer()
+        // Real time: the listener's back-off and quiet period run on the clock while the parent waits.
+        let (server, port) = try await startEchoServer(realTime: true)
         FileHandle.standardOutput.write(Data("LISTENING \(port)\n".utf8))
         // The parent closes stdin when done; a dedicated thread waits for it (not the cooperative pool).
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -100,7 +97,9 @@ final class ChildProcess: Sendable {
     private let stdin: Pipe
     /// Lines the child writes to standard output.
     let stdoutLines: AsyncStream<String>
-    private let stderrBuffer = SanitizerVisibleMutex<[UInt8]>([])
+    /// Standard error so far, and the tasks waiting for a text to appear in it.
+    private let stderrBuffer =
+        SanitizerVisibleMutex<(bytes: [UInt8], waiters: [(String, String, CheckedContinuation<Void, Never>)])>(([], []))
     private let ended: AsyncStream<Status>
 
     init(executable: String, arguments: [String], environment: [String: String]) throws {
@@ -138,13 +137,49 @@ final class ChildProcess: Sendable {
         }.start()
         Thread { [self] in
             while case let chunk = err.fileHandleForReading.availableData, !chunk.isEmpty {
-                self.stderrBuffer.withLock { $0 += chunk }
+                let ready = self.stderrBuffer.withLock { buffer -> [CheckedContinuation<Void, Never>] in
+                    buffer.bytes += chunk
+                    let text = String(decoding: buffer.bytes, as: UTF8.self)
+                    let ready = buffer.waiters.filter { text.contains($0.0) }.map(\.2)
+                    buffer.waiters.removeAll { text.contains($0.0) }
+                    return ready
+                }
+                for waiter in ready { waiter.resume() }
             }
+            // The child has closed standard error: nothing more will appear.
+            let left = self.stderrBuffer.withLock { buffer in
+                defer { buffer.waiters = [] }
+                return buffer.waiters.map(\.2)
+            }
+            for waiter in left { waiter.resume() }
         }.start()
     }
 
     /// Everything the child wrote to standard error so far.
-    var stderrText: String { String(decoding: stderrBuffer.withLock { $0 }, as: UTF8.self) }
+    var stderrText: String { String(decoding: stderrBuffer.withLock { $0.bytes }, as: UTF8.self) }
+
+    /// Returns once standard error contains `text`, the child has closed it, or the task is cancelled
+    /// (as `withTimeout` does when its bound runs out). Event-driven: the reader thread resumes it.
+    func waitForStderr(containing text: String) async {
+        let id = UInt64.random(in: 1...UInt64.max)
+        let key = "\(id)\u{0}"
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let present = stderrBuffer.withLock { buffer -> Bool in
+                    if Task.isCancelled || String(decoding: buffer.bytes, as: UTF8.self).contains(text) { return true }
+                    buffer.waiters.append((text, key, continuation))
+                    return false
+                }
+                if present { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = stderrBuffer.withLock { buffer -> CheckedContinuation<Void, Never>? in
+                guard let index = buffer.waiters.firstIndex(where: { $0.1 == key }) else { return nil }
+                return buffer.waiters.remove(at: index).2
+            }
+            waiter?.resume()
+        }
+    }
 
     /// Closes the child's stdin and waits for it to end.
     func finish() async -> Status? {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ContrailSupport
 @testable import ContrailWebSocket
+import ContrailTestSupport
 
 @Suite("EventLoop")
 struct EventLoopTests {
@@ -10,30 +11,150 @@ struct EventLoopTests {
         let loop = try EventLoop(name: "test", backend: backend)
         let seen = SanitizerVisibleMutex<[Int]>([])
         for index in 0..<100 {
-            loop.execute { seen.withLock { $0.append(index) } }
+            try loop.execute { seen.withLock { $0.append(index) } }
         }
-        _ = await loop.submit { 0 }
+        _ = try await loop.submit { 0 }
         #expect(seen.withLock { $0 } == Array(0..<100))
         await loop.stop()
     }
 
-    @Test("timers fire in deadline order and cancelled ones do not fire")
-    func timers() async throws {
-        let loop = try EventLoop(name: "test")
+    @Test("timers follow the loop's clock: in deadline order once it reaches them, cancelled ones never")
+    func timersInVirtualTime() async throws {
+        let clock = TestClock()
+        let loop = try EventLoop(name: "test", clock: clock)
+        let fired = SanitizerVisibleMutex<[String]>([])
+        try await loop.submit {
+            loop.schedule(after: .milliseconds(30)) { fired.withLock { $0.append("late") } }
+            loop.schedule(after: .milliseconds(1)) { fired.withLock { $0.append("early") } }
+            let cancelled = loop.schedule(after: .milliseconds(5)) { fired.withLock { $0.append("cancelled") } }
+            cancelled.cancel()
+        }
+        // One sleeper per live timer: the cancelled timer's sleeper is gone.
+        #expect(await clock.waitForSleepers(2))
+        #expect(clock.sleeperCount == 2)
+        clock.advance(by: .milliseconds(1))
+        try await withTimeout { while fired.withLock({ $0.isEmpty }) { await Task.yield() } }
+        #expect(fired.withLock { $0 } == ["early"])
+        // Up to a moment before the late deadline nothing more fires, however often the loop turns.
+        clock.advance(by: .milliseconds(28))
+        for _ in 0..<3 { _ = try await loop.submit { 0 } }
+        #expect(fired.withLock { $0 } == ["early"])
+        clock.advance(by: .milliseconds(1))
+        try await withTimeout { while fired.withLock({ $0.count }) < 2 { await Task.yield() } }
+        #expect(fired.withLock { $0 } == ["early", "late"])
+        #expect(clock.sleeperCount == 0)
+        await loop.stop()
+    }
+
+    @Test("a timer on the continuous clock fires from the loop's own wait, in deadline order", arguments: [EventLoop.Backend.epoll, .poll])
+    func timersOnContinuousClock(backend: EventLoop.Backend) async throws {
+        let loop = try EventLoop(name: "test", backend: backend)
         let fired = SanitizerVisibleMutex<[String]>([])
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            loop.enqueue {
-                loop.schedule(after: .milliseconds(30)) {
-                    fired.withLock { $0.append("late") }
+            try? loop.execute {
+                loop.schedule(after: .milliseconds(2)) {
+                    fired.withLock { $0.append("second") }
                     done.resume()
                 }
-                loop.schedule(after: .milliseconds(1)) { fired.withLock { $0.append("early") } }
-                let cancelled = loop.schedule(after: .milliseconds(5)) { fired.withLock { $0.append("cancelled") } }
-                cancelled.cancel()
+                loop.schedule(after: .zero) { fired.withLock { $0.append("first") } }
             }
         }
-        #expect(fired.withLock { $0 } == ["early", "late"])
+        #expect(fired.withLock { $0 } == ["first", "second"])
         await loop.stop()
+    }
+
+    @Test("work submitted after stop() is refused with EventLoopError.stopped and never runs")
+    func refusesWorkAfterStop() async throws {
+        let loop = try EventLoop(name: "test")
+        let ran = SanitizerVisibleMutex<[String]>([])
+        // Positive control: before the stop, work runs.
+        try loop.execute { ran.withLock { $0.append("before") } }
+        #expect(try await loop.submit { 7 } == 7)
+        await loop.stop()
+        #expect(throws: EventLoopError.stopped) { try loop.execute { ran.withLock { $0.append("execute") } } }
+        await #expect(throws: EventLoopError.stopped) {
+            try await loop.submit { ran.withLock { $0.append("submit") } }
+        }
+        #expect(throws: EventLoopError.stopped) { try loop.enqueue { ran.withLock { $0.append("enqueue") } } }
+        #expect(ran.withLock { $0 } == ["before"])
+        // Stopping again is harmless.
+        await loop.stop()
+    }
+
+    @Test("work submitted while the loop is stopping still runs")
+    func workDuringStopRuns() async throws {
+        let loop = try EventLoop(name: "test")
+        let ran = SanitizerVisibleMutex<[String]>([])
+        // Work that hands itself back to the loop until stop() is under way, then submits once more.
+        @Sendable func step() {
+            if loop.lifecycleState == .stopping {
+                do { try loop.execute { ran.withLock { $0.append("during stop") } } } catch { ran.withLock { $0.append("refused") } }
+            } else {
+                try? loop.execute(step)
+            }
+        }
+        try loop.execute(step)
+        await loop.stop()
+        #expect(ran.withLock { $0 } == ["during stop"])
+        #expect(loop.lifecycleState == .stopped)
+    }
+
+    @Test("a stopping loop closes what is still registered; its connections then refuse work with typed errors")
+    func stopClosesRegisteredConnections() async throws {
+        let loop = try EventLoop(name: "test")
+        let server = TCPServer(eventLoop: loop)
+        let port = try await server.start()
+        let client = try await TCPConnection.connect(host: "127.0.0.1", port: port, eventLoop: loop)
+        var incoming = server.connections.makeAsyncIterator()
+        let accepted = try #require(await incoming.next())
+        // Positive control: the connection works before the stop.
+        try await client.send([1, 2, 3])
+        #expect(try await withTimeout { try await receive(from: accepted) { $0.count >= 3 } } == [1, 2, 3])
+        #expect(!client.isClosed)
+        await loop.stop()
+        #expect(client.isClosed)
+        #expect(accepted.isClosed)
+        await client.close()  // returns at once: the loop closed it
+        await #expect(throws: NetworkError.closed("the TCP connection is closed")) { try await client.send([4]) }
+        #expect(try await accepted.receive() == nil)
+        await server.stop()
+        await #expect(throws: NetworkError.closed("the event loop has stopped")) {
+            _ = try await TCPConnection.connect(host: "127.0.0.1", port: port, eventLoop: loop)
+        }
+        var options = WebSocketOptions()
+        options.eventLoop = loop
+        await #expect(throws: WebSocketError.closed(nil, "the event loop has stopped")) {
+            _ = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+        }
+    }
+
+    @Test("the lifecycle table: every state and event, and the illegal ones")
+    func lifecycleTable() {
+        typealias L = EventLoopLifecycle
+        let expected: [L.State: [L.Event: (L.State, L.Action)?]] = [
+            .running: [.workSubmitted: (.running, .accept), .stopRequested: (.stopping, .wake),
+                       .drainedEmpty: (.running, .keepRunning), .drainedWork: (.running, .keepRunning)],
+            .stopping: [.workSubmitted: (.stopping, .accept), .stopRequested: (.stopping, .none),
+                        .drainedEmpty: (.stopped, .exit), .drainedWork: (.stopping, .keepRunning)],
+            .stopped: [.workSubmitted: (.stopped, .refuse), .stopRequested: (.stopped, .none),
+                       .drainedEmpty: nil, .drainedWork: nil],
+        ]
+        for state in L.State.allCases {
+            for event in L.Event.allCases {
+                let got = L.transition(from: state, on: event)
+                let want = expected[state]?[event] ?? nil
+                #expect(got?.0 == want?.0 && got?.1 == want?.1, "\(state) on \(event)")
+            }
+        }
+        // Through `handle`: running → stopping → stopped.
+        var lifecycle = L()
+        #expect(lifecycle.handle(.workSubmitted) == .accept)
+        #expect(lifecycle.handle(.stopRequested) == .wake)
+        #expect(lifecycle.handle(.drainedWork) == .keepRunning)
+        #expect(lifecycle.state == .stopping)
+        #expect(lifecycle.handle(.drainedEmpty) == .exit)
+        #expect(lifecycle.state == .stopped)
+        #expect(lifecycle.handle(.workSubmitted) == .refuse)
     }
 
     @Test("plain TCP echo through the loop on both backends", arguments: [EventLoop.Backend.epoll, .poll])

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 @testable import ContrailSupport
 @testable import ContrailWebSocket
+import ContrailTestSupport
 
 /// A raw TCP server that answers the WebSocket handshake correctly and then does only what the test says.
 private func startRawPeer() async throws -> (TCPServer, UInt16) {
@@ -252,10 +253,12 @@ struct WebSocketConnectionTests {
         await loop.stop()
     }
 
-    @Test("keep-alive pings detect a dead peer")
+    @Test("keep-alive pings detect a dead peer once the pong timeout passes on the loop's clock")
     func keepAliveDetectsDeadPeer() async throws {
+        let (loop, clock) = try makeVirtualTimeLoop()
         let (peerServer, port) = try await startRawPeer()
         var options = WebSocketOptions()
+        options.eventLoop = loop
         options.pingInterval = .milliseconds(50)
         options.pongTimeout = .milliseconds(200)
         let settings = options
@@ -266,6 +269,12 @@ struct WebSocketConnectionTests {
         let client = try await connecting
         // The peer reads (so TCP stays healthy) but never answers: it is "dead" at the WebSocket level.
         let drain = Task { while try await raw.receive() != nil {} }
+        // The first ping goes out at 50 ms; its pong is due by 250 ms. Just before that, still open.
+        try await advance(clock, by: .milliseconds(50), on: loop)
+        try await advance(clock, by: .milliseconds(199), on: loop)
+        #expect(!client.isClosed)
+        try await advance(clock, by: .milliseconds(1), on: loop)
+        #expect(client.isClosed)
         do {
             try await withTimeout {
                 for try await _ in client.messages {}
@@ -278,23 +287,86 @@ struct WebSocketConnectionTests {
         _ = try? await drain.value
         await raw.close()
         await peerServer.stop()
+        await loop.stop()
     }
 
-    @Test("keep-alive pings keep a live connection open")
+    @Test("keep-alive pings keep a live connection open far beyond the pong timeout")
     func keepAliveLivePeer() async throws {
+        let (loop, clock) = try makeVirtualTimeLoop()
         let (server, port) = try await startEchoServer()
         var options = WebSocketOptions()
+        options.eventLoop = loop
         options.pingInterval = .milliseconds(20)
-        // Under ThreadSanitizer (CI runs this suite under it too) an answer can take seconds.
-        options.pongTimeout = isUnderThreadSanitizer ? .seconds(5) : .milliseconds(500)
+        options.pongTimeout = .milliseconds(100)
         let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
         var messages = client.messages.makeAsyncIterator()
-        for index in 0..<10 {
+        // 30 pings over 600 ms of virtual time. The peer answers each ping before it echoes the message
+        // sent after it, so every echo means the ping's pong has arrived (and cancelled its timeout).
+        for index in 0..<30 {
+            try await advance(clock, by: .milliseconds(20), on: loop)
             try await client.send(.text("\(index)"))
             #expect(try await withTimeout { try await messages.next() } == .text("\(index)"))
         }
         #expect(!client.isClosed)
         await client.close()
         await server.stop()
+        await loop.stop()
+    }
+
+    @Test("a client and a server on one virtual-time loop: ten minutes of both sides' keep-alives pass at once")
+    func clientAndServerInVirtualTime() async throws {
+        let (loop, clock) = try makeVirtualTimeLoop()
+        var options = WebSocketOptions()
+        options.eventLoop = loop
+        options.pingInterval = .seconds(20)
+        options.pongTimeout = .seconds(10)
+        let (server, port) = try await startEchoServer(options: options)
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+        var messages = client.messages.makeAsyncIterator()
+        // Each step, both sides ping; each answers the other's ping before the echo comes back.
+        for index in 0..<30 {
+            try await advance(clock, by: .seconds(20), on: loop)
+            try await client.send(.text("\(index)"))
+            #expect(try await withTimeout { try await messages.next() } == .text("\(index)"))
+        }
+        #expect(clock.now.offset == .seconds(600))
+        #expect(!client.isClosed)
+        await client.close()
+        #expect(client.closeCode == .normal)
+        await server.stop()
+        await loop.stop()
+    }
+
+    @Test("a peer that never answers our close frame is dropped when the close timeout passes on the loop's clock")
+    func closeHandshakeTimeout() async throws {
+        let (loop, clock) = try makeVirtualTimeLoop()
+        let (peerServer, port) = try await startRawPeer()
+        var options = WebSocketOptions()
+        options.eventLoop = loop
+        options.closeTimeout = .seconds(5)
+        let settings = options
+        async let connecting = WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: settings)
+        var incoming = peerServer.connections.makeAsyncIterator()
+        let raw = try #require(await incoming.next())
+        _ = try await acceptHandshake(on: raw)
+        let client = try await connecting
+        let closing = Task { await client.close(code: .normal, reason: "bye") }
+        // Our close frame has arrived (masked, opcode 0x8): the close timer is armed with it.
+        let frame = try await withTimeout { try await receive(from: raw) { $0.count >= 2 } }
+        #expect(frame?.first == 0x88)
+        #expect(await clock.waitForSleepers(1))
+        // Positive control: a moment before the close timeout the connection waits for the peer.
+        try await advance(clock, by: .seconds(5) - .milliseconds(1), on: loop)
+        #expect(!client.isClosed)
+        try await advance(clock, by: .milliseconds(1), on: loop)
+        #expect(client.isClosed)
+        try await withTimeout { await closing.value }
+        // We started the close: the messages end cleanly, and the code says the handshake did not finish.
+        #expect(try await client.receive() == nil)
+        #expect(client.closeCode == .abnormalClosure)
+        #expect(try await withTimeout { try await receive(from: raw) { _ in false } } == nil)
+        await raw.close()
+        await peerServer.stop()
+        await loop.stop()
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ContrailSupport
 @testable import ContrailWebSocket
+import ContrailTestSupport
 
 @Suite("WebSocket server")
 struct WebSocketServerTests {
@@ -27,23 +28,33 @@ struct WebSocketServerTests {
         await server.stop()
     }
 
-    @Test("a client that sends half a handshake and stalls is dropped")
+    @Test("a client that sends half a handshake and stalls is dropped when the server's clock says so")
     func halfHandshakeTimesOut() async throws {
+        let (loop, clock) = try makeVirtualTimeLoop()
         var options = WebSocketOptions()
+        options.eventLoop = loop
         options.handshakeTimeout = .milliseconds(200)
         let (server, port) = try await startEchoServer(options: options)
         let raw = try await TCPConnection.connect(host: "127.0.0.1", port: port)
         try await raw.send(Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n".utf8))
-        // The server must close the connection: receive() then reports the end of the stream, or a
+        // Accepted: its handshake timer is armed (before the server counts the connection).
+        try await withTimeout { while server.connectionCount != 1 { await Task.yield() } }
+        #expect(await clock.waitForSleepers(1))
+        // Positive control: a moment before the deadline the connection is still there.
+        try await advance(clock, by: .milliseconds(199), on: loop)
+        #expect(server.connectionCount == 1)
+        try await advance(clock, by: .milliseconds(1), on: loop)
+        // Closed in that loop pass; the server forgets it right after closing its socket.
+        #expect(server.connectionCount == 0)
+        // The server closed the connection: receive() then reports the end of the stream, or a
         // reset when the close overtakes bytes still in flight (either way the peer is dropped).
-        let dropped = try await withTimeout(5) { () -> Bool in
+        let dropped = try await withTimeout { () -> Bool in
             do { return try await receive(from: raw) { _ in false } == nil } catch { return true }
         }
         #expect(dropped)
         await raw.close()
-        // The server forgets the connection right after closing its socket.
-        try await withTimeout { while server.connectionCount != 0 { await Task.yield() } }
         await server.stop()
+        await loop.stop()
     }
 
     @Test("a malformed request gets 400 and is closed")

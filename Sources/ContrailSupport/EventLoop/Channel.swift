@@ -29,6 +29,10 @@ extension ChannelDelegate {
 /// Reads, `close` and the delegate belong to the loop thread; `write`, `waitForRoom`, `setReading` and the
 /// flush-then-close requests are safe from any thread.
 ///
+/// Its lifecycle is one state machine (`ChannelLifecycle`): unregistered → active(input, output) →
+/// (failed) → closed, each direction of an active channel moving on its own (reading ⇄ paused → ended;
+/// open → sealed → FIN or close once flushed). The queue and the waiting writers are data beside it.
+///
 /// `@unchecked Sendable` invariant: `delegate` is set by the owner's initializer before the channel is
 /// handed to its loop and is otherwise touched only on the loop thread (asserted in debug builds);
 /// everything else that changes is in `state`, under its lock.
@@ -63,15 +67,9 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         /// Bytes of `held` not yet written.
         var heldPending = 0
         var pending: Int { out.count - head + heldPending }
+        /// What the poller watches the descriptor for now.
         var registered: Interest = []
-        var reading = true
-        var ended = false
-        var sealed = false
-        var closed = false
-        var broken: Int32?
-        var shutdownWhenFlushed = false
-        var didShutdown = false
-        var closeWhenFlushed = false
+        var lifecycle = ChannelLifecycle()
         /// Set by the loop thread while it hands a read burst to the delegate: writes made meanwhile are
         /// gathered and written once when the burst ends.
         var gathering = false
@@ -106,6 +104,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         loop.assertOnLoop()
         let id = try loop.register(fd, interest: .read, handler: self)
         state.withLock { s in
+            _ = s.lifecycle.handle(.registered)
             s.id = id
             s.registered = .read
         }
@@ -121,8 +120,11 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         var resume: [CheckedContinuation<Void, Never>] = []
         var closeNow = false
         let outcome = state.withLock { s -> WriteOutcome in
-            if s.closed || s.broken != nil { return .closed }
-            if s.sealed { return .sealed }
+            switch s.lifecycle.handle(.write(seal: seal), fallback: .refuseClosed) {
+            case .acceptWrite: break
+            case .refuseSealed: return .sealed
+            default: return .closed
+            }
             if s.head > 0 && s.head >= s.out.count / 2 {
                 s.out.removeSubrange(0..<s.head)
                 for i in s.held.indices { s.held[i].offset -= s.head }
@@ -133,14 +135,13 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
                 s.held.append(Held(offset: s.out.count, payload: payload))
                 s.heldPending += count
             }
-            if seal { s.sealed = true }
             if !s.registered.contains(.write) && !s.gathering {
                 (resume, closeNow) = flushLocked(&s)
             }
             return .accepted(pending: s.pending)
         }
         for waiter in resume { waiter.resume() }
-        if closeNow { loop.enqueue { [self] in close() } }
+        if closeNow { closeSoon() }
         return outcome
     }
 
@@ -149,10 +150,10 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
 
     /// Suspends while more than `highWater` bytes are queued; returns at once when closed.
     package func waitForRoom() async {
-        if state.withLock({ $0.pending <= highWater || $0.closed || $0.broken != nil }) { return }
+        if state.withLock({ $0.pending <= highWater || $0.lifecycle.isDone }) { return }
         await withCheckedContinuation { continuation in
             let ready = state.withLock { s -> Bool in
-                if s.pending <= highWater || s.closed || s.broken != nil { return true }
+                if s.pending <= highWater || s.lifecycle.isDone { return true }
                 s.waiters.append(continuation)
                 return false
             }
@@ -161,25 +162,19 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     }
 
     /// Whether the channel is closed or failed.
-    package var isClosed: Bool { state.withLock { $0.closed || $0.broken != nil } }
+    package var isClosed: Bool { state.withLock { $0.lifecycle.isDone } }
 
     /// Starts or stops reading (inbound back-pressure). Any thread.
     package func setReading(_ on: Bool) {
         state.withLock { s in
-            guard !s.closed, !s.ended, s.reading != on else { return }
-            s.reading = on
-            updateInterestLocked(&s)
+            if s.lifecycle.handle(.setReading(on)) == .updateInterest { updateInterestLocked(&s) }
         }
     }
 
     /// Sends FIN once everything queued is written (and refuses later writes).
     package func shutdownOutputWhenFlushed() {
         state.withLock { s in
-            guard !s.closed else { return }
-            s.sealed = true
-            s.shutdownWhenFlushed = true
-            if s.pending == 0 && !s.didShutdown {
-                s.didShutdown = true
+            if s.lifecycle.handle(.shutdownOutputWhenFlushed(queueEmpty: s.pending == 0)) == .shutdownOutput {
                 Socket.shutdownOutput(fd)
             }
         }
@@ -188,12 +183,9 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     /// Closes the socket once everything queued is written (and refuses later writes).
     package func closeWhenFlushed() {
         let now = state.withLock { s -> Bool in
-            guard !s.closed else { return false }
-            s.sealed = true
-            s.closeWhenFlushed = true
-            return s.pending == 0 || s.broken != nil
+            s.lifecycle.handle(.closeWhenFlushed(queueEmpty: s.pending == 0)) == .closeSoon
         }
-        if now { loop.enqueue { [self] in close() } }
+        if now { closeSoon() }
     }
 
     /// Writes what the socket takes. Returns writers to resume and whether to close now.
@@ -214,11 +206,12 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
             case .wouldBlock:
                 break
             case .failed(let code):
-                s.broken = code
-                s.out = []
-                s.head = 0
-                s.held = []
-                s.heldPending = 0
+                if case .fail = s.lifecycle.handle(.writeFailed(errno: code)) {
+                    s.out = []
+                    s.head = 0
+                    s.held = []
+                    s.heldPending = 0
+                }
             }
             break
         }
@@ -229,19 +222,16 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
                 s.out.removeAll(keepingCapacity: true)
             }
             s.head = 0
-            if s.shutdownWhenFlushed && !s.didShutdown && s.broken == nil {
-                s.didShutdown = true
-                Socket.shutdownOutput(fd)
-            }
         }
+        let action = s.lifecycle.handle(.flushed(queueEmpty: s.pending == 0))
+        if action == .shutdownOutput { Socket.shutdownOutput(fd) }
         updateInterestLocked(&s)
         var resume: [CheckedContinuation<Void, Never>] = []
-        if !s.waiters.isEmpty && (s.pending <= lowWater || s.broken != nil) {
+        if !s.waiters.isEmpty && (s.pending <= lowWater || s.lifecycle.isDone) {
             resume = s.waiters
             s.waiters.removeAll()
         }
-        let closeNow = (s.closeWhenFlushed && s.pending == 0) || s.broken != nil
-        return (resume, closeNow)
+        return (resume, action == .closeSoon)
     }
 
     /// Writes the queued bytes and held payloads, in order, with one `sendmsg` (at most `maxPieces`
@@ -296,11 +286,28 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         }
     }
 
+    /// Closes on the loop thread soon. When the loop has stopped it refuses the work, but then it
+    /// closes this channel itself (`loopStopped`), if it has not already.
+    private func closeSoon() {
+        do {
+            try loop.enqueue { [self] in close() }
+        } catch {
+            // Closed by the stopping loop.
+        }
+    }
+
     private func updateInterestLocked(_ s: inout State) {
-        guard !s.closed, s.id != 0 else { return }
+        guard s.id != 0 else { return }
         var wanted: Interest = []
-        if s.reading { wanted.insert(.read) }
-        if s.pending > 0 && s.broken == nil { wanted.insert(.write) }
+        switch s.lifecycle.state {
+        case .active(let input, _):
+            if input == .reading { wanted.insert(.read) }
+            if s.pending > 0 { wanted.insert(.write) }
+        case .failed:
+            break  // nothing more to wait for: the channel closes next
+        case .unregistered, .closed:
+            return
+        }
         if wanted != s.registered {
             s.registered = wanted
             loop.setInterest(fd, id: s.id, interest: wanted)
@@ -314,7 +321,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         if readiness.writable || readiness.failed {
             if flush(gatheringEnds: false) { return }
         }
-        if readiness.failed && state.withLock({ $0.ended && $0.pending == 0 }) {
+        if readiness.failed && state.withLock({ $0.lifecycle.inputEnded && $0.pending == 0 }) {
             // Hang-up after the end of input: both directions are done, and epoll would keep
             // reporting it, so close now.
             close()
@@ -344,13 +351,13 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
                 s.gathering = false
                 if s.registered.contains(.write) { return }
             }
-            guard !s.closed else { return }
+            guard !s.lifecycle.isClosed else { return }
             (resume, closeNow) = flushLocked(&s)
         }
         for waiter in resume { waiter.resume() }
         guard closeNow else { return false }
-        if let broken = state.withLock({ $0.broken }) {
-            delegate?.channelEnded(errno: broken)
+        if case .failed(let code) = state.withLock({ $0.lifecycle.state }) {
+            delegate?.channelEnded(errno: code)
         }
         close()
         return true
@@ -371,8 +378,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
             case .wouldBlock:
                 return
             case .done(0):
-                stopReading()
-                self.delegate?.channelEnded(errno: nil)
+                if endInput(.inputEnded) { self.delegate?.channelEnded(errno: nil) }
                 return
             case .done(let n):
                 if direct == nil {
@@ -382,21 +388,20 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
                 if n < asked { return }
                 // Echoes of what was read wait for the burst to end: once a burst's worth is queued, end
                 // it so they go out now (the socket stays readable, so the loop comes back at once).
-                if !state.withLock({ $0.reading && !$0.closed && $0.pending < Self.burstWriteLimit }) { return }
+                if !state.withLock({ $0.lifecycle.isReading && $0.pending < Self.burstWriteLimit }) { return }
             case .failed(let code):
-                stopReading()
-                state.withLock { if $0.broken == nil { $0.broken = code } }
-                self.delegate?.channelEnded(errno: code)
+                if endInput(.readFailed(errno: code)) { self.delegate?.channelEnded(errno: code) }
                 return
             }
         }
     }
 
-    private func stopReading() {
+    /// Stops reading after the end of input or a read failure; returns whether to tell the delegate.
+    private func endInput(_ event: ChannelLifecycle.Event) -> Bool {
         state.withLock { s in
-            s.reading = false
-            s.ended = true
+            guard case .reportEnd = s.lifecycle.handle(event) else { return false }
             updateInterestLocked(&s)
+            return true
         }
     }
 
@@ -404,8 +409,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     package func close() {
         loop.assertOnLoop()
         let taken = state.withLock { s -> (waiters: [CheckedContinuation<Void, Never>], id: UInt64)? in
-            guard !s.closed else { return nil }
-            s.closed = true
+            guard s.lifecycle.handle(.close) == .tearDown else { return nil }
             s.registered = []
             let waiters = s.waiters
             s.waiters.removeAll()
@@ -422,5 +426,9 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         let delegate = self.delegate
         self.delegate = nil
         delegate?.channelClosed()
+    }
+
+    func loopStopped() {
+        close()
     }
 }

@@ -24,19 +24,24 @@ package final class Connector: EventLoopHandler {
         self.completion = completion
     }
 
-    /// A connected, non-blocking socket descriptor (with `TCP_NODELAY`).
-    /// - Throws: `unknownHost`, `connectionRefused`, `timedOut` or `io`.
+    /// A connected, non-blocking socket descriptor (with `TCP_NODELAY`). The timeout runs on the
+    /// loop's clock.
+    /// - Throws: `unknownHost`, `connectionRefused`, `timedOut`, `io`, or `closed` once the loop has stopped.
     package static func connect(host: String, port: UInt16, loop: EventLoop, timeout: Duration) async throws(NetworkError) -> Int32 {
-        let start = ContinuousClock.now
+        let start = loop.now
         let addresses = try await SocketAddress.resolveInBackground(host: host, port: port)
-        let left = timeout - (ContinuousClock.now - start)
+        let left = timeout - (loop.now - start)
         guard left > .zero else { throw .timedOut("resolving \(host) took longer than \(timeout)") }
         let result = await withCheckedContinuation { continuation in
-            loop.enqueue {
-                let connector = Connector(loop: loop, host: host, port: port, addresses: addresses) {
-                    continuation.resume(returning: $0)
+            do throws(EventLoopError) {
+                try loop.enqueue {
+                    let connector = Connector(loop: loop, host: host, port: port, addresses: addresses) {
+                        continuation.resume(returning: $0)
+                    }
+                    connector.start(timeout: left, total: timeout)
                 }
-                connector.start(timeout: left, total: timeout)
+            } catch {
+                continuation.resume(returning: .failure(NetworkError(error)))
             }
         }
         return try result.get()
@@ -98,6 +103,10 @@ package final class Connector: EventLoopHandler {
         lastError = status
         dropSocket()
         tryNext()
+    }
+
+    func loopStopped() {
+        fail(NetworkError(EventLoopError.stopped))
     }
 
     private func dropSocket() {

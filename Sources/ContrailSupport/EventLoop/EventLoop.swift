@@ -24,6 +24,9 @@ struct Readiness: Sendable {
 protocol EventLoopHandler: AnyObject {
     /// The descriptor is ready.
     func handleReadiness(_ readiness: Readiness)
+    /// The loop has stopped while this was still registered: close (or fail) now, as for any close,
+    /// and deregister. The loop refuses work from here on.
+    func loopStopped()
 }
 
 /// A readiness multiplexer: epoll on Linux, poll(2) elsewhere.
@@ -50,14 +53,23 @@ protocol Poller: AnyObject, Sendable {
 ///
 /// ```swift
 /// let loop = EventLoop.shared
-/// loop.execute { print("on the loop thread") }
+/// try loop.execute { print("on the loop thread") }
 /// ```
 ///
-/// `@unchecked Sendable` invariant: `handlers`, `nextID` and `timers` are touched only by the thread that
-/// owns the loop (`assertOnLoop`, checked in debug builds): the loop thread while it runs; once it has
-/// finished, late work runs on the submitting thread one at a time under `afterlife`, which the loop
-/// thread held while finishing, so each owner's accesses happen after the previous owner's. `pending`
-/// and `finished` are locks, `owner` is atomic, the rest is constant after `init`.
+/// Lifecycle (`EventLoopLifecycle`): running → stopping (`stop()`; work already submitted, and work
+/// submitted meanwhile, still runs) → stopped. A stopped loop closes every descriptor still registered
+/// with it (their owners hear it as any close), drops its timers, and refuses work from then on:
+/// `execute` and `submit` throw `EventLoopError.stopped`, and the work never runs.
+///
+/// Time: timers follow the loop's clock (`init(name:backend:clock:)`). With the default
+/// `ContinuousClock` the loop's epoll/poll wait ends at the nearest deadline; with any other clock (a
+/// test's virtual clock) each timer has a task sleeping on that clock that wakes the loop when the
+/// clock reaches the timer's deadline.
+///
+/// `@unchecked Sendable` invariant: `handlers`, `nextID` and `timers` are touched only on the loop
+/// thread (`assertOnLoop`, checked in debug builds), which owns them from its start until it has
+/// finished stopping. `pending` and `finished` are locks, `owner` is atomic, the rest is constant
+/// after `init`.
 public final class EventLoop: @unchecked Sendable {
     /// Which readiness API a loop uses.
     public enum Backend: Sendable {
@@ -75,21 +87,20 @@ public final class EventLoop: @unchecked Sendable {
     static var fallback: EventLoop { EventLoop(fallbackName: "contrail.fallback") }
 
     let poller: any Poller
+    /// The clock the loop's timers follow.
+    let clock: LoopClock
     private let pending = SanitizerVisibleMutex(PendingWork())
-    /// A closure handed to the loop thread. `@unchecked Sendable` invariant: only the loop's owner
-    /// (see above) runs it, once.
+    /// A closure handed to the loop thread. `@unchecked Sendable` invariant: only the loop thread
+    /// runs it, once.
     private struct Work: @unchecked Sendable {
         let body: () -> Void
     }
     private struct PendingWork {
         var tasks: [Work] = []
+        /// A wake-up is on its way to the poller: later submissions need not send another.
         var wakeRequested = false
-        var stopping = false
-        /// The thread has exited: work is run by the caller instead (serialized by `afterlife`).
-        var finished = false
+        var lifecycle = EventLoopLifecycle()
     }
-    /// Serializes work submitted after the loop thread has exited (it may re-enter, hence recursive).
-    private let afterlife = NSRecursiveLock()
 
     // Loop-thread state.
     private var handlers: [UInt64: any EventLoopHandler] = [:]
@@ -101,8 +112,13 @@ public final class EventLoop: @unchecked Sendable {
     let readBuffer: UnsafeMutableRawBufferPointer
 
     /// Starts a loop on a new thread.
-    /// - Parameter backend: `.epoll` (Linux only) or `.poll`; nil picks the platform default.
-    public init(name: String = "contrail.eventloop", backend: Backend? = nil) throws(NetworkError) {
+    /// - Parameters:
+    ///   - backend: `.epoll` (Linux only) or `.poll`; nil picks the platform default.
+    ///   - clock: the clock its timers (handshake, close, keep-alive and connect timeouts) follow: a test
+    ///     passes a virtual clock to run them in virtual time.
+    public init(name: String = "contrail.eventloop", backend: Backend? = nil,
+                clock: any Clock<Duration> = ContinuousClock()) throws(NetworkError)
+    {
         let chosen = backend ?? Self.defaultBackend
         switch chosen {
         case .epoll:
@@ -110,6 +126,7 @@ public final class EventLoop: @unchecked Sendable {
         case .poll:
             poller = try PollPoller()
         }
+        self.clock = LoopClock(clock)
         readBuffer = .allocate(byteCount: 256 * 1024, alignment: 16)
         start(name: name)
     }
@@ -117,6 +134,7 @@ public final class EventLoop: @unchecked Sendable {
     private init(fallbackName: String) {
         // Only used if the shared loop's poller could not be created: a poll loop with no descriptors yet.
         poller = (try? PollPoller()) ?? DeadPoller()
+        clock = LoopClock(ContinuousClock())
         readBuffer = .allocate(byteCount: 256 * 1024, alignment: 16)
         start(name: fallbackName)
     }
@@ -133,19 +151,18 @@ public final class EventLoop: @unchecked Sendable {
         Platform.defaultEventLoopBackend
     }
 
-    /// The thread that owns the loop's state now: the loop thread while it runs, then whichever thread
-    /// holds `afterlife` (0: none). Read by `assertOnLoop` in debug builds.
+    /// The loop thread while it runs (0 before it starts and once it has finished). Read by
+    /// `assertOnLoop` in debug builds.
     private let owner = Atomic<UInt>(0)
 
     private static var currentThreadID: UInt {
         Platform.currentThreadID
     }
 
-    /// Whether the caller may touch this loop's state: it is on the loop thread, or the loop has finished
-    /// and the caller runs late work under `afterlife`.
+    /// Whether the caller is on the loop thread (and may touch the loop's state).
     package var isOnLoop: Bool { owner.load(ordering: .relaxed) == Self.currentThreadID }
 
-    /// Traps in debug builds unless called where loop-only state may be touched (`isOnLoop`).
+    /// Traps in debug builds unless called on the loop thread (`isOnLoop`).
     @inline(__always)
     package func assertOnLoop(file: StaticString = #fileID, line: UInt = #line) {
         assert(isOnLoop, "loop-only state touched off its event loop thread", file: file, line: line)
@@ -158,49 +175,64 @@ public final class EventLoop: @unchecked Sendable {
         thread.start()
     }
 
+    /// Where the loop is in its lifecycle (for tests). Any thread.
+    var lifecycleState: EventLoopLifecycle.State { pending.withLock { $0.lifecycle.state } }
+
+    /// The time since the loop started, by its clock. Any thread.
+    package var now: Duration { clock.now() }
+
     /// Runs `work` on the loop thread soon. Safe from any thread.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
-        enqueue(work)
+    /// - Throws: `EventLoopError.stopped` once the loop has stopped: the work never runs.
+    public func execute(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        try enqueue(work)
     }
 
     /// Like `execute`, for work that is only ever handed to the loop (not `Sendable`-checked).
-    package func enqueue(_ work: @escaping () -> Void) {
+    /// - Throws: `EventLoopError.stopped` once the loop has stopped: the work never runs.
+    package func enqueue(_ work: @escaping () -> Void) throws(EventLoopError) {
         let wake = pending.withLock { state -> Bool? in
-            if state.finished { return nil }
+            guard state.lifecycle.handle(.workSubmitted) == .accept else { return nil }
             state.tasks.append(Work(body: work))
             if state.wakeRequested { return false }
             state.wakeRequested = true
             return true
         }
-        guard let wake else {
-            // The loop has stopped: run the work here so that closes and their waiters still complete.
-            afterlife.lock()
-            let previous = owner.exchange(Self.currentThreadID, ordering: .relaxed)
-            work()
-            owner.store(previous, ordering: .relaxed)
-            afterlife.unlock()
-            return
-        }
+        guard let wake else { throw .stopped }
         if wake { poller.wake() }
     }
 
     /// Runs `work` on the loop thread and returns its result.
-    package func submit<T: Sendable>(_ work: @escaping () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            enqueue { continuation.resume(returning: work()) }
+    /// - Throws: `EventLoopError.stopped` once the loop has stopped (after it has finished closing what
+    ///   was registered with it): the work never runs.
+    package func submit<T: Sendable>(_ work: @escaping () -> T) async throws(EventLoopError) -> T {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
+            do throws(EventLoopError) {
+                try enqueue { continuation.resume(returning: work()) }
+            } catch {
+                continuation.resume(returning: nil)
+            }
         }
+        guard let result else {
+            await waitUntilFinished()
+            throw .stopped
+        }
+        return result
     }
 
-    /// Stops the loop after the work already submitted; returns once its thread has finished.
-    /// Descriptors still registered are not closed: their owners close them first.
+    /// Stops the loop after the work already submitted; returns once its thread has finished. What is
+    /// still registered is closed then (its owners hear it as any close); later work is refused.
     public func stop() async {
         let wake = pending.withLock { state -> Bool in
-            state.stopping = true
-            if state.wakeRequested { return false }
+            guard state.lifecycle.handle(.stopRequested) == .wake, !state.wakeRequested else { return false }
             state.wakeRequested = true
             return true
         }
         if wake { poller.wake() }
+        await waitUntilFinished()
+    }
+
+    /// Returns once the loop thread has finished stopping.
+    private func waitUntilFinished() async {
         await withCheckedContinuation { continuation in
             let done = finished.withLock { waiters -> Bool in
                 guard waiters != nil else { return true }
@@ -214,9 +246,10 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: Loop-thread API
 
     /// Registers `fd` with `handler`; returns the registration id. Loop thread only.
+    /// - Throws: `closed` once the loop has stopped, `io` when the poller refuses the descriptor.
     func register(_ fd: Int32, interest: Interest, handler: any EventLoopHandler) throws(NetworkError) -> UInt64 {
         assertOnLoop()
-        if pending.withLock({ $0.finished }) { throw .closed("the event loop has stopped") }
+        if pending.withLock({ $0.lifecycle.state == .stopped }) { throw NetworkError(EventLoopError.stopped) }
         let id = nextID
         nextID += 1
         try poller.add(fd, id: id, interest: interest)
@@ -237,54 +270,59 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` on the loop thread after `delay`. Loop thread only.
+    /// Runs `body` on the loop thread once `delay` has passed on the loop's clock. Loop thread only.
     @discardableResult
     package func schedule(after delay: Duration, _ body: @escaping () -> Void) -> LoopTimer {
         assertOnLoop()
-        let timer = LoopTimer(deadline: .now + delay, body: body)
+        let timer = LoopTimer(deadline: clock.now() + delay, body: body)
         timers.push(timer)
+        if !clock.isContinuous {
+            // The poller cannot wait on this clock: a task sleeps on it and wakes the loop, which then
+            // fires what is due by the clock's time (`runDueTimers`).
+            let deadline = timer.deadline
+            timer.sleeper = Task.detached { [self, clock] in
+                guard (try? await clock.sleep(until: deadline)) != nil else { return }
+                poller.wake()
+            }
+        }
         return timer
     }
 
     private func run() {
         owner.store(Self.currentThreadID, ordering: .relaxed)
         while true {
-            let (tasks, stopping) = pending.withLock { state -> ([Work], Bool) in
+            let (tasks, action, stopping) = pending.withLock { state -> ([Work], EventLoopLifecycle.Action, Bool) in
                 state.wakeRequested = false
                 let tasks = state.tasks
                 state.tasks.removeAll(keepingCapacity: true)
-                return (tasks, state.stopping)
+                let action = state.lifecycle.handle(tasks.isEmpty ? .drainedEmpty : .drainedWork, fallback: .exit)
+                return (tasks, action, state.lifecycle.state == .stopping)
             }
+            if action == .exit { break }
             for task in tasks { task.body() }
-            if stopping && tasks.isEmpty { break }
             runDueTimers()
             let timeout: Int32
             if stopping {
                 timeout = 0
-            } else if let deadline = timers.nextDeadline() {
-                let left = deadline - .now
+            } else if clock.isContinuous, let deadline = timers.nextDeadline() {
+                let left = deadline - clock.now()
                 let ms = (Double(left.components.seconds) * 1000) + Double(left.components.attoseconds) / 1e15
                 timeout = ms <= 0 ? 0 : Int32(min(ms.rounded(.up), 60_000))
             } else {
+                // No timer, or timers on an injected clock: their sleeper tasks wake the loop.
                 timeout = -1
             }
             poller.wait(timeout: timeout) { id, readiness in
                 handlers[id]?.handleReadiness(readiness)
             }
         }
-        handlers.removeAll()
-        timers = TimerHeap()
-        afterlife.lock()
-        let leftover = pending.withLock { state -> [Work] in
-            state.finished = true
-            let tasks = state.tasks
-            state.tasks = []
-            return tasks
+        // Stopped: work is refused from now on. Close what is still registered, in registration order.
+        for id in handlers.keys.sorted() {
+            handlers[id]?.loopStopped()
         }
-        for task in leftover { task.body() }
-        // From now on late work runs on the thread that submits it, one at a time under `afterlife`.
+        handlers.removeAll()
+        timers.cancelAll()
         owner.store(0, ordering: .relaxed)
-        afterlife.unlock()
         let waiters = finished.withLock { waiters -> [CheckedContinuation<Void, Never>] in
             let list = waiters ?? []
             waiters = nil
@@ -294,73 +332,15 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runDueTimers() {
-        let now = ContinuousClock.now
+        let now = clock.now()
         while let timer = timers.popDue(now: now) {
+            timer.sleeper?.cancel()
+            timer.sleeper = nil
             if let body = timer.body {
                 timer.body = nil
                 body()
             }
         }
-    }
-}
-
-/// A one-shot timer on an `EventLoop`; create and cancel it on the loop thread.
-package final class LoopTimer {
-    let deadline: ContinuousClock.Instant
-    /// Dropped on cancel, so a cancelled timer waiting in the heap does not keep its captures alive.
-    fileprivate var body: (() -> Void)?
-    var isCancelled: Bool { body == nil }
-
-    init(deadline: ContinuousClock.Instant, body: @escaping () -> Void) {
-        self.deadline = deadline
-        self.body = body
-    }
-
-    /// Stops the timer from firing (no effect once it fired).
-    package func cancel() { body = nil }
-}
-
-/// A binary min-heap of timers by deadline; cancelled timers are dropped when they surface.
-struct TimerHeap {
-    private var items: [LoopTimer] = []
-
-    mutating func nextDeadline() -> ContinuousClock.Instant? {
-        while let first = items.first, first.isCancelled { _ = popFirst() }
-        return items.first?.deadline
-    }
-
-    mutating func push(_ timer: LoopTimer) {
-        items.append(timer)
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child].deadline < items[parent].deadline else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func popDue(now: ContinuousClock.Instant) -> LoopTimer? {
-        guard let first = items.first, first.isCancelled || first.deadline <= now else { return nil }
-        return popFirst()
-    }
-
-    private mutating func popFirst() -> LoopTimer? {
-        guard !items.isEmpty else { return nil }
-        items.swapAt(0, items.count - 1)
-        let top = items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < items.count, items[left].deadline < items[smallest].deadline { smallest = left }
-            if right < items.count, items[right].deadline < items[smallest].deadline { smallest = right }
-            if smallest == parent { break }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return top
     }
 }
 

@@ -26,11 +26,20 @@ public final class EventLoopGroup: Sendable {
     }()
 
     /// Starts `count` loops (at least one) on threads named `name-0`, `name-1`, ...
+    /// - Parameter clock: the clock every loop's timers follow (see `EventLoop.init(name:backend:clock:)`).
     /// - Throws: `io` when a poller cannot be created (the loops already started are stopped).
-    public init(count: Int, name: String = "contrail.loop", backend: EventLoop.Backend? = nil) throws(NetworkError) {
+    public init(count: Int, name: String = "contrail.loop", backend: EventLoop.Backend? = nil,
+                clock: any Clock<Duration> = ContinuousClock()) throws(NetworkError)
+    {
         var loops: [EventLoop] = []
         for index in 0..<max(1, count) {
-            loops.append(try EventLoop(name: "\(name)-\(index)", backend: backend))
+            do {
+                loops.append(try EventLoop(name: "\(name)-\(index)", backend: backend, clock: clock))
+            } catch {
+                let started = loops
+                Task { for loop in started { await loop.stop() } }
+                throw error
+            }
         }
         self.loops = loops
     }

@@ -9,13 +9,14 @@ import CContrailSystem
 /// connection accepted inside the reserve is closed at once: the reserve keeps descriptors free for
 /// the rest of the process (files, timers, the runtime), which would otherwise fail, or abort.
 package final class Listener: EventLoopHandler, @unchecked Sendable {
-    // Invariant: `id` and `state` are only touched on `loop`'s thread (asserted in debug builds);
+    // Invariant: `id`, `isClosed` and `state` are only touched on `loop`'s thread (asserted in debug builds);
     // `fd`, `port`, `loop`, `onAccept` and `log` are constants.
     let fd: Int32
     /// The bound port (the real one when 0 was asked for).
     package let port: UInt16
     private let loop: EventLoop
     private var id: UInt64 = 0
+    private var isClosed = false
     private let onAccept: (Int32) -> Void
     private let log: @Sendable (String) -> Void
 
@@ -28,7 +29,7 @@ package final class Listener: EventLoopHandler, @unchecked Sendable {
     private var state = State.accepting
     /// When descriptors last ran out, while an episode of exhaustion is open (logged once when it
     /// opens, once when it ends: after `quietPeriod` of accepting without running out again).
-    private var episodeLastExhausted: ContinuousClock.Instant?
+    private var episodeLastExhausted: Duration?
     static let quietPeriod = Duration.seconds(1)
     /// Back-off bounds while descriptors are exhausted.
     static let firstBackOff = Duration.milliseconds(10)
@@ -55,14 +56,21 @@ package final class Listener: EventLoopHandler, @unchecked Sendable {
         guard bound >= 0 else { throw lastError }
         let listener = Listener(fd: bound, port: SocketAddress.local(of: bound)?.port ?? port, loop: loop, log: log,
                                 onAccept: onAccept)
-        let failure = await loop.submit { () -> NetworkError? in
-            do throws(NetworkError) {
-                try listener.register()
-                return nil
-            } catch {
-                listener.close()
-                return error
+        let failure: NetworkError?
+        do throws(EventLoopError) {
+            failure = try await loop.submit { () -> NetworkError? in
+                do throws(NetworkError) {
+                    try listener.register()
+                    return nil
+                } catch {
+                    listener.close()
+                    return error
+                }
             }
+        } catch {
+            // The loop has stopped and never saw the socket: close it here.
+            Socket.close(bound)
+            throw NetworkError(error)
         }
         if let failure { throw failure }
         return listener
@@ -100,7 +108,7 @@ package final class Listener: EventLoopHandler, @unchecked Sendable {
             if episodeLastExhausted == nil, let reason {
                 log("contrail: \(reason); pausing accepts on port \(port) (open connections are still served)")
             }
-            episodeLastExhausted = .now
+            episodeLastExhausted = loop.now
             backOff(Self.firstBackOff)
         }
     }
@@ -147,7 +155,7 @@ package final class Listener: EventLoopHandler, @unchecked Sendable {
         loop.schedule(after: delay) { [self] in
             guard id != 0 else { return }
             if case .exhausted = acceptPending() {
-                episodeLastExhausted = .now
+                episodeLastExhausted = loop.now
                 backOff(min(delay * 2, Self.maxBackOff))
                 return
             }
@@ -161,7 +169,7 @@ package final class Listener: EventLoopHandler, @unchecked Sendable {
     private func endEpisodeWhenQuiet() {
         loop.schedule(after: Self.quietPeriod) { [self] in
             guard id != 0, let last = episodeLastExhausted else { return }
-            guard case .accepting = state, ContinuousClock.now - last >= Self.quietPeriod else {
+            guard case .accepting = state, loop.now - last >= Self.quietPeriod else {
                 if case .accepting = state { endEpisodeWhenQuiet() }  // ran out again meanwhile: wait on
                 return
             }
@@ -170,11 +178,17 @@ package final class Listener: EventLoopHandler, @unchecked Sendable {
         }
     }
 
-    /// Stops listening and closes the socket. Loop thread only.
+    /// Stops listening and closes the socket (once: later calls do nothing). Loop thread only.
     package func close() {
         loop.assertOnLoop()
+        guard !isClosed else { return }
+        isClosed = true
         if id != 0 { loop.deregister(fd, id: id) }
         id = 0
         Socket.close(fd)
+    }
+
+    func loopStopped() {
+        close()
     }
 }

@@ -21,7 +21,7 @@ public final class TCPConnection: @unchecked Sendable {
     }
 
     /// Connects to `host:port` (any name `getaddrinfo` resolves, IPv4 or IPv6).
-    /// - Throws: `unknownHost`, `connectionRefused`, `timedOut` or `io`.
+    /// - Throws: `unknownHost`, `connectionRefused`, `timedOut`, `io`, or `closed` when the loop has stopped.
     public static func connect(host: String, port: UInt16, eventLoop: EventLoop? = nil, timeout: Duration = .seconds(10),
                                writeHighWater: Int = 1 << 20, readHighWater: Int = 4 << 20) async throws(NetworkError)
         -> TCPConnection
@@ -29,14 +29,21 @@ public final class TCPConnection: @unchecked Sendable {
         let loop = eventLoop ?? EventLoopGroup.shared.next()
         let fd = try await Connector.connect(host: host, port: port, loop: loop, timeout: timeout)
         let connection = TCPConnection(fd: fd, loop: loop, writeHighWater: writeHighWater, readHighWater: readHighWater)
-        let failure = await loop.submit { () -> NetworkError? in
-            do throws(NetworkError) {
-                try connection.channel.register()
-                return nil
-            } catch {
-                connection.channel.close()
-                return error
+        let failure: NetworkError?
+        do throws(EventLoopError) {
+            failure = try await loop.submit { () -> NetworkError? in
+                do throws(NetworkError) {
+                    try connection.channel.register()
+                    return nil
+                } catch {
+                    connection.channel.close()
+                    return error
+                }
             }
+        } catch {
+            // The loop has stopped and never saw the socket: close it here.
+            Socket.close(fd)
+            throw NetworkError(error)
         }
         if let failure { throw failure }
         return connection
@@ -79,7 +86,8 @@ public final class TCPConnection: @unchecked Sendable {
         channel.shutdownOutputWhenFlushed()
     }
 
-    /// Closes the socket (queued bytes are dropped) and waits until it is closed.
+    /// Closes the socket (queued bytes are dropped) and waits until it is closed. When its loop has
+    /// stopped, the loop has closed it (or is closing it): this returns once that is done.
     public func close() async {
         await withCheckedContinuation { continuation in
             let done = closed.withLock { state -> Bool in
@@ -87,7 +95,10 @@ public final class TCPConnection: @unchecked Sendable {
                 state.waiters.append(continuation)
                 return false
             }
-            if done { continuation.resume() } else { loop.enqueue { [channel] in channel.close() } }
+            guard !done else { return continuation.resume() }
+            // Refused once the loop has stopped: it closes every channel still registered as it stops,
+            // which resumes this waiter (`channelClosed`).
+            try? loop.enqueue { [channel] in channel.close() }
         }
     }
 

@@ -61,7 +61,8 @@ public final class TCPServer: Sendable {
         return listener.port
     }
 
-    /// Stops listening (accepted connections stay open until closed) and finishes `connections`.
+    /// Stops listening and finishes `connections`. Accepted connections stay open until closed, except
+    /// on a server with a loop of its own (`eventLoop` nil): stopping that loop closes them.
     public func stop() async {
         let (loop, listener) = state.withLock { s in
             let taken = (s.loop, s.listener)
@@ -71,7 +72,8 @@ public final class TCPServer: Sendable {
         }
         continuation.finish()
         guard let loop, let listener else { return }
-        await loop.submit { listener.close() }
+        // Refused once the loop has stopped, which closed the listener itself.
+        try? await loop.submit { listener.close() }
         if eventLoop == nil { await loop.stop() }
     }
 }
