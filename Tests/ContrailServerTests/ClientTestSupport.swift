@@ -1,4 +1,5 @@
 import Contrail
+import ContrailTestSupport
 import ContrailWebSocket
 import Foundation
 import Testing
@@ -171,18 +172,6 @@ final class SwitchableConnector: SyncConnector {
     }
 
     func restore() { state.withLock { $0.offline = false } }
-}
-
-/// Waits (bounded) until `condition` holds, letting the main actor run in between.
-@MainActor
-func eventually(_ timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        await ChangeDelivery.main.drain()   // flush local edits and deliver observers first
-        if condition() { return true }
-        if ContinuousClock.now > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
 }
 
 /// Options for fast tests: quick reconnects, short timeouts.

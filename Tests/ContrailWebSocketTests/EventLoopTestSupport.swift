@@ -2,39 +2,6 @@ import Foundation
 @testable import ContrailSupport
 @testable import ContrailWebSocket
 
-/// A bounded wait ran out.
-struct TestTimeout: Error, CustomStringConvertible {
-    var seconds: Double
-    var description: String { "the awaited event did not happen within \(seconds) s" }
-}
-
-/// Runs `body` in the current task, cancelling it and failing with `TestTimeout` if it takes longer
-/// than `seconds` (a bound on a wait, not a delay: a passing test never waits for it).
-func withTimeout<T>(_ seconds: Double = 10, isolation: isolated (any Actor)? = #isolation,
-                    _ body: () async throws -> T) async throws -> T {
-    let fired = SanitizerVisibleMutex(false)
-    let current = withUnsafeCurrentTask { TaskBox(task: $0) }
-    let watchdog = Task.detached {
-        guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
-        fired.withLock { $0 = true }
-        current.task?.cancel()
-    }
-    defer { watchdog.cancel() }
-    do {
-        let result = try await body()
-        if fired.withLock({ $0 }) { throw TestTimeout(seconds: seconds) }
-        return result
-    } catch {
-        if fired.withLock({ $0 }) { throw TestTimeout(seconds: seconds) }
-        throw error
-    }
-}
-
-/// Lets the watchdog cancel the task it guards (which outlives the watchdog: see `defer`).
-private struct TaskBox: @unchecked Sendable {
-    let task: UnsafeCurrentTask?
-}
-
 /// A started echo server on 127.0.0.1 (port 0): every message comes back on the same connection.
 func startEchoServer(options: WebSocketOptions = .init(),
                      handshake: @escaping @Sendable (HTTPHead) -> HandshakeDecision = { _ in .accept })
