@@ -7,6 +7,7 @@ import ContrailSupport
 /// ```swift
 /// let reply = try await withTimeout(.seconds(10)) { try await connection.receive() }
 /// ```
+@discardableResult
 public func withTimeout<T>(_ bound: Duration, isolation: isolated (any Actor)? = #isolation,
                            _ body: () async throws -> T) async throws -> T {
     let fired = SanitizerVisibleMutex(false)
@@ -29,6 +30,7 @@ public func withTimeout<T>(_ bound: Duration, isolation: isolated (any Actor)? =
 }
 
 /// `withTimeout` with its bound in seconds.
+@discardableResult
 public func withTimeout<T>(_ seconds: Double = 10, isolation: isolated (any Actor)? = #isolation,
                            _ body: () async throws -> T) async throws -> T {
     try await withTimeout(.nanoseconds(Int64(seconds * 1e9)), isolation: isolation, body)

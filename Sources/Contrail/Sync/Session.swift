@@ -215,6 +215,10 @@ public final class Session {
     /// The current sync status.
     public var syncStatus: SyncStatus { lastSyncStatus }
 
+    /// How many incoming messages `pauseIncoming()` holds now (for tests that must know a message
+    /// arrived while paused).
+    package var heldIncomingCount: Int { paused?.count ?? 0 }
+
     /// The number of local change sets not yet settled, over every scope.
     public var pendingChangeSets: Int { subscriptions.reduce(0) { $0 + $1.queue.count } }
 
