@@ -95,6 +95,23 @@ public final class ChildProcess: Sendable {
     /// Whether the child still runs.
     public var isRunning: Bool { process.isRunning }
 
+    /// Whether the child's output reached its end (it closed its end of the pipe, usually by exiting).
+    public var isOutputComplete: Bool { state.withLock { $0.isEOF } }
+
+    /// How the child ended: `.exited(status)` or `.signalled(signal)`; nil while it runs.
+    public var termination: Termination? {
+        guard state.withLock({ $0.hasExited }) else { return nil }
+        return process.terminationReason == .exit ? .exited(process.terminationStatus) : .signalled(process.terminationStatus)
+    }
+
+    /// How a child process ended.
+    public enum Termination: Equatable, Sendable {
+        /// It exited with this status.
+        case exited(Int32)
+        /// A signal killed it.
+        case signalled(Int32)
+    }
+
     /// Returns once the output so far satisfies `predicate` (true), or false when the output ends
     /// first or `timeout` of real time runs out (a bound, not a delay).
     public func waitForOutput(timeout: Duration = .seconds(30), _ predicate: @escaping @Sendable (String) -> Bool) async -> Bool {
@@ -126,6 +143,12 @@ public final class ChildProcess: Sendable {
     /// Returns once the output contains `text` (true), or false when the output ends or `timeout` runs out.
     public func waitForOutput(containing text: String, timeout: Duration = .seconds(30)) async -> Bool {
         await waitForOutput(timeout: timeout) { $0.contains(text) }
+    }
+
+    /// Returns once the child's output has ended (true), or false when `timeout` runs out first.
+    public func waitForOutputToEnd(timeout: Duration = .seconds(30)) async -> Bool {
+        _ = await waitForOutput(timeout: timeout) { _ in false }
+        return isOutputComplete
     }
 
     /// The port printed after `prefix` and followed by a character `terminator` accepts, within
@@ -173,6 +196,11 @@ public final class ChildProcess: Sendable {
             }
             if exited { continuation.resume(returning: true) }
         }
+    }
+
+    /// Sends `signal` (SIGKILL by default) to the child if it still runs, without waiting.
+    public func signal(_ signal: Int32 = SIGKILL) {
+        if process.isRunning { _ = Glibc.kill(process.processIdentifier, signal) }
     }
 
     /// SIGKILLs the child and waits (bounded, 30 s) until it has exited.

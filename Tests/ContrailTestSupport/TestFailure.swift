@@ -12,4 +12,9 @@ public struct TestFailure: Error, CustomStringConvertible, Equatable {
     public init(_ description: String) {
         self.description = description
     }
+
+    /// A failure saying `description` (the memberwise spelling).
+    public init(description: String) {
+        self.description = description
+    }
 }
