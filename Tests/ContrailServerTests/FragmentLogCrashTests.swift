@@ -53,7 +53,7 @@ import Testing
     }
 
     /// The size of the file at `url` (-1 if it cannot be read).
-    static func fileSize(_ url: URL) -> Int {
+    nonisolated static func fileSize(_ url: URL) -> Int {
         var info = stat()
         return stat(url.path(percentEncoded: false), &info) == 0 ? Int(info.st_size) : -1
     }
@@ -71,10 +71,17 @@ import Testing
             try? await Task.sleep(for: .microseconds(Int.random(in: 0...20_000) * (count % 2)))
         case .whileWriting(let count):
             printedEnough = await child.waitForOutput(timeout: .seconds(120)) { lines(in: $0, startingWith: "durable ") >= count }
-            // Watch the file (bounded): the first growth is the next record being written.
+            // Watch the file (bounded) on a thread of its own, never the main actor, and kill the
+            // child from there: the first growth is the next record being written.
             let size = fileSize(log)
-            let deadline = ContinuousClock.now + .seconds(60)
-            while child.isRunning, fileSize(log) == size, ContinuousClock.now < deadline { usleep(20) }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread {
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while child.isRunning, fileSize(log) == size, ContinuousClock.now < deadline { usleep(20) }
+                    child.signal(SIGKILL)
+                    done.resume()
+                }.start()
+            }
             sizeBeforeKill = size
         case .never:
             printedEnough = await child.waitForExit(timeout: .seconds(120))

@@ -12,7 +12,9 @@ public func withTimeout<T>(_ bound: Duration, isolation: isolated (any Actor)? =
                            _ body: () async throws -> T) async throws -> T {
     let fired = SanitizerVisibleMutex(false)
     let current = withUnsafeCurrentTask { TaskBox(task: $0) }
-    let watchdog = Task.detached {
+    // Not detached: the watchdog inherits the test's task-local values, so Swift Testing sees the
+    // cancellation come from the test's own context.
+    let watchdog = Task {
         guard (try? await Task.sleep(for: bound)) != nil else { return }
         fired.withLock { $0 = true }
         current.task?.cancel()
