@@ -13,6 +13,8 @@ import Foundation
 /// ```
 ///
 /// Everything here runs on the main actor; socket I/O runs elsewhere and hands decoded messages over.
+/// Where the connection stands is one state machine (`ClientLifecycle`); every wait (timeouts,
+/// backoff, keep-alive) runs on `ClientOptions.clock`, so tests can run them in virtual time.
 @MainActor
 public final class Client {
     /// Whether the client is connected.
