@@ -82,11 +82,6 @@ actor ScriptedPeer {
         waiter.continuation.resume(returning: nil)
     }
 
-    /// Whether nothing arrives within `window` (a bounded negative check).
-    func nothing(within window: Duration = .milliseconds(100)) async -> Bool {
-        await nextNonPing(timeout: window) == nil
-    }
-
     /// Sends messages as one array frame, as servers do.
     func send(_ messages: Message...) async {
         try? await transport.send(MessageFrame.encode(messages, asArray: true))
