@@ -50,7 +50,7 @@ let package = Package(
         .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailNATS", "ContrailFuzz", "ContrailBenchModels"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         // What the test targets share: a virtual-time clock, bounded waits, child processes.
-        .target(name: "ContrailTestSupport", dependencies: ["ContrailSupport"], path: "Tests/ContrailTestSupport"),
+        .target(name: "ContrailTestSupport", dependencies: ["ContrailSupport", "Contrail"], path: "Tests/ContrailTestSupport"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailTestSupport", "ContrailWebSocket", "ContrailSupport"]),
         .testTarget(name: "ContrailTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire"]),
         .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailTestSupport", "ContrailNATS", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),

@@ -1,5 +1,6 @@
 import Contrail
 import ContrailNATS
+import ContrailTestSupport
 import Foundation
 import Testing
 import ContrailSupport
@@ -131,15 +132,5 @@ struct ClusterFailoverTests {
             _ = try await Client(urls: []).connect()
         }
         await live.kill(); await nats.stop()
-    }
-
-    func eventually(_ timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            await ChangeDelivery.main.drain()
-            if condition() { return true }
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
     }
 }

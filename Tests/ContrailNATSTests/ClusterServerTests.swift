@@ -2,6 +2,7 @@ import Contrail
 import ContrailNATS
 import ContrailServer
 import ContrailWebSocket
+import ContrailTestSupport
 import Foundation
 import Testing
 
@@ -43,17 +44,6 @@ struct ClusterServerTests {
         options.connectTimeout = .seconds(60)
         let client = try await Client.sync(scope, connector: server.connector(), options: options)
         return (client, scope, deck)
-    }
-
-    /// Waits (bounded) until `condition` holds, letting the main actor run in between.
-    func eventually(_ timeout: Duration = .seconds(60), _ condition: () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            await ChangeDelivery.main.drain()
-            if await condition() { return true }
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
     }
 
     /// Every change set settled, every replica in the same state, every server in the same state,
@@ -204,7 +194,7 @@ struct ClusterServerTests {
         var replicas: [(Client, Scope, Deck)] = []
         for index in 0..<4 {
             let server = servers[index % 2]
-            let replica = try await within(.seconds(60)) { @MainActor in
+            let replica = try await withTimeout(.seconds(60)) { @MainActor in
                 while true {
                     if let replica = try? await makeReplica(server) { return replica }
                 }

@@ -1,4 +1,5 @@
 import Testing
+import ContrailTestSupport
 import ContrailNATS
 
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason),
@@ -167,7 +168,7 @@ struct JetStreamTests {
         await first.kill()
         let second = try await first.restart()
         // The publish waits for the reconnect; JetStream may need a moment to load its streams.
-        let after = try await within(.seconds(30)) { () -> PubAck in
+        let after = try await withTimeout(.seconds(30)) { () -> PubAck in
             while true {
                 do throws(NATSError) {
                     return try await js.publish("scope.a", payload: [2], messageID: "x-2")

@@ -1,3 +1,4 @@
+import ContrailTestSupport
 import Foundation
 import Testing
 import ContrailNATS
@@ -16,7 +17,7 @@ struct NATSConnectionTests {
         try await connection.publish("greet.joe", payload: Array("hi".utf8), headers: NATSHeaders([("X-Id", "1")]))
         try await connection.publish("other", payload: Array("no".utf8))
         try await connection.publish("greet.ann", payload: Array("yo".utf8))
-        let received = try await within(.seconds(10)) {
+        let received = try await withTimeout(.seconds(10)) {
             var messages: [NATSMessage] = []
             for await message in subscription.messages {
                 messages.append(message)
@@ -91,7 +92,7 @@ struct NATSConnectionTests {
         await first.kill()
         let second = try await first.restart()
         // flush waits for the reconnect (bounded by requestTimeout), then proves the link works.
-        try await within(.seconds(20)) {
+        try await withTimeout(.seconds(20)) {
             while true {
                 do throws(NATSError) {
                     try await connection.flush()
@@ -103,7 +104,7 @@ struct NATSConnectionTests {
         }
         #expect(await connection.reconnectCount >= 1)
         try await connection.publish("after.restart", payload: Array("back".utf8))
-        let message = try await within(.seconds(10)) { () -> NATSMessage? in
+        let message = try await withTimeout(.seconds(10)) { () -> NATSMessage? in
             for await message in subscription.messages { return message }
             return nil
         }
@@ -120,7 +121,7 @@ struct NATSConnectionTests {
         defer { Task { await connection.close() } }
         #expect(await connection.status == .connected(a.url))
         await a.stop()
-        try await within(.seconds(20)) {
+        try await withTimeout(.seconds(20)) {
             while await connection.status != .connected(b.url) {
                 try? await connection.flush()
             }
@@ -176,7 +177,7 @@ struct NATSKeepAliveTests {
         let connection = try await NATSConnection.connect(options)
         #expect(await connection.status == .connected(options.servers[0]))
         // The dead link is noticed and replaced by a second connection to the (still silent) server.
-        let accepted = try await within(.seconds(10)) { await silent.value }
+        let accepted = try await withTimeout(.seconds(10)) { await silent.value }
         #expect(accepted == 2)
         await connection.close()
         await server.stop()
@@ -194,7 +195,7 @@ struct NATSKeepAliveTests {
         while ContinuousClock.now - start < .milliseconds(1200) { try await connection.flush() }
         let subscription = try await connection.subscribe("tick")
         try await connection.publish("tick", payload: [1])
-        _ = try await within(.seconds(5)) { for await _ in subscription.messages { break } }
+        _ = try await withTimeout(.seconds(5)) { for await _ in subscription.messages { break } }
         #expect(await connection.reconnectCount == 0)
         await connection.close()
         await nats.stop()

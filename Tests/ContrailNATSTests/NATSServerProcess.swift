@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import ContrailSupport
 import ContrailNATS
+import ContrailTestSupport
 import Testing
 
 /// A real `nats-server -js` child process on a loopback port with a temporary store directory.
@@ -88,20 +89,6 @@ final class NATSServerProcess: Sendable {
     var output: String { child.text }
 }
 
-/// Runs `body`, throwing `TestFailure` if it has not finished within `duration`.
-func within<T: Sendable>(_ duration: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: duration)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else { throw TestFailure("timed out after \(duration)") }
-        return value
-    }
-}
-
 /// Free loopback TCP ports (bound to port 0 together, then released).
 func freePorts(_ count: Int) throws -> [UInt16] {
     var fds: [Int32] = []
@@ -130,7 +117,7 @@ func freePorts(_ count: Int) throws -> [UInt16] {
 /// for at most `duration`.
 func retryingThroughFailover<T: Sendable>(_ duration: Duration,
                                           _ body: @escaping @Sendable () async throws(NATSError) -> T) async throws -> T {
-    try await within(duration) {
+    try await withTimeout(duration) {
         while true {
             do throws(NATSError) {
                 return try await body()

@@ -1,4 +1,5 @@
 import Contrail
+import ContrailTestSupport
 import ContrailWebSocket
 import Foundation
 import Testing
@@ -28,7 +29,7 @@ final class HeadlessChromium: Sendable {
     /// Finishes when the browser process has exited.
     private let exited: AsyncStream<Void>
 
-    struct Failure: Error, CustomStringConvertible { let description: String }
+    typealias Failure = TestFailure
 
     /// Starts the browser and waits (bounded) for its "DevTools listening on ws://…" line.
     static func launch(_ executable: String, timeout: Duration = .seconds(60)) async throws -> HeadlessChromium {
@@ -107,7 +108,7 @@ actor DevTools {
     private var waiting: [Int: CheckedContinuation<JSON, any Error>] = [:]
     private var ended: (any Error)?
 
-    struct Failure: Error, CustomStringConvertible { let description: String }
+    typealias Failure = TestFailure
 
     init(url: String) async throws {
         var options = WebSocketOptions()

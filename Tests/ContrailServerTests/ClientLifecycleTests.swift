@@ -1,4 +1,5 @@
 import Contrail
+import ContrailTestSupport
 import ContrailWebSocket
 import Foundation
 import Testing
@@ -51,7 +52,7 @@ final class HeldClient {
 
     @Test func concurrentConnectsShareOneAttempt() async throws {
         let connector = CountingConnector()
-        let client = Client(connector: connector, options: testOptions())
+        let client = Client(connector: connector, options: testOptions(clock: base.clock))
         let one = Task { try await client.connect() }
         let two = Task { try await client.connect() }
         let peer = try await connector.inner.nextPeer()
@@ -67,7 +68,7 @@ final class HeldClient {
 
     @Test func closeDuringConnectFailsEveryWaiter() async throws {
         let connector = ScriptedConnector()
-        let client = Client(connector: connector, options: testOptions())
+        let client = Client(connector: connector, options: testOptions(clock: base.clock))
         let one = Task { () -> SyncError? in
             do { _ = try await client.connect(); return nil } catch { return error as? SyncError }
         }
@@ -84,12 +85,13 @@ final class HeldClient {
 
     @Test func fetchOnAClosedSessionFailsAtOnce() async throws {
         let connector = ScriptedConnector()
-        let (client, session, _) = try await base.connect(connector)   // connectTimeout is 60 s
+        let (client, session, _) = try await base.connect(connector)
         await client.close()
         let (scope, _) = base.makeScope()
-        let started = ContinuousClock.now
-        await #expect(throws: SyncError.closed) { try await session.fetch(scope) }
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // The clock never moves: only an immediate failure returns (the bound is a safety net).
+        try await withTimeout(.seconds(30)) {
+            await #expect(throws: SyncError.closed) { try await session.fetch(scope) }
+        }
     }
 
     @Test func fetchReplyErrorWinsOverItsScopeIndex() async throws {
@@ -129,7 +131,12 @@ final class HeldClient {
         session.setMode(.manual, for: scope)
         board.score = 1
         // The server never answers: the deadline ends the wait.
-        await #expect(throws: SyncError.timedOut) { try await session.sync(scope, timeout: .milliseconds(50)) }
+        let timing = Task { () -> SyncError? in
+            do { try await session.sync(scope, timeout: .milliseconds(50)); return nil } catch { return error as? SyncError }
+        }
+        #expect(await base.clock.waitForSleepers(dueWithin: .milliseconds(50)))
+        base.clock.advance(by: .milliseconds(50))
+        #expect(await timing.value == .timedOut)
         // Cancellation ends it too.
         let cancelled = Task { () -> SyncError? in
             do { try await session.sync(scope, timeout: .seconds(60)); return nil } catch { return error as? SyncError }
@@ -153,7 +160,12 @@ final class HeldClient {
         try await base.fetch(scope, session: session, peer: peer)
         let changeSet = try #require(scope.modify { board.score = 3 })
         let sync = try await base.nextSync(peer)
-        await #expect(throws: SyncError.timedOut) { try await changeSet.settled(timeout: .milliseconds(20)) }
+        let timing = Task { () -> SyncError? in
+            do { _ = try await changeSet.settled(timeout: .milliseconds(20), clock: base.clock); return nil } catch { return error as? SyncError }
+        }
+        #expect(await base.clock.waitForSleepers(dueWithin: .milliseconds(20)))
+        base.clock.advance(by: .milliseconds(20))
+        #expect(await timing.value == .timedOut)
         let cancelled = Task { () -> SyncError? in
             do { _ = try await changeSet.settled(timeout: nil); return nil } catch { return error as? SyncError }
         }
@@ -217,11 +229,11 @@ final class HeldClient {
         #expect(session.mode(of: scope) == nil && !scope.isSynced)
         // Local edits stay local, remote changes are ignored.
         board.score = 2
-        #expect(await peer.nothing())
+        #expect(await base.quiet(peer))
         await peer.send(.scopeSync(ScopeSync(index: advertised ? 5 : 4, scopeIndex: 0, fragments: [
             SyncFragment(kind: .change, uuid: base.rootUUID, className: "Board", properties: ["title": "remote"]),
         ])))
-        #expect(await peer.nothing())
+        #expect(await base.quiet(peer, ack: advertised ? 5 : 4))
         #expect(board.title == "server")
         await #expect(throws: SyncError.notFetched("Board")) { try await session.sync(scope) }
         await client.close()
@@ -234,7 +246,10 @@ final class HeldClient {
         try await base.fetch(scope, session: session, peer: peer)
         let changeSet = try #require(scope.modify { board.score = 5 })
         _ = try await base.nextSync(peer)
-        let unsettled = try await session.detach(scope, timeout: .milliseconds(30))
+        let detaching = Task { try await session.detach(scope, timeout: .milliseconds(30)) }
+        #expect(await base.clock.waitForSleepers(dueWithin: .milliseconds(30)))
+        base.clock.advance(by: .milliseconds(30))
+        let unsettled = try await detaching.value
         #expect(unsettled.count == 1 && unsettled.first === changeSet)
         #expect(session.pendingChangeSets == 0)
         await client.close()
@@ -250,7 +265,7 @@ final class HeldClient {
         await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
             SyncFragment(kind: .change, uuid: base.rootUUID, className: "Board", properties: ["score": 70]),
         ])))
-        #expect(await peer.nothing())
+        #expect(await eventually { session.heldIncomingCount == 1 })
         session.resumeIncoming()
         #expect(board.score == 7)   // one pause still holds
         session.resumeIncoming()
@@ -260,7 +275,7 @@ final class HeldClient {
         await peer.send(.scopeSync(ScopeSync(index: 4, scopeIndex: 0, fragments: [
             SyncFragment(kind: .change, uuid: base.rootUUID, className: "Board", properties: ["score": 71]),
         ])))
-        #expect(await peer.nothing())
+        #expect(await eventually { session.heldIncomingCount == 1 })
         #expect(board.score == 70)
         session.resumeIncoming()
         #expect(board.score == 71)
@@ -269,7 +284,7 @@ final class HeldClient {
 
     /// Connects a client; the app's only strong reference is `held.strong`.
     private func connectHeld(_ connector: CountingConnector) async throws -> (held: HeldClient, peer: ScriptedPeer) {
-        let held = HeldClient(Client(connector: connector, options: testOptions()))
+        let held = HeldClient(Client(connector: connector, options: testOptions(clock: base.clock)))
         let task = Task { [weak held] in _ = try await held?.strong?.connect() }
         let peer = try await connector.inner.nextPeer()
         guard case .sessionCreate? = await peer.next() else { throw SyncError.closed }
@@ -296,13 +311,19 @@ final class HeldClient {
         // Positive control while the client lives: a lost connection makes it retry again and again.
         connector.inner.setFailing(true)
         await peer.close(code: 1001, reason: "gone")
+        await base.clock.endBackoff()
+        #expect(await eventually { connector.count >= 2 })
+        await base.clock.endBackoff()
         #expect(await eventually { connector.count >= 3 })
+        #expect(await base.clock.waitForSleepers(dueWithin: TestClock.maximumBackoff), "backing off once more")
         #expect(held.strong?.status == .connecting)
         held.strong = nil
         #expect(await eventually { held.weak == nil })
         let after = connector.count
-        // Reconnect delays are at most 20 ms here: a live loop would try again within this window.
-        #expect(await peer.nothing(within: .milliseconds(200)))
+        // The released client's backoff and keep-alive no longer sleep, and no time wakes them.
+        #expect(base.clock.sleeperCount == 0)
+        base.clock.advance(by: .seconds(60))
+        await ChangeDelivery.main.drain()
         #expect(connector.count <= after + 1)
     }
 }

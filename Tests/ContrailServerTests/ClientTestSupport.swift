@@ -1,4 +1,5 @@
 import Contrail
+import ContrailTestSupport
 import ContrailWebSocket
 import Foundation
 import Testing
@@ -79,11 +80,6 @@ actor ScriptedPeer {
         guard let waiter, waiter.id == id else { return }
         self.waiter = nil
         waiter.continuation.resume(returning: nil)
-    }
-
-    /// Whether nothing arrives within `window` (a bounded negative check).
-    func nothing(within window: Duration = .milliseconds(100)) async -> Bool {
-        await nextNonPing(timeout: window) == nil
     }
 
     /// Sends messages as one array frame, as servers do.
@@ -173,24 +169,37 @@ final class SwitchableConnector: SyncConnector {
     func restore() { state.withLock { $0.offline = false } }
 }
 
-/// Waits (bounded) until `condition` holds, letting the main actor run in between.
-@MainActor
-func eventually(_ timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        await ChangeDelivery.main.drain()   // flush local edits and deliver observers first
-        if condition() { return true }
-        if ContinuousClock.now > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
+/// Options for tests: every wait of the client (connect and reply timeouts, keep-alives, the
+/// reconnect backoff, the deadlines of `sync` and `detach`) runs on `clock`, in virtual time that
+/// moves only when the test advances it; reconnects back off 1-20 ms of that time.
+func testOptions(clock: TestClock = TestClock()) -> ClientOptions {
+    var options = ClientOptions(clock: clock)
+    options.reconnect = ReconnectPolicy(initial: .milliseconds(1), maximum: .milliseconds(20), jitter: 0.5)
+    return options
 }
 
-/// Options for fast tests: quick reconnects, short timeouts.
-func testOptions() -> ClientOptions {
-    var options = ClientOptions()
-    options.reconnect = ReconnectPolicy(initial: .milliseconds(1), maximum: .milliseconds(20), jitter: 0.5)
-    options.replyTimeout = .seconds(60)
-    options.connectTimeout = .seconds(60)
-    options.pingInterval = .seconds(30)
-    return options
+extension TestClock {
+    /// The longest reconnect backoff of `testOptions`.
+    static let maximumBackoff = Duration.milliseconds(20)
+
+    /// Ends the reconnect backoff of `count` clients: waits (bounded) until they sleep on it, then
+    /// moves time past it.
+    func endBackoff(clients count: Int = 1, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let started = await waitForSleepers(count, dueWithin: Self.maximumBackoff)
+        #expect(started, "no reconnect backoff started", sourceLocation: sourceLocation)
+        advance(by: Self.maximumBackoff)
+    }
+
+    /// Ends a reconnect backoff if one is under way (for polling loops that drive reconnects).
+    func endPendingBackoff() {
+        if sleeperCount(dueWithin: Self.maximumBackoff) > 0 { advance(by: Self.maximumBackoff) }
+    }
+
+    /// Fires the client's keep-alive once: waits (bounded) until it sleeps (`interval` ± 10 %), then
+    /// moves time past it.
+    func fireKeepAlive(interval: Duration = ClientOptions().pingInterval, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let sleeping = await waitForSleepers(dueWithin: interval * 1.1)
+        #expect(sleeping, "the keep-alive does not sleep", sourceLocation: sourceLocation)
+        advance(by: interval * 1.1)
+    }
 }

@@ -1,4 +1,5 @@
 import Contrail
+import ContrailTestSupport
 import Foundation
 import Testing
 
@@ -6,12 +7,14 @@ import Testing
 @MainActor
 @Suite struct ClientTests {
     let rootUUID = UUID(uuidString: "11111111-2222-3333-4444-555555555555")!
+    /// The virtual time the test's clients wait on (`testOptions(clock:)`).
+    let clock = TestClock()
 
     /// Connects a client and answers its handshake, listing `extensions` (none, as Jetstream does,
     /// by default); returns the client, its session and the peer.
-    func connect(_ connector: ScriptedConnector, options: ClientOptions = testOptions(),
+    func connect(_ connector: ScriptedConnector, options: ClientOptions? = nil,
                  extensions: [String] = []) async throws -> (Client, Session, ScriptedPeer) {
-        let client = Client(connector: connector, options: options)
+        let client = Client(connector: connector, options: options ?? testOptions(clock: clock))
         let task = Task { _ = try await client.connect() }
         let peer = try await connector.nextPeer()
         let create = await peer.next()
@@ -49,6 +52,32 @@ import Testing
         return (scope, board)
     }
 
+    /// The next keep-alive the client sends once the clock fires it, with an acknowledgement of at
+    /// least `ack` (it ticks again while the acknowledgement is lower). Nil, and an issue, when
+    /// anything else comes first. Messages go out in order, so this is a deterministic check that
+    /// nothing else was sent; with `ack` it also proves the server's messages up to that index
+    /// were processed.
+    func keepAlive(_ peer: ScriptedPeer, ack: Int = 0, interval: Duration = ClientOptions().pingInterval,
+                   sourceLocation: SourceLocation = #_sourceLocation) async -> Ping? {
+        for _ in 0..<50 {
+            await ChangeDelivery.main.drain()
+            await clock.fireKeepAlive(interval: interval, sourceLocation: sourceLocation)
+            let message = await peer.next()
+            guard case .ping(let ping)? = message, !ping.resendMissing else {
+                Issue.record("expected only a keep-alive, got \(String(describing: message))", sourceLocation: sourceLocation)
+                return nil
+            }
+            if ping.ack >= ack { return ping }
+        }
+        Issue.record("no keep-alive acknowledged \(ack)", sourceLocation: sourceLocation)
+        return nil
+    }
+
+    /// Whether the client sends nothing but its keep-alive (see `keepAlive`).
+    func quiet(_ peer: ScriptedPeer, ack: Int = 0, sourceLocation: SourceLocation = #_sourceLocation) async -> Bool {
+        await keepAlive(peer, ack: ack, sourceLocation: sourceLocation) != nil
+    }
+
     /// The next ScopeSync the client sends.
     func nextSync(_ peer: ScriptedPeer) async throws -> ScopeSync {
         let message = await peer.nextNonPing()
@@ -63,7 +92,7 @@ import Testing
         let connector = ScriptedConnector()
         let (client, session, peer) = try await connect(connector)
         #expect(client.status == .online)
-        #expect(await peer.nothing())
+        #expect(await quiet(peer))
         let (scope, board) = makeScope()
         try await fetch(scope, session: session, peer: peer)
         #expect(board.uuid == rootUUID)
@@ -76,7 +105,7 @@ import Testing
 
     @Test func deniedSessionIsATypedError() async throws {
         let connector = ScriptedConnector()
-        let client = Client(connector: connector, options: testOptions())
+        let client = Client(connector: connector, options: testOptions(clock: clock))
         let task = Task { () -> SyncError? in
             do { _ = try await client.connect(); return nil } catch { return error as? SyncError }
         }
@@ -247,6 +276,7 @@ import Testing
         let first = try #require(scope.flush())
         let sync1 = try await nextSync(peer)
         await peer.close(code: 1006, reason: "gone")
+        await clock.endBackoff()
         let peer2 = try await connector.nextPeer()
         #expect(await peer2.header == "token-1")
         guard case .ping(let ping)? = await peer2.next() else { Issue.record("expected resend Ping"); return }
@@ -254,7 +284,7 @@ import Testing
         #expect(ping.ack == 2)
         board.score = 2
         let second = try #require(scope.flush())
-        #expect(await peer2.nothing(), "held until the server's resend frame")
+        #expect(await quiet(peer2), "held until the server's resend frame")
         await peer2.send(.ping(Ping(ack: 0, resendMissing: true)))
         let resent = try await nextSync(peer2)
         #expect(resent == sync1)
@@ -277,10 +307,14 @@ import Testing
         _ = try await nextSync(peer)
         await peer.send(.ping(Ping(ack: 2)))
         await peer.close(code: 1006)
+        await clock.endBackoff()
         let peer2 = try await connector.nextPeer()
         _ = await peer2.next()
-        await peer2.send(.ping(Ping(ack: 2, resendMissing: true)))
-        #expect(await peer2.nothing())
+        // A sequenced message after the resend Ping: a keep-alive acknowledging it comes after
+        // anything the Ping made the client resend.
+        await peer2.send(.ping(Ping(ack: 2, resendMissing: true)),
+                         .scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [])))
+        #expect(await quiet(peer2, ack: 3))
         await client.close()
     }
 
@@ -293,6 +327,7 @@ import Testing
         let pending = try #require(scope.flush())
         _ = try await nextSync(peer)
         await peer.close(code: JetstreamCloseCode.expired)
+        await clock.endBackoff()
         let peer2 = try await connector.nextPeer()
         #expect(await peer2.header == nil)
         guard case .sessionCreate? = await peer2.next() else { Issue.record("expected SessionCreate"); return }
@@ -321,6 +356,7 @@ import Testing
         await peer.send(.scopeSync(ScopeSync(index: 5, scopeIndex: 0, fragments: [
             SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["score": 1]),
         ])))
+        await clock.endBackoff()
         let peer2 = try await connector.nextPeer()
         guard case .ping(let ping)? = await peer2.next() else { Issue.record("expected resend Ping"); return }
         #expect(ping.resendMissing && ping.ack == 2)
@@ -338,7 +374,10 @@ import Testing
         #expect(await eventually { client.status == .connecting })
         board.score = 42
         let offline = try #require(scope.flush())
+        await clock.endBackoff()           // a connect that fails: the client backs off again
+        #expect(await clock.waitForSleepers(dueWithin: TestClock.maximumBackoff))
         connector.setFailing(false)
+        await clock.endBackoff()
         let peer2 = try await connector.nextPeer(timeout: .seconds(30))
         _ = await peer2.next()
         await peer2.send(.ping(Ping(ack: 1, resendMissing: true)))
@@ -357,12 +396,12 @@ import Testing
         session.setMode(.manual, for: scope)
         board.score = 5
         let held = try #require(scope.flush())
-        #expect(await peer.nothing())
+        #expect(await quiet(peer))
         // A remote change is not applied in manual mode.
         await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
             SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["title": "remote"]),
         ])))
-        #expect(await peer.nothing())
+        #expect(await quiet(peer, ack: 3))
         #expect(board.title == "server")
         let syncTask = Task { try await session.sync(scope) }
         // sync() catches up with a refetch first, then sends.
@@ -378,7 +417,7 @@ import Testing
         #expect(held.state == .completed)
         session.setMode(.syncOff, for: scope)
         board.score = 6
-        #expect(await peer.nothing())
+        #expect(await quiet(peer))
         session.setMode(.realtime, for: scope)
         let resumed = try await nextSync(peer)
         #expect(resumed.fragments.first?.properties["score"] == 6)
@@ -394,7 +433,7 @@ import Testing
         await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
             SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["score": 70]),
         ])))
-        #expect(await peer.nothing())
+        #expect(await eventually { session.heldIncomingCount == 1 })
         #expect(board.score == 7)
         session.resumeIncoming()
         #expect(board.score == 70)
@@ -403,25 +442,18 @@ import Testing
 
     @Test func keepAlivePingsCarryTheAcknowledgement() async throws {
         let connector = ScriptedConnector()
-        var options = testOptions()
-        options.pingInterval = .milliseconds(20)
-        let (client, session, peer) = try await connect(connector, options: options)
+        let (client, session, peer) = try await connect(connector)
         let (scope, _) = makeScope()
         try await fetch(scope, session: session, peer: peer)
-        // Pings sent while the fetch was under way (on a loaded machine) still carry 0: skip those.
-        var ack: Int?
-        while let message = await peer.next(timeout: .seconds(30)) {
-            if case .ping(let ping) = message, !ping.resendMissing, ping.ack > 0 { ack = ping.ack; break }
-        }
-        #expect(ack == 2)
+        #expect(await keepAlive(peer, ack: 1)?.ack == 2)
         await client.close()
     }
 
     @Test func lateReplyLeadsToResendThenToANewSession() async throws {
         let connector = ScriptedConnector()
-        var options = testOptions()
-        options.pingInterval = .milliseconds(20)
-        options.replyTimeout = .milliseconds(500)  // long enough for a loaded or sanitized run to answer in time
+        var options = testOptions(clock: clock)
+        options.pingInterval = .seconds(1)
+        options.replyTimeout = .seconds(2)
         let (client, session, peer) = try await connect(connector, options: options)
         let (scope, board) = makeScope()
         try await fetch(scope, session: session, peer: peer)
@@ -429,12 +461,14 @@ import Testing
         let pending = try #require(scope.flush())
         let sync = try await nextSync(peer)
         // No reply: the client resumes and resends.
+        await tickUntilReconnect(interval: options.pingInterval)
         let peer2 = try await connector.nextPeer()
         guard case .ping(let resume)? = await peer2.next() else { Issue.record("expected resend Ping"); return }
         #expect(resume.resendMissing)
         await peer2.send(.ping(Ping(ack: 1, resendMissing: true)))
         #expect(try await nextSync(peer2) == sync)
         // Still no reply: a new session, a refetch, and the change set sent again.
+        await tickUntilReconnect(interval: options.pingInterval)
         let peer3 = try await connector.nextPeer()
         guard case .sessionCreate? = await peer3.next() else { Issue.record("expected SessionCreate"); return }
         await peer3.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-3")))
@@ -451,9 +485,21 @@ import Testing
         await client.close()
     }
 
+    /// Fires keep-alives until one finds a reply overdue (the client backs off to reconnect), then
+    /// ends the backoff. A keep-alive sleeps again only after its tick was handled, so waiting for
+    /// its next sleep also waits for any backoff the tick started.
+    func tickUntilReconnect(interval: Duration, sourceLocation: SourceLocation = #_sourceLocation) async {
+        for _ in 0..<10 {
+            #expect(await clock.waitForSleepers(dueWithin: interval * 1.1), sourceLocation: sourceLocation)
+            if clock.sleeperCount(dueWithin: TestClock.maximumBackoff) > 0 { break }
+            clock.advance(by: interval * 1.1)
+        }
+        await clock.endBackoff(sourceLocation: sourceLocation)
+    }
+
     @Test func pendingChangeSetsAreBounded() async throws {
         let connector = ScriptedConnector()
-        var options = testOptions()
+        var options = testOptions(clock: clock)
         options.maxPendingMessages = 2
         let (client, session, peer) = try await connect(connector, options: options)
         let (scope, board) = makeScope()
@@ -461,7 +507,7 @@ import Testing
         for value in 1...3 { board.score = value; scope.flush() }
         let first = try await nextSync(peer)
         _ = try await nextSync(peer)
-        #expect(await peer.nothing(), "the third waits until a reply frees a slot")
+        #expect(await quiet(peer), "the third waits until a reply frees a slot")
         #expect(session.pendingChangeSets == 3)
         await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: first.index, fragmentReplies: [.accepted])))
         let third = try await nextSync(peer)
@@ -471,7 +517,7 @@ import Testing
 
     @Test func statusEventsFollowTheConnection() async throws {
         let connector = ScriptedConnector()
-        let client = Client(connector: connector, options: testOptions())
+        let client = Client(connector: connector, options: testOptions(clock: clock))
         var seen: [Client.Status] = []
         client.onStatusChange(connector) { seen.append($0) }
         let task = Task { _ = try await client.connect() }
@@ -480,6 +526,7 @@ import Testing
         await peer.send(.sessionCreateReply(SessionCreateReply(sessionToken: "t")))
         try await task.value
         await peer.close(code: 1006)
+        await clock.endBackoff()
         let peer2 = try await connector.nextPeer()
         _ = await peer2.next()
         #expect(await eventually { seen == [.connecting, .online, .connecting, .online] })

@@ -1,5 +1,6 @@
 import Contrail
 import ContrailServer
+import ContrailTestSupport
 import Foundation
 import Testing
 

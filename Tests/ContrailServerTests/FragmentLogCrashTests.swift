@@ -1,6 +1,7 @@
 import Contrail
 import ContrailFuzz
 import ContrailServer
+import ContrailTestSupport
 import ContrailWebSocket
 import Foundation
 import Testing
@@ -22,11 +23,7 @@ import Testing
             let binary = directory.appending(path: "contrail")
             if FileManager.default.isExecutableFile(atPath: binary.path(percentEncoded: false)) { return binary }
         }
-        throw ChildFailure(description: "no contrail executable near the tests (looked in \(candidates.map(\.path)))")
-    }
-
-    struct ChildFailure: Error, CustomStringConvertible {
-        var description: String
+        throw TestFailure("no contrail executable near the tests (looked in \(candidates.map(\.path)))")
     }
 
     /// One run of `contrail test-client`: what it printed, parsed.
@@ -56,53 +53,54 @@ import Testing
     }
 
     /// The size of the file at `url` (-1 if it cannot be read).
-    static func fileSize(_ url: URL) -> Int {
+    nonisolated static func fileSize(_ url: URL) -> Int {
         var info = stat()
         return stat(url.path(percentEncoded: false), &info) == 0 ? Int(info.st_size) : -1
     }
 
     /// Runs the child, SIGKILLs it as `kill` says, and returns what it printed.
     static func runChild(_ binary: URL, log: URL, seed: UInt64, kill killPoint: Kill, arguments extra: [String] = []) async throws -> Round {
-        let process = Process()
-        process.executableURL = binary
         let only = if case .never = killPoint { ["--count", "0"] } else { [String]() }
-        process.arguments = ["test-client", "--log", log.path(percentEncoded: false), "--seed", "\(seed)"] + only + extra
-        let output = Pipe()
-        process.standardOutput = output
-        let collected = ChildOutput()
-        try process.run()
-        PipeReader.drain(output.fileHandleForReading) { collected.append($0) }
+        let child = try ChildProcess(binary, ["test-client", "--log", log.path(percentEncoded: false), "--seed", "\(seed)"] + only + extra)
         var sizeBeforeKill: Int?
         let printedEnough: Bool
         switch killPoint {
         case .afterStates(let count):
-            printedEnough = await eventually(.seconds(120)) { collected.count(of: "state ") >= count || !process.isRunning }
+            printedEnough = await child.waitForOutput(timeout: .seconds(120)) { lines(in: $0, startingWith: "state ") >= count }
             // A random moment within the next change set or so (its encoding, write or sync).
             try? await Task.sleep(for: .microseconds(Int.random(in: 0...20_000) * (count % 2)))
         case .whileWriting(let count):
-            printedEnough = await eventually(.seconds(120)) { collected.count(of: "durable ") >= count || !process.isRunning }
-            // Watch the file (bounded): the first growth is the next record being written.
+            printedEnough = await child.waitForOutput(timeout: .seconds(120)) { lines(in: $0, startingWith: "durable ") >= count }
+            // Watch the file (bounded) on a thread of its own, never the main actor, and kill the
+            // child from there: the first growth is the next record being written.
             let size = fileSize(log)
-            let deadline = ContinuousClock.now + .seconds(60)
-            while process.isRunning, fileSize(log) == size, ContinuousClock.now < deadline { usleep(20) }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread {
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while child.isRunning, fileSize(log) == size, ContinuousClock.now < deadline { usleep(20) }
+                    child.signal(SIGKILL)
+                    done.resume()
+                }.start()
+            }
             sizeBeforeKill = size
         case .never:
-            printedEnough = await eventually(.seconds(120)) { !process.isRunning }
+            printedEnough = await child.waitForExit(timeout: .seconds(120))
         }
         let killed: Bool
         if case .never = killPoint { killed = false } else { killed = true }
-        if killed || !printedEnough { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        let readAll = await eventually(.seconds(30)) { collected.isComplete }
+        if killed || !printedEnough { child.signal(SIGKILL) }
+        #expect(await child.waitForExit(), "the child exited")
+        let readAll = await child.waitForOutputToEnd()
         #expect(readAll, "the child's output reached its end")
-        #expect(printedEnough, "the child printed \(collected.count(of: "state ")) states in time")
+        let text = child.text
+        #expect(printedEnough, "the child printed \(lines(in: text, startingWith: "state ")) states in time")
         if killed {
-            #expect(process.terminationReason == .uncaughtSignal, "the child died of SIGKILL, not on its own: \(collected.text.suffix(300))")
+            #expect(child.termination == .signalled(SIGKILL), "the child died of SIGKILL, not on its own: \(text.suffix(300))")
         } else {
-            #expect(process.terminationReason == .exit && process.terminationStatus == 0, "the child restored and exited: \(collected.text.suffix(300))")
+            #expect(child.termination == .exited(0), "the child restored and exited: \(text.suffix(300))")
         }
         var round = Round()
-        for line in collected.text.split(separator: "\n") {
+        for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 2)
             switch parts.first {
             case "restored": round.restored = try JSON(parsing: String(line.dropFirst("restored ".count)))
@@ -286,26 +284,8 @@ import Testing
     }
 }
 
-/// Bytes a child process printed, collected from the pipe's reader thread.
-final class ChildOutput: Sendable {
-    private let bytes = SanitizerVisibleMutex<[UInt8]>([])
-    private let ended = SanitizerVisibleMutex(false)
-
-    /// Adds a chunk; empty data is the end of the output.
-    func append(_ data: Data) {
-        if data.isEmpty { ended.withLock { $0 = true } }
-        bytes.withLock { $0.append(contentsOf: data) }
-    }
-
-    /// Whether the end of the output was read.
-    var isComplete: Bool { ended.withLock { $0 } }
-
-    var text: String { bytes.withLock { String(decoding: $0, as: UTF8.self) } }
-
-    /// Lines starting with `prefix` (complete lines only).
-    func count(of prefix: String) -> Int {
-        let text = self.text
-        return text.split(separator: "\n", omittingEmptySubsequences: true).dropLast(text.hasSuffix("\n") ? 0 : 1)
-            .filter { $0.hasPrefix(prefix) }.count
-    }
+/// How many complete lines of `text` start with `prefix`.
+func lines(in text: String, startingWith prefix: String) -> Int {
+    text.split(separator: "\n", omittingEmptySubsequences: true).dropLast(text.hasSuffix("\n") ? 0 : 1)
+        .filter { $0.hasPrefix(prefix) }.count
 }

@@ -1,4 +1,5 @@
 import Contrail
+import ContrailTestSupport
 import Foundation
 import ContrailSupport
 import Testing
@@ -29,7 +30,7 @@ enum JetstreamOriginals {
         ModelRegistry.register(OriginalCanvas.self, OriginalShape.self)
         let holders = try ["Canvas", "Shape"].map { try ModelRegistry.modelClass(named: $0) }
         guard holders[0] == OriginalCanvas.self, holders[1] == OriginalShape.self else {
-            throw ServerProcessError(message: "other models hold the wire names Canvas and Shape in this process: run this suite alone (swift test --filter JetstreamOriginals)")
+            throw TestFailure("other models hold the wire names Canvas and Shape in this process: run this suite alone (swift test --filter JetstreamOriginals)")
         }
     }
 
@@ -39,52 +40,26 @@ enum JetstreamOriginals {
     }
 }
 
-/// One Node child (`node SCRIPT ARGUMENTS`), its output in a temporary file, its port read from the
-/// line it prints once listening. Killed (SIGKILL) by `stop()` or on deinit.
+/// One Node child (`node SCRIPT ARGUMENTS`), its port read from the line it prints once
+/// listening. Killed (SIGKILL) by `stop()` or when released.
 final class NodeChild: Sendable {
     let port: UInt16
-    private let process: Process
-    private let outputURL: URL
+    private let child: ChildProcess
 
     /// Starts the child and waits (bounded) for `"<marker>127.0.0.1:<port>"` in its output.
     init(script: String, arguments: [String], marker: String, timeout: Duration = .seconds(30)) async throws {
-        let outputURL = FileManager.default.temporaryDirectory.appending(path: "contrail-node-\(UUID().uuidString).log")
-        try Data().write(to: outputURL)
-        let handle = try FileHandle(forWritingTo: outputURL)
-        let process = Process()
-        (process.executableURL, process.arguments) = politely(executableOnPath("node") ?? "node", [script] + arguments)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        try handle.close()
-        self.process = process
-        self.outputURL = outputURL
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let text = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
-            if let range = text.range(of: "\(marker)127.0.0.1:"), let port = UInt16(text[range.upperBound...].prefix { $0.isNumber }) {
-                self.port = port
-                return
-            }
-            guard process.isRunning, ContinuousClock.now < deadline else {
-                kill(process.processIdentifier, SIGKILL)
-                throw ServerProcessError(message: "node \(script) did not listen within \(timeout): \(text.suffix(2000))")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        let (executable, arguments) = politely(executableOnPath("node") ?? "node", [script] + arguments)
+        child = try ChildProcess(executable, arguments)
+        port = try await child.port(after: "\(marker)127.0.0.1:", terminator: { !$0.isNumber }, timeout: timeout)
     }
 
     /// Everything the child printed so far.
-    var output: String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
+    var output: String { child.text }
 
-    /// Kills the child.
+    /// Kills the child (SIGKILL).
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(at: outputURL)
+        child.signal()
     }
-
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
 
 /// Plain HTTP to a Node child's control endpoints (they answer JSON).
@@ -101,7 +76,7 @@ enum NodeHTTP {
         let text = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Type: application/json\r\n"
             + "Content-Length: \(payload.utf8.count)\r\n\r\n\(payload)"
         let response = try await PagesHTTP.exchange(port: port, bytes: Array(text.utf8))
-        guard response.status == 200 else { throw ServerProcessError(message: "POST \(path) \(payload): \(response.status) \(response.text)") }
+        guard response.status == 200 else { throw TestFailure("POST \(path) \(payload): \(response.status) \(response.text)") }
         return try JSON(parsing: response.body)
     }
 
@@ -127,7 +102,7 @@ struct OriginalJSPeer {
                                                              marker: "control on "))
         let state = try await peer.state { $0["fetched"]?.isNull == false }
         guard state["fetched"]?["error"]?.isNull ?? true else {
-            throw ServerProcessError(message: "the JS peer could not fetch: \(state)")
+            throw TestFailure("the JS peer could not fetch: \(state)")
         }
         return peer
     }

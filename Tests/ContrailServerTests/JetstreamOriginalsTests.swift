@@ -1,4 +1,5 @@
 import Contrail
+import ContrailTestSupport
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import Contrail
 import ContrailServer
+import ContrailTestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -27,7 +28,7 @@ enum PagesHTTP {
         }
     }
 
-    struct Failure: Error, CustomStringConvertible { let description: String }
+    typealias Failure = TestFailure
 
     /// `GET path` (or another method) with optional extra header lines.
     static func request(port: UInt16, method: String = "GET", path: String, extraHeaders: String = "") async throws -> Response {

@@ -1,5 +1,6 @@
 import Contrail
 import ContrailServer
+import ContrailTestSupport
 import Foundation
 import Testing
 
@@ -38,7 +39,7 @@ import Testing
         })
         #expect(changeSet.state == .reverted)
         #expect(board.title == "server" && board.score == 7)
-        #expect(await peer.nothing())
+        #expect(await base.quiet(peer))
         #expect(!scope.canUndo)
         // Without client constraints the server alone decides: the call goes out.
         scope.modify(procedure: "Board.rename") { board.score = 99 }

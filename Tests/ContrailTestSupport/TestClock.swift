@@ -38,7 +38,14 @@ public final class TestClock: Clock, Sendable {
         var now = Instant(offset: .zero)
         var nextID: UInt64 = 0
         var sleepers: [Sleeper] = []
-        var sleeperWaiters: [(id: UInt64, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var sleeperWaiters: [(id: UInt64, count: Int, dueWithin: Duration?, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// How many sleepers are due within `window` from now (all of them for nil).
+        func sleepers(dueWithin window: Duration?) -> Int {
+            guard let window else { return sleepers.count }
+            let limit = now.advanced(by: window)
+            return sleepers.reduce(0) { $0 + ($1.deadline <= limit ? 1 : 0) }
+        }
     }
 
     private let state = SanitizerVisibleMutex(State())
@@ -54,6 +61,10 @@ public final class TestClock: Clock, Sendable {
 
     /// How many tasks are sleeping on this clock now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    /// How many tasks sleep until at most `window` from now (a short backoff, say, while a long
+    /// keep-alive sleeps too).
+    public func sleeperCount(dueWithin window: Duration) -> Int { state.withLock { $0.sleepers(dueWithin: window) } }
 
     /// Suspends until `advance` reaches `deadline` (at once when it already has). Throws
     /// `CancellationError` when the task is cancelled first.
@@ -93,6 +104,7 @@ public final class TestClock: Clock, Sendable {
             return due
         }
         for sleeper in due { sleeper.continuation.resume() }
+        wakeSleeperWaiters()
     }
 
     /// Moves virtual time to `instant` (nothing happens when it is not in the future).
@@ -101,11 +113,12 @@ public final class TestClock: Clock, Sendable {
         if step > .zero { advance(by: step) }
     }
 
-    /// Returns once at least `count` tasks sleep on this clock: a test calls it before `advance` so
-    /// that the code under test has really started waiting. A bounded wait: it gives up after
-    /// `timeout` of real time and returns false.
+    /// Returns once at least `count` tasks sleep on this clock (with `dueWithin`: sleep until at
+    /// most that long from now, so that a test can wait for a short backoff while a long keep-alive
+    /// sleeps too): a test calls it before `advance` so that the code under test has really started
+    /// waiting. A bounded wait: it gives up after `timeout` of real time and returns false.
     @discardableResult
-    public func waitForSleepers(_ count: Int = 1, timeout: Duration = .seconds(30)) async -> Bool {
+    public func waitForSleepers(_ count: Int = 1, dueWithin: Duration? = nil, timeout: Duration = .seconds(30)) async -> Bool {
         let waiterID = state.withLock { s -> UInt64 in
             s.nextID += 1
             return s.nextID
@@ -114,8 +127,8 @@ public final class TestClock: Clock, Sendable {
             group.addTask {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let satisfied = self.state.withLock { s -> Bool in
-                        if s.sleepers.count >= count { return true }
-                        s.sleeperWaiters.append((waiterID, count, continuation))
+                        if s.sleepers(dueWithin: dueWithin) >= count { return true }
+                        s.sleeperWaiters.append((waiterID, count, dueWithin, continuation))
                         return false
                     }
                     if satisfied { continuation.resume() }
@@ -137,10 +150,9 @@ public final class TestClock: Clock, Sendable {
 
     private func wakeSleeperWaiters() {
         let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            let count = s.sleepers.count
-            let ready = s.sleeperWaiters.filter { $0.count <= count }.map(\.continuation)
-            s.sleeperWaiters.removeAll { $0.count <= count }
-            return ready
+            let ready = s.sleeperWaiters.filter { $0.count <= s.sleepers(dueWithin: $0.dueWithin) }
+            s.sleeperWaiters.removeAll { waiter in ready.contains { $0.id == waiter.id } }
+            return ready.map(\.continuation)
         }
         for continuation in woken { continuation.resume() }
     }

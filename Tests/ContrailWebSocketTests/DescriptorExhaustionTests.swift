@@ -1,3 +1,4 @@
+import ContrailTestSupport
 import Foundation
 import Testing
 @testable import ContrailSupport

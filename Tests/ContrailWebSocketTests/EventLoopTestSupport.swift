@@ -3,39 +3,6 @@ import Foundation
 @testable import ContrailWebSocket
 import ContrailTestSupport
 
-/// A bounded wait ran out.
-struct TestTimeout: Error, CustomStringConvertible {
-    var seconds: Double
-    var description: String { "the awaited event did not happen within \(seconds) s" }
-}
-
-/// Runs `body` in the current task, cancelling it and failing with `TestTimeout` if it takes longer
-/// than `seconds` (a bound on a wait, not a delay: a passing test never waits for it).
-func withTimeout<T>(_ seconds: Double = 10, isolation: isolated (any Actor)? = #isolation,
-                    _ body: () async throws -> T) async throws -> T {
-    let fired = SanitizerVisibleMutex(false)
-    let current = withUnsafeCurrentTask { TaskBox(task: $0) }
-    let watchdog = Task.detached {
-        guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
-        fired.withLock { $0 = true }
-        current.task?.cancel()
-    }
-    defer { watchdog.cancel() }
-    do {
-        let result = try await body()
-        if fired.withLock({ $0 }) { throw TestTimeout(seconds: seconds) }
-        return result
-    } catch {
-        if fired.withLock({ $0 }) { throw TestTimeout(seconds: seconds) }
-        throw error
-    }
-}
-
-/// Lets the watchdog cancel the task it guards (which outlives the watchdog: see `defer`).
-private struct TaskBox: @unchecked Sendable {
-    let task: UnsafeCurrentTask?
-}
-
 /// Loops whose clock never moves: a server on them never times a client out, however slowly a loaded
 /// machine (or ThreadSanitizer) runs the test. Tests of the timeouts themselves move a clock of their own.
 let frozenClockLoops: EventLoopGroup = {

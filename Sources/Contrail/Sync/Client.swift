@@ -13,6 +13,8 @@ import Foundation
 /// ```
 ///
 /// Everything here runs on the main actor; socket I/O runs elsewhere and hands decoded messages over.
+/// Where the connection stands is one state machine (`ClientLifecycle`); every wait (timeouts,
+/// backoff, keep-alive) runs on `ClientOptions.clock`, so tests can run them in virtual time.
 @MainActor
 public final class Client {
     /// Whether the client is connected.
@@ -35,20 +37,21 @@ public final class Client {
         }
     }
     /// The session, once `connect()` succeeded.
-    public private(set) var session: Session?
+    public var session: Session? { lifecycle.session }
     /// The last error that ended the connection for good (a denied new session, say).
     public private(set) var lastError: SyncError?
 
+    typealias Lifecycle = ClientLifecycle<Session, Connection, ReplyWaiter<Session>>
+
     private let connector: any SyncConnector
-    private var connection: Connection?
-    private var generation = 0
-    private var isClosed = false
-    private var handshake: ReplyWaiter<SessionAccepted>?
-    /// The connect attempt under way: concurrent `connect()` calls wait for this one.
-    private var attempt: ReplyWaiter<Session>?
-    private var reconnectTask: Task<Void, Never>?
-    private var pingTask: Task<Void, Never>?
-    private var failures = 0
+    /// Where the connection stands: every lifecycle decision is made by this state machine; the
+    /// client performs the actions it returns.
+    private var lifecycle: Lifecycle
+    /// The lifecycle's one timer at a time: the handshake's connect timeout or the reconnect backoff.
+    private var timer: Task<Void, Never>?
+    private var keepAlive: Task<Void, Never>?
+    /// The clock every wait of this client runs on (`options.clock`).
+    let timeline: Timeline
     private let statusObservers = ObserverList<Status>()
 
     /// A client for a WebSocket server at `url` (`ws://host:port/path`).
@@ -66,18 +69,25 @@ public final class Client {
     public init(connector: any SyncConnector, options: ClientOptions = .init()) {
         self.connector = connector
         self.options = options
+        timeline = Timeline(options.clock)
+        lifecycle = Lifecycle(restartSessionOnFatalError: options.restartSessionOnFatalError)
     }
 
     /// A dropped client stops reconnecting and pinging and closes its transport.
     isolated deinit {
-        reconnectTask?.cancel()
-        pingTask?.cancel()
-        handshake?.resolve(.failure(.closed))
-        attempt?.resolve(.failure(.closed))
-        session?.clientClosed()
-        if let connection {
-            Task { await connection.close(code: 1000, reason: "client released") }
+        for action in lifecycle.handle(.close) {
+            switch action {
+            case .stopKeepAlive: keepAlive?.cancel()
+            case .cancelTimer: timer?.cancel()
+            case .endSession(let session): session.clientClosed()
+            case .resolveAttempt(let attempt, let result): attempt.resolve(result)
+            case .closeConnection(let connection, _):
+                Task { await connection.close(code: 1000, reason: "client released") }
+            default: break
+            }
         }
+        timer?.cancel()
+        keepAlive?.cancel()
     }
 
     /// Calls `body` with every status change (connection-status events).
@@ -98,54 +108,27 @@ public final class Client {
     /// Returns the existing session when already connected; concurrent calls share one attempt.
     /// After `close()`, connecting again opens a new session.
     public func connect() async throws(SyncError) -> Session {
-        if let session { return session }
-        if let attempt { return try await attempt.wait(timeout: nil).get() }
-        let attempt = ReplyWaiter<Session>()
-        self.attempt = attempt
-        defer { if self.attempt === attempt { self.attempt = nil } }
-        isClosed = false
-        lastError = nil
-        status = .connecting
-        do throws(SyncError) {
-            let (accepted, connection) = try await openSession()
-            guard !attempt.isResolved else {
-                // close() ended this attempt while the handshake was answered.
-                await connection.close(code: 1000, reason: "client closed")
-                throw .closed
+        let actions = handle(.connect(session: Session(client: self, token: ""), attempt: ReplyWaiter()))
+        for action in actions {
+            switch action {
+            case .returnSession(let session): return session
+            case .wait(let attempt): return try await attempt.wait(timeout: nil).get()
+            default: continue
             }
-            let session = Session(client: self, token: accepted.token)
-            self.session = session
-            session.renew(accepted, connection: connection)
-            status = .online
-            startPinging()
-            attempt.resolve(.success(session))
-            return session
-        } catch {
-            if self.attempt === attempt { status = .offline }
-            attempt.resolve(.failure(error))
-            throw error
         }
+        preconditionFailure("connect() returned neither a session nor an attempt")
     }
 
     /// Closes the connection and stops reconnecting. The session ends (`session` becomes nil; the
     /// server expires it): its waiting calls fail with `SyncError.closed`, and its pending change
     /// sets stay pending. A later `connect()` opens a new session.
     public func close() async {
-        isClosed = true
-        generation += 1
-        reconnectTask?.cancel()
-        pingTask?.cancel()
-        reconnectTask = nil
-        pingTask = nil
-        handshake?.resolve(.failure(.closed))
-        attempt?.resolve(.failure(.closed))
-        attempt = nil
-        session?.clientClosed()
-        session = nil
-        let connection = self.connection
-        self.connection = nil
-        status = .offline
-        await connection?.close(code: 1000, reason: "client closed")
+        var closing: [Connection] = []
+        for action in lifecycle.handle(.close) {
+            if case .closeConnection(let connection, _) = action { closing.append(connection) } else { perform(action) }
+        }
+        status = lifecycle.status
+        for connection in closing { await connection.close(code: 1000, reason: "client closed") }
     }
 
     /// Connects to `url`, opens a session and fetches `scope` (Jetstream's `syncWithScopeName`).
@@ -175,174 +158,141 @@ public final class Client {
         return client
     }
 
-    // MARK: - Connections
+    // MARK: - The lifecycle
 
-    /// Opens a transport and runs the handshake: `SessionCreate` alone, then wait for the reply.
-    private func openSession() async throws(SyncError) -> (SessionAccepted, Connection) {
-        let connection = try await open(headers: options.headers)
-        let waiter = ReplyWaiter<SessionAccepted>()
-        handshake = waiter
-        connection.send(.sessionCreate(SessionCreate(version: options.version, params: options.sessionParams)))
-        let result = await waiter.wait(timeout: options.connectTimeout)
-        if handshake === waiter { handshake = nil }
-        switch result {
-        case .success(let reply):
-            return (reply, connection)
-        case .failure(let error):
-            if self.connection === connection {
-                generation += 1
-                self.connection = nil
-            }
-            await connection.close(code: 1000, reason: "")
-            throw error
-        }
+    /// Feeds `event` to the lifecycle, performs the actions it returns, and shows the new status.
+    @discardableResult
+    private func handle(_ event: Lifecycle.Event) -> [Lifecycle.Action] {
+        let actions = lifecycle.handle(event)
+        for action in actions { perform(action) }
+        status = lifecycle.status
+        return actions
     }
 
-    private func open(headers: [(String, String)]) async throws(SyncError) -> Connection {
-        let transport = try await connector.connect(headers: headers)
-        if isClosed {
-            await transport.close(code: 1000, reason: "client closed")
-            throw .closed
-        }
-        generation += 1
-        let current = generation
-        let connection = Connection(transport: transport)
-        self.connection = connection
-        connection.start(
-            onMessages: { [weak self] messages in self?.received(messages, generation: current) },
-            onClose: { [weak self] closed in self?.closed(closed, generation: current) })
-        return connection
-    }
-
-    private func received(_ messages: [Message], generation: Int) {
-        guard generation == self.generation else { return }
-        if let handshake {
-            for case .sessionCreateReply(let reply) in messages {
-                if let token = reply.sessionToken {
-                    handshake.resolve(.success(SessionAccepted(token: token, extensions: Set(reply.extensions))))
-                } else if let error = reply.error, error.type == WireErrorBody.serverUnavailable("").type {
-                    handshake.resolve(.failure(.serverUnavailable(error.message)))
-                } else {
-                    handshake.resolve(.failure(.sessionDenied(reply.error?.message ?? "Session creation denied")))
+    private func perform(_ action: Lifecycle.Action) {
+        switch action {
+        case .returnSession, .wait:
+            break   // for the `connect()` caller
+        case .openTransport(let id, let resume):
+            let headers = resume.map { options.headers + [("X-Jetstream-SessionToken", $0.token)] } ?? options.headers
+            let connector = connector
+            Task { [weak self] in
+                let result: Result<any SyncTransport, SyncError>
+                do throws(SyncError) {
+                    result = .success(try await connector.connect(headers: headers))
+                } catch {
+                    result = .failure(error)
+                }
+                guard let self else {
+                    if case .success(let transport) = result { await transport.close(code: 1000, reason: "client released") }
+                    return
+                }
+                switch result {
+                case .success(let transport): self.handle(.transportOpened(id: id, Connection(transport: transport)))
+                case .failure(let error): self.handle(.transportFailed(id: id, error))
                 }
             }
-            return
+        case .startConnection(let connection, let id):
+            connection.start(
+                onMessages: { [weak self] messages in self?.received(messages, id: id) },
+                onClose: { [weak self] closed in self?.handle(.connectionClosed(id: id, closed)) })
+        case .closeConnection(let connection, let reason):
+            Task { await connection.close(code: 1000, reason: reason) }
+        case .sendSessionCreate(let connection):
+            connection.send(.sessionCreate(SessionCreate(version: options.version, params: options.sessionParams)))
+        case .startHandshakeTimer(let id):
+            startTimer(after: options.connectTimeout) { $0.handle(.handshakeEnded(id: id, .failure(.timedOut))) }
+        case .startBackoffTimer(let timer, let attempt):
+            startTimer(after: options.reconnect.delay(attempt: attempt)) { $0.handle(.backoffElapsed(timer: timer)) }
+        case .cancelTimer:
+            timer?.cancel()
+            timer = nil
+        case .renewSession(let session, let accepted, let connection):
+            session.renew(accepted, connection: connection)
+        case .resumeSession(let session, let connection):
+            session.didResume(connection)
+        case .connectionLost(let session):
+            session.connectionLost()
+        case .endSession(let session):
+            session.clientClosed()
+        case .tick(let session):
+            switch session.tick() {
+            case .none: break
+            case .reconnect: handle(.reconnectRequested(renew: false))
+            case .renew: handle(.reconnectRequested(renew: true))
+            }
+        case .startKeepAlive:
+            startKeepAlive()
+        case .stopKeepAlive:
+            keepAlive?.cancel()
+            keepAlive = nil
+        case .resolveAttempt(let attempt, let result):
+            attempt.resolve(result)
+        case .recordError(let error):
+            lastError = error
+        case .clearError:
+            lastError = nil
+        case .serverUnavailable:
+            connector.serverUnavailable()
         }
-        session?.receive(messages)
     }
 
-    private func closed(_ closed: TransportClosed?, generation: Int) {
-        guard generation == self.generation, !isClosed else { return }
-        connection = nil
-        let error: SyncError = closed?.code.map { .closedByServer(code: $0, reason: closed?.reason ?? "") }
-            ?? .transport(closed?.reason ?? "connection closed")
-        handshake?.resolve(.failure(error))
-        guard let session else { return }
-        session.connectionLost()
-        let fatal = closed?.code == JetstreamCloseCode.denied || closed?.code == JetstreamCloseCode.expired
-        if fatal && !options.restartSessionOnFatalError {
-            lastError = error
-            status = .offline
-            return
+    /// Runs `fire` after `delay` on the client's clock, unless the timer is replaced or cancelled
+    /// first. The task holds the client only once the delay is over, so a client the app drops
+    /// stops reconnecting.
+    private func startTimer(after delay: Duration, _ fire: @escaping @MainActor (Client) -> Void) {
+        timer?.cancel()
+        let timeline = timeline
+        timer = Task { [weak self] in
+            guard (try? await timeline.sleep(for: delay)) != nil, !Task.isCancelled, let self else { return }
+            fire(self)
         }
-        scheduleReconnect(newSession: fatal)
+    }
+
+    /// Pings every `pingInterval` (±10 % so that many clients do not ping in step) while connected.
+    private func startKeepAlive() {
+        keepAlive?.cancel()
+        let timeline = timeline
+        let interval = options.pingInterval
+        keepAlive = Task { [weak self] in
+            while !Task.isCancelled {
+                let jitter = Double.random(in: 0.9...1.1)
+                guard (try? await timeline.sleep(for: .nanoseconds(Int64(interval.seconds * jitter * 1e9)))) != nil,
+                      !Task.isCancelled, let self else { return }
+                self.handle(.keepAliveTick)
+            }
+        }
+    }
+
+    private func received(_ messages: [Message], id: Int) {
+        switch lifecycle.state {
+        case .handshaking(_, let current, _) where current == id:
+            for case .sessionCreateReply(let reply) in messages {
+                let result: Result<SessionAccepted, SyncError>
+                if let token = reply.sessionToken {
+                    result = .success(SessionAccepted(token: token, extensions: Set(reply.extensions)))
+                } else if let error = reply.error, error.type == WireErrorBody.serverUnavailable("").type {
+                    result = .failure(.serverUnavailable(error.message))
+                } else {
+                    result = .failure(.sessionDenied(reply.error?.message ?? "Session creation denied"))
+                }
+                handle(.handshakeEnded(id: id, result))
+                return
+            }
+        case .connected(let session, let current, _, _) where current == id:
+            session.receive(messages)
+        default:
+            break   // a late frame of an earlier transport
+        }
     }
 
     /// Drops the connection and resumes on a new one (an out-of-order message, a late reply).
     func forceReconnect() {
-        restart(newSession: false)
+        handle(.reconnectRequested(renew: false))
     }
 
     /// The server answered the resume: the backoff starts over.
     func resumeConfirmed() {
-        failures = 0
-    }
-
-    private func restart(newSession: Bool) {
-        guard !isClosed, session != nil else { return }
-        generation += 1
-        if let connection {
-            self.connection = nil
-            Task { await connection.close(code: 1000, reason: "reconnecting") }
-        }
-        session?.connectionLost()
-        scheduleReconnect(newSession: newSession)
-    }
-
-    /// Reconnects with backoff. The task holds the client only between its sleeps, so a client the
-    /// app drops stops reconnecting (its `deinit` cancels the task).
-    private func scheduleReconnect(newSession: Bool) {
-        reconnectTask?.cancel()
-        status = .connecting
-        reconnectTask = Task { [weak self] in
-            var renew = newSession
-            while !Task.isCancelled {
-                guard let delay = self?.nextReconnectDelay() else { return }
-                try? await Task.sleep(for: delay)
-                guard !Task.isCancelled, let self, !self.isClosed else { return }
-                switch await self.reconnect(renew: renew) {
-                case .done: return
-                case .retry: continue
-                case .retryWithNewSession: renew = true
-                }
-            }
-        }
-    }
-
-    private enum ReconnectOutcome { case done, retry, retryWithNewSession }
-
-    private func nextReconnectDelay() -> Duration? {
-        guard !isClosed, session != nil else { return nil }
-        defer { failures += 1 }
-        return options.reconnect.delay(attempt: failures)
-    }
-
-    /// One reconnect attempt: resumes the session on a new transport, or opens a new wire session.
-    private func reconnect(renew: Bool) async -> ReconnectOutcome {
-        guard let session else { return .done }
-        do throws(SyncError) {
-            if renew {
-                let (accepted, connection) = try await openSession()
-                session.renew(accepted, connection: connection)
-                failures = 0
-            } else {
-                let connection = try await open(headers: options.headers + [("X-Jetstream-SessionToken", session.token)])
-                session.didResume(connection)
-            }
-            status = .online
-            return .done
-        } catch {
-            switch error {
-            case .sessionDenied:
-                lastError = error
-                status = .offline
-                return .done
-            case .serverUnavailable:
-                lastError = error
-                connector.serverUnavailable()
-                return .retry
-            case .closedByServer(let code, _) where code == JetstreamCloseCode.denied || code == JetstreamCloseCode.expired:
-                return .retryWithNewSession
-            default:
-                return .retry
-            }
-        }
-    }
-
-    private func startPinging() {
-        pingTask?.cancel()
-        pingTask = Task { [weak self] in
-            while let interval = self?.options.pingInterval {
-                let jitter = Double.random(in: 0.9...1.1)
-                try? await Task.sleep(for: .nanoseconds(Int64(interval.seconds * jitter * 1e9)))
-                guard let self, !Task.isCancelled, !self.isClosed else { return }
-                guard self.connection != nil, let session = self.session else { continue }
-                switch session.tick() {
-                case .none: break
-                case .reconnect: self.restart(newSession: false)
-                case .renew: self.restart(newSession: true)
-                }
-            }
-        }
+        handle(.resumeConfirmed)
     }
 }

@@ -27,9 +27,18 @@ public struct ClientOptions: Sendable {
     /// After a fatal close (4096 denied, 4097 expired), open a new session, refetch every scope and
     /// re-send pending change sets. Without it the client goes offline.
     public var restartSessionOnFatalError = true
+    /// The clock the client waits on: reply and connect timeouts, reconnect backoff, keep-alive
+    /// pings, and the deadlines of `Session.sync` and `Session.detach`. A test passes a virtual-time
+    /// clock to run all of these without waiting.
+    public var clock: any Clock<Duration> = ContinuousClock()
 
     /// Default options.
     public init() {}
+
+    /// Default options waiting on `clock`.
+    public init(clock: any Clock<Duration>) {
+        self.clock = clock
+    }
 
     /// Options with session parameters (an auth token, say) and extra connect headers.
     public init(sessionParams: [String: JSON], headers: [(String, String)] = []) {

@@ -16,17 +16,17 @@ final class ReplyWaiter<Value: Sendable> {
 
     var isResolved: Bool { result != nil }
 
-    /// The result, or `.timedOut` for this caller once `timeout` has passed, or `.cancelled` when
-    /// the caller's task is cancelled (the waiter itself stays unresolved for the others).
-    func wait(timeout: Duration?) async -> Result<Value, SyncError> {
+    /// The result, or `.timedOut` for this caller once `timeout` has passed on `clock`, or
+    /// `.cancelled` when the caller's task is cancelled (the waiter itself stays unresolved for the others).
+    func wait(timeout: Duration?, clock: any Clock<Duration> = ContinuousClock()) async -> Result<Value, SyncError> {
         if let result { return result }
         nextWaiter += 1
         let id = nextWaiter
         var timer: Task<Void, Never>?
         if let timeout {
             timer = Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                if !Task.isCancelled { self?.expire(id, with: .timedOut) }
+                guard (try? await clock.sleep(for: timeout)) != nil, !Task.isCancelled else { return }
+                self?.expire(id, with: .timedOut)
             }
         }
         defer { timer?.cancel() }

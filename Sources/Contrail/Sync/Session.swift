@@ -26,7 +26,7 @@ public final class Session {
     /// When each awaited request was (re)sent, and the keep-alive ticks since: a reply is overdue
     /// only after enough ticks as well as enough time, so a main actor that was busy for a while
     /// (one late tick) does not count as a silent server.
-    private var sentAt: [Int: (time: ContinuousClock.Instant, ticks: Int)] = [:]
+    private var sentAt: [Int: (time: Duration, ticks: Int)] = [:]
     /// How often each request's reply timed out.
     private var strikes: [Int: Int] = [:]
     private var connection: Connection?
@@ -47,9 +47,14 @@ public final class Session {
     /// The Contrail extensions the server listed in its `SessionCreateReply` (none for Jetstream).
     private var serverExtensions: Set<String> = []
 
+    /// The client's clock (`ClientOptions.clock`): reply deadlines and the waits of `fetch`,
+    /// `sync` and `detach` run on it.
+    private let timeline: Timeline
+
     init(client: Client, token: String) {
         self.client = client
         self.token = token
+        timeline = client.timeline
     }
 
     var options: ClientOptions { client?.options ?? ClientOptions() }
@@ -81,7 +86,7 @@ public final class Session {
             scope.restoredPending.removeAll()
         }
         requestFetch(subscription)
-        let result = await subscription.attached.wait(timeout: options.connectTimeout)
+        let result = await subscription.attached.wait(timeout: options.connectTimeout, clock: timeline.clock)
         if case .failure(let error) = result {
             if !subscription.isAttached { remove(subscription) }
             throw error
@@ -108,11 +113,11 @@ public final class Session {
     public func sync(_ scope: Scope, timeout: Duration? = nil) async throws(SyncError) {
         guard !isClosed else { throw .closed }
         guard let subscription = subscription(for: scope) else { throw .notFetched(scope.name) }
-        let deadline = ContinuousClock.now + (timeout ?? options.connectTimeout)
+        let deadline = timeline.now + (timeout ?? options.connectTimeout)
         scope.flush()
         if subscription.missedRemote || !subscription.isAttached {
             requestFetch(subscription)
-            try await subscription.attached.wait(timeout: deadline - .now).get()
+            try await subscription.attached.wait(timeout: deadline - timeline.now, clock: timeline.clock).get()
         }
         let waiting = subscription.queue.entries.map(\.changeSet).filter { !$0.isSettled }
         pump(forcing: subscription)
@@ -133,12 +138,12 @@ public final class Session {
     @discardableResult
     public func detach(_ scope: Scope, timeout: Duration? = nil) async throws(SyncError) -> [ChangeSet] {
         guard let subscription = subscription(for: scope) else { throw .notFetched(scope.name) }
-        let deadline = ContinuousClock.now + (timeout ?? options.connectTimeout)
+        let deadline = timeline.now + (timeout ?? options.connectTimeout)
         scope.flush()
         let waiting = subscription.queue.entries.map(\.changeSet)
         if !isClosed && subscription.isFetching {
             // Learn the scope index the server is about to hand out, so that it can be detached too.
-            _ = await subscription.attached.wait(timeout: deadline - .now)
+            _ = await subscription.attached.wait(timeout: deadline - timeline.now, clock: timeline.clock)
         }
         if !isClosed && subscription.isAttached {
             pump(forcing: subscription)
@@ -154,13 +159,13 @@ public final class Session {
             syncWaiters.append(answered)   // a close ends the wait too
             defer { syncWaiters.removeAll { $0 === answered } }
             _ = request({ .scopeDetach(ScopeDetach(index: $0, scopeIndex: scopeIndex)) }) { _ in answered.resolve(.success(())) }
-            _ = await answered.wait(timeout: max(.zero, deadline - .now))
+            _ = await answered.wait(timeout: max(.zero, deadline - timeline.now), clock: timeline.clock)
         }
         return waiting.filter { !$0.isSettled }
     }
 
     /// Waits until every change set in `changeSets` is settled, the session closes, or `deadline`.
-    private func settled(_ changeSets: [ChangeSet], deadline: ContinuousClock.Instant) async throws(SyncError) {
+    private func settled(_ changeSets: [ChangeSet], deadline: Duration) async throws(SyncError) {
         let unsettled = changeSets.filter { !$0.isSettled }
         guard !unsettled.isEmpty else { return }
         var remaining = Set(unsettled.map(ObjectIdentifier.init))
@@ -174,7 +179,7 @@ public final class Session {
                 done?.resolve(.success(()))
             }
         }
-        try await done.wait(timeout: deadline - .now).get()
+        try await done.wait(timeout: deadline - timeline.now, clock: timeline.clock).get()
     }
 
     /// Holds every incoming message until `resumeIncoming()` (as Jetstream's `pauseIncoming`).
@@ -209,6 +214,10 @@ public final class Session {
 
     /// The current sync status.
     public var syncStatus: SyncStatus { lastSyncStatus }
+
+    /// How many incoming messages `pauseIncoming()` holds now (for tests that must know a message
+    /// arrived while paused).
+    package var heldIncomingCount: Int { paused?.count ?? 0 }
 
     /// The number of local change sets not yet settled, over every scope.
     public var pendingChangeSets: Int { subscriptions.reduce(0) { $0 + $1.queue.count } }
@@ -272,7 +281,7 @@ public final class Session {
     func tick() -> TickAction {
         guard let connection else { return .none }
         connection.send(.ping(Ping(ack: lastServerIndex, resendMissing: false)))
-        let now = ContinuousClock.now
+        let now = timeline.now
         for index in sentAt.keys { sentAt[index]?.ticks += 1 }
         let minimumTicks = max(2, Int((options.replyTimeout / options.pingInterval).rounded(.up)))
         let overdue = sentAt.filter { now - $0.value.time > options.replyTimeout && $0.value.ticks >= minimumTicks }
@@ -314,7 +323,7 @@ public final class Session {
             if ping.resendMissing {
                 isHolding = false
                 client?.resumeConfirmed()
-                let now = ContinuousClock.now
+                let now = timeline.now
                 for message in resendBuffer {
                     connection?.send(message)
                     if sentAt[message.index] != nil { sentAt[message.index] = (now, 0) }
@@ -379,7 +388,7 @@ public final class Session {
         let message = make(index)
         resendBuffer.append(message)
         awaiting[index] = onReply
-        sentAt[index] = (.now, 0)
+        sentAt[index] = (timeline.now, 0)
         if !isHolding { connection?.send(message) }
         return index
     }

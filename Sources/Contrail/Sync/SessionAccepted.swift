@@ -1,8 +1,13 @@
 /// What a server's accepting `SessionCreateReply` tells the client: the session token and the
 /// Contrail extensions the server understands (empty for a Jetstream server).
-struct SessionAccepted: Sendable {
+package struct SessionAccepted: Sendable {
     /// The session token (a bearer secret: never log it).
-    let token: String
+    package let token: String
     /// Extra message types the server listed, e.g. `"ScopeDetach"`.
-    let extensions: Set<String>
+    package let extensions: Set<String>
+
+    package init(token: String, extensions: Set<String>) {
+        self.token = token
+        self.extensions = extensions
+    }
 }
