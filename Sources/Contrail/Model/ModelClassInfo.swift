@@ -16,6 +16,9 @@ final class ModelClassInfo {
     private let indexByOffset: [UInt16]
     /// A fresh instance: holds every property's default value, and answers key-path probes.
     let probe: ModelObject
+    /// Set when the class's `@Property` options could not be matched to its properties: the class
+    /// is refused (`ModelError.propertyOptionsMismatch`), and none of its properties syncs.
+    let optionsMismatch: PropertyOptionsMismatch?
     private var indicesByKeyPath: [AnyKeyPath: [Int]] = [:]
 
     private static var infos: [ObjectIdentifier: ModelClassInfo] = [:]
@@ -45,15 +48,25 @@ final class ModelClassInfo {
             return true
         }
         ModelClassInfo.isBuildingProbe = true
-        let (probe, options) = PropertyOptionsRecorder.options(of: type, fields: fields.map(\.storage)) {
+        let (probe, recorded) = PropertyOptionsRecorder.options(of: type, fields: fields.map(\.storage)) {
             type.init(uuid: ModelObject.unassignedUUID)
         }
         ModelClassInfo.isBuildingProbe = false
         probe._tracking = ModelTracking(isProbe: true)
         self.probe = probe
+        let options: [PropertyOptions]
+        switch recorded {
+        case .success(let matched):
+            options = matched
+            optionsMismatch = nil
+        case .failure(let mismatch):
+            // No property's options are known: none syncs, so a `local` one cannot leak.
+            options = Array(repeating: PropertyOptions(local: true), count: fields.count)
+            optionsMismatch = mismatch
+            Self.report(mismatch)
+        }
         properties = fields.enumerated().map { index, field in
-            PropertyDescriptor(name: field.name, index: index, offset: field.offset, storage: field.storage,
-                               options: options?[index] ?? PropertyOptions())
+            PropertyDescriptor(name: field.name, index: index, offset: field.offset, storage: field.storage, options: options[index])
         }
         var table = [UInt16](repeating: 0, count: (properties.map(\.offset).max() ?? -1) + 1)
         for property in properties { table[property.offset] = UInt16(property.index + 1) }
@@ -61,6 +74,23 @@ final class ModelClassInfo {
         self.options = properties.map(\.options)
         indexByName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
         probe._tracking?.info = self
+    }
+
+    /// A class whose options cannot be matched is a programming error: debug builds trap with what
+    /// to change; release builds say it on standard error (the class is refused either way).
+    private static func report(_ mismatch: PropertyOptionsMismatch) {
+        #if DEBUG
+        if ModelRegistry.trapsOnOptionsMismatch { preconditionFailure("Contrail: \(mismatch.message)") }
+        #endif
+        FileHandle.standardError.write(Data("Contrail: \(mismatch.message); the class is refused and none of its properties syncs\n".utf8))
+    }
+
+    /// Throws `ModelError.propertyOptionsMismatch` when the class is refused.
+    func checkOptions() throws(ModelError) {
+        if let optionsMismatch {
+            throw .propertyOptionsMismatch(className: className, declarations: optionsMismatch.declarations,
+                                           properties: optionsMismatch.properties)
+        }
     }
 
     /// Decodes a wire value for property `index`. A `null` for a property that cannot hold nil
