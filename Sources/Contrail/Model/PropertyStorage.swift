@@ -9,6 +9,8 @@ protocol PropertyStorage {
     static var modelTypes: [ModelObject.Type] { get }
     static func wireValue(in object: ModelObject, offset: Int) -> JSON
     static func models(in object: ModelObject, offset: Int) -> [ModelObject]
+    /// The model objects a boxed value of this property's type holds.
+    static func models(of value: Any) -> [ModelObject]
     /// Decodes a wire value without touching the object (validation before any change).
     static func decode(_ wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Any
     /// Stores a value made by `decode` (or read by `value(in:offset:)`) and notifies as a local set does.
@@ -37,6 +39,10 @@ extension Property: PropertyStorage {
 
     static func models(in object: ModelObject, offset: Int) -> [ModelObject] {
         Value.valueKind == .value ? [] : withStorage(object, offset) { $0.pointee.value.models }
+    }
+
+    static func models(of value: Any) -> [ModelObject] {
+        Value.valueKind == .value ? [] : (value as? Value)?.models ?? []
     }
 
     static func decode(_ wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Any {

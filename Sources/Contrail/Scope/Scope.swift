@@ -14,7 +14,7 @@ import Foundation
 /// }
 /// ```
 @MainActor
-public final class Scope {
+public final class Scope: ModelObjectHost {
     /// The scope's name (what clients fetch).
     public let name: String
 
@@ -60,7 +60,7 @@ public final class Scope {
     var retiredPruneThreshold = 64
     /// Objects the server already knew that left the tree during the current flush, with the fragment
     /// they had pending: a return within the same flush is a move, which sends no `add`.
-    var leftThisFlush: [ObjectIdentifier: PendingFragment?] = [:]
+    var leftThisFlush: [ObjectIdentifier: PendingChange?] = [:]
     /// Main actor only, never held across a call that reaches it again: no dynamic exclusivity check.
     @exclusivity(unchecked) var pending = PendingFragments()
     var remoteDepth = 0
@@ -84,9 +84,10 @@ public final class Scope {
 
     public init(name: String) {
         self.name = name
+        super.init()
     }
 
-    /// Members hold their scope unretained (`ModelTracking.scope`): clear it on every member still
+    /// Members hold their scope unretained (`ModelTracking.host`): clear it on every member still
     /// attached, whether reached from the root or known by uuid. O(members).
     isolated deinit {
         // An object is expanded only when it is cleared, so each is visited once, cycles included.
@@ -97,6 +98,25 @@ public final class Scope {
         }
         for object in objects.values { _ = object._tracking?.leave(dying: self) }
     }
+
+    // MARK: - What members report (the model layer knows the scope as their `ModelObjectHost`)
+
+    override var hostName: String { name }
+
+    override var hostRoot: ModelObject? {
+        get { root }
+        set { root = newValue }
+    }
+
+    override func didAttach(_ object: ModelObject) { memberAttached(object) }
+
+    override func didDetach(_ object: ModelObject) { memberDetached(object) }
+
+    override func record(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {
+        recordSet(object, tracking: tracking, property: property, old: old, isCollection: isCollection)
+    }
+
+    override func refuseLink(_ error: ScopeMembershipError) { reportRefusedLink(error) }
 
     // MARK: - Lookup
 
