@@ -40,7 +40,7 @@ extension Scope {
         }
         guard !fragments.isEmpty else { return nil }
         let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: atomic,
-                                  origin: .local, state: isSynced ? .syncing : .completed, scope: self)
+                                  origin: .local, state: awaitsSettlement ? .syncing : .completed, scope: self)
         if let call = flushProcedure {
             flushProcedure = nil
             changeSet.procedure = call.name

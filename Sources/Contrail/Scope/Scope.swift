@@ -43,8 +43,11 @@ public final class Scope: ModelObjectHost {
         }
     }
 
-    /// Whether a sync layer settles this scope's change sets (they start `syncing` instead of `completed`).
-    package var isSynced = false
+    /// Whether another layer settles this scope's local change sets after they are made (the sync
+    /// layer sets it while it syncs the scope): then they start `syncing` and wait for its
+    /// `ChangeSet.settle(_:)`; otherwise they are `completed` at once. The scope knows nothing of
+    /// who settles them.
+    package var awaitsSettlement = false
 
     /// Upper bound of `history` and of the undo stack (older change sets are dropped from memory, not from a log).
     public var historyLimit = 1000
@@ -73,9 +76,10 @@ public final class Scope: ModelObjectHost {
     var redoStack: [ChangeSet] = []
     var flushMessage: String?
     var flushAtomic = false
-    /// Local change sets restored from a fragment log that the server never acknowledged; the sync
-    /// layer sends them once the scope is fetched.
-    var restoredPending: [ChangeSet] = []
+    /// Local change sets restored from a fragment log that were never settled, in order, until
+    /// the layer that settles the scope's change sets takes them (the log takes out one that a
+    /// later record says settled).
+    package var unsettledRestored: [ChangeSet] = []
 
     /// Whether `undo`/`redo` is replaying a change set (it goes on neither stack as a new edit).
     var isReplaying = false
