@@ -27,8 +27,7 @@ extension ModelObject {
         for (object, scope) in moving {
             for (holder, property) in holdersOutside(ids, of: object, in: scope) {
                 let descriptor = holder.info.properties[property]
-                guard descriptor.valueKind == .reference,
-                      (try? descriptor.storage.decode(.null, property: descriptor.name, resolver: { _ in nil })) == nil else { continue }
+                guard descriptor.valueKind == .reference, !descriptor.storage.isOptional else { continue }
                 return .heldByNonOptionalReference(object: object.uuid, className: object.className, scope: scope.hostName,
                                                    holder: holder.uuid, property: descriptor.name)
             }
@@ -90,18 +89,7 @@ extension ModelObject {
     /// here). O(property's models).
     private func removeReferences(to object: ModelObject, at index: Int) {
         let property = info.properties[index]
-        var others: [UUID: ModelObject] = [:]
-        for model in property.storage.models(in: self, offset: property.offset) where model !== object {
-            others[model.uuid] = model
-        }
-        let reference = object.wireValue()
-        let without: JSON
-        switch property.storage.wireValue(in: self, offset: property.offset) {
-        case .array(let items): without = .array(items.filter { $0 != reference })
-        case reference: without = .null
-        default: return
-        }
-        guard let value = try? info.decode(without, at: index, resolver: { others[$0] }) else { return }
+        guard let value = property.storage.value(in: self, offset: property.offset, without: object) else { return }
         setValue(value, at: index)
     }
 }

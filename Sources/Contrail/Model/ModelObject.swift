@@ -185,12 +185,6 @@ open class ModelObject: @MainActor Identifiable, Observable {
         return property.storage.value(in: self, offset: property.offset)
     }
 
-    /// Wire value of a property by index.
-    func wireValue(at index: Int) -> JSON {
-        let property = info.properties[index]
-        return property.storage.wireValue(in: self, offset: property.offset)
-    }
-
     /// Sets a property by index from a boxed value of its exact type, notifying as a local set does.
     func setValue(_ value: Any, at index: Int) {
         let property = info.properties[index]

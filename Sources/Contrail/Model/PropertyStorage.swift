@@ -17,6 +17,11 @@ protocol PropertyStorage {
     static func store(_ value: Any, in object: ModelObject, offset: Int, index: Int)
     /// The current value, boxed.
     static func value(in object: ModelObject, offset: Int) -> Any
+    /// The current value without any reference to `model`, boxed: nil for an optional reference
+    /// to it, the other elements of a collection; nil when nothing refers to it or it cannot let go.
+    static func value(in object: ModelObject, offset: Int, without model: ModelObject) -> Any?
+    /// Whether a wire null decodes: an optional (or a floating-point number, which reads it as NaN).
+    static var isOptional: Bool { get }
     /// The wire value of a boxed value of this property's type.
     static func wireValue(of value: Any) -> JSON
 }
@@ -55,6 +60,22 @@ extension Property: PropertyStorage {
 
     static func value(in object: ModelObject, offset: Int) -> Any {
         withStorage(object, offset) { $0.pointee.value }
+    }
+
+    static var isOptional: Bool { (try? Value.decode(wire: .null, property: "", resolver: { _ in nil })) != nil }
+
+    static func value(in object: ModelObject, offset: Int, without model: ModelObject) -> Any? {
+        // Through the wire form: the one way to build a `Value` with fewer models in it.
+        var others: [UUID: ModelObject] = [:]
+        for held in models(in: object, offset: offset) where held !== model { others[held.uuid] = held }
+        let reference = model.wireValue()
+        let without: JSON
+        switch wireValue(in: object, offset: offset) {
+        case .array(let items): without = .array(items.filter { $0 != reference })
+        case reference: without = .null
+        default: return nil
+        }
+        return try? Value.decode(wire: without, property: "", resolver: { others[$0] })
     }
 
     static func store(_ value: Any, in object: ModelObject, offset: Int, index: Int) {

@@ -10,4 +10,10 @@ extension ModelObject {
         }
         return SyncFragment(kind: .add, uuid: uuid, className: className, properties: values)
     }
+
+    /// Wire value of a property by index.
+    func wireValue(at index: Int) -> JSON {
+        let property = info.properties[index]
+        return property.storage.wireValue(in: self, offset: property.offset)
+    }
 }

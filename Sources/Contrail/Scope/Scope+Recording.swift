@@ -41,23 +41,12 @@ extension Scope {
         }
     }
 
-    /// Records that `property` of `object` (whose tracking record is `tracking`) changed from `old`.
-    func recordSet(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {
-        guard remoteDepth == 0 else { return }
-        let options = tracking.info.options[property]
-        guard !options.isLocal else { return }
-        if options.minSyncIntervalMilliseconds > 0, pending[object]?.kind != .add,
-           !passesThrottle(object, property: property, interval: options.minSyncIntervalMilliseconds, old: old, isCollection: isCollection) {
-            return
-        }
-        touch(object, tracking: tracking, property: property, old: old, isCollection: isCollection)
-    }
-
     /// Notes that `property` of `object` changed in this flush, keeping the value it had before the
     /// first change (and, for a collection, its elements: the merge's base). The entry lives on the
     /// object (`PendingFragments`): a later set of the same property in the flush is a load and two
     /// compares; a first set makes the entry in place.
-    private func touch(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {
+    @inline(__always)
+    func touch(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {
         if tracking.pendingGeneration == pending.generation {
             guard tracking.pending?.kind == .change, tracking.pending?.originals.contains(property) == false else { return }
             if isCollection { tracking.pending?.bases[property] = Self.elements(of: old, tracking: tracking, property: property) }
@@ -79,7 +68,7 @@ extension Scope {
     /// Whether a change of a property with a minimum sync interval is recorded now. One that comes
     /// too soon after the last is recorded when the interval is over (from the value it had before
     /// this change); until then, further changes of it are not recorded.
-    private func passesThrottle(_ object: ModelObject, property: Int, interval: UInt32, old: Any, isCollection: Bool) -> Bool {
+    func passesThrottle(_ object: ModelObject, property: Int, interval: UInt32, old: Any, isCollection: Bool) -> Bool {
         let key = ChangeKey(object, property)
         if throttled.contains(key) { return false }
         let now = ContinuousClock.now

@@ -116,8 +116,17 @@ public final class Scope: ModelObjectHost {
 
     override func didDetach(_ object: ModelObject) { memberDetached(object) }
 
+    /// Records that `property` of `object` (whose tracking record is `tracking`) changed from `old`
+    /// (`Scope+Recording.swift` has the rest of recording).
     override func record(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {
-        recordSet(object, tracking: tracking, property: property, old: old, isCollection: isCollection)
+        guard remoteDepth == 0 else { return }
+        let options = tracking.info.options[property]
+        guard !options.isLocal else { return }
+        if options.minSyncIntervalMilliseconds > 0, pending[object]?.kind != .add,
+           !passesThrottle(object, property: property, interval: options.minSyncIntervalMilliseconds, old: old, isCollection: isCollection) {
+            return
+        }
+        touch(object, tracking: tracking, property: property, old: old, isCollection: isCollection)
     }
 
     override func refuseLink(_ error: ScopeMembershipError) { reportRefusedLink(error) }
