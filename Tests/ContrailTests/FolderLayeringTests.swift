@@ -3,47 +3,43 @@ import Testing
 
 /// The folders inside `Sources/Contrail` point one way, as the modules do:
 ///
-///     Sync → Scope (with Procedures) → Model (with Observation)
-///            Persistence ↗
+///     Sync → Persistence → Scope (with Procedures) → Values → Model (with Observation)
 ///
 /// - **Model and Observation know neither Scope nor the wire.** A model object belongs to a
 ///   `ModelObjectHost` (the base class `Scope` overrides), which it reports its sets, attaches,
-///   detaches and refused links to; it never names `Scope`, `ChangeSet` or a fragment. Model files
-///   neither import `ContrailWire` nor name its types, except the value coding files listed in
-///   `valueCoding` (the public `PropertyValue` protocol's wire requirements), which are the one
-///   place values meet JSON.
-/// - **Scope knows Model, not Sync or Persistence.** A scope records changes into change sets and
-///   applies fragments; whether another layer settles its change sets is a neutral flag
-///   (`awaitsSettlement`) that Sync sets. Procedures (constraints checked on a flush) sit with it.
-/// - **Persistence knows Scope and Model, not Sync.** A fragment log restores a scope and records
+///   detaches and refused links to; it never names `Scope`, `ChangeSet` or a fragment. What the
+///   tree needs of a property's value is `ModelValue`; Model files neither import `ContrailWire`
+///   nor name its types.
+/// - **Values is the one place values meet the wire.** `PropertyValue` (refining `ModelValue`
+///   with `wireValue()` and `decode`), its conformances, the `@Property` wrapper that requires it,
+///   and the type-erased coders (`PropertyCoding`) the layers above read and write wire values
+///   through. It knows Model, nothing above.
+/// - **Scope knows Values and Model, not Persistence or Sync.** A scope records changes into
+///   change sets and applies fragments; whether another layer settles its change sets is a
+///   neutral flag (`awaitsSettlement`) that Sync sets. Procedures (constraints checked on a
+///   flush) sit with it.
+/// - **Persistence knows Scope and below, not Sync.** A fragment log restores a scope and records
 ///   its change sets; it does not know whether anything syncs them.
 /// - **Sync knows everything below it**, and nothing below knows Sync.
 ///
 /// The check reads every source file, collects the top-level type names each folder declares,
 /// strips comments and string literals, and fails when a file names a type of a folder its own
-/// folder may not know (or a `ContrailWire` type where that is forbidden).
+/// folder may not know, or a `ContrailWire` type in a folder that may not know the wire.
 @Suite("Folder layering inside Contrail")
 struct FolderLayeringTests {
     /// The folders each folder's files may name types of (its own included).
     static let allowed: [String: Set<String>] = [
         "Model": ["Model", "Observation"],
         "Observation": ["Model", "Observation"],
-        "Scope": ["Scope", "Procedures", "Model", "Observation"],
-        "Procedures": ["Scope", "Procedures", "Model", "Observation"],
-        "Persistence": ["Persistence", "Scope", "Procedures", "Model", "Observation"],
-        "Sync": ["Sync", "Persistence", "Scope", "Procedures", "Model", "Observation"],
+        "Values": ["Values", "Model", "Observation"],
+        "Scope": ["Scope", "Procedures", "Values", "Model", "Observation"],
+        "Procedures": ["Scope", "Procedures", "Values", "Model", "Observation"],
+        "Persistence": ["Persistence", "Scope", "Procedures", "Values", "Model", "Observation"],
+        "Sync": ["Sync", "Persistence", "Scope", "Procedures", "Values", "Model", "Observation"],
     ]
 
     /// Folders whose files may not name `ContrailWire` types nor import it.
     static let wireFree: Set<String> = ["Model", "Observation"]
-
-    /// Model files that are the value coding: the public `PropertyValue` protocol requires
-    /// `wireValue() -> JSON` and `decode(wire:…)`, so its conformances and the type-erased storage
-    /// that calls them use JSON. Nothing else in Model may.
-    static let valueCoding: Set<String> = [
-        "Model/PropertyValue.swift", "Model/PropertyStorage.swift", "Model/ModelColor.swift",
-        "Model/ModelObject+PropertyValue.swift",
-    ]
 
     static var sourcesRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -165,7 +161,7 @@ struct FolderLayeringTests {
                 if let owner = declared[name], !permitted.contains(owner) {
                     found.append("\(file.path): names \(name) (\(owner))")
                 }
-                if wireFree.contains(folder), wireTypes.contains(name), !valueCoding.contains(file.path) {
+                if wireFree.contains(folder), wireTypes.contains(name) {
                     found.append("\(file.path): names \(name) (ContrailWire)")
                 }
             }

@@ -20,6 +20,9 @@ final class ModelClassInfo {
     /// is refused (`ModelError.propertyOptionsMismatch`), and none of its properties syncs.
     let optionsMismatch: PropertyOptionsMismatch?
     private var indicesByKeyPath: [AnyKeyPath: [Int]] = [:]
+    /// What a layer above derives from the class once and keeps here, so that finding it is a
+    /// load (the value coding keeps its properties' coders).
+    var derived: AnyObject?
 
     private static var infos: [ObjectIdentifier: ModelClassInfo] = [:]
     /// Set by a probe instance when a key-path probe reaches its setter.

@@ -131,7 +131,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
     /// the common value types are sent on to code specialised for them (the compares fold away
     /// there): no generic dispatch per set for them.
     @usableFromInline
-    final func _propertyDidSet<Value: PropertyValue>(storageOffset: Int, old: Value, new: Value) {
+    final func _propertyDidSet<Value: ModelValue>(storageOffset: Int, old: Value, new: Value) {
         if Value.self == Double.self {
             propertyDidSet(storageOffset: storageOffset, old: unsafeBitCast(old, to: Double.self), new: unsafeBitCast(new, to: Double.self))
         } else if Value.self == Int.self {
@@ -146,7 +146,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
     }
 
     @inline(__always)
-    private func propertyDidSet<Value: PropertyValue>(storageOffset: Int, old: Value, new: Value) {
+    private func propertyDidSet<Value: ModelValue>(storageOffset: Int, old: Value, new: Value) {
         if let tracking = _tracking {
             guard let index = tracking.info.index(forOffset: storageOffset) else { return }
             _didChange(index: index, old: old, new: new)
@@ -157,7 +157,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
     }
 
     /// A property changed from `old` to `new` (already stored): update the tree, notify, record.
-    final func _didChange<Value: PropertyValue>(index: Int, old: Value, new: Value) {
+    final func _didChange<Value: ModelValue>(index: Int, old: Value, new: Value) {
         let tracking = _tracking ?? makeTracking(changed: index, previous: old.models)
         if tracking.isProbe {
             ModelClassInfo.probedIndex = index
@@ -167,11 +167,8 @@ open class ModelObject: @MainActor Identifiable, Observable {
         if Value.valueKind != .value,
            let refusal = relink(property: index, from: old.models, to: new.models, isCollection: Value.valueKind == .collection) {
             // Refused: the property keeps its value, as if the set had not happened.
-            let offset = tracking.info.properties[index].offset
-            withExtendedLifetime(self) {
-                let base = Unmanaged.passUnretained(self).toOpaque()
-                (base + offset).assumingMemoryBound(to: Property<Value>.self).pointee.value = old
-            }
+            let property = tracking.info.properties[index]
+            property.storage.restore(old, in: self, offset: property.offset)
             tracking.host?.refuseLink(refusal)
             return
         }

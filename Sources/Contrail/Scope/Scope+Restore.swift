@@ -25,7 +25,7 @@ extension Scope {
                 var old = object.value(at: index)
                 if let base = fragment.bases?[name] {
                     let wire = JSON.array(base.filter { objects[$0] != nil }.map { .string($0.uuidString.lowercased()) })
-                    if let decoded = try? info.properties[index].storage.decode(wire, property: name, resolver: { self.objects[$0] }) {
+                    if let decoded = try? info.coder(at: index).decode(wire, property: name, resolver: { self.objects[$0] }) {
                         old = decoded
                     }
                 }

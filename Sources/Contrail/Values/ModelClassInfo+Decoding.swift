@@ -7,11 +7,11 @@ extension ModelClassInfo {
     func decode(_ wire: JSON, at index: Int, resolver: ModelResolver) throws(ModelError) -> Any {
         let property = properties[index]
         do {
-            return try property.storage.decode(wire, property: property.name, resolver: resolver)
+            return try coder(at: index).decode(wire, property: property.name, resolver: resolver)
         } catch {
             guard case .null = wire, property.valueKind != .reference else { throw error }
             if property.valueKind == .collection {
-                return try property.storage.decode(.array([]), property: property.name, resolver: resolver)
+                return try coder(at: index).decode(.array([]), property: property.name, resolver: resolver)
             }
             return property.storage.value(in: probe, offset: property.offset)
         }
