@@ -30,7 +30,7 @@ struct PendingChange {
 
     /// A `change` entry whose first touched property is `property`, which had value `original`
     /// (and, for a collection, the elements `base`).
-    init(changing property: Int, from original: Any, base: [UUID]?) {
+    init(changing property: Int, from original: consuming Any, base: [UUID]?) {
         kind = .change
         originals = PropertyOriginals(first: property, original)
         if let base { bases = [property: base] }
@@ -49,7 +49,7 @@ struct PropertyOriginals {
     init() {}
 
     /// Originals whose first touched property is `property`, with value `value`.
-    init(first property: Int, _ value: Any) {
+    init(first property: Int, _ value: consuming Any) {
         firstProperty = property
         firstValue = value
     }
