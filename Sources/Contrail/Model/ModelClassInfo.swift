@@ -21,8 +21,9 @@ final class ModelClassInfo {
     let optionsMismatch: PropertyOptionsMismatch?
     private var indicesByKeyPath: [AnyKeyPath: [Int]] = [:]
     /// What a layer above derives from the class once and keeps here, so that finding it is a
-    /// load (the value coding keeps its properties' coders).
-    var derived: AnyObject?
+    /// load (the value coding keeps its properties' coders). Main actor only, never held across
+    /// a call that reaches it again: no dynamic exclusivity check.
+    @exclusivity(unchecked) var derived: AnyObject?
 
     private static var infos: [ObjectIdentifier: ModelClassInfo] = [:]
     /// Set by a probe instance when a key-path probe reaches its setter.

@@ -173,7 +173,10 @@ open class ModelObject: @MainActor Identifiable, Observable {
             return
         }
         notifyChange(of: index)
-        tracking.withHost { $0.record(self, tracking: tracking, property: index, old: old, isCollection: Value.valueKind == .collection) }
+        tracking.withHost { host in
+            guard host.recordsSets, !tracking.info.options[index].isLocal else { return }
+            host.record(self, tracking: tracking, property: index, old: old, isCollection: Value.valueKind == .collection)
+        }
     }
 
     /// Value of a property by index, boxed (used by scopes to revert).

@@ -7,6 +7,10 @@
 public class ModelObjectHost {
     init() {}
 
+    /// Whether the host records its members' property sets now (false while it applies changes
+    /// from elsewhere): checked before `record` is called, so a set it would ignore costs a load.
+    @exclusivity(unchecked) final var recordsSets = true
+
     /// The host's name, for error messages.
     var hostName: String { "" }
 

@@ -66,7 +66,11 @@ public final class Scope: ModelObjectHost {
     var leftThisFlush: [ObjectIdentifier: PendingChange?] = [:]
     /// Main actor only, never held across a call that reaches it again: no dynamic exclusivity check.
     @exclusivity(unchecked) var pending = PendingFragments()
-    var remoteDepth = 0
+    /// How many `applyingRemote` calls are running; sets are recorded only at 0 (which
+    /// `recordsSets` tells the members without a call).
+    var remoteDepth = 0 {
+        didSet { recordsSets = remoteDepth == 0 }
+    }
     var isRecordingAttach = true
     let listeners = ObserverList<ChangeSet>()
     let linkRefusals = ObserverList<ScopeMembershipError>()
