@@ -46,7 +46,7 @@ enum TestClientCommand {
         let report = try log.attach(to: scope)
         if let torn = report.tornTail { emit("torn \(torn.offset) \(torn.discardedBytes)") }
         guard let shelf = scope.root as? Shelf else { throw Failure(description: "the log holds no Shelf snapshot") }
-        scope.isSynced = true
+        scope.syncOffline()
         emit("restored \(state(of: scope))")
         var random = SplitMix64(seed: seed)
         let first = shelf.step + 1

@@ -16,7 +16,14 @@ final class ModelClassInfo {
     private let indexByOffset: [UInt16]
     /// A fresh instance: holds every property's default value, and answers key-path probes.
     let probe: ModelObject
+    /// Set when the class's `@Property` options could not be matched to its properties: the class
+    /// is refused (`ModelError.propertyOptionsMismatch`), and none of its properties syncs.
+    let optionsMismatch: PropertyOptionsMismatch?
     private var indicesByKeyPath: [AnyKeyPath: [Int]] = [:]
+    /// What a layer above derives from the class once and keeps here, so that finding it is a
+    /// load (the value coding keeps its properties' coders). Main actor only, never held across
+    /// a call that reaches it again: no dynamic exclusivity check.
+    @exclusivity(unchecked) var derived: AnyObject?
 
     private static var infos: [ObjectIdentifier: ModelClassInfo] = [:]
     /// Set by a probe instance when a key-path probe reaches its setter.
@@ -45,15 +52,25 @@ final class ModelClassInfo {
             return true
         }
         ModelClassInfo.isBuildingProbe = true
-        let (probe, options) = PropertyOptionsRecorder.options(of: type, fields: fields.map(\.storage)) {
+        let (probe, recorded) = PropertyOptionsRecorder.options(of: type, fields: fields.map(\.storage)) {
             type.init(uuid: ModelObject.unassignedUUID)
         }
         ModelClassInfo.isBuildingProbe = false
         probe._tracking = ModelTracking(isProbe: true)
         self.probe = probe
+        let options: [PropertyOptions]
+        switch recorded {
+        case .success(let matched):
+            options = matched
+            optionsMismatch = nil
+        case .failure(let mismatch):
+            // No property's options are known: none syncs, so a `local` one cannot leak.
+            options = Array(repeating: PropertyOptions(local: true), count: fields.count)
+            optionsMismatch = mismatch
+            Self.report(mismatch)
+        }
         properties = fields.enumerated().map { index, field in
-            PropertyDescriptor(name: field.name, index: index, offset: field.offset, storage: field.storage,
-                               options: options?[index] ?? PropertyOptions())
+            PropertyDescriptor(name: field.name, index: index, offset: field.offset, storage: field.storage, options: options[index])
         }
         var table = [UInt16](repeating: 0, count: (properties.map(\.offset).max() ?? -1) + 1)
         for property in properties { table[property.offset] = UInt16(property.index + 1) }
@@ -63,20 +80,20 @@ final class ModelClassInfo {
         probe._tracking?.info = self
     }
 
-    /// Decodes a wire value for property `index`. A `null` for a property that cannot hold nil
-    /// (a JavaScript peer's cleared value) takes the class's declared default, the value a new
-    /// instance holds, and `[]` for a collection, so every replica reads it the same way (floating
-    /// point properties read `null` as NaN). Only a non-optional model reference refuses it.
-    func decode(_ wire: JSON, at index: Int, resolver: ModelResolver) throws(ModelError) -> Any {
-        let property = properties[index]
-        do {
-            return try property.storage.decode(wire, property: property.name, resolver: resolver)
-        } catch {
-            guard case .null = wire, property.valueKind != .reference else { throw error }
-            if property.valueKind == .collection {
-                return try property.storage.decode(.array([]), property: property.name, resolver: resolver)
-            }
-            return property.storage.value(in: probe, offset: property.offset)
+    /// A class whose options cannot be matched is a programming error: debug builds trap with what
+    /// to change; release builds say it on standard error (the class is refused either way).
+    private static func report(_ mismatch: PropertyOptionsMismatch) {
+        #if DEBUG
+        if ModelRegistry.trapsOnOptionsMismatch { preconditionFailure("Contrail: \(mismatch.message)") }
+        #endif
+        FileHandle.standardError.write(Data("Contrail: \(mismatch.message); the class is refused and none of its properties syncs\n".utf8))
+    }
+
+    /// Throws `ModelError.propertyOptionsMismatch` when the class is refused.
+    func checkOptions() throws(ModelError) {
+        if let optionsMismatch {
+            throw .propertyOptionsMismatch(className: className, declarations: optionsMismatch.declarations,
+                                           properties: optionsMismatch.properties)
         }
     }
 

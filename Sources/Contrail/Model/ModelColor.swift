@@ -1,5 +1,3 @@
-import Foundation
-
 /// An RGBA color, 0–255 per channel. On the wire it is the unsigned 32-bit number `0xRRGGBBAA`
 /// (opaque `#1dd2af` is 500346879), as Jetstream sends `UIColor`.
 public struct ModelColor: Hashable, Sendable, CustomStringConvertible {
@@ -52,14 +50,4 @@ public struct ModelColor: Hashable, Sendable, CustomStringConvertible {
         }.joined()
     }
 
-}
-
-extension ModelColor: PropertyValue {
-    /// The wire value (Protocol §3.1).
-    public func wireValue() -> JSON { .int(Int64(rgba)) }
-
-    /// Decodes a wire value; throws `ModelError` when it does not fit this type.
-    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> ModelColor {
-        ModelColor(rgba: try UInt32.decode(wire: wire, property: property, resolver: resolver))
-    }
 }

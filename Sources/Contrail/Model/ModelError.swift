@@ -16,6 +16,10 @@ public enum ModelError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownObject(UUID)
     /// A reference points at an object of the wrong class.
     case wrongClass(property: String, expected: String, got: String)
+    /// The options of the class's `@Property` declarations could not be matched to its properties
+    /// (`declarations` initialisers reported options for `properties` properties, or out of order),
+    /// so the class is refused: none of its properties syncs. Debug builds trap instead.
+    case propertyOptionsMismatch(className: String, declarations: Int, properties: Int)
 
     /// What went wrong, in words.
     public var description: String {
@@ -34,6 +38,8 @@ public enum ModelError: Error, Equatable, Sendable, CustomStringConvertible {
             "no object with UUID \(uuid.uuidString.lowercased()) in the scope"
         case .wrongClass(let property, let expected, let got):
             "'\(property)' needs a \(expected), got a \(got)"
+        case .propertyOptionsMismatch(let className, let declarations, let properties):
+            PropertyOptionsMismatch(className: className, declarations: declarations, properties: properties).message
         }
     }
 }

@@ -67,8 +67,8 @@ open class ModelObject: @MainActor Identifiable, Observable {
     /// The wire name of the object's class.
     public var className: String { info.className }
 
-    /// The scope the object is attached to, if any.
-    public var scope: Scope? { _tracking?.scope }
+    /// The host (the scope) the object is attached to, if any.
+    var host: ModelObjectHost? { _tracking?.host }
 
     /// Every place the object is held: parent and property name. A model may sit under several
     /// parents and keys at once.
@@ -100,7 +100,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
         info.properties.filter(\.isSynced).map(\.name)
     }
 
-    // MARK: - Internals shared with Scope and observation
+    // MARK: - Internals shared with the host and observation
 
     var info: ModelClassInfo { _tracking?.info ?? ModelClassInfo.of(type(of: self)) }
 
@@ -131,7 +131,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
     /// the common value types are sent on to code specialised for them (the compares fold away
     /// there): no generic dispatch per set for them.
     @usableFromInline
-    final func _propertyDidSet<Value: PropertyValue>(storageOffset: Int, old: Value, new: Value) {
+    final func _propertyDidSet<Value: ModelValue>(storageOffset: Int, old: Value, new: Value) {
         if Value.self == Double.self {
             propertyDidSet(storageOffset: storageOffset, old: unsafeBitCast(old, to: Double.self), new: unsafeBitCast(new, to: Double.self))
         } else if Value.self == Int.self {
@@ -146,7 +146,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
     }
 
     @inline(__always)
-    private func propertyDidSet<Value: PropertyValue>(storageOffset: Int, old: Value, new: Value) {
+    private func propertyDidSet<Value: ModelValue>(storageOffset: Int, old: Value, new: Value) {
         if let tracking = _tracking {
             guard let index = tracking.info.index(forOffset: storageOffset) else { return }
             _didChange(index: index, old: old, new: new)
@@ -157,7 +157,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
     }
 
     /// A property changed from `old` to `new` (already stored): update the tree, notify, record.
-    final func _didChange<Value: PropertyValue>(index: Int, old: Value, new: Value) {
+    final func _didChange<Value: ModelValue>(index: Int, old: Value, new: Value) {
         let tracking = _tracking ?? makeTracking(changed: index, previous: old.models)
         if tracking.isProbe {
             ModelClassInfo.probedIndex = index
@@ -167,28 +167,22 @@ open class ModelObject: @MainActor Identifiable, Observable {
         if Value.valueKind != .value,
            let refusal = relink(property: index, from: old.models, to: new.models, isCollection: Value.valueKind == .collection) {
             // Refused: the property keeps its value, as if the set had not happened.
-            let offset = tracking.info.properties[index].offset
-            withExtendedLifetime(self) {
-                let base = Unmanaged.passUnretained(self).toOpaque()
-                (base + offset).assumingMemoryBound(to: Property<Value>.self).pointee.value = old
-            }
-            tracking.scope?.refuseLink(refusal)
+            let property = tracking.info.properties[index]
+            property.storage.restore(old, in: self, offset: property.offset)
+            tracking.host?.refuseLink(refusal)
             return
         }
         notifyChange(of: index)
-        tracking.withScope { $0.record(self, tracking: tracking, property: index, old: old) }
+        tracking.withHost { host in
+            guard host.recordsSets, !tracking.info.options[index].isLocal else { return }
+            host.record(self, tracking: tracking, property: index, old: old, isCollection: Value.valueKind == .collection)
+        }
     }
 
     /// Value of a property by index, boxed (used by scopes to revert).
     func value(at index: Int) -> Any {
         let property = info.properties[index]
         return property.storage.value(in: self, offset: property.offset)
-    }
-
-    /// Wire value of a property by index.
-    func wireValue(at index: Int) -> JSON {
-        let property = info.properties[index]
-        return property.storage.wireValue(in: self, offset: property.offset)
     }
 
     /// Sets a property by index from a boxed value of its exact type, notifying as a local set does.
@@ -211,7 +205,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
             if let old = oldModels.first { removed.append((old, 0)) }
             if let new = newModels.first { inserted.append((new, 0)) }
         }
-        if let scope = _tracking?.scope, info.properties[property].isSynced,
+        if let scope = _tracking?.host, info.properties[property].isSynced,
            let refusal = Self.refusalToLink(inserted.lazy.map(\.0), into: scope) {
             return refusal
         }
@@ -233,9 +227,9 @@ open class ModelObject: @MainActor Identifiable, Observable {
             child.notifyParentChange(added: true, parent: self, key: key)
             if isCollection { notifyCollection(added: true, property: property, element: child, index: offset) }
         }
-        if let scope = _tracking?.scope, info.properties[property].isSynced {
-            for (child, _) in inserted where child.scope !== scope { child.attach(to: scope) }
-            let leaving = removed.map(\.0).filter { $0.scope === scope }
+        if let scope = _tracking?.host, info.properties[property].isSynced {
+            for (child, _) in inserted where child.host !== scope { child.attach(to: scope) }
+            let leaving = removed.map(\.0).filter { $0.host === scope }
             if !leaving.isEmpty { ModelObject.detachUnreachable(leaving, from: scope) }
         }
         return nil
@@ -266,43 +260,43 @@ open class ModelObject: @MainActor Identifiable, Observable {
     /// An object can belong to one scope only: members of another scope met on the way move here,
     /// with everything below them (`leaveOtherScopes`: their old scope drops its references to
     /// them and they detach from it first). The caller has checked `refusalToLink`.
-    func attach(to scope: Scope) {
+    func attach(to scope: ModelObjectHost) {
         var attached: [ModelObject] = []
         var movers: [ModelObject] = []
         var stack: [ModelObject] = [self]
         while let object = stack.popLast() {
             let tracking = object.tracking
-            if let current = tracking.scope {
+            if let current = tracking.host {
                 if current !== scope { movers.append(object) }
                 continue
             }
-            tracking.scope = scope
+            tracking.host = scope
             attached.append(object)
             scope.didAttach(object)
             stack.append(contentsOf: object.syncedChildObjects.reversed())
         }
-        for object in attached { object.notifyScope(attached: true, scope: scope) }
+        for object in attached { object.notifyHost(attached: true, host: scope) }
         guard !movers.isEmpty else { return }
         ModelObject.leaveOtherScopes(movers, for: scope)
-        for mover in movers where mover.scope == nil { mover.attach(to: scope) }
+        for mover in movers where mover.host == nil { mover.attach(to: scope) }
     }
 
     /// Detaches every object of the subtrees under `candidates` that can no longer be reached from
     /// the scope's root: an object stays when some parent outside those subtrees is still attached.
-    static func detachUnreachable(_ candidates: [ModelObject], from scope: Scope) {
+    static func detachUnreachable(_ candidates: [ModelObject], from scope: ModelObjectHost) {
         var subtree: [ModelObject] = []
         var inSubtree = Set<ObjectIdentifier>()
         var stack = candidates
         while let object = stack.popLast() {
-            guard object.scope === scope, inSubtree.insert(ObjectIdentifier(object)).inserted else { continue }
+            guard object.host === scope, inSubtree.insert(ObjectIdentifier(object)).inserted else { continue }
             subtree.append(object)
             stack.append(contentsOf: object.syncedChildObjects)
         }
         var kept = Set<ObjectIdentifier>()
         stack = subtree.filter { object in
-            object === scope.root || object.tracking.parents.contains { link in
+            object === scope.hostRoot || object.tracking.parents.contains { link in
                 guard let parent = link.parent, parent.info.properties[link.property].isSynced else { return false }
-                return parent.scope === scope && !inSubtree.contains(ObjectIdentifier(parent))
+                return parent.host === scope && !inSubtree.contains(ObjectIdentifier(parent))
             }
         }
         while let object = stack.popLast() {
@@ -311,9 +305,9 @@ open class ModelObject: @MainActor Identifiable, Observable {
         }
         let leaving = subtree.filter { !kept.contains(ObjectIdentifier($0)) }
         for object in leaving {
-            object.tracking.scope = nil
+            object.tracking.host = nil
             scope.didDetach(object)
         }
-        for object in leaving { object.notifyScope(attached: false, scope: scope) }
+        for object in leaving { object.notifyHost(attached: false, host: scope) }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Everything an object needs once it takes part in a tree, is observed or is asked for its
-/// identity: its parents, its scope, its observers, its uuid, the change its scope is recording for
-/// it. Objects that are none of these carry no tracking at all, which keeps their property sets on
+/// identity: its parents, its host (scope), its observers, its uuid, the change its host is
+/// recording for it. Objects that are none of these carry no tracking at all, which keeps their property sets on
 /// the fast path and their instances small.
 ///
 /// The stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`): they are only
@@ -12,50 +12,50 @@ import Foundation
 final class ModelTracking {
     @exclusivity(unchecked) var info: ModelClassInfo!
     @exclusivity(unchecked) var parents: [ParentLink] = []
-    /// The scope the object belongs to, unretained: a recorded set reaches its scope without a
-    /// weak load or any reference counting (a scope has a side table, which makes both slow).
-    /// Invariant: a scope clears this on every member before it goes away (`Scope.deinit`), and
-    /// detaching clears it; debug builds check it through a weak shadow.
-    @exclusivity(unchecked) private var scopeReference: Unmanaged<Scope>?
+    /// The host (scope) the object belongs to, unretained: a recorded set reaches its host without
+    /// a weak load or any reference counting (a scope has a side table, which makes both slow).
+    /// Invariant: a host clears this on every member before it goes away (`leave(dying:)`, from
+    /// `Scope.deinit`), and detaching clears it; debug builds check it through a weak shadow.
+    @exclusivity(unchecked) private var hostReference: Unmanaged<ModelObjectHost>?
     #if DEBUG
-    private weak var scopeCheck: Scope?
+    private weak var hostCheck: ModelObjectHost?
     #endif
 
-    /// The scope the object belongs to, if any.
-    var scope: Scope? {
+    /// The host the object belongs to, if any.
+    var host: ModelObjectHost? {
         get {
-            assertScopeAlive()
-            return scopeReference?.takeUnretainedValue()
+            assertHostAlive()
+            return hostReference?.takeUnretainedValue()
         }
         set {
-            scopeReference = newValue.map { Unmanaged.passUnretained($0) }
+            hostReference = newValue.map { Unmanaged.passUnretained($0) }
             #if DEBUG
-            scopeCheck = newValue
+            hostCheck = newValue
             #endif
         }
     }
 
-    /// Calls `body` with the object's scope, if it has one, without retaining it.
+    /// Calls `body` with the object's host, if it has one, without retaining it.
     @inline(__always)
-    func withScope(_ body: (Scope) -> Void) {
-        assertScopeAlive()
+    func withHost(_ body: (ModelObjectHost) -> Void) {
+        assertHostAlive()
         // `body` is passed on as it is: a closure literal here would be checked for main-actor
         // isolation at run time on every set.
-        scopeReference?._withUnsafeGuaranteedRef(body)
+        hostReference?._withUnsafeGuaranteedRef(body)
     }
 
-    /// Clears the scope if it is `scope`, which is going away (its weak references are already
+    /// Clears the host if it is `host`, which is going away (its weak references are already
     /// nil, so this compares identities and checks nothing). Returns whether it was.
-    func leave(dying scope: Scope) -> Bool {
-        guard scopeReference?.toOpaque() == Unmanaged.passUnretained(scope).toOpaque() else { return false }
-        scopeReference = nil
+    func leave(dying host: ModelObjectHost) -> Bool {
+        guard hostReference?.toOpaque() == Unmanaged.passUnretained(host).toOpaque() else { return false }
+        hostReference = nil
         return true
     }
 
     @inline(__always)
-    private func assertScopeAlive() {
+    private func assertHostAlive() {
         #if DEBUG
-        assert(scopeReference == nil || scopeCheck != nil, "an object outlived its scope's deinit, which should have cleared it")
+        assert(hostReference == nil || hostCheck != nil, "an object outlived its host's deinit, which should have cleared it")
         #endif
     }
     @exclusivity(unchecked) var observers: [ObserverEntry] = []
@@ -64,9 +64,10 @@ final class ModelTracking {
     @exclusivity(unchecked) var treeTurn: UInt = 0
     /// The object's identity across replicas, made when first asked for.
     lazy var uuid = UUID()
-    /// The fragment the scope is building for this object in the current flush; valid only while
-    /// `pendingGeneration` is that flush's generation (see `PendingFragments`).
-    @exclusivity(unchecked) var pending: PendingFragment?
+    /// The change the host is recording for this object in its current flush; valid only while
+    /// `pendingGeneration` is that flush's generation (the host's bookkeeping, kept here so that
+    /// finding it is a load and a compare).
+    @exclusivity(unchecked) var pending: PendingChange?
     @exclusivity(unchecked) var pendingGeneration: UInt = 0
     /// Made the first time a property of the object is read under observation tracking
     /// (`withObservationTracking`, SwiftUI); nil for objects nobody tracks.

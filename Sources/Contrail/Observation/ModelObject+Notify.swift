@@ -68,12 +68,12 @@ extension ModelObject {
         }
     }
 
-    func notifyScope(attached: Bool, scope: Scope) {
+    func notifyHost(attached: Bool, host: ModelObjectHost) {
         guard let observers = _tracking?.observers else { return }
         for entry in observers where entry.isLive {
             switch entry.event {
             case .attach where attached, .detach where !attached:
-                if case .scope(let body) = entry.callback { body(scope) }
+                if case .host(let body) = entry.callback { body(host) }
             default: break
             }
         }

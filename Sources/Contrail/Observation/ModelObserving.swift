@@ -141,18 +141,6 @@ extension ModelObserving {
         addObserver(observer, .treeChange, .plain(body))
     }
 
-    /// Calls `body` when the object joins a scope.
-    @discardableResult
-    public func observeAttach(_ observer: AnyObject, _ body: @escaping @MainActor (Scope) -> Void) -> ObservationToken {
-        addObserver(observer, .attach, .scope(body))
-    }
-
-    /// Calls `body` when the object leaves its scope (it lost its last attached parent).
-    @discardableResult
-    public func observeDetach(_ observer: AnyObject, _ body: @escaping @MainActor (Scope) -> Void) -> ObservationToken {
-        addObserver(observer, .detach, .scope(body))
-    }
-
     /// Calls `body` with the parent and property name whenever the object is put under a parent.
     @discardableResult
     public func observeAddedToParent(_ observer: AnyObject, _ body: @escaping @MainActor (ModelObject, String) -> Void) -> ObservationToken {

@@ -20,7 +20,8 @@ final class ObserverEntry: ObserverRegistration {
         /// Receives the observed object, so the closure need not capture it.
         case subject((ModelObject) -> Void)
         case element((ModelObject, Int) -> Void)
-        case scope((Scope) -> Void)
+        /// Receives the host (scope) the object joined or left.
+        case host((ModelObjectHost) -> Void)
         case parent((ModelObject, String) -> Void)
         /// Cancelled or released: the closure is gone.
         case released
@@ -69,7 +70,7 @@ final class ObserverEntry: ObserverRegistration {
         switch callback {
         case .plain(let body): body()
         case .subject(let body): if let subject { body(subject) }
-        case .element, .scope, .parent, .released: break
+        case .element, .host, .parent, .released: break
         }
     }
 }

@@ -97,7 +97,7 @@ public final class FragmentLog {
         guard let (file, tornTail) = opened, failure == nil else {
             try? opened?.0.close()
             unsettled.removeAll()
-            scope.restoredPending.removeAll { changeSet in restored.values.contains { $0 === changeSet } }
+            scope.unsettledRestored.removeAll { changeSet in restored.values.contains { $0 === changeSet } }
             throw failure ?? .notAttached
         }
         report.tornTail = tornTail
@@ -224,7 +224,7 @@ public final class FragmentLog {
         if let settled = decoded.settled {
             unsettled[settled] = nil
             if let changeSet = pending.removeValue(forKey: settled) {
-                scope.restoredPending.removeAll { $0 === changeSet }
+                scope.unsettledRestored.removeAll { $0 === changeSet }
                 changeSet.settle(.completed)
             }
             return

@@ -19,7 +19,7 @@ final class LogReplayCache {
 
     /// The scope's object with `uuid`, if it holds one. Amortised O(1).
     func object(for uuid: UUID) -> ModelObject? {
-        if let cached = members[uuid], let tracking = cached._tracking, tracking.scope === scope, tracking.uuid == uuid {
+        if let cached = members[uuid], let tracking = cached._tracking, tracking.host === scope, tracking.uuid == uuid {
             return cached
         }
         guard let found = scope.object(for: uuid) else { return nil }

@@ -16,7 +16,7 @@ struct ProcedureCall {
         var classes: [UUID: ModelClassInfo] = [:]
         for change in changeSet.changes {
             let property = change.object.info.properties[change.property]
-            originals[change.object.uuid, default: [:]][property.name] = property.storage.wireValue(of: change.old)
+            originals[change.object.uuid, default: [:]][property.name] = change.object.info.coder(at: change.property).wireValue(of: change.old)
             classes[change.object.uuid] = change.object.info
         }
         if let scope = changeSet.scope {

@@ -2,8 +2,8 @@ import Foundation
 
 /// The fragments of one flush of a scope, with what they replaced (for revert and undo).
 ///
-/// Local change sets start `syncing` when the scope is synced (and `completed` otherwise); the sync
-/// layer settles them from the server's reply. Observe `state` with `onStateChange` or
+/// Local change sets start `syncing` when another layer settles the scope's change sets (the sync
+/// layer, from the server's reply, while the scope is synced), and `completed` otherwise. Observe `state` with `onStateChange` or
 /// `await changeSet.settled()`.
 @MainActor
 public final class ChangeSet: Encodable {
@@ -15,7 +15,7 @@ public final class ChangeSet: Encodable {
         case remote
     }
 
-    /// Where a change set stands with the server.
+    /// Where a change set stands with whatever settles it (the server, in a synced scope).
     public enum State: String, Sendable, Codable {
         /// Sent or waiting to be sent; the server has not answered yet.
         case syncing
@@ -102,7 +102,7 @@ public final class ChangeSet: Encodable {
         return await withCheckedContinuation { waiters.append($0) }
     }
 
-    /// Sets the state (the sync layer calls this) and notifies.
+    /// Sets the state (the layer that settles the scope's change sets calls this) and notifies.
     package func settle(_ newState: State) {
         guard newState != state else { return }
         state = newState

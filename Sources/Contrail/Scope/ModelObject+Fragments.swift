@@ -6,8 +6,14 @@ extension ModelObject {
     func addFragment() -> SyncFragment {
         var values: [String: JSON] = [:]
         for property in info.properties where property.isSynced {
-            values[property.name] = property.storage.wireValue(in: self, offset: property.offset)
+            values[property.name] = info.coder(at: property.index).wireValue(in: self, offset: property.offset)
         }
         return SyncFragment(kind: .add, uuid: uuid, className: className, properties: values)
+    }
+
+    /// Wire value of a property by index.
+    func wireValue(at index: Int) -> JSON {
+        let property = info.properties[index]
+        return info.coder(at: index).wireValue(in: self, offset: property.offset)
     }
 }

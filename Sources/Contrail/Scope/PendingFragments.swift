@@ -24,7 +24,7 @@ struct PendingFragments {
     var isEmpty: Bool { order.isEmpty }
 
     /// The entry of `object`, if it has one in this flush.
-    subscript(object: ModelObject) -> PendingFragment? {
+    subscript(object: ModelObject) -> PendingChange? {
         guard let tracking = object._tracking, tracking.pendingGeneration == generation else { return nil }
         return tracking.pending
     }
@@ -47,7 +47,7 @@ struct PendingFragments {
 
     /// Removes the entry of `object` and returns it. O(entries) when there is one.
     @discardableResult
-    mutating func removeValue(for object: ModelObject) -> PendingFragment? {
+    mutating func removeValue(for object: ModelObject) -> PendingChange? {
         guard let tracking = tracking(withEntry: object) else { return nil }
         let entry = tracking.pending
         tracking.pending = nil
@@ -57,7 +57,7 @@ struct PendingFragments {
     }
 
     /// Every entry in order of first entry, leaving none (a new generation starts). O(entries).
-    mutating func takeAll() -> [(object: ModelObject, entry: PendingFragment)] {
+    mutating func takeAll() -> [(object: ModelObject, entry: PendingChange)] {
         let objects = order
         let taken = generation
         order = []

@@ -15,7 +15,8 @@ extension Scope {
         var fragments: [SyncFragment] = []
         var changes: [ChangeSet.Change] = []
         for (object, entry) in building {
-            let properties = object.info.properties
+            let info = object.info
+            let properties = info.properties
             switch entry.kind {
             case .add:
                 fragments.append(object.addFragment())
@@ -26,8 +27,9 @@ extension Scope {
                     let property = properties[index]
                     let new = object.value(at: index)
                     guard let old = entry.originals[index] else { continue }
-                    let oldWire = property.storage.wireValue(of: old)
-                    let newWire = property.storage.wireValue(in: object, offset: property.offset)
+                    let coder = info.coder(at: index)
+                    let oldWire = coder.wireValue(of: old)
+                    let newWire = coder.wireValue(in: object, offset: property.offset)
                     guard oldWire != newWire else { continue }
                     values[property.name] = newWire
                     if let base = entry.bases[index] { bases[property.name] = base }
@@ -40,7 +42,7 @@ extension Scope {
         }
         guard !fragments.isEmpty else { return nil }
         let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: atomic,
-                                  origin: .local, state: isSynced ? .syncing : .completed, scope: self)
+                                  origin: .local, state: awaitsSettlement ? .syncing : .completed, scope: self)
         if let call = flushProcedure {
             flushProcedure = nil
             changeSet.procedure = call.name

@@ -17,7 +17,7 @@ extension Scope {
 
     /// Reports a refused link to `onLinkRefused`'s observers; with none, to standard error, so a
     /// refusal is never silent.
-    func refuseLink(_ error: ScopeMembershipError) {
+    func reportRefusedLink(_ error: ScopeMembershipError) {
         guard linkRefusals.hasLiveObservers else {
             FileHandle.standardError.write(Data("Contrail: scope '\(name)': \(error)\n".utf8))
             return

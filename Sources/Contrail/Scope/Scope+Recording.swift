@@ -2,7 +2,8 @@ import Foundation
 
 /// Recording: what the model tree reports (attach, detach, property sets) becomes pending fragments.
 extension Scope {
-    func didAttach(_ object: ModelObject) {
+    /// `object` joined the scope: it is kept by uuid and, for a local attach, recorded as an `add`.
+    func memberAttached(_ object: ModelObject) {
         let uuid = object.uuid
         objects[uuid] = object
         // The two lookups below are skipped while their tables are empty (a restore, a fetch).
@@ -19,11 +20,12 @@ extension Scope {
         guard remoteDepth == 0, isRecordingAttach else { return }
         let tracking = object.tracking
         pending.list(object, tracking: tracking)
-        tracking.pending = PendingFragment(kind: .add)
+        tracking.pending = PendingChange(kind: .add)
         scheduleFlush()
     }
 
-    func didDetach(_ object: ModelObject) {
+    /// `object` left the scope.
+    func memberDetached(_ object: ModelObject) {
         if objects[object.uuid] === object { objects[object.uuid] = nil }
         retire(object)
         let entry = pending.removeValue(for: object)
@@ -39,39 +41,34 @@ extension Scope {
         }
     }
 
-    /// Records that `property` of `object` (whose tracking record is `tracking`) changed from `old`.
-    func record<Value: PropertyValue>(_ object: ModelObject, tracking: ModelTracking, property: Int, old: Value) {
-        guard remoteDepth == 0 else { return }
-        let options = tracking.info.options[property]
-        guard !options.isLocal else { return }
-        if options.minSyncIntervalMilliseconds > 0, pending[object]?.kind != .add,
-           !passesThrottle(object, property: property, interval: options.minSyncIntervalMilliseconds, old: old) {
-            return
-        }
-        touch(object, tracking: tracking, property: property, old: old)
-    }
-
     /// Notes that `property` of `object` changed in this flush, keeping the value it had before the
-    /// first change. The entry lives on the object (`PendingFragments`): a later set of the same
-    /// property in the flush is a load and two compares; a first set makes the entry in place.
-    private func touch<Value: PropertyValue>(_ object: ModelObject, tracking: ModelTracking, property: Int, old: Value) {
-        let base = { Value.valueKind == .collection ? old.models.map(\.uuid) : nil }
+    /// first change (and, for a collection, its elements: the merge's base). The entry lives on the
+    /// object (`PendingFragments`): a later set of the same property in the flush is a load and two
+    /// compares; a first set makes the entry in place.
+    @inline(__always)
+    func touch(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {
         if tracking.pendingGeneration == pending.generation {
             guard tracking.pending?.kind == .change, tracking.pending?.originals.contains(property) == false else { return }
+            if isCollection { tracking.pending?.bases[property] = Self.elements(of: old, tracking: tracking, property: property) }
             tracking.pending?.originals[property] = old
-            if let base = base() { tracking.pending?.bases[property] = base }
             return
         }
         // A flush is scheduled whenever `pending` stops being empty, so only the first entry asks.
         if pending.isEmpty { scheduleFlush() }
         pending.list(object, tracking: tracking)
-        tracking.pending = PendingFragment(changing: property, from: old, base: base())
+        let base = isCollection ? Self.elements(of: old, tracking: tracking, property: property) : nil
+        tracking.pending = PendingChange(changing: property, from: old, base: base)
+    }
+
+    /// The uuids of the models a boxed value of collection property `property` holds.
+    private static func elements(of value: Any, tracking: ModelTracking, property: Int) -> [UUID] {
+        tracking.info.properties[property].storage.models(of: value).map(\.uuid)
     }
 
     /// Whether a change of a property with a minimum sync interval is recorded now. One that comes
     /// too soon after the last is recorded when the interval is over (from the value it had before
     /// this change); until then, further changes of it are not recorded.
-    private func passesThrottle<Value: PropertyValue>(_ object: ModelObject, property: Int, interval: UInt32, old: Value) -> Bool {
+    func passesThrottle(_ object: ModelObject, property: Int, interval: UInt32, old: Any, isCollection: Bool) -> Bool {
         let key = ChangeKey(object, property)
         if throttled.contains(key) { return false }
         let now = ContinuousClock.now
@@ -87,7 +84,7 @@ extension Scope {
                 self.throttled.remove(key)
                 guard object.scope === self else { return }
                 self.lastRecorded[key] = .now
-                self.touch(object, tracking: object.tracking, property: property, old: old)
+                self.touch(object, tracking: object.tracking, property: property, old: old, isCollection: isCollection)
             }
         }
         return false

@@ -3,14 +3,14 @@ import Foundation
 /// Restoring unacknowledged local change sets from a fragment log.
 extension Scope {
     /// Restores a local change set from a fragment log that was still syncing when the log was
-    /// written, exactly as it was made: its own fragments, in their order, are what the sync layer
-    /// sends once the scope is fetched (so a change set that references an object a later one adds
-    /// never goes out before it). Unless `isApplied` (a compacted record, whose values the log's
+    /// written, exactly as it was made: its own fragments, in their order, are what the layer that
+    /// settles the scope's change sets sends (so a change set that references an object a later
+    /// one adds never goes out before it). Unless `isApplied` (a compacted record, whose values the log's
     /// snapshot already holds), the fragments are applied first, as remote ones (nothing is recorded).
     ///
     /// The returned change set is `syncing`; its originals are the values before it (a collection
     /// with a recorded base takes the base, for the server's three-way merge), so a revert or a
-    /// rebase works as for a change set made in this process. It goes to `restoredPending` (not to
+    /// rebase works as for a change set made in this process. It goes to `unsettledRestored` (not to
     /// `onChanges`); the fragment log takes it out again if a later record says it settled.
     /// O(fragments + properties).
     func restorePending(_ fragments: [SyncFragment], message: String?, isAtomic: Bool,
@@ -25,7 +25,7 @@ extension Scope {
                 var old = object.value(at: index)
                 if let base = fragment.bases?[name] {
                     let wire = JSON.array(base.filter { objects[$0] != nil }.map { .string($0.uuidString.lowercased()) })
-                    if let decoded = try? info.properties[index].storage.decode(wire, property: name, resolver: { self.objects[$0] }) {
+                    if let decoded = try? info.coder(at: index).decode(wire, property: name, resolver: { self.objects[$0] }) {
                         old = decoded
                     }
                 }
@@ -39,7 +39,7 @@ extension Scope {
         let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: isAtomic,
                                   origin: .local, state: .syncing, scope: self, id: id)
         history.append(changeSet)
-        restoredPending.append(changeSet)
+        unsettledRestored.append(changeSet)
         return changeSet
     }
 

@@ -14,7 +14,7 @@ import Foundation
 /// }
 /// ```
 @MainActor
-public final class Scope {
+public final class Scope: ModelObjectHost {
     /// The scope's name (what clients fetch).
     public let name: String
 
@@ -43,8 +43,11 @@ public final class Scope {
         }
     }
 
-    /// Whether a sync layer settles this scope's change sets (they start `syncing` instead of `completed`).
-    package var isSynced = false
+    /// Whether another layer settles this scope's local change sets after they are made (the sync
+    /// layer sets it while it syncs the scope): then they start `syncing` and wait for its
+    /// `ChangeSet.settle(_:)`; otherwise they are `completed` at once. The scope knows nothing of
+    /// who settles them.
+    package var awaitsSettlement = false
 
     /// Upper bound of `history` and of the undo stack (older change sets are dropped from memory, not from a log).
     public var historyLimit = 1000
@@ -60,10 +63,14 @@ public final class Scope {
     var retiredPruneThreshold = 64
     /// Objects the server already knew that left the tree during the current flush, with the fragment
     /// they had pending: a return within the same flush is a move, which sends no `add`.
-    var leftThisFlush: [ObjectIdentifier: PendingFragment?] = [:]
+    var leftThisFlush: [ObjectIdentifier: PendingChange?] = [:]
     /// Main actor only, never held across a call that reaches it again: no dynamic exclusivity check.
     @exclusivity(unchecked) var pending = PendingFragments()
-    var remoteDepth = 0
+    /// How many `applyingRemote` calls are running; sets are recorded only at 0 (which
+    /// `recordsSets` tells the members without a call).
+    var remoteDepth = 0 {
+        didSet { recordsSets = remoteDepth == 0 }
+    }
     var isRecordingAttach = true
     let listeners = ObserverList<ChangeSet>()
     let linkRefusals = ObserverList<ScopeMembershipError>()
@@ -73,9 +80,10 @@ public final class Scope {
     var redoStack: [ChangeSet] = []
     var flushMessage: String?
     var flushAtomic = false
-    /// Local change sets restored from a fragment log that the server never acknowledged; the sync
-    /// layer sends them once the scope is fetched.
-    var restoredPending: [ChangeSet] = []
+    /// Local change sets restored from a fragment log that were never settled, in order, until
+    /// the layer that settles the scope's change sets takes them (the log takes out one that a
+    /// later record says settled).
+    package var unsettledRestored: [ChangeSet] = []
 
     /// Whether `undo`/`redo` is replaying a change set (it goes on neither stack as a new edit).
     var isReplaying = false
@@ -85,9 +93,10 @@ public final class Scope {
     /// An empty scope (no root yet) named `name`, the name a server knows it by.
     public init(name: String) {
         self.name = name
+        super.init()
     }
 
-    /// Members hold their scope unretained (`ModelTracking.scope`): clear it on every member still
+    /// Members hold their scope unretained (`ModelTracking.host`): clear it on every member still
     /// attached, whether reached from the root or known by uuid. O(members).
     isolated deinit {
         // An object is expanded only when it is cleared, so each is visited once, cycles included.
@@ -98,6 +107,34 @@ public final class Scope {
         }
         for object in objects.values { _ = object._tracking?.leave(dying: self) }
     }
+
+    // MARK: - What members report (the model layer knows the scope as their `ModelObjectHost`)
+
+    override var hostName: String { name }
+
+    override var hostRoot: ModelObject? {
+        get { root }
+        set { root = newValue }
+    }
+
+    override func didAttach(_ object: ModelObject) { memberAttached(object) }
+
+    override func didDetach(_ object: ModelObject) { memberDetached(object) }
+
+    /// Records that `property` of `object` (whose tracking record is `tracking`) changed from `old`
+    /// (`Scope+Recording.swift` has the rest of recording).
+    override func record(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {
+        guard remoteDepth == 0 else { return }
+        let options = tracking.info.options[property]
+        guard !options.isLocal else { return }
+        if options.minSyncIntervalMilliseconds > 0, pending[object]?.kind != .add,
+           !passesThrottle(object, property: property, interval: options.minSyncIntervalMilliseconds, old: old, isCollection: isCollection) {
+            return
+        }
+        touch(object, tracking: tracking, property: property, old: old, isCollection: isCollection)
+    }
+
+    override func refuseLink(_ error: ScopeMembershipError) { reportRefusedLink(error) }
 
     // MARK: - Lookup
 

@@ -156,7 +156,7 @@ final class ScopeSubscription {
         // Objects an add names may be out of the tree just now (a pending edit took them out).
         let resolve: ModelResolver = { [scope] uuid in byUUID[uuid] ?? scope.object(for: uuid) ?? scope.retired[uuid]?.object }
         if isCollection { wire = .array(uuids.filter { resolve($0) != nil }.map { .string($0.wireString) }) }
-        return try? property.storage.decode(wire, property: property.name, resolver: resolve)
+        return try? object.info.coder(at: index).decode(wire, property: property.name, resolver: resolve)
     }
 
     private static func models(_ value: Any?) -> [ModelObject] {

@@ -1,20 +1,20 @@
 import Foundation
 
-/// One object, one scope: an object linked into a scope while it belongs to another one moves,
-/// with everything below it, unless a non-optional reference in its scope holds it there.
+/// One object, one host (scope): an object linked into a host while it belongs to another one
+/// moves, with everything below it, unless a non-optional reference in its host holds it there.
 extension ModelObject {
     /// Why linking `objects` (and what is below them) into `target` must be refused, or nil when it
     /// can go ahead: an object the link would move out of another scope (a member of it, or below
     /// one) is held there by a non-optional synced reference from outside what moves, which
     /// cannot let go. Returns at once when every object is already in `target`. O(the unattached
     /// objects below `objects` + the objects that would move + their parents).
-    static func refusalToLink(_ objects: some Collection<ModelObject>, into target: Scope) -> ScopeMembershipError? {
-        if objects.allSatisfy({ $0._tracking?.scope === target }) { return nil }
+    static func refusalToLink(_ objects: some Collection<ModelObject>, into target: ModelObjectHost) -> ScopeMembershipError? {
+        if objects.allSatisfy({ $0._tracking?.host === target }) { return nil }
         var movers: [ModelObject] = []
         var unattached = Set<ObjectIdentifier>()
         var stack = Array(objects)
         while let object = stack.popLast() {
-            if let scope = object.scope {
+            if let scope = object.host {
                 if scope !== target { movers.append(object) }
                 continue
             }
@@ -27,9 +27,8 @@ extension ModelObject {
         for (object, scope) in moving {
             for (holder, property) in holdersOutside(ids, of: object, in: scope) {
                 let descriptor = holder.info.properties[property]
-                guard descriptor.valueKind == .reference,
-                      (try? descriptor.storage.decode(.null, property: descriptor.name, resolver: { _ in nil })) == nil else { continue }
-                return .heldByNonOptionalReference(object: object.uuid, className: object.className, scope: scope.name,
+                guard descriptor.valueKind == .reference, !descriptor.storage.isOptional else { continue }
+                return .heldByNonOptionalReference(object: object.uuid, className: object.className, scope: scope.hostName,
                                                    holder: holder.uuid, property: descriptor.name)
             }
         }
@@ -42,19 +41,19 @@ extension ModelObject {
     /// old scope records the holder's change); a moving root leaves its scope without a root; then
     /// the moving objects detach (detach events). The caller checks `refusalToLink` first: no
     /// non-optional reference holds what moves. O(moving objects + their parents), plus the sets.
-    static func leaveOtherScopes(_ movers: [ModelObject], for target: Scope) {
+    static func leaveOtherScopes(_ movers: [ModelObject], for target: ModelObjectHost) {
         let (moving, ids) = movingSubtrees(of: movers, for: target)
         var cuts: [(holder: ModelObject, property: Int, object: ModelObject)] = []
-        var rootless: [Scope] = []
+        var rootless: [ModelObjectHost] = []
         for (object, scope) in moving {
-            if scope.root === object { rootless.append(scope) }
+            if scope.hostRoot === object { rootless.append(scope) }
             for (holder, property) in holdersOutside(ids, of: object, in: scope) { cuts.append((holder, property, object)) }
         }
         for cut in cuts { cut.holder.removeReferences(to: cut.object, at: cut.property) }
-        for scope in rootless { scope.root = nil }
+        for scope in rootless { scope.hostRoot = nil }
         // What was held only from inside the moving objects leaves with them.
-        var remaining: [ObjectIdentifier: (scope: Scope, objects: [ModelObject])] = [:]
-        for (object, scope) in moving where object.scope === scope {
+        var remaining: [ObjectIdentifier: (scope: ModelObjectHost, objects: [ModelObject])] = [:]
+        for (object, scope) in moving where object.host === scope {
             remaining[ObjectIdentifier(scope), default: (scope, [])].objects.append(object)
         }
         for (scope, objects) in remaining.values { detachUnreachable(objects, from: scope) }
@@ -62,12 +61,12 @@ extension ModelObject {
 
     /// The members of other scopes than `target` under `movers` (included), each with its scope,
     /// and their identities. O(those objects).
-    private static func movingSubtrees(of movers: [ModelObject], for target: Scope) -> (moving: [(object: ModelObject, scope: Scope)], ids: Set<ObjectIdentifier>) {
-        var moving: [(object: ModelObject, scope: Scope)] = []
+    private static func movingSubtrees(of movers: [ModelObject], for target: ModelObjectHost) -> (moving: [(object: ModelObject, scope: ModelObjectHost)], ids: Set<ObjectIdentifier>) {
+        var moving: [(object: ModelObject, scope: ModelObjectHost)] = []
         var ids = Set<ObjectIdentifier>()
         var stack = movers
         while let object = stack.popLast() {
-            guard let scope = object.scope, scope !== target, ids.insert(ObjectIdentifier(object)).inserted else { continue }
+            guard let scope = object.host, scope !== target, ids.insert(ObjectIdentifier(object)).inserted else { continue }
             moving.append((object, scope))
             stack.append(contentsOf: object.syncedChildObjects)
         }
@@ -76,9 +75,9 @@ extension ModelObject {
 
     /// The members of `scope` outside `ids` that hold `object` through a synced property, with
     /// that property's index. O(object's parents).
-    private static func holdersOutside(_ ids: Set<ObjectIdentifier>, of object: ModelObject, in scope: Scope) -> [(holder: ModelObject, property: Int)] {
+    private static func holdersOutside(_ ids: Set<ObjectIdentifier>, of object: ModelObject, in scope: ModelObjectHost) -> [(holder: ModelObject, property: Int)] {
         object.tracking.parents.compactMap { link in
-            guard let holder = link.parent, holder.scope === scope, !ids.contains(ObjectIdentifier(holder)),
+            guard let holder = link.parent, holder.host === scope, !ids.contains(ObjectIdentifier(holder)),
                   holder.info.properties[link.property].isSynced else { return nil }
             return (holder, link.property)
         }
@@ -90,18 +89,7 @@ extension ModelObject {
     /// here). O(property's models).
     private func removeReferences(to object: ModelObject, at index: Int) {
         let property = info.properties[index]
-        var others: [UUID: ModelObject] = [:]
-        for model in property.storage.models(in: self, offset: property.offset) where model !== object {
-            others[model.uuid] = model
-        }
-        let reference = object.wireValue()
-        let without: JSON
-        switch property.storage.wireValue(in: self, offset: property.offset) {
-        case .array(let items): without = .array(items.filter { $0 != reference })
-        case reference: without = .null
-        default: return
-        }
-        guard let value = try? info.decode(without, at: index, resolver: { others[$0] }) else { return }
+        guard let value = property.storage.value(in: self, offset: property.offset, without: object) else { return }
         setValue(value, at: index)
     }
 }

@@ -1,27 +1,36 @@
 import Foundation
 
-/// The fragment a scope is building for one object during the current flush. It is kept on the
-/// object's tracking record (see `PendingFragments`), so it holds no reference to the object.
+/// The change a host (a scope) is recording for one object during its current flush: whether the
+/// object joined in the flush, and what its touched properties held before. It is kept on the
+/// object's tracking record, so it holds no reference to the object.
 @MainActor
-struct PendingFragment {
-    /// `add` when the object joined the scope in this flush.
-    let kind: SyncFragment.Kind
+struct PendingChange {
+    /// Whether the object joined the host in this flush or changed in it.
+    enum Kind {
+        /// The object joined in this flush: all of it is new.
+        case add
+        /// The object was there before: only the touched properties changed.
+        case change
+    }
+
+    /// `add` when the object joined the host in this flush.
+    let kind: Kind
     /// Touched properties in order of first touch, with the value each had before.
     var originals = PropertyOriginals()
-    /// Collection contents before the first touch, for the server's three-way merge (§8.4).
+    /// Collection contents before the first touch (a merge's base).
     var bases: [Int: [UUID]] = [:]
 
     /// Touched properties in order of first touch.
     var touched: [Int] { originals.properties }
 
     /// An entry of `kind` with no touched property yet.
-    init(kind: SyncFragment.Kind) {
+    init(kind: Kind) {
         self.kind = kind
     }
 
     /// A `change` entry whose first touched property is `property`, which had value `original`
     /// (and, for a collection, the elements `base`).
-    init(changing property: Int, from original: Any, base: [UUID]?) {
+    init(changing property: Int, from original: consuming Any, base: [UUID]?) {
         kind = .change
         originals = PropertyOriginals(first: property, original)
         if let base { bases = [property: base] }
@@ -40,7 +49,7 @@ struct PropertyOriginals {
     init() {}
 
     /// Originals whose first touched property is `property`, with value `value`.
-    init(first property: Int, _ value: Any) {
+    init(first property: Int, _ value: consuming Any) {
         firstProperty = property
         firstValue = value
     }

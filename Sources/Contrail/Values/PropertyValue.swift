@@ -3,8 +3,9 @@ import Foundation
 /// Looks up model objects by UUID while wire values are decoded (references and collections).
 public typealias ModelResolver = (UUID) -> ModelObject?
 
-/// A type that a `@Property` can hold: it knows its wire encoding (Protocol §3.1) and, for
-/// references and collections, which model objects it holds.
+/// A type that a `@Property` can hold: it knows its wire encoding (Protocol §3.1) and, through
+/// `ModelValue`, what the model tree needs (for references and collections, which model objects
+/// it holds). This is the one place values meet the wire: the model layer knows only `ModelValue`.
 ///
 /// Conformances ship for `String`, `Bool`, every sized integer, `Float`, `Double`, `Date`, `Data`,
 /// `URL`, `UUID`, `ModelColor`, optionals, arrays, model objects; a `RawRepresentable` enum only has to
@@ -13,37 +14,11 @@ public typealias ModelResolver = (UUID) -> ModelObject?
 /// The protocol is nonisolated: a plain value's `wireValue()` and `decode` run on any thread. Only
 /// model objects conform on the main actor (`extension ModelObject: @MainActor PropertyValue`), and
 /// so do optionals and arrays of them.
-public protocol PropertyValue {
-    /// Whether this is a plain value, a model reference, or a model collection.
-    static var valueKind: PropertyValueKind { get }
-    /// A short type name for error messages ("Double", "String?", "[Shape]").
-    static var typeName: String { get }
-    /// The model classes this type can hold (registered with the owning class).
-    static var modelTypes: [ModelObject.Type] { get }
+public protocol PropertyValue: ModelValue {
     /// The wire value.
     func wireValue() -> JSON
     /// Decodes a wire value; references resolve through `resolver`.
     static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> Self
-    /// Whether two values are the same (a set of the same value notifies nobody).
-    static func isSame(_ lhs: Self, _ rhs: Self) -> Bool
-    /// The model objects this value holds, in order (empty for plain values).
-    var models: [ModelObject] { get }
-}
-
-extension PropertyValue {
-    /// Whether this is a plain value, a model reference or a model collection.
-    public static var valueKind: PropertyValueKind { .value }
-    /// A short type name for error messages.
-    public static var typeName: String { String(describing: Self.self) }
-    /// The model classes this type can hold.
-    public static var modelTypes: [ModelObject.Type] { [] }
-    /// The model objects this value holds, in order (O(n) for collections).
-    public var models: [ModelObject] { [] }
-}
-
-extension PropertyValue where Self: Equatable {
-    /// Whether the two are the same value (a set of the same value notifies nobody).
-    @inlinable public static func isSame(_ lhs: Self, _ rhs: Self) -> Bool { lhs == rhs }
 }
 
 extension JSON {
@@ -240,12 +215,6 @@ extension PropertyValue where Self: RawRepresentable, RawValue: PropertyValue {
 // MARK: - Optionals and arrays
 
 extension Optional: PropertyValue where Wrapped: PropertyValue {
-    /// Whether this is a plain value, a model reference or a model collection.
-    public static var valueKind: PropertyValueKind { Wrapped.valueKind }
-    /// A short type name for error messages.
-    public static var typeName: String { Wrapped.typeName + "?" }
-    /// The model classes this type can hold.
-    public static var modelTypes: [ModelObject.Type] { Wrapped.modelTypes }
     /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { self?.wireValue() ?? .null }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
@@ -253,25 +222,9 @@ extension Optional: PropertyValue where Wrapped: PropertyValue {
         if case .null = wire { return nil }
         return try Wrapped.decode(wire: wire, property: property, resolver: resolver)
     }
-    /// Whether the two are the same value (a set of the same value notifies nobody).
-    public static func isSame(_ lhs: Wrapped?, _ rhs: Wrapped?) -> Bool {
-        switch (lhs, rhs) {
-        case (nil, nil): true
-        case (let l?, let r?): Wrapped.isSame(l, r)
-        default: false
-        }
-    }
-    /// The model objects this value holds, in order (O(n) for collections).
-    public var models: [ModelObject] { self?.models ?? [] }
 }
 
 extension Array: PropertyValue where Element: PropertyValue {
-    /// `[SomeModel]` is a collection of models; `[Double]` and friends are plain values.
-    public static var valueKind: PropertyValueKind { Element.valueKind == .value ? .value : .collection }
-    /// A short type name for error messages.
-    public static var typeName: String { "[\(Element.typeName)]" }
-    /// The model classes this type can hold.
-    public static var modelTypes: [ModelObject.Type] { Element.modelTypes }
     /// The wire value (Protocol §3.1).
     public func wireValue() -> JSON { .array(map { $0.wireValue() }) }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
@@ -283,15 +236,5 @@ extension Array: PropertyValue where Element: PropertyValue {
         result.reserveCapacity(items.count)
         for item in items { result.append(try Element.decode(wire: item, property: property, resolver: resolver)) }
         return result
-    }
-    /// Whether the two are the same value (a set of the same value notifies nobody).
-    public static func isSame(_ lhs: [Element], _ rhs: [Element]) -> Bool {
-        lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { Element.isSame($0, $1) }
-    }
-    /// The model objects this value holds, in order (O(n) for collections).
-    public var models: [ModelObject] {
-        if Element.valueKind == .value { return [] }
-        if let objects = self as? [ModelObject] { return objects }
-        return flatMap(\.models)
     }
 }

@@ -14,12 +14,16 @@ public struct Property<Value: PropertyValue> {
     /// options belong to the class and are collected once, when Contrail first looks at it.
     @usableFromInline var value: Value
 
-    /// A property starting at `wrappedValue`; `local` and `minSyncInterval` are its ``PropertyOptions``.
+    /// A property holding `wrappedValue`, never synced when `local`, recorded at most every
+    /// `minSyncInterval` seconds. `line` and `column` are where the `@Property` is declared (leave
+    /// them to the compiler): options are matched to the class's properties by them, whatever
+    /// order an initialiser assigns the properties in.
     @inlinable
-    public init(wrappedValue: Value, local: Bool = false, minSyncInterval: Double = 0) {
+    public init(wrappedValue: Value, local: Bool = false, minSyncInterval: Double = 0, line: UInt = #line, column: UInt = #column) {
         value = wrappedValue
         if _isRecordingPropertyOptions {
-            PropertyOptionsRecorder.record(PropertyOptions(local: local, minSyncInterval: minSyncInterval), storage: Self.self)
+            PropertyOptionsRecorder.record(PropertyOptions(local: local, minSyncInterval: minSyncInterval), storage: Self.self,
+                                           line: line, column: column)
         }
     }
 
