@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import ContrailWebSocket
 import Foundation
@@ -19,7 +20,7 @@ final class ServerCore: Sendable {
     /// Keep-alive pings and session expiry.
     let ticker: SessionTicker
     /// ``ServerOptions/clock``, which every server timer and timeout reads.
-    let clock: ServerClock
+    let clock: ElapsedClock
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -34,7 +35,7 @@ final class ServerCore: Sendable {
     init(options: ServerOptions) {
         self.options = options
         self.limits = options.limits
-        self.clock = ServerClock(options.clock)
+        self.clock = ElapsedClock(options.clock)
         self.log = ServerLog(sink: options.log)
         self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)

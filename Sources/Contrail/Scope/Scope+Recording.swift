@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 
 /// Recording: what the model tree reports (attach, detach, property sets) becomes pending fragments.
@@ -71,21 +72,21 @@ extension Scope {
     func passesThrottle(_ object: ModelObject, property: Int, interval: UInt32, old: Any, isCollection: Bool) -> Bool {
         let key = ChangeKey(object, property)
         if throttled.contains(key) { return false }
-        let now = ContinuousClock.now
+        let now = clock.elapsed
         guard let last = lastRecorded[key], now - last < .milliseconds(interval) else {
             lastRecorded[key] = now
             return true
         }
         throttled.insert(key)
-        let due = last + .milliseconds(interval)
-        DispatchQueue.main.asyncAfter(deadline: .now() + (due - now).seconds) { [weak self, weak object] in
-            MainActor.assumeIsolated {
-                guard let self, let object else { return }
-                self.throttled.remove(key)
-                guard object.scope === self else { return }
-                self.lastRecorded[key] = .now
-                self.touch(object, tracking: object.tracking, property: property, old: old, isCollection: isCollection)
-            }
+        let due = ElapsedClock.Instant(offset: last + .milliseconds(interval))
+        let clock = self.clock
+        Task { @MainActor [weak self, weak object] in
+            try? await clock.sleep(until: due)
+            guard let self, let object else { return }
+            self.throttled.remove(key)
+            guard object.scope === self else { return }
+            self.lastRecorded[key] = clock.elapsed
+            self.touch(object, tracking: object.tracking, property: property, old: old, isCollection: isCollection)
         }
         return false
     }

@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 
 /// A named model tree with one root. The scope keeps every attached object by UUID, turns local
@@ -74,7 +75,8 @@ public final class Scope: ModelObjectHost {
     var isRecordingAttach = true
     let listeners = ObserverList<ChangeSet>()
     let linkRefusals = ObserverList<ScopeMembershipError>()
-    var lastRecorded: [ChangeKey: ContinuousClock.Instant] = [:]
+    /// When each throttled property was last recorded, on `clock`.
+    var lastRecorded: [ChangeKey: Duration] = [:]
     var throttled: Set<ChangeKey> = []
     var undoStack: [ChangeSet] = []
     var redoStack: [ChangeSet] = []
@@ -90,9 +92,15 @@ public final class Scope: ModelObjectHost {
     /// The procedure call the next non-empty flush makes (`modify(procedure:)`).
     var flushProcedure: ProcedureCall?
 
-    /// An empty scope (no root yet) named `name`, the name a server knows it by.
-    public init(name: String) {
+    /// The clock properties' minimum sync intervals run on.
+    let clock: ElapsedClock
+
+    /// An empty scope (no root yet) named `name`, the name a server knows it by. A property's
+    /// minimum sync interval (`@Property(minSyncInterval:)`) runs on `clock` (a test passes a
+    /// virtual one).
+    public init(name: String, clock: any Clock<Duration> = ContinuousClock()) {
         self.name = name
+        self.clock = ElapsedClock(clock)
         super.init()
     }
 

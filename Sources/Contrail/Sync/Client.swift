@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 
 /// A connection to a Jetstream-protocol sync server (the Protocol article of the Contrail catalog): opens a session, keeps it alive
@@ -51,7 +52,7 @@ public final class Client {
     private var timer: Task<Void, Never>?
     private var keepAlive: Task<Void, Never>?
     /// The clock every wait of this client runs on (`options.clock`).
-    let timeline: Timeline
+    let timeline: ElapsedClock
     private let statusObservers = ObserverList<Status>()
 
     /// A client for a WebSocket server at `url` (`ws://host:port/path`).
@@ -69,7 +70,7 @@ public final class Client {
     public init(connector: any SyncConnector, options: ClientOptions = .init()) {
         self.connector = connector
         self.options = options
-        timeline = Timeline(options.clock)
+        timeline = ElapsedClock(options.clock)
         lifecycle = Lifecycle(restartSessionOnFatalError: options.restartSessionOnFatalError)
     }
 

@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 
 /// A session with a sync server: fetch scopes into it, and their changes flow both ways.
@@ -49,7 +50,7 @@ public final class Session {
 
     /// The client's clock (`ClientOptions.clock`): reply deadlines and the waits of `fetch`,
     /// `sync` and `detach` run on it.
-    private let timeline: Timeline
+    private let timeline: ElapsedClock
 
     init(client: Client, token: String) {
         self.client = client
@@ -113,11 +114,11 @@ public final class Session {
     public func sync(_ scope: Scope, timeout: Duration? = nil) async throws(SyncError) {
         guard !isClosed else { throw .closed }
         guard let subscription = subscription(for: scope) else { throw .notFetched(scope.name) }
-        let deadline = timeline.now + (timeout ?? options.connectTimeout)
+        let deadline = timeline.elapsed + (timeout ?? options.connectTimeout)
         scope.flush()
         if subscription.missedRemote || !subscription.isAttached {
             requestFetch(subscription)
-            try await subscription.attached.wait(timeout: deadline - timeline.now, clock: timeline.clock).get()
+            try await subscription.attached.wait(timeout: deadline - timeline.elapsed, clock: timeline.clock).get()
         }
         let waiting = subscription.queue.entries.map(\.changeSet).filter { !$0.isSettled }
         pump(forcing: subscription)
@@ -138,12 +139,12 @@ public final class Session {
     @discardableResult
     public func detach(_ scope: Scope, timeout: Duration? = nil) async throws(SyncError) -> [ChangeSet] {
         guard let subscription = subscription(for: scope) else { throw .notFetched(scope.name) }
-        let deadline = timeline.now + (timeout ?? options.connectTimeout)
+        let deadline = timeline.elapsed + (timeout ?? options.connectTimeout)
         scope.flush()
         let waiting = subscription.queue.entries.map(\.changeSet)
         if !isClosed && subscription.isFetching {
             // Learn the scope index the server is about to hand out, so that it can be detached too.
-            _ = await subscription.attached.wait(timeout: deadline - timeline.now, clock: timeline.clock)
+            _ = await subscription.attached.wait(timeout: deadline - timeline.elapsed, clock: timeline.clock)
         }
         if !isClosed && subscription.isAttached {
             pump(forcing: subscription)
@@ -159,7 +160,7 @@ public final class Session {
             syncWaiters.append(answered)   // a close ends the wait too
             defer { syncWaiters.removeAll { $0 === answered } }
             _ = request({ .scopeDetach(ScopeDetach(index: $0, scopeIndex: scopeIndex)) }) { _ in answered.resolve(.success(())) }
-            _ = await answered.wait(timeout: max(.zero, deadline - timeline.now), clock: timeline.clock)
+            _ = await answered.wait(timeout: max(.zero, deadline - timeline.elapsed), clock: timeline.clock)
         }
         return waiting.filter { !$0.isSettled }
     }
@@ -179,7 +180,7 @@ public final class Session {
                 done?.resolve(.success(()))
             }
         }
-        try await done.wait(timeout: deadline - timeline.now, clock: timeline.clock).get()
+        try await done.wait(timeout: deadline - timeline.elapsed, clock: timeline.clock).get()
     }
 
     /// Holds every incoming message until `resumeIncoming()` (as Jetstream's `pauseIncoming`).
@@ -281,7 +282,7 @@ public final class Session {
     func tick() -> TickAction {
         guard let connection else { return .none }
         connection.send(.ping(Ping(ack: lastServerIndex, resendMissing: false)))
-        let now = timeline.now
+        let now = timeline.elapsed
         for index in sentAt.keys { sentAt[index]?.ticks += 1 }
         let minimumTicks = max(2, Int((options.replyTimeout / options.pingInterval).rounded(.up)))
         let overdue = sentAt.filter { now - $0.value.time > options.replyTimeout && $0.value.ticks >= minimumTicks }
@@ -323,7 +324,7 @@ public final class Session {
             if ping.resendMissing {
                 isHolding = false
                 client?.resumeConfirmed()
-                let now = timeline.now
+                let now = timeline.elapsed
                 for message in resendBuffer {
                     connection?.send(message)
                     if sentAt[message.index] != nil { sentAt[message.index] = (now, 0) }
@@ -388,7 +389,7 @@ public final class Session {
         let message = make(index)
         resendBuffer.append(message)
         awaiting[index] = onReply
-        sentAt[index] = (timeline.now, 0)
+        sentAt[index] = (timeline.elapsed, 0)
         if !isHolding { connection?.send(message) }
         return index
     }

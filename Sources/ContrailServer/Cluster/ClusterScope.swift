@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import ContrailNATS
 import Foundation
@@ -37,7 +38,7 @@ actor ClusterScope: HostedScope {
     nonisolated let name: String
     private let link: ClusterLink
     private let limits: ServerLimits
-    private let clock: ServerClock
+    private let clock: ElapsedClock
     private let log: ServerLog
     private let subject: String
     private let snapshotKey: String
@@ -53,7 +54,7 @@ actor ClusterScope: HostedScope {
     /// Retries a failed catch-up (JetStream unavailable for a while) until one succeeds.
     private var repair: Task<Void, Never>?
 
-    init(name: String, link: ClusterLink, limits: ServerLimits, clock: ServerClock, log: ServerLog) {
+    init(name: String, link: ClusterLink, limits: ServerLimits, clock: ElapsedClock, log: ServerLog) {
         self.name = name
         self.link = link
         self.limits = limits

@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import Foundation
 
@@ -34,12 +35,12 @@ actor LocalScope: HostedScope {
     /// Whether this scope holds one of `slots` (from loading until it unloads or closes).
     private var holdsSlot = false
     private let idleTimeout: Duration
-    private let clock: ServerClock
-    private var lastUse: ServerClock.Instant
+    private let clock: ElapsedClock
+    private var lastUse: ElapsedClock.Instant
     private var idleTask: Task<Void, Never>?
 
     init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
-         idleTimeout: Duration, clock: ServerClock, log: ServerLog, procedures: [ServerProcedure] = [], root: ScopeRoot? = nil) {
+         idleTimeout: Duration, clock: ElapsedClock, log: ServerLog, procedures: [ServerProcedure] = [], root: ScopeRoot? = nil) {
         self.declaredRoot = root
         self.name = name
         self.limits = limits
@@ -121,7 +122,7 @@ actor LocalScope: HostedScope {
         }
     }
 
-    private func idleDeadline(_ timeout: Duration) -> ServerClock.Instant { lastUse + timeout }
+    private func idleDeadline(_ timeout: Duration) -> ElapsedClock.Instant { lastUse + timeout }
 
     /// Snapshots, closes the log and leaves memory if unused for `timeout`; returns whether it did.
     private func unloadIfIdle(_ timeout: Duration) async -> Bool {

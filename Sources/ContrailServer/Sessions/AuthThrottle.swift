@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWebSocket
 
 /// Rate-limits failed session attempts per peer address: after `limit` failures within `window`
@@ -15,9 +16,9 @@ final class AuthThrottle: Sendable {
     }
 
     private struct Episode {
-        var started: ServerClock.Instant
+        var started: ElapsedClock.Instant
         var failures: Int
-        var refusedUntil: ServerClock.Instant?
+        var refusedUntil: ElapsedClock.Instant?
     }
 
     /// Failures allowed within `window` before a peer is refused.
@@ -25,10 +26,10 @@ final class AuthThrottle: Sendable {
     /// How long failures count, and how long a peer is refused.
     let window: Duration
     private let episodes = SanitizerVisibleMutex<[String: Episode]>([:])
-    private let clock: ServerClock
+    private let clock: ElapsedClock
     private static let maxPeers = 10_000
 
-    init(limit: Int, window: Duration, clock: ServerClock) {
+    init(limit: Int, window: Duration, clock: ElapsedClock) {
         self.limit = max(1, limit)
         self.window = window
         self.clock = clock

@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import ContrailWebSocket
 import Foundation
@@ -25,7 +26,7 @@ actor ServerSession {
     /// is not given out again, so a late message naming it cannot reach another scope.
     private var scopes = FetchedScopes()
     /// When the client was last heard from (read by the ``SessionTicker`` for expiry).
-    private nonisolated let lastActivity: SanitizerVisibleMutex<ServerClock.Instant>
+    private nonisolated let lastActivity: SanitizerVisibleMutex<ElapsedClock.Instant>
     private var connection: ServerConnection?
     /// Whether the ticker watches this session for expiry (from the first attach).
     private var watched = false
@@ -65,7 +66,7 @@ actor ServerSession {
     }
 
     /// When the client was last heard from.
-    nonisolated var idleSince: ServerClock.Instant { lastActivity.withLock { $0 } }
+    nonisolated var idleSince: ElapsedClock.Instant { lastActivity.withLock { $0 } }
 
     /// Ends the session if nothing arrived for `expiry`. Returns whether it has ended.
     func expireIfIdle(_ expiry: Duration) async -> Bool {

@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWebSocket
 import Foundation
 
@@ -11,7 +12,7 @@ import Foundation
 final class SessionTicker: Sendable {
     private struct Pinged {
         let outbox: SessionOutbox
-        var due: ServerClock.Instant
+        var due: ElapsedClock.Instant
     }
 
     private struct State {
@@ -25,9 +26,9 @@ final class SessionTicker: Sendable {
     private let pingInterval: Duration
     private let expiry: Duration
     private let period: Duration
-    private let clock: ServerClock
+    private let clock: ElapsedClock
 
-    init(pingInterval: Duration, expiry: Duration, clock: ServerClock) {
+    init(pingInterval: Duration, expiry: Duration, clock: ElapsedClock) {
         self.pingInterval = pingInterval
         self.expiry = expiry
         self.clock = clock

@@ -88,7 +88,7 @@ public final class EventLoop: @unchecked Sendable {
 
     let poller: any Poller
     /// The clock the loop's timers follow.
-    let clock: LoopClock
+    let clock: ElapsedClock
     private let pending = SanitizerVisibleMutex(PendingWork())
     /// A closure handed to the loop thread. `@unchecked Sendable` invariant: only the loop thread
     /// runs it, once.
@@ -126,7 +126,7 @@ public final class EventLoop: @unchecked Sendable {
         case .poll:
             poller = try PollPoller()
         }
-        self.clock = LoopClock(clock)
+        self.clock = ElapsedClock(clock)
         readBuffer = .allocate(byteCount: 256 * 1024, alignment: 16)
         start(name: name)
     }
@@ -134,7 +134,7 @@ public final class EventLoop: @unchecked Sendable {
     private init(fallbackName: String) {
         // Only used if the shared loop's poller could not be created: a poll loop with no descriptors yet.
         poller = (try? PollPoller()) ?? DeadPoller()
-        clock = LoopClock(ContinuousClock())
+        clock = ElapsedClock(ContinuousClock())
         readBuffer = .allocate(byteCount: 256 * 1024, alignment: 16)
         start(name: fallbackName)
     }
@@ -179,7 +179,7 @@ public final class EventLoop: @unchecked Sendable {
     var lifecycleState: EventLoopLifecycle.State { pending.withLock { $0.lifecycle.state } }
 
     /// The time since the loop started, by its clock. Any thread.
-    package var now: Duration { clock.now() }
+    package var now: Duration { clock.elapsed }
 
     /// Runs `work` on the loop thread soon. Safe from any thread.
     /// - Throws: `EventLoopError.stopped` once the loop has stopped: the work never runs.
@@ -274,14 +274,14 @@ public final class EventLoop: @unchecked Sendable {
     @discardableResult
     package func schedule(after delay: Duration, _ body: @escaping () -> Void) -> LoopTimer {
         assertOnLoop()
-        let timer = LoopTimer(deadline: clock.now() + delay, body: body)
+        let timer = LoopTimer(deadline: clock.elapsed + delay, body: body)
         timers.push(timer)
         if !clock.isContinuous {
             // The poller cannot wait on this clock: a task sleeps on it and wakes the loop, which then
             // fires what is due by the clock's time (`runDueTimers`).
             let deadline = timer.deadline
             timer.sleeper = Task.detached { [self, clock] in
-                guard (try? await clock.sleep(until: deadline)) != nil else { return }
+                guard (try? await clock.sleep(until: .init(offset: deadline))) != nil else { return }
                 poller.wake()
             }
         }
@@ -305,7 +305,7 @@ public final class EventLoop: @unchecked Sendable {
             if stopping {
                 timeout = 0
             } else if clock.isContinuous, let deadline = timers.nextDeadline() {
-                let left = deadline - clock.now()
+                let left = deadline - clock.elapsed
                 let ms = (Double(left.components.seconds) * 1000) + Double(left.components.attoseconds) / 1e15
                 timeout = ms <= 0 ? 0 : Int32(min(ms.rounded(.up), 60_000))
             } else {
@@ -332,7 +332,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runDueTimers() {
-        let now = clock.now()
+        let now = clock.elapsed
         while let timer = timers.popDue(now: now) {
             timer.sleeper?.cancel()
             timer.sleeper = nil
