@@ -19,7 +19,7 @@
 /// `transition(from:on:)` is the whole table (nil: an event that cannot happen in that state);
 /// `handle(_:)` applies it and returns the action the connection performs. Illegal transitions trap
 /// in debug builds and change nothing in release builds. Loop thread only.
-struct WebSocketCloseHandshake: Equatable, Sendable {
+struct WebSocketCloseHandshake: StateMachine, Equatable, Sendable {
     /// The peer's close frame: its code (`.noStatusReceived` if it had none) and reason.
     struct PeerClose: Equatable, Sendable {
         var code: CloseCode
@@ -96,7 +96,7 @@ struct WebSocketCloseHandshake: Equatable, Sendable {
         case finish(initiatedByUs: Bool, peer: PeerClose?)
     }
 
-    private(set) var state = State.connecting
+    var state = State.connecting
 
     /// Whether frames received now are decoded (after `closing` they are not).
     var readsFrames: Bool {
@@ -172,17 +172,8 @@ struct WebSocketCloseHandshake: Equatable, Sendable {
         }
     }
 
-    /// Applies `event` and returns what to do. An illegal event traps in debug builds; in release
-    /// builds it changes nothing and returns `fallback`.
-    mutating func handle(_ event: Event, fallback: Action = .none) -> Action {
-        guard let (next, action) = Self.transition(from: state, on: event) else {
-            #if DEBUG
-            preconditionFailure("WebSocketConnection: \(event) cannot happen while \(state)")
-            #else
-            return fallback
-            #endif
-        }
-        state = next
-        return action
-    }
+    /// Applies `event` and returns what to do (see `StateMachine.handle`); nothing, for an illegal
+    /// event in a release build.
+    @inline(__always)
+    mutating func handle(_ event: Event) -> Action { handle(event, fallback: .none) }
 }

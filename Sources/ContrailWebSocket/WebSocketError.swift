@@ -53,11 +53,11 @@ public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible 
         case .invalidHandshake(let why):
             "Invalid WebSocket handshake: \(why)"
         case .connectionRefused(let host, let port):
-            "Connection refused by \(host):\(port): is the server running and listening on that port?"
+            NetworkError.connectionRefused(host: host, port: port).description
         case .unknownHost(let host):
-            "Unknown host '\(host)': the name could not be resolved"
+            NetworkError.unknownHost(host).description
         case .timedOut(let what):
-            "Timed out: \(what)"
+            NetworkError.timedOut(what).description
         case .closed(let code, let reason):
             if let code {
                 reason.isEmpty ? "The WebSocket connection is closed (\(code))"
@@ -66,17 +66,12 @@ public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible 
                 reason.isEmpty ? "The WebSocket connection is closed" : "The WebSocket connection is closed: \(reason)"
             }
         case .io(let errno, let what):
-            "\(what) failed: \(Self.errnoText(errno)) (errno \(errno))"
+            NetworkError.io(errno: errno, what).description
         case .messageTooBig(let size):
             "The message is too big to send (\(size) bytes): raise maxMessageSize or split it"
         case .concurrentConsumer:
-            "Another task is already waiting for this connection's next message: use one consumer at a time"
+            NetworkError.concurrentConsumer.description
         }
-    }
-
-    private static func errnoText(_ code: Int32) -> String {
-        guard let text = strerror(code) else { return "unknown error" }
-        return String(cString: text)
     }
 }
 

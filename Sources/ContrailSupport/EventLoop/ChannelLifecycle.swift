@@ -16,7 +16,7 @@
 /// `handle(_:)` applies it and returns the action the channel performs. Illegal transitions trap in
 /// debug builds and change nothing in release builds. Touched under the channel's lock; the write
 /// path's transitions are a switch on two bytes, with no allocation.
-struct ChannelLifecycle: Equatable, Sendable {
+struct ChannelLifecycle: StateMachine, Equatable, Sendable {
     /// The reading direction of an active channel.
     enum Input: Equatable, Sendable, CaseIterable {
         /// The descriptor is watched for bytes.
@@ -117,7 +117,7 @@ struct ChannelLifecycle: Equatable, Sendable {
         case tearDown
     }
 
-    private(set) var state = State.unregistered
+    var state = State.unregistered
 
     /// Whether the descriptor is watched for bytes.
     var isReading: Bool { if case .active(.reading, _) = state { true } else { false } }
@@ -196,18 +196,8 @@ struct ChannelLifecycle: Equatable, Sendable {
         }
     }
 
-    /// Applies `event` and returns what to do. An illegal event traps in debug builds; in release
-    /// builds it changes nothing and returns `fallback`.
+    /// Applies `event` and returns what to do (see `StateMachine.handle`); nothing, for an illegal
+    /// event in a release build.
     @inline(__always)
-    mutating func handle(_ event: Event, fallback: Action = .none) -> Action {
-        guard let (next, action) = Self.transition(from: state, on: event) else {
-            #if DEBUG
-            preconditionFailure("Channel: \(event) cannot happen while \(state)")
-            #else
-            return fallback
-            #endif
-        }
-        state = next
-        return action
-    }
+    mutating func handle(_ event: Event) -> Action { handle(event, fallback: .none) }
 }

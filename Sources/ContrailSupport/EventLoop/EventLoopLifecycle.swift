@@ -8,7 +8,7 @@
 /// `transition(from:on:)` is the whole table (nil: an event that cannot happen in that state);
 /// `handle(_:)` applies it and returns what the loop must do. Illegal transitions trap in debug
 /// builds and change nothing in release builds. Touched under the loop's `pending` lock.
-struct EventLoopLifecycle: Sendable {
+struct EventLoopLifecycle: StateMachine, Sendable {
     enum State: Equatable, Sendable, CaseIterable {
         case running
         case stopping
@@ -41,7 +41,7 @@ struct EventLoopLifecycle: Sendable {
         case exit
     }
 
-    private(set) var state = State.running
+    var state = State.running
 
     /// The table: the next state and the action, or nil for an event that cannot happen in `state`.
     static func transition(from state: State, on event: Event) -> (State, Action)? {
@@ -60,17 +60,8 @@ struct EventLoopLifecycle: Sendable {
         }
     }
 
-    /// Applies `event` and returns what to do. An illegal event traps in debug builds; in release
-    /// builds it changes nothing and returns `fallback`.
-    mutating func handle(_ event: Event, fallback: Action = .none) -> Action {
-        guard let (next, action) = Self.transition(from: state, on: event) else {
-            #if DEBUG
-            preconditionFailure("EventLoop: \(event) cannot happen while \(state)")
-            #else
-            return fallback
-            #endif
-        }
-        state = next
-        return action
-    }
+    /// Applies `event` and returns what to do (see `StateMachine.handle`); nothing, for an illegal
+    /// event in a release build.
+    @inline(__always)
+    mutating func handle(_ event: Event) -> Action { handle(event, fallback: .none) }
 }
