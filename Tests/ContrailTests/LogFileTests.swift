@@ -90,6 +90,34 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
 
     // MARK: Round trips
 
+    @Test func aCopyOfTheDescriptorElsewhereDoesNotKeepAClosedLogLocked() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("held.log")
+            let (log, _) = try LogFile.open(at: url, fsync: .never)
+            // Positive control: while the log is open, a second writer is refused.
+            #expect(logError { _ = try LogFile.open(at: url) } == .locked(path: url.path))
+            // A child process being spawned right now holds a copy of every open descriptor until it
+            // execs (then the log's, opened close-on-exec, goes). A dup stands in for that copy.
+            let fd = try #require(Self.openDescriptor(of: url))
+            let copy = dup(fd)
+            #expect(copy >= 0)
+            defer { close(copy) }
+            try log.close()
+            // Closing released the lock although the copy still refers to the same open file.
+            let (reopened, _) = try LogFile.open(at: url, fsync: .never)
+            try reopened.close()
+        }
+    }
+
+    /// The descriptor this process has open on `url`, found through /proc/self/fd.
+    private static func openDescriptor(of url: URL) -> Int32? {
+        let target = url.resolvingSymlinksInPath().path
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.compactMap(Int32.init).first { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) == target
+        }
+    }
+
     @Test func appendAndReopenRoundTrip() throws {
         try withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("a.log")

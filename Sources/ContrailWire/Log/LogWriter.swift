@@ -118,8 +118,12 @@ final class LogWriter {
         Platform.open(path, flags, 0o644)
     }
 
-    /// `close(2)`, ignoring errors (nothing useful can be done about them here).
+    /// Releases the file's `flock` and closes it, ignoring errors (nothing useful can be done about
+    /// them here). The lock belongs to the open file description, which a child process being
+    /// spawned at that moment also holds until it execs: without the explicit unlock, reopening
+    /// the log right after closing it could find it still locked.
     static func closeFile(_ fd: Int32) {
+        _ = flock(fd, LOCK_UN)
         Platform.close(fd)
     }
 
