@@ -18,7 +18,7 @@ import Foundation
 ///
 /// The main actor never waits on the disk: a change set is queued for the log's own writer
 /// thread, which encodes and appends everything queued and then syncs once for the batch (group
-/// commit). With ``FsyncPolicy/everyRecord`` a change set is durable (survives a crash of the app
+/// commit). With `FsyncPolicy.everyRecord` a change set is durable (survives a crash of the app
 /// or the machine) once that sync returns, typically within a millisecond of `modify`;
 /// `waitUntilDurable()` awaits it.
 @MainActor
@@ -67,7 +67,7 @@ public final class FragmentLog {
     /// none, or giving the existing root the logged identity), then appends every change set the
     /// scope makes. A new file starts with a snapshot of the scope as it is. Reading and applying
     /// the file happen here, on the main actor: O(file size), in one pass over each record's bytes
-    /// (``LogReplay``) for everything but the change sets still pending.
+    /// (`LogReplay`) for everything but the change sets still pending.
     @discardableResult
     public func attach(to scope: Scope) throws(FragmentLogError) -> RestoreReport {
         var report = RestoreReport()

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The payload is JSON: `{"root", "origin"?, "atomic"?, "message"?, "id"?, "seq"?, "compacted"?,
 /// "settled"?, "fragments"}`, the fragments last so that a reader knows what the record is before
-/// it reaches them (``LogReplay`` relies on that; this type decodes any key order). Encoding runs on the log's writer thread, so the type is `Sendable`.
+/// it reaches them (`LogReplay` relies on that; this type decodes any key order). Encoding runs on the log's writer thread, so the type is `Sendable`.
 struct FragmentLogEntry: Sendable {
     /// The record kind it is written as.
     var kind = LogRecord.Kind.changeSet
