@@ -124,7 +124,7 @@ public final class FragmentLog {
         try await writer.waitUntilDurable()
     }
 
-    /// Stops recording, writes what is queued, syncs (unless the policy is ``FsyncPolicy/never``)
+    /// Stops recording, writes what is queued, syncs (unless the policy is `FsyncPolicy.never`)
     /// and closes the file. This waits for the writer thread: call it when the app shuts down.
     public func close() throws(FragmentLogError) {
         token?.cancel()
