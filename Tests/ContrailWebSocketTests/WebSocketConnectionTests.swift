@@ -6,10 +6,19 @@ import Testing
 @testable import ContrailWebSocket
 import ContrailTestSupport
 
-/// A raw TCP server that answers the WebSocket handshake correctly and then does only what the test says.
-private func startRawPeer() async throws -> (TCPServer, UInt16) {
-    let server = TCPServer(readHighWater: 64 * 1024)
-    return (server, try await server.start())
+/// A client connected to a raw TCP peer that answered the WebSocket handshake correctly and then
+/// does only what the test says: the client, the peer's server and connection, and whatever the
+/// peer read after the handshake request.
+private func connectToRawPeer(options: WebSocketOptions) async throws
+    -> (client: WebSocketConnection, peerServer: TCPServer, raw: TCPConnection, leftover: [UInt8])
+{
+    let peerServer = TCPServer(readHighWater: 64 * 1024)
+    let port = try await peerServer.start()
+    async let connecting = WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: options)
+    var incoming = peerServer.connections.makeAsyncIterator()
+    let raw = try #require(await incoming.next())
+    let leftover = try await acceptHandshake(on: raw)
+    return (try await connecting, peerServer, raw, leftover)
 }
 
 /// Reads a handshake request from `raw` and answers it with 101.
@@ -151,15 +160,9 @@ struct WebSocketConnectionTests {
 
     @Test("back-pressure: a peer that does not read makes send suspend with bounded memory")
     func backPressure() async throws {
-        let (peerServer, port) = try await startRawPeer()
         var options = WebSocketOptions()
         options.writeBufferHighWater = 256 * 1024
-        let settings = options
-        async let connecting = WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: settings)
-        var incoming = peerServer.connections.makeAsyncIterator()
-        let raw = try #require(await incoming.next())
-        let leftover = try await acceptHandshake(on: raw)
-        let client = try await connecting
+        let (client, peerServer, raw, leftover) = try await connectToRawPeer(options: options)
         let messageSize = 60_000
         let total = 400  // 24 MB: far more than the kernel buffers plus the peer's read limit
         let sent = Atomic<Int>(0)
@@ -257,17 +260,11 @@ struct WebSocketConnectionTests {
     @Test("keep-alive pings detect a dead peer once the pong timeout passes on the loop's clock")
     func keepAliveDetectsDeadPeer() async throws {
         let (loop, clock) = try makeVirtualTimeLoop()
-        let (peerServer, port) = try await startRawPeer()
         var options = WebSocketOptions()
         options.eventLoop = loop
         options.pingInterval = .milliseconds(50)
         options.pongTimeout = .milliseconds(200)
-        let settings = options
-        async let connecting = WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: settings)
-        var incoming = peerServer.connections.makeAsyncIterator()
-        let raw = try #require(await incoming.next())
-        _ = try await acceptHandshake(on: raw)
-        let client = try await connecting
+        let (client, peerServer, raw, _) = try await connectToRawPeer(options: options)
         // The peer reads (so TCP stays healthy) but never answers: it is "dead" at the WebSocket level.
         let drain = Task { while try await raw.receive() != nil {} }
         // The first ping goes out at 50 ms; its pong is due by 250 ms. Just before that, still open.
@@ -341,16 +338,10 @@ struct WebSocketConnectionTests {
     @Test("a peer that never answers our close frame is dropped when the close timeout passes on the loop's clock")
     func closeHandshakeTimeout() async throws {
         let (loop, clock) = try makeVirtualTimeLoop()
-        let (peerServer, port) = try await startRawPeer()
         var options = WebSocketOptions()
         options.eventLoop = loop
         options.closeTimeout = .seconds(5)
-        let settings = options
-        async let connecting = WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/", options: settings)
-        var incoming = peerServer.connections.makeAsyncIterator()
-        let raw = try #require(await incoming.next())
-        _ = try await acceptHandshake(on: raw)
-        let client = try await connecting
+        let (client, peerServer, raw, _) = try await connectToRawPeer(options: options)
         let closing = Task { await client.close(code: .normal, reason: "bye") }
         // Our close frame has arrived (masked, opcode 0x8): the close timer is armed with it.
         let frame = try await withTimeout { try await receive(from: raw) { $0.count >= 2 } }
