@@ -21,13 +21,24 @@ public final class ChildProcess: Sendable {
         func withLock<R>(_ body: (inout State) -> R) -> R { lock.withLock { body(&$0) } }
     }
 
-    private struct State {
+    /// What a waiter looks at: the output so far, whether it ended, whether the child exited.
+    private struct Progress: Sendable {
         var text = ""
         var isEOF = false
         var hasExited = false
+    }
+
+    /// A waiting task: `outcome` says true (satisfied), false (never will be) or nil (not yet).
+    private struct Waiter {
+        var id: Int
+        var outcome: @Sendable (Progress) -> Bool?
+        var continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private struct State {
+        var progress = Progress()
         var nextID = 0
-        var outputWaiters: [(id: Int, predicate: @Sendable (String) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = []
-        var exitWaiters: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
+        var waiters: [Waiter] = []
     }
 
     /// Starts `executable` with `arguments`, with `environment` added to this process's. Standard
@@ -44,14 +55,7 @@ public final class ChildProcess: Sendable {
         process.standardOutput = output ? pipe : FileHandle.nullDevice
         self.process = process
         let state = self.state
-        process.terminationHandler = { _ in
-            let waiters = state.withLock { s in
-                s.hasExited = true
-                defer { s.exitWaiters.removeAll() }
-                return s.exitWaiters.map(\.continuation)
-            }
-            for waiter in waiters { waiter.resume(returning: true) }
-        }
+        process.terminationHandler = { _ in Self.update(state) { $0.hasExited = true } }
         try process.run()
         // A blocking read on a thread of its own, not `readabilityHandler`: tearing down that
         // libdispatch source races the descriptor's close and now and then crashes libdispatch on
@@ -64,27 +68,57 @@ public final class ChildProcess: Sendable {
                 if count < 0, errno == EINTR { continue }
                 guard count > 0 else { break }
                 let text = String(decoding: buffer[..<count], as: UTF8.self)
-                let ready = state.withLock { s -> [CheckedContinuation<Bool, Never>] in
-                    s.text += text
-                    let text = s.text
-                    let ready = s.outputWaiters.filter { $0.predicate(text) }
-                    s.outputWaiters.removeAll { $0.predicate(text) }
-                    return ready.map(\.continuation)
-                }
-                for waiter in ready { waiter.resume(returning: true) }
+                Self.update(state) { $0.text += text }
             }
-            // The output ended: nothing more can satisfy a waiter.
-            let waiting = state.withLock { s in
-                s.isEOF = true
-                defer { s.outputWaiters.removeAll() }
-                return s.outputWaiters.map(\.continuation)
-            }
-            for waiter in waiting { waiter.resume(returning: false) }
+            Self.update(state) { $0.isEOF = true }
         }.start()
     }
 
+    /// Applies `change` and resumes every waiter whose outcome it settles.
+    private static func update(_ state: Shared, _ change: (inout Progress) -> Void) {
+        let settled = state.withLock { s -> [(CheckedContinuation<Bool, Never>, Bool)] in
+            change(&s.progress)
+            let progress = s.progress
+            var settled: [(CheckedContinuation<Bool, Never>, Bool)] = []
+            s.waiters.removeAll { waiter in
+                guard let outcome = waiter.outcome(progress) else { return false }
+                settled.append((waiter.continuation, outcome))
+                return true
+            }
+            return settled
+        }
+        for (continuation, outcome) in settled { continuation.resume(returning: outcome) }
+    }
+
+    /// Waits until `outcome` settles (true or false), or returns false once `timeout` of real time
+    /// runs out (a bound, not a delay).
+    private func wait(timeout: Duration, until outcome: @escaping @Sendable (Progress) -> Bool?) async -> Bool {
+        let id = state.withLock { s in
+            s.nextID += 1
+            return s.nextID
+        }
+        let state = self.state
+        let timer = Task.detached {
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+                guard let index = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.waiters.remove(at: index).continuation
+            }
+            waiter?.resume(returning: false)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            let now = state.withLock { s -> Bool? in
+                if let now = outcome(s.progress) { return now }
+                s.waiters.append(Waiter(id: id, outcome: outcome, continuation: continuation))
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
     /// Everything the process printed so far.
-    public var text: String { state.withLock { $0.text } }
+    public var text: String { state.withLock { $0.progress.text } }
 
     /// The child's process id.
     public var processIdentifier: Int32 { process.processIdentifier }
@@ -93,11 +127,11 @@ public final class ChildProcess: Sendable {
     public var isRunning: Bool { process.isRunning }
 
     /// Whether the child's output reached its end (it closed its end of the pipe, usually by exiting).
-    public var isOutputComplete: Bool { state.withLock { $0.isEOF } }
+    public var isOutputComplete: Bool { state.withLock { $0.progress.isEOF } }
 
     /// How the child ended: `.exited(status)` or `.signalled(signal)`; nil while it runs.
     public var termination: Termination? {
-        guard state.withLock({ $0.hasExited }) else { return nil }
+        guard state.withLock({ $0.progress.hasExited }) else { return nil }
         return process.terminationReason == .exit ? .exited(process.terminationStatus) : .signalled(process.terminationStatus)
     }
 
@@ -112,28 +146,8 @@ public final class ChildProcess: Sendable {
     /// Returns once the output so far satisfies `predicate` (true), or false when the output ends
     /// first or `timeout` of real time runs out (a bound, not a delay).
     public func waitForOutput(timeout: Duration = .seconds(30), _ predicate: @escaping @Sendable (String) -> Bool) async -> Bool {
-        let id = state.withLock { s in
-            s.nextID += 1
-            return s.nextID
-        }
-        let state = self.state
-        let timer = Task.detached {
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
-                guard let index = s.outputWaiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return s.outputWaiters.remove(at: index).continuation
-            }
-            waiter?.resume(returning: false)
-        }
-        defer { timer.cancel() }
-        return await withCheckedContinuation { continuation in
-            let now = state.withLock { s -> Bool? in
-                if predicate(s.text) { return true }
-                if s.isEOF { return false }
-                s.outputWaiters.append((id, predicate, continuation))
-                return nil
-            }
-            if let now { continuation.resume(returning: now) }
+        await wait(timeout: timeout) { progress in
+            predicate(progress.text) ? true : progress.isEOF ? false : nil
         }
     }
 
@@ -171,28 +185,7 @@ public final class ChildProcess: Sendable {
     /// Waits until the child has exited: true, or false when `timeout` of real time runs out first.
     @discardableResult
     public func waitForExit(timeout: Duration = .seconds(30)) async -> Bool {
-        let id = state.withLock { s in
-            s.nextID += 1
-            return s.nextID
-        }
-        let state = self.state
-        let timer = Task.detached {
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
-                guard let index = s.exitWaiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return s.exitWaiters.remove(at: index).continuation
-            }
-            waiter?.resume(returning: false)
-        }
-        defer { timer.cancel() }
-        return await withCheckedContinuation { continuation in
-            let exited = state.withLock { s -> Bool in
-                if s.hasExited { return true }
-                s.exitWaiters.append((id, continuation))
-                return false
-            }
-            if exited { continuation.resume(returning: true) }
-        }
+        await wait(timeout: timeout) { $0.hasExited ? true : nil }
     }
 
     /// Sends `signal` (SIGKILL by default) to the child if it still runs, without waiting.
