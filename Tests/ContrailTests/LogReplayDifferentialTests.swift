@@ -1,5 +1,6 @@
 @testable import Contrail
 @testable import ContrailWire
+import ContrailTestSupport
 import Foundation
 import Testing
 
@@ -19,7 +20,7 @@ import Testing
     @Test(arguments: 0..<32)
     func fastAndGeneralRestoresAgree(seed: Int) throws {
         ModelRegistry.register(DifferentialBoard.self, DifferentialItem.self)
-        var random = SplitMix64(seed: UInt64(seed))
+        var random = SeededGenerator(seed: UInt64(seed))
         let url = Self.temporaryURL()
         defer { try? FileManager.default.removeItem(at: url) }
         let written = try Self.writeRandomLog(at: url, random: &random)
@@ -51,7 +52,7 @@ import Testing
 
     @Test func theFastPathTakesTheUsualLayoutAndHandsOnTheOthers() throws {
         ModelRegistry.register(DifferentialBoard.self, DifferentialItem.self)
-        var random = SplitMix64(seed: 7)
+        var random = SeededGenerator(seed: 7)
         let url = Self.temporaryURL()
         defer { try? FileManager.default.removeItem(at: url) }
         _ = try Self.writeRandomLog(at: url, random: &random)
@@ -117,7 +118,7 @@ import Testing
 
     /// Writes a snapshot and `changeSets` random change sets (with a compaction now and then) through
     /// `FragmentLog`; returns the state written.
-    static func writeRandomLog(at url: URL, random: inout SplitMix64) throws -> JSON {
+    static func writeRandomLog(at url: URL, random: inout SeededGenerator) throws -> JSON {
         let scope = Scope(name: "Differential")
         let board = DifferentialBoard(uuid: random.uuid())
         scope.root = board
@@ -212,40 +213,6 @@ import Testing
     // MARK: - Helpers
 
     /// A failure with a message.
-    struct TestFailure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    /// A seeded generator (SplitMix64), so a seed reproduces its log.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func int(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
-
-        mutating func chance(_ oneIn: Int) -> Bool { int(below: oneIn) == 0 }
-
-        mutating func pick<T>(_ choices: [T]) -> T { choices[int(below: choices.count)] }
-
-        mutating func uuid() -> UUID {
-            let (a, b) = (next(), next())
-            return withUnsafeBytes(of: (a, b)) { bytes in
-                UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-            }
-        }
-    }
-
     /// Random edits of a board's tree: values of every type, items added, removed, moved and brought
     /// back, references set and cleared.
     @MainActor
@@ -285,7 +252,7 @@ import Testing
             return found
         }
 
-        func newItem(random: inout SplitMix64, depth: Int = 0) -> DifferentialItem {
+        func newItem(random: inout SeededGenerator, depth: Int = 0) -> DifferentialItem {
             let item = DifferentialItem(uuid: random.uuid())
             item.label = random.pick(Self.strings)
             item.weight = random.pick(Self.doubles)
@@ -296,7 +263,7 @@ import Testing
         }
 
         /// Inserts `item` into the board's items or the children of an item that it does not contain.
-        func insert(_ item: DifferentialItem, random: inout SplitMix64) {
+        func insert(_ item: DifferentialItem, random: inout SeededGenerator) {
             let excluded = descendants(of: item)
             let hosts = items().filter { !excluded.contains(ObjectIdentifier($0)) }
             if hosts.isEmpty || random.chance(2) {
@@ -308,7 +275,7 @@ import Testing
         }
 
         /// Takes a random item out of the collection holding it (nil when no collection holds one).
-        func takeOut(random: inout SplitMix64) -> DifferentialItem? {
+        func takeOut(random: inout SeededGenerator) -> DifferentialItem? {
             let hosts = items().filter { !$0.children.isEmpty }
             if !board.items.isEmpty, hosts.isEmpty || random.chance(2) {
                 return board.items.remove(at: random.int(below: board.items.count))
@@ -318,7 +285,7 @@ import Testing
             return host.children.remove(at: random.int(below: host.children.count))
         }
 
-        mutating func edit(random: inout SplitMix64) {
+        mutating func edit(random: inout SeededGenerator) {
             switch random.int(below: 11) {
             case 0, 1, 2:
                 setBoardValue(random: &random)
@@ -352,7 +319,7 @@ import Testing
             }
         }
 
-        func setBoardValue(random: inout SplitMix64) {
+        func setBoardValue(random: inout SeededGenerator) {
             let board = self.board
             switch random.int(below: 19) {
             case 0: board.title = random.pick(Self.strings)
@@ -401,7 +368,7 @@ import Testing
             self.keyOrder = keyOrder ?? (shufflesKeys ? [] : Self.logOrder)
         }
 
-        mutating func write(_ value: JSON, random: inout SplitMix64) -> [UInt8] {
+        mutating func write(_ value: JSON, random: inout SeededGenerator) -> [UInt8] {
             var out: [UInt8] = []
             space(&out, &random)
             write(value, &out, &random)
@@ -409,12 +376,12 @@ import Testing
             return out
         }
 
-        private func space(_ out: inout [UInt8], _ random: inout SplitMix64) {
+        private func space(_ out: inout [UInt8], _ random: inout SeededGenerator) {
             guard addsWhitespace, random.chance(2) else { return }
             out += random.pick([" ", "\n", "\t", "  ", "\r\n"]).utf8
         }
 
-        private func write(_ value: JSON, _ out: inout [UInt8], _ random: inout SplitMix64) {
+        private func write(_ value: JSON, _ out: inout [UInt8], _ random: inout SeededGenerator) {
             switch value {
             case .null, .bool, .int, .uint, .double:
                 out += value.serialized()
@@ -449,7 +416,7 @@ import Testing
             }
         }
 
-        private func string(_ text: String, _ out: inout [UInt8], _ random: inout SplitMix64) {
+        private func string(_ text: String, _ out: inout [UInt8], _ random: inout SeededGenerator) {
             func unicode(_ unit: UInt16) {
                 let hex = String(unit, radix: 16, uppercase: random.chance(2))
                 out += ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8
@@ -513,4 +480,22 @@ final class DifferentialItem: ModelObject {
     @Property var weight = 0.0
     @Property var next: DifferentialItem?
     @Property var children: [DifferentialItem] = []
+}
+
+/// What the random edits draw from a seeded generator (`SeededGenerator`, SplitMix64: a seed
+/// reproduces its log).
+extension SeededGenerator {
+    mutating func int(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
+
+    mutating func chance(_ oneIn: Int) -> Bool { int(below: oneIn) == 0 }
+
+    mutating func pick<T>(_ choices: [T]) -> T { choices[int(below: choices.count)] }
+
+    mutating func uuid() -> UUID {
+        let (a, b) = (next(), next())
+        return withUnsafeBytes(of: (a, b)) { bytes in
+            UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                        bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        }
+    }
 }
