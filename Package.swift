@@ -4,9 +4,9 @@ import PackageDescription
 // The layers point one way (the README's design section says the rule for each arrow, and
 // `Tests/ContrailTests/ModuleLayeringTests.swift` fails when a forbidden import appears):
 //
-//   CContrailSystem ← ContrailSupport ← ContrailWebSocket ─┐
-//                                     ← ContrailWire ──────┴─ ← ContrailTransport ← Contrail
-//                                     ← ContrailNATS                              ← ContrailServer
+//   CContrailSystem ← ContrailSupport ← ContrailTLS ← ContrailWebSocket ─┐
+//                                     ← ContrailWire ─────────────────────┴─ ← ContrailTransport ← Contrail
+//                                       ContrailTLS ← ContrailNATS                               ← ContrailServer
 //
 // The server links the wire layer, never the model layer (`Contrail`).
 let package = Package(
@@ -25,10 +25,12 @@ let package = Package(
         .target(name: "CContrailSystem"),
         // The event loop, TCP, locks and typed async streams: what every networked layer stands on.
         .target(name: "ContrailSupport", dependencies: ["CContrailSystem"]),
+        // TLS and the crypto JWTs need, from the system's OpenSSL 3 loaded at run time (no headers).
+        .target(name: "ContrailTLS", dependencies: ["ContrailSupport"]),
         // RFC 6455 only: handshake, frames, the connection and the server.
-        .target(name: "ContrailWebSocket", dependencies: ["ContrailSupport"]),
+        .target(name: "ContrailWebSocket", dependencies: ["ContrailSupport", "ContrailTLS"]),
         // A NATS client (core protocol and the JetStream API) for the cluster mode.
-        .target(name: "ContrailNATS", dependencies: ["ContrailSupport"]),
+        .target(name: "ContrailNATS", dependencies: ["ContrailSupport", "ContrailTLS"]),
         // What client and server exchange: JSON, messages, fragments, the log format, transports.
         .target(name: "ContrailWire", dependencies: ["ContrailSupport", "CContrailSystem"]),
         // Sync transports over WebSocket connections: the client's connectors, the server's adapter.
@@ -37,7 +39,7 @@ let package = Package(
         .target(name: "Contrail", dependencies: ["ContrailWire", "ContrailTransport"]),
         // The sync server: fragment state, sessions, persistence, cluster, pages. No model layer.
         // The pages' files are compiled in as byte arrays (`PackageResources.contrail_js`, …): no bundle.
-        .target(name: "ContrailServer", dependencies: ["ContrailWire", "ContrailTransport", "ContrailWebSocket", "ContrailNATS"],
+        .target(name: "ContrailServer", dependencies: ["ContrailWire", "ContrailTransport", "ContrailWebSocket", "ContrailNATS", "ContrailTLS"],
                 // Assets/package.json tells Node and editors that the `.js` files are ES modules; not served.
                 exclude: ["Pages/Assets/package.json"],
                 resources: [.embedInCode("Pages/Assets/contrail.js"), .embedInCode("Pages/Assets/pages.css"),
@@ -51,11 +53,11 @@ let package = Package(
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         // What the test targets share: a virtual-time clock, bounded waits, child processes.
         .target(name: "ContrailTestSupport", dependencies: ["ContrailSupport", "Contrail"], path: "Tests/ContrailTestSupport"),
-        .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailTestSupport", "ContrailWebSocket", "ContrailSupport"]),
+        .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailTestSupport", "ContrailWebSocket", "ContrailSupport", "ContrailTLS"]),
         .testTarget(name: "ContrailTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire"]),
         .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailTestSupport", "ContrailNATS", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),
         .testTarget(name: "DocumentationTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
-        .testTarget(name: "ContrailServerTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire", "ContrailServer", "ContrailWebSocket", "ContrailFuzz"],
+        .testTarget(name: "ContrailServerTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire", "ContrailServer", "ContrailWebSocket", "ContrailFuzz", "ContrailTLS"],
                     exclude: ["Screenshots"]),
     ]
 )

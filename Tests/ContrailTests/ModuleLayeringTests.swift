@@ -11,17 +11,18 @@ struct ModuleLayeringTests {
     static let allowed: [String: Set<String>] = [
         "CContrailSystem": [],
         "ContrailSupport": ["CContrailSystem"],
-        "ContrailWebSocket": ["ContrailSupport"],
-        "ContrailNATS": ["ContrailSupport"],
+        "ContrailTLS": ["ContrailSupport"],
+        "ContrailWebSocket": ["ContrailSupport", "ContrailTLS"],
+        "ContrailNATS": ["ContrailSupport", "ContrailTLS"],
         "ContrailWire": ["ContrailSupport", "CContrailSystem"],
         "ContrailTransport": ["ContrailWire", "ContrailWebSocket", "ContrailSupport"],
         "Contrail": ["ContrailTransport", "ContrailWire", "ContrailSupport", "CContrailSystem"],
-        "ContrailServer": ["ContrailTransport", "ContrailWire", "ContrailWebSocket", "ContrailNATS", "ContrailSupport"],
+        "ContrailServer": ["ContrailTransport", "ContrailWire", "ContrailWebSocket", "ContrailNATS", "ContrailSupport", "ContrailTLS"],
         "ContrailBenchModels": ["Contrail"],
     ]
 
     static let packageModules: Set<String> = [
-        "CContrailSystem", "ContrailSupport", "ContrailWebSocket", "ContrailNATS", "ContrailWire",
+        "CContrailSystem", "ContrailSupport", "ContrailTLS", "ContrailWebSocket", "ContrailNATS", "ContrailWire",
         "ContrailTransport", "Contrail", "ContrailServer", "ContrailBenchModels", "ContrailFuzz",
         "ContrailTestSupport",
     ]
