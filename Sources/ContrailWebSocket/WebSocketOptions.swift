@@ -34,6 +34,13 @@ public struct WebSocketOptions: Sendable {
     /// `messages` (TCP then slows the sender down).
     public var readBufferHighWater: Int = 4 << 20
 
+    /// How a `wss://` client verifies the server: the system's roots by default, or a CA bundle, and
+    /// optional public-key pins. Client only.
+    public var tls = TLSClientConfiguration()
+    /// Server only: serve TLS with this certificate and key (reloadable: new connections use the last
+    /// loaded); nil serves plain TCP.
+    public var serverTLS: TLSServerContext? = nil
+
     /// One event loop to run everything on (a server's listener and all its connections, or a client):
     /// nil spreads connections over `eventLoopGroup`. The connections' timers (connect, handshake, close
     /// and keep-alive) follow that loop's clock: a loop made with a virtual clock
