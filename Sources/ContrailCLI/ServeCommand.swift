@@ -13,8 +13,8 @@ enum ServeCommand {
     created on their first fetch, or up front with --scope. Logs one line per session and per error to stderr. Stop it
     with Ctrl-C (SIGINT) or SIGTERM: logs are written out before it exits.
 
-      --host ADDRESS          address to bind (default 127.0.0.1; put TLS in front of the server
-                              before exposing it beyond loopback)
+      --host ADDRESS          address to bind (default 127.0.0.1; serve TLS, or put TLS in front
+                              of the server, before exposing it beyond loopback)
       --port PORT             port to listen on (default 3000; 0 picks a free one)
       --data DIR              persist every scope as a log file in DIR (default: in memory only,
                               lost on exit)
@@ -51,6 +51,11 @@ enum ServeCommand {
                               is the token. A denied SessionCreate closes the connection with
                               4096; 5 failed attempts within 60 s from one address make the
                               server refuse it for 60 s (logged once per episode).
+      --tls-cert PEM          serve TLS (wss://, and the pages over https://) with this
+                              certificate chain (server certificate first); needs --tls-key
+      --tls-key PEM           the certificate's private key. SIGHUP re-reads both files for new
+                              connections; a file that fails to load keeps the current ones
+                              (logged)
       --no-pages              do not serve the web pages (inspector at /, canvas demo at /demo,
                               the JavaScript client at /contrail.js) beside the WebSocket upgrade
       --procedures FILE       procedures clients may call, with their constraints (JSON:
@@ -67,11 +72,14 @@ enum ServeCommand {
         }
         let server = try ContrailServer(options: options)
         let port = try await server.start()
-        FileHandle.standardError.write(Data("contrail serve: listening on ws://\(options.host):\(port)/\n".utf8))
+        let (ws, http) = options.tls == nil ? ("ws", "http") : ("wss", "https")
+        FileHandle.standardError.write(Data("contrail serve: listening on \(ws)://\(options.host):\(port)/\n".utf8))
         if options.servesPages {
-            FileHandle.standardError.write(Data("contrail serve: inspector http://\(options.host):\(port)/, demo http://\(options.host):\(port)/demo\n".utf8))
+            FileHandle.standardError.write(Data("contrail serve: inspector \(http)://\(options.host):\(port)/, demo \(http)://\(options.host):\(port)/demo\n".utf8))
         }
+        let reloader = options.tls.map { CertificateReloader($0, log: OperatorLog.standardError) }
         await waitForTermination()
+        reloader?.stop()
         await server.stop()
     }
 
@@ -82,6 +90,7 @@ enum ServeCommand {
         options.servesPages = true
         var remaining = arguments[...]
         var token = ProcessInfo.processInfo.environment["CONTRAIL_TOKEN"]
+        var tlsFiles: (certificate: String?, key: String?) = (nil, nil)
         func value(_ flag: String) throws -> String {
             guard let next = remaining.popFirst() else { throw CLIError.usage("\(flag) needs a value\n\n\(help)") }
             return next
@@ -135,6 +144,8 @@ enum ServeCommand {
             case "--nats-replicas":
                 guard options.cluster != nil else { throw CLIError.usage("--nats-replicas needs --nats first\n\n\(help)") }
                 options.cluster?.replicas = max(1, try number(flag, Int.self))
+            case "--tls-cert": tlsFiles.certificate = try value(flag)
+            case "--tls-key": tlsFiles.key = try value(flag)
             case "--no-pages": options.servesPages = false
             case "--quiet": options.log = nil
             case "--procedures": (options.procedures, options.roots) = try declarations(file: try value(flag))
@@ -149,10 +160,25 @@ enum ServeCommand {
                 return constantTimeEqual(Array(given.utf8), expected)
             }
         }
+        options.tls = try tlsContext(tlsFiles)
         if options.cluster != nil && options.dataDirectory != nil {
             throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")
         }
         return options
+    }
+
+    /// The TLS context of `--tls-cert` and `--tls-key` (both or neither).
+    static func tlsContext(_ files: (certificate: String?, key: String?)) throws -> TLSServerContext? {
+        switch files {
+        case (nil, nil): return nil
+        case (let certificate?, let key?):
+            do {
+                return try TLSServerContext(certificateChainPath: certificate, privateKeyPath: key)
+            } catch {
+                throw CLIError.usage("contrail serve: \(error)")
+            }
+        default: throw CLIError.usage("--tls-cert and --tls-key go together\n\n\(help)")
+        }
     }
 
     /// Compares without returning early at the first difference (no timing hint for guessing).

@@ -46,7 +46,7 @@ public final class ContrailServer: Sendable {
         let listener = listener.withLock { current in
             if let current { return current }
             let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes,
-                                            httpResponder: pages)
+                                            httpResponder: pages, tls: options.tls)
             current = created
             return created
         }

@@ -10,9 +10,12 @@ import Foundation
 /// let server = try ContrailServer(options: options)
 /// ```
 public struct ServerOptions: Sendable {
-    /// The address the WebSocket listener binds to. Loopback unless told otherwise (§8.8); put
-    /// TLS termination in front of the server when exposing it.
+    /// The address the WebSocket listener binds to. Loopback unless told otherwise (§8.8); serve
+    /// TLS (``tls``) or put TLS termination in front of the server when exposing it.
     public var host = "127.0.0.1"
+    /// Serve TLS (`wss://`, and the pages over `https://`) with this certificate chain and key; nil
+    /// serves plain TCP. ``TLSServerContext/reload()`` swaps in new files for new connections.
+    public var tls: TLSServerContext? = nil
     /// The port to listen on; 0 picks a free one (``ContrailServer/start()`` returns it).
     public var port: UInt16 = 0
     /// Where scopes are persisted, one log file per scope; nil keeps everything in memory.
