@@ -22,7 +22,11 @@ package final class TLSContext: @unchecked Sendable {
         self.isServer = isServer
         // TLS 1.2 at least; the highest both sides speak (TLS 1.3 here) is chosen.
         _ = functions.ctxCtrl(context, TLSFunctions.ctrlSetMinProtoVersion, TLSFunctions.tls12Version, nil)
-        _ = functions.ctxSetOptions(context, TLSFunctions.optionNoRenegotiation | TLSFunctions.optionNoCompression)
+        _ = functions.ctxSetOptions(context, TLSFunctions.optionNoRenegotiation | TLSFunctions.optionNoCompression
+            | TLSFunctions.optionCipherServerPreference)
+        // TLS 1.3's three suites, AES-128-GCM first: as secure for this use and ~30 % less CPU per
+        // byte than AES-256-GCM (10 rounds instead of 14). TLS 1.2 keeps OpenSSL's default list.
+        _ = functions.ctxSetCiphersuites(context, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
         _ = functions.ctxCtrl(context, TLSFunctions.ctrlMode, TLSFunctions.modeReleaseBuffers, nil)
     }
 

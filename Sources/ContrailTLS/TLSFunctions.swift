@@ -11,6 +11,7 @@ struct TLSFunctions: @unchecked Sendable {
     let ctxFree: @convention(c) (OpaquePointer?) -> Void
     let ctxCtrl: @convention(c) (OpaquePointer?, Int32, Int, UnsafeMutableRawPointer?) -> Int
     let ctxSetOptions: @convention(c) (OpaquePointer?, UInt64) -> UInt64
+    let ctxSetCiphersuites: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Int32
     let ctxSetDefaultVerifyPaths: @convention(c) (OpaquePointer?) -> Int32
     let ctxLoadVerifyLocations: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32
     let ctxSetVerify: @convention(c) (OpaquePointer?, Int32, UnsafeMutableRawPointer?) -> Void
@@ -73,6 +74,7 @@ struct TLSFunctions: @unchecked Sendable {
         ctxFree = try s("SSL_CTX_free")
         ctxCtrl = try s("SSL_CTX_ctrl")
         ctxSetOptions = try s("SSL_CTX_set_options")
+        ctxSetCiphersuites = try s("SSL_CTX_set_ciphersuites")
         ctxSetDefaultVerifyPaths = try s("SSL_CTX_set_default_verify_paths")
         ctxLoadVerifyLocations = try s("SSL_CTX_load_verify_locations")
         ctxSetVerify = try s("SSL_CTX_set_verify")
@@ -119,6 +121,7 @@ struct TLSFunctions: @unchecked Sendable {
     static let modeReleaseBuffers = 0x10  // SSL_MODE_RELEASE_BUFFERS
     static let optionNoRenegotiation: UInt64 = 1 << 30  // SSL_OP_NO_RENEGOTIATION
     static let optionNoCompression: UInt64 = 1 << 17  // SSL_OP_NO_COMPRESSION
+    static let optionCipherServerPreference: UInt64 = 1 << 22  // SSL_OP_CIPHER_SERVER_PREFERENCE
     static let verifyPeer: Int32 = 1  // SSL_VERIFY_PEER
     static let filetypePEM: Int32 = 1  // SSL_FILETYPE_PEM
     static let bioCtrlPending: Int32 = 10  // BIO_CTRL_PENDING

@@ -27,17 +27,25 @@ public enum TLSFixtures {
     }
 
     /// A Python TLS terminator in front of the plain server on `backendPort`, one listener per
-    /// certificate name (`"server"`, `"expired"`, ...): the port of each.
-    public static func terminator(backendPort: UInt16, certificates: [String]) async throws -> (ChildProcess, [String: UInt16]) {
+    /// certificate name (`"server"`, `"expired"`, ...): the port of each. `listeners` adds listeners
+    /// by label with a certificate name and the highest TLS version it speaks (`"1.1"`, `"1.2"`).
+    public static func terminator(backendPort: UInt16, certificates: [String],
+                                  listeners: [(label: String, certificate: String, maxVersion: String)] = [])
+        async throws -> (ChildProcess, [String: UInt16])
+    {
         var arguments = ["--backend", "\(backendPort)"]
         for name in certificates { arguments += ["--serve", name, path("\(name).pem"), path("\(name)-key.pem")] }
+        for listener in listeners {
+            arguments += ["--serve", listener.label, path("\(listener.certificate).pem"), path("\(listener.certificate)-key.pem"),
+                          "--max-tls", listener.label, listener.maxVersion]
+        }
         let process = try python("tls_terminator.py", arguments)
         guard await process.waitForOutput(containing: "ready\n") else {
             await process.kill()
             throw TestFailure("the TLS terminator did not start: \(process.text)")
         }
         var ports: [String: UInt16] = [:]
-        for name in certificates {
+        for name in certificates + listeners.map(\.label) {
             ports[name] = try await process.port(after: "\(name) listening on ", terminator: { $0 == "\n" })
         }
         return (process, ports)

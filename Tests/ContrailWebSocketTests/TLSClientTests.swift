@@ -98,6 +98,33 @@ struct TLSClientTests {
         await server.stop()
     }
 
+    @Test("TLS 1.2 is the minimum: a TLS 1.2 server is accepted, a TLS 1.1 one refused")
+    func minimumVersion() async throws {
+        let (server, backend) = try await startEchoServer(realTime: true)
+        let (terminator, ports) = try await TLSFixtures.terminator(
+            backendPort: backend, certificates: [],
+            listeners: [("tls12", "server", "1.2"), ("tls11", "server", "1.1")])
+        let client = try await WebSocketConnection.connect(to: "wss://127.0.0.1:\(ports["tls12"] ?? 0)/", options: Self.trustingTestCA)
+        try await withTimeout {
+            var messages = client.messages.makeAsyncIterator()
+            try await client.send(.text("over TLS 1.2"))
+            #expect(try await messages.next() == .text("over TLS 1.2"))
+        }
+        await client.close()
+        do {
+            _ = try await WebSocketConnection.connect(to: "wss://127.0.0.1:\(ports["tls11"] ?? 0)/", options: Self.trustingTestCA)
+            Issue.record("connected over TLS 1.1")
+        } catch {
+            guard case .tls(.handshakeFailed(let reason)) = error else {
+                Issue.record("unexpected error \(error)")
+                return
+            }
+            #expect(reason.contains("version") || reason.contains("protocol"), "\(reason)")
+        }
+        await terminator.kill()
+        await server.stop()
+    }
+
     @Test("a missing CA bundle and a server that does not speak TLS are typed errors")
     func configurationAndProtocolErrors() async throws {
         var options = WebSocketOptions()

@@ -5,7 +5,7 @@ import Foundation
 /// measured in the same run over the same loopback, event loops and echo server code.
 ///
 /// Figures: `tls.handshake` (µs per connect: TCP, TLS 1.3 handshake with verification, WebSocket
-/// upgrade; baseline: the same without TLS); `tls.echo.<size>.c<n>` for 1 KiB (round trips/s) and
+/// upgrade and close; baseline: the same without TLS) and `tls.handshake.cpu` (process CPU µs of it); `tls.echo.<size>.c<n>` for 1 KiB (round trips/s) and
 /// 64 KiB (MiB/s) messages; `tls.cpu.<size>.c<n>` (process CPU µs per round trip, both ends being in
 /// this process: the ratio is the CPU cost of TLS per message, target ≤ 1.3).
 ///
@@ -41,10 +41,15 @@ enum TLSBench {
         // Warm up (loads OpenSSL and the trust store once), then time sequential connects.
         await (try WebSocketConnection.connect(to: tlsURL, options: clientOptions)).close()
         let connects = options.iterations(300, smoke: 2)
+        let tlsCPU = processCPUSeconds()
         let tlsConnect = try await connectSeconds(tlsURL, clientOptions, count: connects)
+        let plainCPU = processCPUSeconds()
         let plainConnect = try await connectSeconds(plainURL, clientOptions, count: connects)
+        let endCPU = processCPUSeconds()
         figures.append(BenchFigure(name: "tls.handshake", value: tlsConnect / Double(connects) * 1e6, unit: "us",
                                    baseline: plainConnect / Double(connects) * 1e6))
+        figures.append(BenchFigure(name: "tls.handshake.cpu", value: (plainCPU - tlsCPU) / Double(connects) * 1e6, unit: "us",
+                                   baseline: (endCPU - plainCPU) / Double(connects) * 1e6))
 
         for connections in [1, 16] {
             let plain = try await open(plainURL, clientOptions, connections)
