@@ -56,10 +56,13 @@ public final class ContrailServer: Sendable {
     }
 
     /// Serves one connected transport (in-memory or WebSocket) with its connect-time headers
-    /// (e.g. `X-Jetstream-SessionToken` to resume) and the peer's address, which failed session
-    /// attempts are counted by (nil: an in-process peer). Returns at once; the connection runs on its own.
+    /// (e.g. `X-Jetstream-SessionToken` to resume) and the peer's address (nil: an in-process peer).
+    /// The client's address, which failed credentials count against and the log names, is the
+    /// peer's, or the one its `X-Forwarded-For` names when the peer is one of
+    /// ``ServerOptions/trustedProxies``. Returns at once; the connection runs on its own.
     public func accept(_ transport: any SyncTransport, headers: [(String, String)], peer: String? = nil) {
-        let connection = ServerConnection(transport: transport, headers: headers, peer: peer ?? "in-process", core: core)
+        let client = ClientAddress.resolve(peer: peer, headers: headers, trusted: core.options.trustedProxies)
+        let connection = ServerConnection(transport: transport, headers: headers, peer: client, core: core)
         Task { await connection.run() }
     }
 

@@ -13,7 +13,7 @@ final class ServerCore: Sendable {
     let logWriter: ScopeLogWriter?
     /// Loaded scopes against ``ServerOptions/maxOpenScopes``.
     let scopeSlots: ScopeSlots
-    /// Failed session attempts per peer address.
+    /// Failed credentials per client address.
     let throttle: AuthThrottle
     /// The connection to the cluster's log (`ServerOptions.cluster`), if any.
     let cluster: ClusterLink?
@@ -39,7 +39,8 @@ final class ServerCore: Sendable {
         self.log = ServerLog(sink: options.log)
         self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
-        self.throttle = AuthThrottle(limit: options.maxFailedAttempts, window: options.failedAttemptWindow, clock: clock)
+        self.throttle = AuthThrottle(initialDelay: options.failedAttemptDelay, maxDelay: options.maxFailedAttemptDelay,
+                                     maxWaitingPerSource: options.maxDelayedAttemptsPerSource, clock: clock)
         self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
         self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry, clock: clock)
     }
