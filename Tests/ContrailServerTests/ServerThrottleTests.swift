@@ -54,6 +54,17 @@ struct ServerThrottleTests {
         #expect(await clock.waitForSleepers(1, dueWithin: .seconds(1)))
         clock.advance(by: .seconds(1))
         #expect(try await other.awaitClose()?.code == 4096)
+        // An unknown session token is answered at once but counts: the address's next failure
+        // waits the second delay.
+        let forged = ServerTestClient(server: server, headers: [("X-Jetstream-SessionToken", String(repeating: "b", count: 64))],
+                                      peer: "192.0.2.3")
+        #expect(try await forged.awaitClose()?.reason.contains("session-token-unrecognized") == true)
+        let afterForged = ServerTestClient(server: server, peer: "192.0.2.3")
+        try await afterForged.send(Self.createWith("guess"))
+        #expect(await clock.waitForSleepers(1, dueWithin: .seconds(2)))
+        #expect(clock.sleeperCount(dueWithin: .seconds(2) - .milliseconds(1)) == 0)
+        clock.advance(by: .seconds(2))
+        #expect(try await afterForged.awaitClose()?.code == 4096)
         // One line when an episode starts, one when the cap is reached; never the token.
         #expect(await lines.contain("peer 192.0.2.1: connection denied: Session creation denied"))
         #expect(await lines.contain("peer 192.0.2.1: 3 failed attempts; its failed attempts are answered after 4.0 seconds"))
@@ -83,7 +94,8 @@ struct ServerThrottleTests {
             #expect(try await guess.next()["error"] == ["message": "Session creation denied"])
             #expect(try await guess.awaitClose()?.code == 4096)
         }
-        // Unknown session tokens count too, and are answered at once past the bound.
+        // Unknown session tokens count too, and are answered at once (a restart or an expiry gives
+        // every client one).
         let forged = ServerTestClient(server: server, headers: [("X-Jetstream-SessionToken", String(repeating: "a", count: 64))], peer: "192.0.2.7")
         #expect(try await forged.awaitClose()?.reason.contains("session-token-unrecognized") == true)
         // A valid client at the flooded address: a session at once.

@@ -4,6 +4,10 @@ import Foundation
 /// the peer is a trusted proxy (``ServerOptions/trustedProxies``), the address its
 /// `X-Forwarded-For` names. Nothing else (no other header, no query parameter) is believed.
 enum ClientAddress {
+    /// The address of a connection made in the process (``ContrailServer/connector()``): the
+    /// app's own, never throttled.
+    static let inProcess = "in-process"
+
     /// The most `X-Forwarded-For` entries read (from the right); a longer chain is cut there.
     static let maxForwardedEntries = 32
 
@@ -13,7 +17,7 @@ enum ClientAddress {
     /// leftmost is; an entry that is not an IP address ends the walk at the last address believed.
     /// O(header bytes).
     static func resolve(peer: String?, headers: [(String, String)], trusted: [AddressRange]) -> String {
-        guard let peer else { return "in-process" }
+        guard let peer else { return inProcess }
         guard let peerAddress = IPAddress(peer) else { return peer }
         let normalized = peerAddress.description
         guard isTrusted(peerAddress, trusted) else { return normalized }

@@ -7,7 +7,10 @@ import ContrailWebSocket
 /// ``ServerOptions/maxFailedAttemptDelay``; a source has at most
 /// ``ServerOptions/maxDelayedAttemptsPerSource`` answers waiting at once (more failures are
 /// answered at once and closed: they hold nothing). Only failures are ever delayed: a valid
-/// credential from the same address is answered at once, whatever other clients there do.
+/// credential from the same address is answered at once, whatever other clients there do. An
+/// unknown session token counts but is answered at once: every client meets one after a restart
+/// or an expiry and must open a new session promptly, and a token (381 random bits) needs no delay
+/// to stay unguessable.
 ///
 /// A source is a client address (see ``ClientAddress``); IPv6 addresses count by their /64, which
 /// one host usually has whole. A source quiet for twice the longest delay is forgotten; the table
@@ -82,9 +85,11 @@ final class AuthThrottle: Sendable {
         return min(delay, maxDelay)
     }
 
-    /// Records a failed attempt from `source` and says when to answer it. Call ``release(_:)``
-    /// after answering when the answer holds a place. O(1); O(sources) when the table is full.
-    func failed(_ source: String) -> Answer {
+    /// Records a failed attempt from `source` and says when to answer it (at once when not
+    /// `delayed`: it still counts towards the delay of the source's later failures). Call
+    /// ``release(_:)`` after answering when the answer holds a place. O(1); O(sources) when the
+    /// table is full.
+    func failed(_ source: String, delayed: Bool = true) -> Answer {
         let now = clock.now
         return state.withLock { state in
             var entry: Source
@@ -101,7 +106,7 @@ final class AuthThrottle: Sendable {
                 if entry.failures == 1 { .firstOfEpisode }
                 else if delay == maxDelay && self.delay(afterFailures: entry.failures - 1) < maxDelay { .reachedCap(count: entry.failures) }
                 else { .repeated }
-            let holdsPlace = delay > .zero && entry.waiting < maxWaitingPerSource && state.waiting < maxWaiting
+            let holdsPlace = delayed && delay > .zero && entry.waiting < maxWaitingPerSource && state.waiting < maxWaiting
             if holdsPlace {
                 entry.waiting += 1
                 state.waiting += 1

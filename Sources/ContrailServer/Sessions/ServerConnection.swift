@@ -35,9 +35,15 @@ final class ServerConnection: Sendable {
     /// Failed credentials: answers with `reply` (if any), then closes with 4096 and `reason`, after
     /// the delay the throttle gives this client's address (``AuthThrottle``). Logs one line when
     /// the address's episode starts and one when its delay reaches the cap; never a credential.
-    private func deny(_ reason: WireErrorBody, reply: String? = nil) async {
+    private func deny(_ reason: WireErrorBody, reply: String? = nil, delayed: Bool = true) async {
+        guard peer != ClientAddress.inProcess else {
+            // The app's own in-process connection: not throttled.
+            if let reply { try? await transport.send(reply) }
+            await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
+            return
+        }
         let source = AuthThrottle.source(of: peer)
-        let answer = core.throttle.failed(source)
+        let answer = core.throttle.failed(source, delayed: delayed)
         switch answer.note {
         case .firstOfEpisode:
             core.log.write("peer \(peer): connection denied: \(reason.message) (answers to its further failures are delayed, up to \(core.throttle.maxDelay); logged again only when that is reached)")
@@ -93,10 +99,9 @@ final class ServerConnection: Sendable {
         }
         if let token = headers.first(where: { $0.0.lowercased() == "x-jetstream-sessiontoken" })?.1 {
             guard let resumed = core.session(token: token) else {
-                // An expired or forged token, or one from before a restart: a failed credential (the
-                // answer is delayed for this address; the client then opens a new session, which a
-                // valid credential gets at once).
-                await deny(.sessionTokenUnrecognized)
+                // An expired or forged token, or one from before a restart: a failed credential that
+                // counts for this address, answered at once (the client opens a new session).
+                await deny(.sessionTokenUnrecognized, delayed: false)
                 return nil
             }
             core.log.write("session \(resumed.number) resumed from \(peer)")
