@@ -49,6 +49,11 @@ actor LocalScope: HostedScope {
     private var unwritten: ScopeStore?
     /// Asks the server to record that the scope now exists; an error when it may not.
     private let create: @Sendable () -> WireErrorBody?
+    /// Syncs run one at a time in arrival order: the ticket of the next to arrive, the one whose
+    /// turn it is, and the ones waiting for theirs.
+    private var nextSyncTicket = 0
+    private var syncTurn = 0
+    private var syncWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
 
     init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
          idleTimeout: Duration, clock: ElapsedClock, log: ServerLog, procedures: [ServerProcedure] = [], root: ScopeRoot? = nil,
@@ -204,6 +209,23 @@ actor LocalScope: HostedScope {
     /// queues the reply. `received`: the fragments as the client sent them, when `message` holds
     /// dates converted to epoch seconds; the broadcast carries those values as received.
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]? = nil) async {
+        // One at a time, in arrival order, also across the wait for the log to load: a session's
+        // resent message may arrive (on a new connection) while its earlier one waits here, and the
+        // waiters of one load would otherwise resume in any order.
+        let ticket = nextSyncTicket
+        nextSyncTicket += 1
+        if ticket != syncTurn {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in syncWaiters[ticket] = continuation }
+        }
+        defer {
+            syncTurn += 1
+            syncWaiters.removeValue(forKey: syncTurn)?.resume()
+        }
+        await applyInTurn(message, from: outbox, received: received)
+    }
+
+    /// ``sync(_:from:received:)`` in its turn.
+    private func applyInTurn(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) async {
         if !exists {
             guard createOnWrite(message, from: outbox, received: received) else { return }
         }
@@ -334,6 +356,11 @@ actor LocalScope: HostedScope {
             if let store { writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized()) }
             self.persistence = nil
             await writer.close(persistence)
+        }
+        // A log still being opened (a first write or a fetch racing the stop) is closed here, before
+        // the server's writer finishes: its waiter may resume only after that.
+        if let loading, let writer, case .success(let opened) = await loading.value {
+            await writer.close(opened.persistence)
         }
         store = nil
         core.unsubscribeAll()

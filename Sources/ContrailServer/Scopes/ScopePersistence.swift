@@ -24,6 +24,8 @@ final class ScopePersistence: @unchecked Sendable {
     /// The first write or sync failure: every later write fails too, so nothing is acknowledged
     /// on top of a change set that did not reach the disk.
     private var failure: ServerError?
+    /// Set by the first ``close(sync:)``.
+    private var isClosed = false
 
     private init(log: LogFile, name: String, writer: ScopeLogWriter) {
         self.log = log
@@ -135,9 +137,11 @@ final class ScopePersistence: @unchecked Sendable {
         }
     }
 
-    /// Writes out, syncs if `sync`, and closes the log.
+    /// Writes out, syncs if `sync`, and closes the log; a second call does nothing.
     func close(sync: Bool) {
         assert(writer.isCurrentThread, "a scope log is used off its writer thread")
+        guard !isClosed else { return }
+        isClosed = true
         if sync { try? log.sync() }
         try? log.close()
     }
