@@ -211,3 +211,36 @@ struct ServerThrottleTests {
         await server.stop()
     }
 }
+
+/// The same through `contrail serve`'s flags, in a child process.
+@Suite("contrail serve admission flags")
+struct ServeAdmissionFlagTests {
+    @Test func trustedProxyAndScopeCreationFlagsReachTheServer() async throws {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "contrail-admission-\(UUID().uuidString)", directoryHint: .isDirectory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try await ServerProcess(data: directory, arguments: [
+            "--trusted-proxy", "127.0.0.9", "--create-scopes", "declared", "--scope", "Known", "--max-scopes", "5",
+            "--failure-delay", "0.1", "--max-failure-delay", "1",
+        ])
+        let viaProxy = try await ServerTestClient.connect(port: server.port, headers: [("X-Forwarded-For", "203.0.113.5")], from: "127.0.0.9")
+        try await viaProxy.createSession()
+        #expect(try await server.logs("created from 203.0.113.5"))
+        try await viaProxy.send(["type": "ScopeFetch", "index": 1, "name": "Other", "params": [:]])
+        #expect(try await viaProxy.next()["error"]?["type"] == "scope-not-found")
+        #expect(try await viaProxy.fetch("Known", index: 2).0["error"] == nil)
+        // Positive control for the proxy: a peer that is not trusted is its own address.
+        let direct = try await ServerTestClient.connect(port: server.port, headers: [("X-Forwarded-For", "203.0.113.6")], from: "127.0.0.8")
+        try await direct.createSession()
+        #expect(try await server.logs("created from 127.0.0.8"))
+        try await server.kill()
+    }
+
+    @Test func badAdmissionFlagsAreUsageErrors() async throws {
+        for arguments in [["--trusted-proxy", "10.0.0.0/33"], ["--create-scopes", "sometimes"], ["--max-scopes", "-1"]] {
+            let child = try ChildProcess(ServerProcess.executable, ["serve", "--port", "0"] + arguments)
+            #expect(await child.waitForExit(timeout: .seconds(60)))
+            #expect(child.termination != nil && child.termination != .exited(0), "\(arguments)")
+            await child.kill()
+        }
+    }
+}
