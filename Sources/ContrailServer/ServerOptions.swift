@@ -77,7 +77,8 @@ public struct ServerOptions: Sendable {
     /// ``ScopeCreation/write``: on the first accepted write.
     public var scopeCreation: ScopeCreation = .write
     /// The most scopes that may exist (with a data directory, the scope files in it); creating one
-    /// more is answered with a `limit-exceeded` error. Nil: no limit.
+    /// more is answered with a `limit-exceeded` error. The declared ``scopes`` count but are always
+    /// created. In a cluster, the scopes this server holds. Nil: no limit.
     public var maxScopes: Int? = 100_000
     /// Decides on `ScopeFetch`; return an error to deny, nil to allow. An allowed fetch of a
     /// scope that does not exist is answered as ``scopeCreation`` says.

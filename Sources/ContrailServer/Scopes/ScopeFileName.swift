@@ -28,11 +28,6 @@ enum ScopeFileName {
         return prefix + "~" + digest + ".scope"
     }
 
-    /// Whether a file of this name holds a hashed name (whose log must name its scope).
-    static func isHashed(_ fileName: String) -> Bool {
-        fileName.contains("~")
-    }
-
     private static func encoded(_ name: String) -> String {
         var result = ""
         let hex = Array("0123456789ABCDEF".utf8)
