@@ -10,7 +10,7 @@ enum ServeCommand {
     usage: contrail serve [--host ADDRESS] [--port PORT] [--data DIR] [options]
 
     Runs a Jetstream-compatible sync server over WebSocket. Scopes are schema-agnostic and are
-    created on their first fetch, or up front with --scope. Logs one line per session and per error to stderr. Stop it
+    created on their first write (see --create-scopes), or up front with --scope. Logs one line per session and per error to stderr. Stop it
     with Ctrl-C (SIGINT) or SIGTERM: logs are written out before it exits.
 
       --host ADDRESS          address to bind (default 127.0.0.1; serve TLS, or put TLS in front
@@ -41,16 +41,31 @@ enum ServeCommand {
                               most scopes one session may fetch (default 100)
       --scope-idle SECS       a scope unused this long closes its log file and leaves memory
                               (default 60)
-      --scope NAME            create scope NAME up front (repeatable; others are created on
-                              their first fetch)
+      --scope NAME            create scope NAME up front (repeatable; others as --create-scopes
+                              says)
+      --create-scopes MODE    when a scope comes into existence: "write" (default; on its first
+                              accepted write: fetching an unknown name answers an empty state
+                              and creates no file), "fetch" (on its first fetch), or "declared"
+                              (only --scope names and files already in --data exist; fetching
+                              another is an error)
+      --max-scopes N          most scopes that may exist (files in --data); creating one more is
+                              answered with a limit-exceeded error (default 100000)
       --token-file PATH       require SessionCreate params to hold {"token": TOKEN}, TOKEN being
                               the file's content (without a trailing newline)
       --token TOKEN           the same with TOKEN given here (visible to other users in the
                               process list: prefer --token-file or CONTRAIL_TOKEN)
                               Without either, the CONTRAIL_TOKEN environment variable, if set,
                               is the token. A denied SessionCreate closes the connection with
-                              4096; 5 failed attempts within 60 s from one address make the
-                              server refuse it for 60 s (logged once per episode).
+                              4096. Failed credentials (a denied SessionCreate, an unknown
+                              session token) are answered after a delay per client address,
+                              doubling per failure; valid credentials are never delayed.
+      --failure-delay SECS    delay of an address's first failed attempt (default 0.25)
+      --max-failure-delay SECS
+                              longest delay of failed attempts (default 30)
+      --trusted-proxy CIDR    a proxy whose X-Forwarded-For names the client (repeatable; e.g.
+                              10.0.0.0/8, ::1): connections from it count against the rightmost
+                              address of that header that is not a trusted proxy. Others'
+                              X-Forwarded-For is ignored.
       --tls-cert PEM          serve TLS (wss://, and the pages over https://) with this
                               certificate chain (server certificate first); needs --tls-key
       --tls-key PEM           the certificate's private key. SIGHUP re-reads both files for new
@@ -124,6 +139,21 @@ enum ServeCommand {
             case "--max-scopes-per-session": options.maxScopesPerSession = try number(flag, Int.self)
             case "--scope-idle": options.scopeIdleTimeout = try seconds(flag)
             case "--scope": options.scopes.append(try value(flag))
+            case "--create-scopes":
+                let text = try value(flag)
+                guard let mode = ScopeCreation(rawValue: text) else {
+                    throw CLIError.usage("--create-scopes: '\(text)' is not fetch, write or declared\n\n\(help)")
+                }
+                options.scopeCreation = mode
+            case "--max-scopes": options.maxScopes = try number(flag, Int.self)
+            case "--failure-delay": options.failedAttemptDelay = try seconds(flag)
+            case "--max-failure-delay": options.maxFailedAttemptDelay = try seconds(flag)
+            case "--trusted-proxy":
+                let text = try value(flag)
+                guard let range = AddressRange(text) else {
+                    throw CLIError.usage("--trusted-proxy: '\(text)' is not an IP address or CIDR range\n\n\(help)")
+                }
+                options.trustedProxies.append(range)
             case "--token": token = try value(flag)
             case "--token-file":
                 let path = try value(flag)

@@ -118,7 +118,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         let fd: Int32
         do throws(NetworkError) {
             fd = try await Connector.connect(host: target.host, port: target.port, loop: loop,
-                                             timeout: options.connectTimeout)
+                                             timeout: options.connectTimeout, localHost: options.localAddress)
         } catch {
             throw WebSocketError(error)
         }

@@ -9,6 +9,9 @@
 public struct WebSocketOptions: Sendable {
     /// How long the TCP connect (including DNS) may take. Client only.
     public var connectTimeout: Duration = .seconds(10)
+    /// A local IP address to bind the socket to before connecting: the source address the server
+    /// sees (a host with several addresses; tests use 127.x.y.z). Nil lets the system choose. Client only.
+    public var localAddress: String? = nil
     /// How long the opening handshake may take once TCP is up, on both sides: a server drops a client
     /// that has not sent a complete request by then.
     public var handshakeTimeout: Duration = .seconds(10)
