@@ -51,6 +51,13 @@ enum ServeCommand {
                               is the token. A denied SessionCreate closes the connection with
                               4096; 5 failed attempts within 60 s from one address make the
                               server refuse it for 60 s (logged once per episode).
+                              The shared token grants every scope and the inspector.
+      --jwt-key FILE          accept JSON Web Tokens (SessionCreate params {"token": JWT} or an
+                              Authorization: Bearer header) verified with FILE: an HS256 secret
+                              (32 bytes or more) or a PEM public key (ES256 P-256, RS256 RSA).
+                              Claims: sub (user), exp, nbf, scopes {"pattern": "r"|"rw"},
+                              admin (true: may see the inspector). With --token-file too,
+                              the shared token is also accepted.
       --no-pages              do not serve the web pages (inspector at /, canvas demo at /demo,
                               the JavaScript client at /contrail.js) beside the WebSocket upgrade
       --procedures FILE       procedures clients may call, with their constraints (JSON:
@@ -61,7 +68,11 @@ enum ServeCommand {
     """
 
     static func run(_ arguments: [String]) async throws {
-        guard let options = try parse(arguments) else {
+        // Parsing reads files and may load OpenSSL (--jwt-key): blocking, so on a thread of its own.
+        let parsed = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ServerOptions?, any Error>, Never>) in
+            Thread.detachNewThread { continuation.resume(returning: Result { try parse(arguments) }) }
+        }
+        guard let options = try parsed.get() else {
             print(help)
             return
         }
@@ -82,6 +93,7 @@ enum ServeCommand {
         options.servesPages = true
         var remaining = arguments[...]
         var token = ProcessInfo.processInfo.environment["CONTRAIL_TOKEN"]
+        var jwt: JWTVerifier?
         func value(_ flag: String) throws -> String {
             guard let next = remaining.popFirst() else { throw CLIError.usage("\(flag) needs a value\n\n\(help)") }
             return next
@@ -116,6 +128,11 @@ enum ServeCommand {
             case "--scope-idle": options.scopeIdleTimeout = try seconds(flag)
             case "--scope": options.scopes.append(try value(flag))
             case "--token": token = try value(flag)
+            case "--jwt-key":
+                let path = try value(flag)
+                do throws(JWTVerifier.KeyError) { jwt = try JWTVerifier(keyFile: URL(filePath: path)) } catch {
+                    throw CLIError.usage("--jwt-key: \(error.description)")
+                }
             case "--token-file":
                 let path = try value(flag)
                 do {
@@ -141,18 +158,27 @@ enum ServeCommand {
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }
         }
-        if let token {
-            guard !token.isEmpty else { throw CLIError.usage("contrail serve: the token is empty") }
-            let expected = Array(token.utf8)
-            options.sessionHook = { params, _ in
-                guard case .string(let given)? = params["token"] else { return false }
-                return constantTimeEqual(Array(given.utf8), expected)
-            }
-        }
+        if let token, token.isEmpty { throw CLIError.usage("contrail serve: the token is empty") }
+        options.sessionHook = sessionHook(sharedToken: token, jwt: jwt)
         if options.cluster != nil && options.dataDirectory != nil {
             throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")
         }
         return options
+    }
+
+    /// The session hook for a shared token and/or a JWT key: the shared token grants everything,
+    /// a JWT its claims; nil for neither (no authentication).
+    static func sessionHook(sharedToken: String?, jwt: JWTVerifier?)
+        -> (@Sendable (_ params: [String: JSON], _ headers: [(String, String)]) async -> SessionDecision)?
+    {
+        guard sharedToken != nil || jwt != nil else { return nil }
+        let expected = sharedToken.map { Array($0.utf8) }
+        return { params, headers in
+            guard let given = JWTVerifier.token(params: params, headers: headers) else { return .deny(reason: "no token") }
+            if let expected, constantTimeEqual(Array(given.utf8), expected) { return .allowEverything }
+            guard let jwt else { return .deny(reason: "wrong token") }
+            do throws(JWTError) { return .allow(try jwt.identity(fromToken: given)) } catch { return .deny(reason: error.description) }
+        }
     }
 
     /// Compares without returning early at the first difference (no timing hint for guessing).

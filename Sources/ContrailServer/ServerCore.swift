@@ -48,8 +48,9 @@ final class ServerCore: Sendable {
 
     // MARK: Sessions
 
-    /// Creates and registers a session with a fresh token; nil once stopped.
-    func makeSession() -> ServerSession? {
+    /// Creates and registers a session acting as `identity`, with a fresh token; nil once stopped.
+    /// A credential with an expiry ends the session when it passes, on ``clock``.
+    func makeSession(identity: SessionIdentity) -> ServerSession? {
         let token = SessionToken.make()
         let number: Int? = state.withLock { state in
             guard !state.isStopped else { return nil }
@@ -57,9 +58,24 @@ final class ServerCore: Sendable {
             return state.nextSessionNumber
         }
         guard let number else { return nil }
-        let session = ServerSession(number: number, token: token, core: self)
+        let session = ServerSession(number: number, token: token, identity: identity, core: self)
         state.withLock { $0.sessions[token] = session }
+        if let expiry = identity.expiry {
+            let remaining = Duration.seconds(max(0, expiry.timeIntervalSinceNow))
+            Task { [clock, weak session] in
+                do { try await clock.sleep(for: remaining) } catch { return }
+                await session?.expire(reason: .credentialExpired)
+            }
+        }
         return session
+    }
+
+    /// Ends every session of `user` at once (close 4097, `session-revoked`); their tokens are
+    /// forgotten, so they cannot resume. Returns how many there were. O(sessions).
+    func revoke(user: String) async -> Int {
+        let sessions = state.withLock { $0.sessions.values.filter { $0.identity.user == user } }
+        for session in sessions { await session.expire(reason: .sessionRevoked) }
+        return sessions.count
     }
 
     /// The live session with `token`, if any.

@@ -177,7 +177,7 @@ actor LocalScope: HostedScope {
     /// see ``ScopeLogWriter``) broadcasts what was accepted to every other subscribed session and
     /// queues the reply. `received`: the fragments as the client sent them, when `message` holds
     /// dates converted to epoch seconds; the broadcast carries those values as received.
-    func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]? = nil) async {
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]? = nil) async {
         var store: ScopeStore
         do throws(ServerError) { store = try await loadedStore() } catch {
             // A stopping server answers nothing: a rejection would make the client revert edits
@@ -189,7 +189,7 @@ actor LocalScope: HostedScope {
             return
         }
         self.store = nil  // keep the store uniquely referenced while it is mutated
-        let changeSet = core.apply(message, to: &store, from: outbox, received: received)
+        let changeSet = core.apply(message, to: &store, from: outbox, identity: identity, received: received)
         self.store = store
         let logged: [SyncFragment]
         let deliver: @Sendable () -> Void

@@ -125,11 +125,15 @@ final class ServerConnection: Sendable {
             await deny(WireErrorBody(message: "Could not parse message input, input was not JSON", type: "bad-input"))
             return nil
         }
-        guard await core.options.sessionHook(create.params, headers) else {
-            // The protocol's answer first (clients report it), then the close with the reason.
-            let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: .sessionCreationDenied)))])
-            try? await transport.send(reply)
-            await deny(.sessionCreationDenied)
+        let identity: SessionIdentity
+        switch await core.options.sessionHook?(create.params, headers) ?? .allowEverything {
+        case .allow(let allowed) where allowed.expiry.map({ $0.timeIntervalSinceNow <= 0 }) == true:
+            await refuse(WireErrorBody.sessionCreationDenied("the credential has expired"))
+            return nil
+        case .allow(let allowed):
+            identity = allowed
+        case .deny(let reason):
+            await refuse(reason.map(WireErrorBody.sessionCreationDenied) ?? .sessionCreationDenied)
             return nil
         }
         core.throttle.recordSuccess(of: peer)
@@ -141,15 +145,24 @@ final class ServerConnection: Sendable {
             await close(code: JetstreamCloseCode.denied, reason: error.closeReason())
             return nil
         }
-        guard let session = core.makeSession() else {
+        guard let session = core.makeSession(identity: identity) else {
             await close(code: 1001, reason: "server is stopping")
             return nil
         }
-        core.log.write("session \(session.number) created (client version \(create.version))")
+        let user = identity == .unrestricted ? "" : " for user '\(identity.user)'"
+        core.log.write("session \(session.number) created\(user) (client version \(create.version))")
         let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(
             sessionToken: session.token, extensions: [ScopeDetach.typeName])))])
         do { try await transport.send(reply) } catch { return session }
         return session
+    }
+
+    /// Answers a denied `SessionCreate` with `error`, then closes with 4096 and the reason. The
+    /// protocol's answer comes first (clients report it); the failure counts against the peer.
+    private func refuse(_ error: WireErrorBody) async {
+        let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: error)))])
+        try? await transport.send(reply)
+        await deny(error)
     }
 
     /// The client's next frame; nil at the end. A WebSocket is read directly rather than through the

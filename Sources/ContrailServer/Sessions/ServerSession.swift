@@ -18,6 +18,8 @@ actor ServerSession {
     nonisolated let number: Int
     nonisolated let token: String
     nonisolated let outbox: SessionOutbox
+    /// Who the session acts for: decided when it was created, fixed for its life.
+    nonisolated let identity: SessionIdentity
     private let core: ServerCore
     private var lastClientIndex = 0
     /// The `lastClientIndex` at which we last asked for a resend, so a gap is reported once.
@@ -32,9 +34,10 @@ actor ServerSession {
     private var watched = false
     private(set) var isEnded = false
 
-    init(number: Int, token: String, core: ServerCore) {
+    init(number: Int, token: String, identity: SessionIdentity, core: ServerCore) {
         self.number = number
         self.token = token
+        self.identity = identity
         self.core = core
         self.lastActivity = SanitizerVisibleMutex(core.clock.now)
         let limits = core.limits
@@ -204,7 +207,13 @@ actor ServerSession {
     }
 
     private func handleFetch(_ fetch: ScopeFetch) async {
-        if let denial = await core.options.fetchHook(fetch.name, fetch.params) {
+        guard identity.may(.read, fetch.name) else {
+            let denial = WireErrorBody.forbidden("User '\(identity.user)' may not read scope '\(fetch.name)'")
+            core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
+            return
+        }
+        if let denial = await core.options.fetchHook(fetch.name, fetch.params, identity) {
             core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
             return
@@ -222,7 +231,7 @@ actor ServerSession {
         } else {
             guard let named = core.scope(named: fetch.name) else { return }  // stopping: the connection closes
             scope = named
-            scopeIndex = scopes.add(named)
+            scopeIndex = scopes.add(named, writable: identity.may(.write, fetch.name))
             core.log.write("session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
         }
         await scope.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: fetch.index)
@@ -230,7 +239,13 @@ actor ServerSession {
 
     private func handleSync(_ sync: ScopeSync) async {
         let limit = core.limits.maxFragmentsPerMessage
-        guard let scope = scopes[sync.scopeIndex] else { return reject(sync, .scopeIndexNotFound(sync.scopeIndex)) }
+        guard let (scope, writable) = scopes.entry(index: sync.scopeIndex) else {
+            return reject(sync, .scopeIndexNotFound(sync.scopeIndex))
+        }
+        // The grant check, decided once at fetch (the identity is fixed): a flag read per message.
+        guard writable else {
+            return reject(sync, .forbidden("User '\(identity.user)' may not write scope '\(scope.name)'"))
+        }
         guard sync.fragments.count <= limit else {
             return reject(sync, .limitExceeded("ScopeSync has \(sync.fragments.count) fragments, over the limit of \(limit)"))
         }
@@ -240,7 +255,7 @@ actor ServerSession {
         // other's dates.
         var canonical = sync
         if sync.changeSetID == nil { canonical.fragments = CanonicalDate.canonical(sync.fragments) }
-        await scope.sync(canonical, from: outbox, received: canonical == sync ? nil : sync.fragments)
+        await scope.sync(canonical, from: outbox, identity: identity, received: canonical == sync ? nil : sync.fragments)
     }
 
     /// Answers every fragment of `sync` with `error`.
