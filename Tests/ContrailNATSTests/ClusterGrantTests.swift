@@ -27,13 +27,19 @@ struct ClusterGrantTests {
 
         func send(_ json: JSON) async throws { try await transport.send(json.jsonString) }
 
-        /// The next message (frames are arrays of messages; these tests get one at a time).
+        /// Messages of the last frame not taken yet.
+        var buffered: [JSON] = []
+
+        /// The next message (a frame is an array of messages).
         func next() async throws -> JSON {
-            guard let text = try await withTimeout(.seconds(60), { [self] in try await iterator.next() }) else {
-                throw TestFailure("the server closed the connection")
+            while buffered.isEmpty {
+                guard let text = try await withTimeout(.seconds(60), { [self] in try await iterator.next() }) else {
+                    throw TestFailure("the server closed the connection")
+                }
+                let json = try JSON(parsing: text)
+                buffered = json.arrayValue ?? [json]
             }
-            let json = try JSON(parsing: text)
-            return json.arrayValue?.first ?? json
+            return buffered.removeFirst()
         }
 
         /// The next message of `type`, skipping others.
