@@ -49,7 +49,8 @@ final class ServerCore: Sendable {
     // MARK: Sessions
 
     /// Creates and registers a session acting as `identity`, with a fresh token; nil once stopped.
-    /// A credential with an expiry ends the session when it passes, on ``clock``.
+    /// A credential with an expiry ends the session when it passes (the ``ticker`` checks it, on
+    /// ``clock``: no timer of its own per session).
     func makeSession(identity: SessionIdentity) -> ServerSession? {
         let token = SessionToken.make()
         let number: Int? = state.withLock { state in
@@ -60,13 +61,6 @@ final class ServerCore: Sendable {
         guard let number else { return nil }
         let session = ServerSession(number: number, token: token, identity: identity, core: self)
         state.withLock { $0.sessions[token] = session }
-        if let expiry = identity.expiry {
-            let remaining = Duration.seconds(max(0, expiry.timeIntervalSinceNow))
-            Task { [clock, weak session] in
-                do { try await clock.sleep(for: remaining) } catch { return }
-                await session?.expire(reason: .credentialExpired)
-            }
-        }
         return session
     }
 

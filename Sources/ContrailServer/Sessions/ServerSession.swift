@@ -20,6 +20,8 @@ actor ServerSession {
     nonisolated let outbox: SessionOutbox
     /// Who the session acts for: decided when it was created, fixed for its life.
     nonisolated let identity: SessionIdentity
+    /// When the identity's credential expires, on the server's clock (read by the ``SessionTicker``).
+    nonisolated let credentialDeadline: ElapsedClock.Instant?
     private let core: ServerCore
     private var lastClientIndex = 0
     /// The `lastClientIndex` at which we last asked for a resend, so a gap is reported once.
@@ -38,6 +40,7 @@ actor ServerSession {
         self.number = number
         self.token = token
         self.identity = identity
+        self.credentialDeadline = identity.expiry.map { core.clock.now + .seconds(max(0, $0.timeIntervalSinceNow)) }
         self.core = core
         self.lastActivity = SanitizerVisibleMutex(core.clock.now)
         let limits = core.limits
@@ -71,9 +74,13 @@ actor ServerSession {
     /// When the client was last heard from.
     nonisolated var idleSince: ElapsedClock.Instant { lastActivity.withLock { $0 } }
 
-    /// Ends the session if nothing arrived for `expiry`. Returns whether it has ended.
+    /// Ends the session if its credential expired, or nothing arrived for `expiry`. Returns whether it has ended.
     func expireIfIdle(_ expiry: Duration) async -> Bool {
         guard !isEnded else { return true }
+        if let credentialDeadline, core.clock.now >= credentialDeadline {
+            await expire(reason: .credentialExpired)
+            return true
+        }
         guard core.clock.now - idleSince >= expiry else { return false }
         await expire(reason: nil)
         return true
