@@ -61,7 +61,6 @@ struct PageServer: Sendable {
                                                      headers: Self.headers.merging(["WWW-Authenticate": "Bearer"]) { $1 })))
         }
         guard case .allow(let identity) = await hook(["token": .string(token)], headers), identity.isAdmin else {
-            core.log.write("overview refused: the token is not an admin's")
             return .failure(Refusal(response: .error(status: 403, reason: "Forbidden", headers: Self.headers)))
         }
         return .success(identity)

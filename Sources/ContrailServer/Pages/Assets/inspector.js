@@ -27,6 +27,7 @@ async function poll() {
     if (response.status === 401 || response.status === 403) {
       // Authentication is on: the overview needs an admin's token (asked once per page load).
       $("status").textContent = response.status === 401 ? "the overview needs a token" : "this token is not an admin's";
+      clearInterval(polling);  // no point asking again every second
       if (!asked) {
         asked = true;
         if (askForPageToken("Contrail admin token (kept for this tab only):")) location.reload();
@@ -130,7 +131,7 @@ setInterval(() => {
   while (arrivals.length && now - arrivals[0][0] > 1000) arrivals.shift();
   $("rate").textContent = arrivals.reduce((sum, [, n]) => sum + n, 0);
 }, 250);
-setInterval(poll, 1000);
+const polling = setInterval(poll, 1000);
 poll();
 if (chosenName) choose(chosenName);
 // For tests and the console.
