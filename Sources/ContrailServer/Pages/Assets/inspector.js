@@ -28,7 +28,7 @@ async function poll() {
       // Authentication is on: the overview needs an admin's token (asked once per page load).
       $("status").textContent = response.status === 401 ? "the overview needs a token" : "this token is not an admin's";
       clearInterval(polling);  // no point asking again every second
-      if (!asked) {
+      if (!asked && !token) {  // a token that is not an admin's: say so, do not ask for another
         asked = true;
         if (askForPageToken("Contrail admin token (kept for this tab only):")) location.reload();
       }
