@@ -108,8 +108,11 @@ package final class JWTSignatureVerifier: @unchecked Sendable {
         typealias ReadKey = @convention(c) (OpaquePointer?, UnsafeMutablePointer<OpaquePointer?>?, OpaquePointer?, UnsafeMutableRawPointer?)
             -> OpaquePointer?
         typealias KeyInt = @convention(c) (OpaquePointer?) -> Int32
-        let newBuffer: NewBuffer, freeBIO: FreeBIO, readKey: ReadKey, baseID: KeyInt, bits: KeyInt
+        typealias StringParameter = @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int,
+                                                    UnsafeMutablePointer<Int>?) -> Int32
+        let newBuffer: NewBuffer, freeBIO: FreeBIO, readKey: ReadKey, baseID: KeyInt, bits: KeyInt, stringParameter: StringParameter
         do {
+            stringParameter = try library.symbol("EVP_PKEY_get_utf8_string_param", as: StringParameter.self)
             newBuffer = try library.symbol("BIO_new_mem_buf", as: NewBuffer.self)
             freeBIO = try library.symbol("BIO_free", as: FreeBIO.self)
             readKey = try library.symbol("PEM_read_bio_PUBKEY", as: ReadKey.self)
@@ -127,8 +130,17 @@ package final class JWTSignatureVerifier: @unchecked Sendable {
         guard let key else { throw .unusableKey("OpenSSL could not read the PEM public key") }
         let rsa: Int32 = 6  // EVP_PKEY_RSA
         let ec: Int32 = 408  // EVP_PKEY_EC
+        // The curve's name ("group"): ES256 is P-256 only, not any 256-bit curve (secp256k1 is ES256K).
+        var group = [CChar](repeating: 0, count: 64)
+        var groupLength = 0
+        let named = stringParameter(key, "group", &group, group.count, &groupLength) == 1
+        let curve = named ? String(decoding: group.prefix(groupLength).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
         switch (baseID(key), bits(key)) {
-        case (ec, 256): return (key, "ES256")
+        case (ec, 256) where curve == "prime256v1" || curve == "P-256": return (key, "ES256")
+        case (ec, _) where !curve.isEmpty:
+            functions.keyFree(key)
+            functions.clearErrors()
+            throw .unusableKey("an EC key on curve \(curve) is not P-256 (ES256)")
         case (rsa, let size) where size >= 2048: return (key, "RS256")
         case (rsa, let size):
             functions.keyFree(key)

@@ -138,6 +138,14 @@ struct JWTVerifierTests {
         try await JWTTestKeys.openssl(["pkey", "-in", keys.directory.appending(path: "small.pem").path(percentEncoded: false), "-pubout",
                                        "-out", keys.directory.appending(path: "small.pub").path(percentEncoded: false)])
         #expect(throws: JWTVerifier.KeyError.self) { try JWTVerifier(keyFile: keys.directory.appending(path: "small.pub")) }
+        // A 256-bit curve that is not P-256 (secp256k1: ES256K, not ES256).
+        let k1 = keys.directory.appending(path: "k1.pem").path(percentEncoded: false)
+        let k1Public = keys.directory.appending(path: "k1.pub.pem")
+        try await JWTTestKeys.openssl(["ecparam", "-name", "secp256k1", "-genkey", "-noout", "-out", k1])
+        try await JWTTestKeys.openssl(["ec", "-in", k1, "-pubout", "-out", k1Public.path(percentEncoded: false)])
+        let k1Error = #expect(throws: JWTVerifier.KeyError.self) { try JWTVerifier(keyFile: k1Public) }
+        #expect(k1Error?.description == "an EC key on curve secp256k1 is not P-256 (ES256)")
+        #expect(try JWTVerifier(keyFile: keys.ecPublic).algorithm == "ES256")
         #expect(try JWTVerifier(key: Array(String(repeating: "k", count: 32).utf8)).algorithm == "HS256")
     }
 
