@@ -1,3 +1,4 @@
+import ContrailServer
 import ContrailTestSupport
 import ContrailWire
 import Foundation
@@ -28,6 +29,19 @@ struct JWTTestKeys: Sendable {
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
+
+    /// A verifier for `file`, made on a thread of its own: the first one loads OpenSSL (dlopen),
+    /// which must not block the cooperative pool.
+    static func verifier(_ file: URL) async throws -> JWTVerifier {
+        try await offPool { try JWTVerifier(keyFile: file) }
+    }
+
+    /// Runs `body` on a new thread (for blocking calls) and returns its result.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
 
     /// How a test token is signed.
     enum Signing {

@@ -13,9 +13,9 @@ struct JWTVerifierTests {
         let keys = try await JWTTestKeys.make()
         defer { keys.remove() }
         let verifiers: [(JWTVerifier, JWTTestKeys.Signing, String)] = [
-            (try JWTVerifier(keyFile: keys.secretFile), .hs256(secret: keys.secret), "HS256"),
-            (try JWTVerifier(keyFile: keys.ecPublic), .es256, "ES256"),
-            (try JWTVerifier(keyFile: keys.rsaPublic), .rs256, "RS256"),
+            (try await JWTTestKeys.verifier(keys.secretFile), .hs256(secret: keys.secret), "HS256"),
+            (try await JWTTestKeys.verifier(keys.ecPublic), .es256, "ES256"),
+            (try await JWTTestKeys.verifier(keys.rsaPublic), .rs256, "RS256"),
         ]
         for (verifier, signing, algorithm) in verifiers {
             #expect(verifier.algorithm == algorithm)
@@ -31,9 +31,9 @@ struct JWTVerifierTests {
     @Test func noneAndAlgorithmConfusionAreRefused() async throws {
         let keys = try await JWTTestKeys.make()
         defer { keys.remove() }
-        let rsa = try JWTVerifier(keyFile: keys.rsaPublic)
-        let ec = try JWTVerifier(keyFile: keys.ecPublic)
-        let hs = try JWTVerifier(keyFile: keys.secretFile)
+        let rsa = try await JWTTestKeys.verifier(keys.rsaPublic)
+        let ec = try await JWTTestKeys.verifier(keys.ecPublic)
+        let hs = try await JWTTestKeys.verifier(keys.secretFile)
         // alg none, unsigned; and alg none with a (meaningless) signature part.
         let unsigned = try await keys.token(Self.claims, signing: .unsigned)
         #expect(throws: JWTError.unsupportedAlgorithm("none")) { try rsa.identity(fromToken: unsigned) }
@@ -62,7 +62,7 @@ struct JWTVerifierTests {
         let keys = try await JWTTestKeys.make()
         defer { keys.remove() }
         for (file, signing) in [(keys.secretFile, JWTTestKeys.Signing.hs256(secret: keys.secret)), (keys.ecPublic, .es256), (keys.rsaPublic, .rs256)] {
-            let verifier = try JWTVerifier(keyFile: file)
+            let verifier = try await JWTTestKeys.verifier(file)
             let good = try await keys.token(Self.claims, signing: signing)
             #expect(try verifier.identity(fromToken: good).user == "alice")
             let parts = good.split(separator: ".").map(String.init)
@@ -80,7 +80,7 @@ struct JWTVerifierTests {
                 #expect(throws: JWTError.badSignature) { try verifier.identity(fromToken: other) }
             }
         }
-        let verifier = try JWTVerifier(keyFile: keys.secretFile)
+        let verifier = try await JWTTestKeys.verifier(keys.secretFile)
         let malformed = ["", "abc", "a.b", "a.b.c.d", "!!!.e30.AAAA", "e30.e30.AAAA", "bm90IGpzb24.e30.AAAA",
                          String(repeating: "A", count: 20_000)]
         for token in malformed {
@@ -97,7 +97,7 @@ struct JWTVerifierTests {
     @Test func expiryAndNotBeforeHoldWithAThirtySecondLeeway() async throws {
         let keys = try await JWTTestKeys.make()
         defer { keys.remove() }
-        let verifier = try JWTVerifier(keyFile: keys.ecPublic)
+        let verifier = try await JWTTestKeys.verifier(keys.ecPublic)
         let now = Date(timeIntervalSince1970: 2_000_000_000)
         func token(_ extra: [String: JSON]) async throws -> String {
             let base: [String: JSON] = ["sub": "alice"]
@@ -130,6 +130,7 @@ struct JWTVerifierTests {
     @Test func keysThatCannotVerifyAreRefusedWithAReason() async throws {
         let keys = try await JWTTestKeys.make()
         defer { keys.remove() }
+        _ = try await JWTTestKeys.verifier(keys.ecPublic)  // OpenSSL is loaded (off the pool) before the calls below
         #expect(throws: JWTVerifier.KeyError.self) { try JWTVerifier(key: Array("short".utf8)) }
         #expect(throws: JWTVerifier.KeyError.self) { try JWTVerifier(keyFile: keys.ecPrivate) }
         #expect(throws: JWTVerifier.KeyError.self) { try JWTVerifier(key: Array("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n".utf8)) }
