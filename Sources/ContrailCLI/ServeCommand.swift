@@ -59,6 +59,13 @@ enum ServeCommand {
                               4096. Failed credentials (a denied SessionCreate, an unknown
                               session token) are answered after a delay per client address,
                               doubling per failure; valid credentials are never delayed.
+                              The shared token grants every scope and the inspector.
+      --jwt-key FILE          accept JSON Web Tokens (SessionCreate params {"token": JWT} or an
+                              Authorization: Bearer header) verified with FILE: an HS256 secret
+                              (32 bytes or more) or a PEM public key (ES256 P-256, RS256 RSA).
+                              Claims: sub (user), exp, nbf, scopes {"pattern": "r"|"rw"},
+                              admin (true: may see the inspector). With --token-file too,
+                              the shared token is also accepted.
       --failure-delay SECS    delay of an address's first failed attempt (default 0.25)
       --max-failure-delay SECS
                               longest delay of failed attempts (default 30)
@@ -81,7 +88,11 @@ enum ServeCommand {
     """
 
     static func run(_ arguments: [String]) async throws {
-        guard let options = try parse(arguments) else {
+        // Parsing reads files and may load OpenSSL (--jwt-key): blocking, so on a thread of its own.
+        let parsed = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ServerOptions?, any Error>, Never>) in
+            Thread.detachNewThread { continuation.resume(returning: Result { try parse(arguments) }) }
+        }
+        guard let options = try parsed.get() else {
             print(help)
             return
         }
@@ -106,6 +117,7 @@ enum ServeCommand {
         var remaining = arguments[...]
         var token = ProcessInfo.processInfo.environment["CONTRAIL_TOKEN"]
         var tlsFiles: (certificate: String?, key: String?) = (nil, nil)
+        var jwt: JWTVerifier?
         func value(_ flag: String) throws -> String {
             guard let next = remaining.popFirst() else { throw CLIError.usage("\(flag) needs a value\n\n\(help)") }
             return next
@@ -155,6 +167,11 @@ enum ServeCommand {
                 }
                 options.trustedProxies.append(range)
             case "--token": token = try value(flag)
+            case "--jwt-key":
+                let path = try value(flag)
+                do throws(JWTVerifier.KeyError) { jwt = try JWTVerifier(keyFile: URL(filePath: path)) } catch {
+                    throw CLIError.usage("--jwt-key: \(error.description)")
+                }
             case "--token-file":
                 let path = try value(flag)
                 do {
@@ -182,14 +199,8 @@ enum ServeCommand {
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }
         }
-        if let token {
-            guard !token.isEmpty else { throw CLIError.usage("contrail serve: the token is empty") }
-            let expected = Array(token.utf8)
-            options.sessionHook = { params, _ in
-                guard case .string(let given)? = params["token"] else { return false }
-                return constantTimeEqual(Array(given.utf8), expected)
-            }
-        }
+        if let token, token.isEmpty { throw CLIError.usage("contrail serve: the token is empty") }
+        options.sessionHook = sessionHook(sharedToken: token, jwt: jwt)
         options.tls = try tlsContext(tlsFiles)
         if options.cluster != nil && options.dataDirectory != nil {
             throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")
@@ -208,6 +219,21 @@ enum ServeCommand {
                 throw CLIError.usage("contrail serve: \(error)")
             }
         default: throw CLIError.usage("--tls-cert and --tls-key go together\n\n\(help)")
+        }
+    }
+
+    /// The session hook for a shared token and/or a JWT key: the shared token grants everything,
+    /// a JWT its claims; nil for neither (no authentication).
+    static func sessionHook(sharedToken: String?, jwt: JWTVerifier?)
+        -> (@Sendable (_ params: [String: JSON], _ headers: [(String, String)]) async -> SessionDecision)?
+    {
+        guard sharedToken != nil || jwt != nil else { return nil }
+        let expected = sharedToken.map { Array($0.utf8) }
+        return { params, headers in
+            guard let given = JWTVerifier.token(params: params, headers: headers) else { return .deny(reason: "no token") }
+            if let expected, constantTimeEqual(Array(given.utf8), expected) { return .allowEverything }
+            guard let jwt else { return .deny(reason: "wrong token") }
+            do throws(JWTError) { return .allow(try jwt.identity(fromToken: given)) } catch { return .deny(reason: error.description) }
         }
     }
 

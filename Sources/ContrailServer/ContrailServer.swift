@@ -70,6 +70,17 @@ public final class ContrailServer: Sendable {
         Task { await connection.run() }
     }
 
+    /// Ends every live session of `user` (``SessionIdentity/user``) at once: each connection is
+    /// closed with 4097 and the reason `session-revoked`, and the sessions cannot resume. New
+    /// sessions are up to ``ServerOptions/sessionHook`` (or the token's expiry): stop issuing the
+    /// user's credentials first. Returns how many sessions ended. O(sessions).
+    @discardableResult
+    public func revoke(user: String) async -> Int {
+        let count = await core.revoke(user: user)
+        core.log.write("revoked user '\(user)': \(count) session(s) ended")
+        return count
+    }
+
     /// A connector making in-memory connections to this server: for tests, the Playground and
     /// apps that embed client and server in one process.
     public func connector() -> any SyncConnector {

@@ -65,8 +65,10 @@ final class ServerCore: Sendable {
 
     // MARK: Sessions
 
-    /// Creates and registers a session with a fresh token; nil once stopped.
-    func makeSession() -> ServerSession? {
+    /// Creates and registers a session acting as `identity`, with a fresh token; nil once stopped.
+    /// A credential with an expiry ends the session when it passes (the ``ticker`` checks it, on
+    /// ``clock``: no timer of its own per session).
+    func makeSession(identity: SessionIdentity) -> ServerSession? {
         let token = SessionToken.make()
         let number: Int? = state.withLock { state in
             guard !state.isStopped else { return nil }
@@ -74,9 +76,17 @@ final class ServerCore: Sendable {
             return state.nextSessionNumber
         }
         guard let number else { return nil }
-        let session = ServerSession(number: number, token: token, core: self)
+        let session = ServerSession(number: number, token: token, identity: identity, core: self)
         state.withLock { $0.sessions[token] = session }
         return session
+    }
+
+    /// Ends every session of `user` at once (close 4097, `session-revoked`); their tokens are
+    /// forgotten, so they cannot resume. Returns how many there were. O(sessions).
+    func revoke(user: String) async -> Int {
+        let sessions = state.withLock { $0.sessions.values.filter { $0.identity.user == user } }
+        for session in sessions { await session.expire(reason: .sessionRevoked) }
+        return sessions.count
     }
 
     /// The live session with `token`, if any.

@@ -6,7 +6,7 @@ import Foundation
 /// ```swift
 /// var options = ServerOptions()
 /// options.dataDirectory = URL(filePath: "/var/lib/contrail")
-/// options.sessionHook = { params, _ in params["token"] == "secret" }
+/// options.sessionHook = { params, _ in params["token"] == "secret" ? .allowEverything : .deny() }
 /// let server = try ContrailServer(options: options)
 /// ```
 public struct ServerOptions: Sendable {
@@ -67,9 +67,12 @@ public struct ServerOptions: Sendable {
     /// connection from one of them counts against (and is logged as) the rightmost address of that
     /// header that is not itself a trusted proxy. Any other peer's `X-Forwarded-For` is ignored.
     public var trustedProxies: [AddressRange] = []
-    /// Decides on `SessionCreate` from its params and the connection's headers; false denies
-    /// ("Session creation denied"): the connection is closed with 4096 and that reason.
-    public var sessionHook: @Sendable (_ params: [String: JSON], _ headers: [(String, String)]) async -> Bool = { _, _ in true }
+    /// Decides on `SessionCreate` from its params and the connection's headers (a token travels
+    /// in params, e.g. `{"token": …}`, or in an `Authorization: Bearer …` header of the upgrade):
+    /// the session's ``SessionIdentity``, or a denial (the client gets the reason, then close 4096).
+    /// Nil (the default): no authentication, every session is ``SessionIdentity/unrestricted`` and
+    /// the inspector is open. With a hook, the inspector's overview needs an admin identity.
+    public var sessionHook: (@Sendable (_ params: [String: JSON], _ headers: [(String, String)]) async -> SessionDecision)?
     /// Decides on every connection, new or resuming (§8.8), from its headers; false closes it
     /// with 4096 `rejected`.
     public var connectionHook: @Sendable (_ headers: [(String, String)]) async -> Bool = { _ in true }
@@ -83,9 +86,10 @@ public struct ServerOptions: Sendable {
     /// more is answered with a `limit-exceeded` error. The declared ``scopes`` count but are always
     /// created. In a cluster, the scopes this server holds. Nil: no limit.
     public var maxScopes: Int? = 100_000
-    /// Decides on `ScopeFetch`; return an error to deny, nil to allow. An allowed fetch of a
-    /// scope that does not exist is answered as ``scopeCreation`` says.
-    public var fetchHook: @Sendable (_ scopeName: String, _ params: [String: JSON]) async -> WireErrorBody? = { _, _ in nil }
+    /// Decides on `ScopeFetch` after the grant check (a fetch without read access is answered
+    /// with a `forbidden` error first), with the session's identity; return an error to deny, nil
+    /// to allow. An allowed fetch of a scope that does not exist is answered as ``scopeCreation`` says.
+    public var fetchHook: @Sendable (_ scopeName: String, _ params: [String: JSON], _ identity: SessionIdentity) async -> WireErrorBody? = { _, _, _ in nil }
     /// Serves the web pages (an inspector at `/`, a canvas demo at `/demo`, the JavaScript client at
     /// `/contrail.js`) as plain HTTP GET beside the WebSocket upgrade. `contrail serve` turns it on.
     public var servesPages = false
@@ -100,7 +104,8 @@ public struct ServerOptions: Sendable {
     public var roots: [String: ScopeRoot] = [:]
     /// The clock every server timer and timeout runs on: keep-alive pings, session expiry, the
     /// establish timeout, idle scopes, the delays of failed attempts, a cluster scope's catch-up
-    /// retries. Tests pass a virtual clock to run these in virtual time.
+    /// retries, the end of a session whose credential expires (``SessionIdentity/expiry``). Tests
+    /// pass a virtual clock to run these in virtual time.
     public var clock: any Clock<Duration> = ContinuousClock()
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError

@@ -20,12 +20,15 @@ import Testing
         let client: Client
         let canvas: BrowserCanvas
 
-        static func start(scopeName: String, chromium: String) async throws -> Rig {
-            let (server, port) = try await startPageServer()
+        static func start(scopeName: String, chromium: String, token: String? = nil,
+                          configure: @Sendable (inout ServerOptions) -> Void = { _ in }) async throws -> Rig {
+            let (server, port) = try await startPageServer(configure: configure)
             let scope = Scope(name: scopeName)
             let canvas = BrowserCanvas()
             scope.root = canvas
-            let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: testOptions())
+            var options = testOptions()
+            if let token { options.sessionParams = ["token": .string(token)] }
+            let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: options)
             let browser = try await HeadlessChromium.launch(chromium)
             let devTools: DevTools
             do {
@@ -49,6 +52,45 @@ import Testing
           .timeLimit(.minutes(5)))
     func demoCanvasSyncsWithASwiftClient() async throws {
         try await withRig(scopePrefix: "BrowserCanvas", runDemo)
+    }
+
+    /// With authentication on (issue 22): the inspector takes its token from `#token=`, clears it from
+    /// the address bar, keeps it for the tab, shows the overview to an admin, and tells a reader whose
+    /// token is not an admin's so while still showing the scope it may read.
+    @Test(.enabled(if: chromium != nil, "needs Chromium (`chromium` on PATH); .ci/run installs the Debian package"),
+          .timeLimit(.minutes(5)))
+    func inspectorPassesItsTokenAndNeedsAnAdminForTheOverview() async throws {
+        let admin = "admin-\(UUID().uuidString)"
+        let reader = "reader-\(UUID().uuidString)"
+        let name = "Guarded-\(UUID().uuidString.prefix(8))"
+        let rig = try await Rig.start(scopeName: name, chromium: try #require(Self.chromium), token: admin) { options in
+            options.sessionHook = { params, _ in
+                switch params["token"] {
+                case .string(admin)?: return .allowEverything
+                case .string(reader)?: return .allow(SessionIdentity(user: "reader", grants: [name: .read]))
+                default: return .deny(reason: "wrong token")
+                }
+            }
+        }
+        do {
+            rig.canvas.name = "guarded"
+            #expect(await eventually(.seconds(60)) { rig.client.session?.pendingChangeSets == 0 })
+            let tree = "document.getElementById('tree').textContent"
+            let page = try await rig.devTools.openPage("http://127.0.0.1:\(rig.port)/?scope=\(name)#token=\(admin)")
+            _ = try await page.waitFor("\(tree).includes('\"guarded\"')")
+            _ = try await page.waitFor("[...document.querySelectorAll('#scopes tr.scope')].some((r) => r.cells[0].textContent === '\(name)')")
+            #expect(try await page.evaluate("location.href.includes('token')") == false, "the token left the address bar")
+            #expect(try await page.evaluate("sessionStorage.getItem('contrail-token')") == .string(admin))
+
+            let readerPage = try await rig.devTools.openPage("http://127.0.0.1:\(rig.port)/?scope=\(name)#token=\(reader)")
+            _ = try await readerPage.waitFor("\(tree).includes('\"guarded\"')")  // it may read the scope
+            _ = try await readerPage.waitFor("document.getElementById('status').textContent === \"this token is not an admin's\"")
+            #expect(try await readerPage.evaluate("document.querySelectorAll('#scopes tr.scope').length") == .int(0))
+        } catch {
+            await rig.stop()
+            throw error
+        }
+        await rig.stop()
     }
 
     /// Runs `body` with a fresh rig on a scope named `scopePrefix-xxxxxxxx`, stopping it however `body` ends.

@@ -16,7 +16,7 @@ struct ServerAuthTests {
 
     private func options() -> ServerOptions {
         var options = Wire.options()
-        options.sessionHook = { params, _ in params["token"] == "right" }
+        options.sessionHook = { params, _ in params["token"] == "right" ? .allowEverything : .deny() }
         return options
     }
 

@@ -8,7 +8,7 @@ import Testing
 struct ServerHookTests {
     @Test func deniedSessionIsAnsweredWithTheProtocolError() async throws {
         var options = Wire.options()
-        options.sessionHook = { params, _ in params["token"] == "secret" }
+        options.sessionHook = { params, _ in params["token"] == "secret" ? .allowEverything : .deny() }
         let server = try ContrailServer(options: options)
         let client = ServerTestClient(server: server)
         try await client.send(["type": "SessionCreate", "index": 0, "version": "0.2.0", "params": ["token": "wrong"]])
@@ -26,7 +26,7 @@ struct ServerHookTests {
 
     @Test func deniedFetchCarriesTheHooksError() async throws {
         var options = Wire.options()
-        options.fetchHook = { name, _ in name == "Secret" ? WireErrorBody(message: "No such scope", type: "not-found") : nil }
+        options.fetchHook = { name, _, _ in name == "Secret" ? WireErrorBody(message: "No such scope", type: "not-found") : nil }
         let server = try ContrailServer(options: options)
         let client = ServerTestClient(server: server)
         try await client.createSession()

@@ -146,7 +146,7 @@ struct ServerScopeCreationTests {
         final class Asked: Sendable { let names = SanitizerVisibleMutex<[String]>([]) }
         let asked = Asked()
         var options = options(directory, .fetch)
-        options.fetchHook = { name, _ in
+        options.fetchHook = { name, _, _ in
             asked.names.withLock { $0.append(name) }
             return nil
         }

@@ -18,7 +18,7 @@ struct ServerThrottleTests {
 
     private static func options(clock: TestClock, lines: ServerLogLines) -> ServerOptions {
         var options = Wire.options()
-        options.sessionHook = { params, _ in params["token"] == "right" }
+        options.sessionHook = { params, _ in params["token"] == "right" ? .allowEverything : .deny() }
         options.clock = clock
         options.log = lines.sink
         // Keep-alive and expiry timers far beyond the delays, so the clock's sleepers are the delays.

@@ -58,8 +58,8 @@ import Testing
 
     @Test func deniedSessionAndDeniedFetchSurfaceAsErrors() async throws {
         let server = try makeServer { options in
-            options.sessionHook = { params, _ in params["token"] == "secret" }
-            options.fetchHook = { name, _ in name == "Forbidden" ? WireErrorBody(message: "No access", type: "forbidden") : nil }
+            options.sessionHook = { params, _ in params["token"] == "secret" ? .allowEverything : .deny() }
+            options.fetchHook = { name, _, _ in name == "Forbidden" ? WireErrorBody(message: "No access", type: "forbidden") : nil }
         }
         var options = testOptions()
         options.sessionParams = ["token": "wrong"]

@@ -3,7 +3,7 @@ import Foundation
 /// `contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke]
+    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke] [--grants]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -13,6 +13,8 @@ enum BenchCommand {
       --sessions N  sessions for `connections`
       `tls` compares echo over wss:// with ws:// (and the handshake) in the same run; it needs
       OpenSSL 3 (libssl.so.3) at run time.
+      --grants sync's server gives each session an identity with a dozen grants (patterns included),
+               so that the sync.* figures show the cost of the grant checks next to a run without
     """
 
     static func run(_ arguments: [String]) async throws {
@@ -32,6 +34,7 @@ enum BenchCommand {
                 sessions = number
             case "--json": options.json = true
             case "--smoke": options.smoke = true
+            case "--grants": options.grants = true
             case "-h", "--help": print(usage); return
             case "model", "scope", "json", "websocket", "tls", "sync", "durability", "cluster", "connections": suites.append(argument)
             case "all": suites += ["model", "scope", "json", "websocket", "tls", "sync", "durability"]

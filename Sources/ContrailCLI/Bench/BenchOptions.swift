@@ -2,6 +2,9 @@
 struct BenchOptions: Sendable {
     var json = false
     var smoke = false
+    /// `sync` runs its server with a session hook granting each session a JWT-sized identity
+    /// (a dozen grants, the bench scope matched by a `*` pattern), to show what grant checks cost.
+    var grants = false
 
     /// `full` normally, `smoke` (at least 1) in a smoke run.
     func iterations(_ full: Int, smoke small: Int? = nil) -> Int {

@@ -19,7 +19,7 @@ enum SyncBench {
         var figures: [BenchFigure] = []
         for clients in [2, 100] {
             let rounds = clients == 2 ? options.iterations(1000, smoke: 5) : options.iterations(100, smoke: 2)
-            let samples = try await latency(clients: clients, rounds: rounds)
+            let samples = try await latency(clients: clients, rounds: rounds, grants: options.grants)
             let connections = try await WebSocketBench.openWebSockets(clients - 1, port: echo.port, options: .init())
             let baseline = try await WebSocketBench.latencyWebSocket(connections, payload: Array(sampleFrame().utf8), trips: rounds)
             for connection in connections { await connection.close() }
@@ -31,7 +31,7 @@ enum SyncBench {
         }
         let changeSets = options.iterations(200, smoke: 3)
         let pushed = try await EchoServer.pushRate(receivers: 99, frames: changeSets, frame: sampleFrame())
-        let fanout = try await fanout(clients: 100, changeSets: changeSets)
+        let fanout = try await fanout(clients: 100, changeSets: changeSets, grants: options.grants)
         figures.append(BenchFigure(name: "sync.fanout.c100", value: fanout, unit: "frag/s", baseline: pushed))
         return figures
     }
@@ -64,15 +64,23 @@ enum SyncBench {
         return replicas
     }
 
-    static func makeServer() throws -> ContrailServer {
+    static func makeServer(grants: Bool = false) throws -> ContrailServer {
         var options = ServerOptions()
         options.log = nil
+        if grants {
+            // What a JWT with a dozen scope entries gives: the bench scope is matched by the last pattern.
+            var entries: [String: ScopeAccess] = ["*-archive": .read, "public.*": .read, "be*h-never": .write]
+            for number in 0..<8 { entries["team-\(number)-*"] = .write }
+            entries["ben*"] = .write
+            let identity = SessionIdentity(user: "bench", grants: ScopeGrants(entries), expiry: Date().addingTimeInterval(86_400))
+            options.sessionHook = { _, _ in .allow(identity) }
+        }
         return try ContrailServer(options: options)
     }
 
     /// Seconds from a change in the first client to each other client's observer firing.
-    static func latency(clients: Int, rounds: Int) async throws -> [Double] {
-        let server = try makeServer()
+    static func latency(clients: Int, rounds: Int, grants: Bool = false) async throws -> [Double] {
+        let server = try makeServer(grants: grants)
         let replicas = try await replicas(clients, port: try await server.start())
         let arrivals = SyncArrivals()
         var tokens: [ObservationToken] = []
@@ -95,8 +103,8 @@ enum SyncBench {
     }
 
     /// Fragments per second the server delivers to `clients - 1` receivers of one sender.
-    static func fanout(clients: Int, changeSets: Int) async throws -> Double {
-        let server = try makeServer()
+    static func fanout(clients: Int, changeSets: Int, grants: Bool = false) async throws -> Double {
+        let server = try makeServer(grants: grants)
         let replicas = try await replicas(clients, port: try await server.start())
         let rate = try await fanout(replicas, changeSets: changeSets)
         await server.stop()

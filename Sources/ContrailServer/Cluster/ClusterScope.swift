@@ -84,7 +84,7 @@ actor ClusterScope: HostedScope {
     /// outcome is unknown (timed out, connection lost) is sent again with the same message id, so
     /// JetStream stores it once. The log holds the fragments with dates as epoch seconds, which is
     /// what every server's broadcasts carry (`received` is not used).
-    func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) async {
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]?) async {
         let id = UUID().uuidString
         origins[id] = (outbox, message)
         let sequence: UInt64

@@ -8,6 +8,10 @@ import ContrailWebSocket
 ///
 /// Pages never carry secrets: the overview holds names and counts only (no session token, no hook
 /// parameter), and the pages' own sessions go through the server's hooks like any client's.
+/// With authentication on (a ``ServerOptions/sessionHook``), `/api/overview` needs an
+/// `Authorization: Bearer TOKEN` header whose token the hook (asked with params `{"token": TOKEN}`
+/// and the request's headers) allows as an admin identity: 401 without a token, 403 otherwise; it
+/// lists only the scopes that identity may read. Without authentication it stays open (loopback).
 /// Errors: 405 for any method but GET and HEAD, 404 for an unknown path (431 for a huge head comes
 /// from the WebSocket layer before this runs).
 struct PageServer: Sendable {
@@ -28,8 +32,13 @@ struct PageServer: Sendable {
         let target = request.path ?? "/"
         let path = String(target[..<(target.firstIndex(of: "?") ?? target.endIndex)])
         if path == "/api/overview" {
+            let identity: SessionIdentity
+            switch await admin(request) {
+            case .success(let admin): identity = admin
+            case .failure(let refusal): return refusal.response
+            }
             return HTTPResponse(contentType: "application/json", headers: Self.headers,
-                                body: await overview().serialized(sortedKeys: true))
+                                body: await overview(for: identity).serialized(sortedKeys: true))
         }
         guard let asset = PageAsset.byPath[path] else {
             return .error(status: 404, reason: "Not Found")
@@ -37,11 +46,32 @@ struct PageServer: Sendable {
         return HTTPResponse(contentType: asset.contentType, headers: Self.headers, body: asset.body)
     }
 
-    /// `{"sessions": n, "scopes": [{"name", "objects", "subscribers"}]}`, scopes sorted by name.
-    func overview() async -> JSON {
+    /// Why the overview was refused: no token (401) or a token that is not an admin's (403).
+    struct Refusal: Error {
+        let response: HTTPResponse
+    }
+
+    /// The identity the request's bearer token stands for, if it is an admin's; the unrestricted
+    /// identity when the server has no authentication.
+    func admin(_ request: HTTPHead) async -> Result<SessionIdentity, Refusal> {
+        guard let hook = core.options.sessionHook else { return .success(.unrestricted) }
+        let headers = request.headers.map { ($0.name, $0.value) }
+        guard let token = JWTVerifier.token(params: [:], headers: headers), !token.isEmpty else {
+            return .failure(Refusal(response: .error(status: 401, reason: "Unauthorized",
+                                                     headers: Self.headers.merging(["WWW-Authenticate": "Bearer"]) { $1 })))
+        }
+        guard case .allow(let identity) = await hook(["token": .string(token)], headers), identity.isAdmin else {
+            return .failure(Refusal(response: .error(status: 403, reason: "Forbidden", headers: Self.headers)))
+        }
+        return .success(identity)
+    }
+
+    /// `{"sessions": n, "scopes": [{"name", "objects", "subscribers"}]}`, scopes sorted by name,
+    /// only those `identity` may read.
+    func overview(for identity: SessionIdentity = .unrestricted) async -> JSON {
         let (sessions, scopes) = core.inspection()
         var entries: [JSON] = []
-        for scope in scopes {
+        for scope in scopes where identity.may(.read, scope.name) {
             let objects = await scope.objectCount
             let subscribers = await scope.subscriberCount
             entries.append(.object(["name": .string(scope.name), "objects": .int(Int64(objects)),

@@ -18,6 +18,8 @@ public struct ServerProcedure: Sendable {
         public let scopeName: String
         /// The call's fragments (already checked against the constraints).
         public let fragments: [SyncFragment]
+        /// Who called: the calling session's identity (its user and grants; it may write the scope).
+        public let identity: SessionIdentity
     }
 
     /// The name and constraints.
@@ -42,13 +44,15 @@ public struct ServerProcedure: Sendable {
     /// Checks and runs the procedure `name` names for `fragments`: resolves it (the original's
     /// errors for an unknown model or procedure), matches the constraints against the scope's
     /// current values (`old`), then runs the handler. Returns its follow-up updates.
+    /// `identity`: the caller's; nil (no session, e.g. a change set from another cluster server) runs no handler.
     static func run(_ name: String, among procedures: [ServerProcedure], scopeName: String, fragments: [SyncFragment],
-                    old: (UUID, String) -> JSON?) throws(ProcedureError) -> [SyncFragment] {
+                    identity: SessionIdentity?, old: (UUID, String) -> JSON?) throws(ProcedureError) -> [SyncFragment] {
         let declaration = try ProcedureDeclaration.resolve(name, in: procedures.map(\.declaration))
         guard ProcedureConstraint.allMatch(declaration.constraints, fragments, old: old) else { throw .constraintsNotMatched }
         guard let procedure = procedures.first(where: { $0.declaration == declaration }) else {
             throw .noSuchProcedure(model: declaration.model, procedure: declaration.procedure)
         }
-        return try procedure.handler(Call(scopeName: scopeName, fragments: fragments))
+        guard let identity else { throw .noSuchProcedure(model: declaration.model, procedure: declaration.procedure) }
+        return try procedure.handler(Call(scopeName: scopeName, fragments: fragments, identity: identity))
     }
 }

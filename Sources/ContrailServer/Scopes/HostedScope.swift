@@ -19,10 +19,11 @@ protocol HostedScope: Actor {
     /// with an error when the scope cannot be loaded.
     func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async
 
-    /// Applies one `ScopeSync` from the session owning `outbox`; queues its reply and the
-    /// broadcasts. `received`: the fragments as the client sent them, when `message` holds dates
-    /// converted to epoch seconds.
-    func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) async
+    /// Applies one `ScopeSync` from the session owning `outbox`, acting as `identity` (the session
+    /// checked its write access; procedures see it); queues its reply and the broadcasts.
+    /// `received`: the fragments as the client sent them, when `message` holds dates converted to
+    /// epoch seconds.
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]?) async
 
     /// Removes a session's subscription (expiry).
     func unsubscribe(_ outbox: SessionOutbox) async

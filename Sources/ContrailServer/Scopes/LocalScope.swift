@@ -208,7 +208,7 @@ actor LocalScope: HostedScope {
     /// see ``ScopeLogWriter``) broadcasts what was accepted to every other subscribed session and
     /// queues the reply. `received`: the fragments as the client sent them, when `message` holds
     /// dates converted to epoch seconds; the broadcast carries those values as received.
-    func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]? = nil) async {
+    func sync(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]? = nil) async {
         // One at a time, in arrival order, also across the wait for the log to load: a session's
         // resent message may arrive (on a new connection) while its earlier one waits here, and the
         // waiters of one load would otherwise resume in any order.
@@ -221,11 +221,11 @@ actor LocalScope: HostedScope {
             syncTurn += 1
             syncWaiters.removeValue(forKey: syncTurn)?.resume()
         }
-        await applyInTurn(message, from: outbox, received: received)
+        await applyInTurn(message, from: outbox, identity: identity, received: received)
     }
 
-    /// ``sync(_:from:received:)`` in its turn.
-    private func applyInTurn(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) async {
+    /// ``sync(_:from:identity:received:)`` in its turn.
+    private func applyInTurn(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]?) async {
         if !exists {
             guard createOnWrite(message, from: outbox, received: received) else { return }
         }
@@ -240,7 +240,7 @@ actor LocalScope: HostedScope {
             return
         }
         self.store = nil  // keep the store uniquely referenced while it is mutated
-        let changeSet = core.apply(message, to: &store, from: outbox, received: received)
+        let changeSet = core.apply(message, to: &store, from: outbox, identity: identity, received: received)
         self.store = store
         let logged: [SyncFragment]
         let deliver: @Sendable () -> Void

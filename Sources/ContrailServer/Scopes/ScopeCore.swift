@@ -92,14 +92,17 @@ struct ScopeCore {
     /// follow-ups to `store`. The returned `deliver` queues the broadcasts (to every other
     /// subscriber; the follow-ups to every subscriber, the caller included, before its reply, §4.10)
     /// and the reply to `origin`; a nil `origin` (a change set another cluster server published)
-    /// gets no reply. `received`: the fragments as the client sent them, which the broadcast carries.
+    /// gets no reply. `identity`: the sending session's, for the procedure (nil: a change set from
+    /// another cluster server, which names no procedure). `received`: the fragments as the client
+    /// sent them, which the broadcast carries.
     mutating func apply(_ message: ScopeSync, to store: inout ScopeStore, from origin: SessionOutbox?,
-                        received: [SyncFragment]? = nil) -> ChangeSet {
+                        identity: SessionIdentity? = nil, received: [SyncFragment]? = nil) -> ChangeSet {
         let replyTo = message.index
         var followUps: [SyncFragment] = []
         if let procedure = message.procedure {
             do throws(ProcedureError) {
-                followUps = try ServerProcedure.run(procedure, among: procedures, scopeName: name, fragments: message.fragments) {
+                followUps = try ServerProcedure.run(procedure, among: procedures, scopeName: name, fragments: message.fragments,
+                                                    identity: identity) {
                     store.objects[$0]?.properties[$1]
                 }
             } catch {

@@ -1,10 +1,11 @@
-/// The scopes one session fetched, by the scope index each was given (indices are never reused).
+/// The scopes one session fetched, by the scope index each was given (indices are never reused),
+/// each with whether the session may write it (its grants, checked once at fetch).
 ///
 /// One array in index order rather than two dictionaries (by index and by name): a session almost
 /// always holds one scope or a few, and a server holds many idle sessions, each paying for these
 /// collections' storage. Lookup by index is a binary search, O(log n); by name, O(n), only on fetch.
 struct FetchedScopes {
-    private var entries: [(index: Int, scope: any HostedScope)] = []
+    private var entries: [(index: Int, scope: any HostedScope, writable: Bool)] = []
     private var nextIndex = 0
 
     /// How many scopes the session holds.
@@ -20,14 +21,19 @@ struct FetchedScopes {
 
     /// The index and scope of the scope named `name`, if the session holds it.
     func named(_ name: String) -> (index: Int, scope: any HostedScope)? {
-        entries.first { $0.scope.name == name }
+        entries.first { $0.scope.name == name }.map { ($0.index, $0.scope) }
+    }
+
+    /// The scope given `index` and whether the session may write it, if the session holds it.
+    func entry(index: Int) -> (scope: any HostedScope, writable: Bool)? {
+        position(of: index).map { (entries[$0].scope, entries[$0].writable) }
     }
 
     /// Adds `scope` under the next index, which it returns.
-    mutating func add(_ scope: any HostedScope) -> Int {
+    mutating func add(_ scope: any HostedScope, writable: Bool) -> Int {
         let index = nextIndex
         nextIndex += 1
-        entries.append((index, scope))
+        entries.append((index, scope, writable))
         return index
     }
 

@@ -145,10 +145,15 @@ final class ServerConnection: Sendable {
             await refuse(WireErrorBody(message: "Could not parse message input, input was not JSON", type: "bad-input"))
             return nil
         }
-        guard await core.options.sessionHook(create.params, headers) else {
-            // The protocol's answer first (clients report it), then the close with the reason.
-            let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: .sessionCreationDenied)))])
-            await deny(.sessionCreationDenied, reply: reply)
+        let identity: SessionIdentity
+        switch await core.options.sessionHook?(create.params, headers) ?? .allowEverything {
+        case .allow(let allowed) where allowed.expiry.map({ $0.timeIntervalSinceNow <= 0 }) == true:
+            await denyCredentials(.sessionCreationDenied("the credential has expired"))
+            return nil
+        case .allow(let allowed):
+            identity = allowed
+        case .deny(let reason):
+            await denyCredentials(reason.map(WireErrorBody.sessionCreationDenied) ?? .sessionCreationDenied)
             return nil
         }
         if let reason = await core.cluster?.unavailability() {
@@ -159,15 +164,23 @@ final class ServerConnection: Sendable {
             await close(code: JetstreamCloseCode.denied, reason: error.closeReason())
             return nil
         }
-        guard let session = core.makeSession() else {
+        guard let session = core.makeSession(identity: identity) else {
             await close(code: 1001, reason: "server is stopping")
             return nil
         }
-        core.log.write("session \(session.number) created from \(peer) (client version \(create.version))")
+        let user = identity == .unrestricted ? "" : " for user '\(identity.user)'"
+        core.log.write("session \(session.number) created\(user) from \(peer) (client version \(create.version))")
         let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(
             sessionToken: session.token, extensions: [ScopeDetach.typeName])))])
         do { try await transport.send(reply) } catch { return session }
         return session
+    }
+
+    /// A `SessionCreate` whose credentials were denied: the protocol's answer first (clients report
+    /// it), then the close with the reason, both after the throttle's delay for this address.
+    private func denyCredentials(_ error: WireErrorBody) async {
+        let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: error)))])
+        await deny(error, reply: reply)
     }
 
     /// The client's next frame; nil at the end. A WebSocket is read directly rather than through the

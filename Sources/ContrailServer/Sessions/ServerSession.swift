@@ -18,6 +18,10 @@ actor ServerSession {
     nonisolated let number: Int
     nonisolated let token: String
     nonisolated let outbox: SessionOutbox
+    /// Who the session acts for: decided when it was created, fixed for its life.
+    nonisolated let identity: SessionIdentity
+    /// When the identity's credential expires, on the server's clock (read by the ``SessionTicker``).
+    nonisolated let credentialDeadline: ElapsedClock.Instant?
     private let core: ServerCore
     private var lastClientIndex = 0
     /// The `lastClientIndex` at which we last asked for a resend, so a gap is reported once.
@@ -32,9 +36,11 @@ actor ServerSession {
     private var watched = false
     private(set) var isEnded = false
 
-    init(number: Int, token: String, core: ServerCore) {
+    init(number: Int, token: String, identity: SessionIdentity, core: ServerCore) {
         self.number = number
         self.token = token
+        self.identity = identity
+        self.credentialDeadline = identity.expiry.map { core.clock.now + .seconds(max(0, $0.timeIntervalSinceNow)) }
         self.core = core
         self.lastActivity = SanitizerVisibleMutex(core.clock.now)
         let limits = core.limits
@@ -68,9 +74,13 @@ actor ServerSession {
     /// When the client was last heard from.
     nonisolated var idleSince: ElapsedClock.Instant { lastActivity.withLock { $0 } }
 
-    /// Ends the session if nothing arrived for `expiry`. Returns whether it has ended.
+    /// Ends the session if its credential expired, or nothing arrived for `expiry`. Returns whether it has ended.
     func expireIfIdle(_ expiry: Duration) async -> Bool {
         guard !isEnded else { return true }
+        if let credentialDeadline, core.clock.now >= credentialDeadline {
+            await expire(reason: .credentialExpired)
+            return true
+        }
         guard core.clock.now - idleSince >= expiry else { return false }
         await expire(reason: nil)
         return true
@@ -212,7 +222,13 @@ actor ServerSession {
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: problem))) }
             return
         }
-        if let denial = await core.options.fetchHook(fetch.name, fetch.params) {
+        guard identity.may(.read, fetch.name) else {
+            let denial = WireErrorBody.forbidden("User '\(identity.user)' may not read scope '\(fetch.name)'")
+            core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
+            return
+        }
+        if let denial = await core.options.fetchHook(fetch.name, fetch.params, identity) {
             core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
             return
@@ -238,7 +254,7 @@ actor ServerSession {
             case .scope(let held): named = held
             }
             scope = named
-            scopeIndex = scopes.add(named)
+            scopeIndex = scopes.add(named, writable: identity.may(.write, fetch.name))
             core.log.write("session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
         }
         await scope.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: fetch.index)
@@ -246,25 +262,25 @@ actor ServerSession {
 
     private func handleSync(_ sync: ScopeSync) async {
         let limit = core.limits.maxFragmentsPerMessage
-        guard let scope = scopes[sync.scopeIndex] else { return reject(sync, .scopeIndexNotFound(sync.scopeIndex)) }
+        guard let (scope, writable) = scopes.entry(index: sync.scopeIndex) else {
+            return reject(sync, .scopeIndexNotFound(sync.scopeIndex))
+        }
+        // The grant check, decided once at fetch (the identity is fixed): a flag read per message.
+        // The one place that decides on writes: a write it refuses never reaches the scope, so it
+        // neither changes nor creates it (``ScopeCreation/write``).
+        guard writable else {
+            return reject(sync, .forbidden("User '\(identity.user)' may not write scope '\(scope.name)'"))
+        }
         guard sync.fragments.count <= limit else {
             return reject(sync, .limitExceeded("ScopeSync has \(sync.fragments.count) fragments, over the limit of \(limit)"))
         }
-        if let denial = writeDenial(scope.name) { return reject(sync, denial) }
         // §8.1: dates as epoch seconds. Only Jetstream's own clients send them as ISO strings, and
         // only Contrail clients send a change-set id: their strings stay strings, whatever they look like.
         // Broadcasts carry the fragments as received (§4.10), so Jetstream's JS clients read each
         // other's dates.
         var canonical = sync
         if sync.changeSetID == nil { canonical.fragments = CanonicalDate.canonical(sync.fragments) }
-        await scope.sync(canonical, from: outbox, received: canonical == sync ? nil : sync.fragments)
-    }
-
-    /// Why this session may not write to the scope `name`, or nil when it may. The one place that
-    /// decides on writes: a write it refuses never reaches the scope, so it neither changes nor
-    /// creates it (``ScopeCreation/write``). Today every session may write.
-    func writeDenial(_ name: String) -> WireErrorBody? {
-        nil
+        await scope.sync(canonical, from: outbox, identity: identity, received: canonical == sync ? nil : sync.fragments)
     }
 
     /// Answers every fragment of `sync` with `error`.

@@ -3,11 +3,11 @@ import ContrailWebSocket
 import Foundation
 
 /// The server's one clock for its sessions: sends each attached connection's keep-alive `Ping` and
-/// ends sessions idle for `sessionExpiry`, from a single task, instead of two sleeping tasks per
+/// ends sessions idle for `sessionExpiry` or whose credential expired, from a single task, instead of two sleeping tasks per
 /// session (each of which kept its stack and a timer: kilobytes per idle session).
 ///
 /// It ticks every eighth of the shorter of the two intervals, so a ping goes out at most that late
-/// (pings are spread by ±10% jitter, as before) and an idle session ends at most that late. Each tick
+/// (pings are spread by ±10% jitter, as before) and an idle or expired session ends at most that late. Each tick
 /// is O(attached connections + sessions) under a short lock; the work it finds runs outside the lock.
 final class SessionTicker: Sendable {
     private struct Pinged {
@@ -87,7 +87,7 @@ final class SessionTicker: Sendable {
         }
     }
 
-    /// One tick: pings the connections due and hands idle sessions their expiry.
+    /// One tick: pings the connections due and hands idle and expired sessions their expiry.
     private func tick() {
         let now = clock.now
         let (toPing, idle) = state.withLock { state -> ([SessionOutbox], [ServerSession]) in
@@ -96,7 +96,9 @@ final class SessionTicker: Sendable {
                 toPing.append(entry.outbox)
                 state.pinged[key]?.due = now + jittered()
             }
-            let idle = state.sessions.values.filter { now - $0.idleSince >= expiry }
+            let idle = state.sessions.values.filter { session in
+                now - session.idleSince >= expiry || session.credentialDeadline.map { now >= $0 } == true
+            }
             for session in idle { state.sessions[ObjectIdentifier(session)] = nil }
             return (toPing, idle)
         }

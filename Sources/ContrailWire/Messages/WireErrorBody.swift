@@ -112,6 +112,24 @@ extension WireErrorBody {
     /// server that creates none on demand.
     public static let scopeNotFound = WireErrorBody(message: "No such scope", type: "scope-not-found")
 
+    /// `SessionCreateReply` error when the app's session hook (or `contrail serve`'s token check)
+    /// denies with a reason (Contrail extension: the type; without a reason the original wording).
+    public static func sessionCreationDenied(_ reason: String) -> WireErrorBody {
+        WireErrorBody(message: "Session creation denied: \(reason)", type: "session-creation-denied")
+    }
+
+    /// Contrail extension (§8.18): the session's identity may not do this with the scope: a
+    /// `ScopeFetch` without read access, every fragment of a `ScopeSync` without write access.
+    public static func forbidden(_ reason: String) -> WireErrorBody {
+        WireErrorBody(message: reason, type: "forbidden")
+    }
+
+    /// Contrail extension (§8.18): close 4097 reason when the server revoked the session's user.
+    public static let sessionRevoked = WireErrorBody(message: "Session revoked", type: "session-revoked")
+
+    /// Contrail extension (§8.18): close 4097 reason when the session's credential expired.
+    public static let credentialExpired = WireErrorBody(message: "Credential expired", type: "credential-expired")
+
     /// Contrail extension (§8.6): a configured limit was exceeded.
     public static func limitExceeded(_ reason: String) -> WireErrorBody {
         WireErrorBody(message: reason, type: "limit-exceeded")

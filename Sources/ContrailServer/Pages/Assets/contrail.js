@@ -15,6 +15,8 @@
 export const VERSION = "0.2.0";
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const FATAL_CLOSE = new Set([4096, 4097]);
+/** Where the pages keep their token (sessionStorage: this tab only). */
+const PAGE_TOKEN_KEY = "contrail-token";
 
 /** A fresh lowercase random UUID (version 4). */
 export function uuid() {
@@ -603,3 +605,28 @@ export class Client extends Emitter {
     this._send(message, (reply) => scope._settle(entry, reply.fragmentReplies));
   }
 }
+
+/**
+ * The token a page passes to the server (SessionCreate params and the overview's Authorization
+ * header): taken from the URL fragment `#token=…` (then removed from the address bar and kept in
+ * sessionStorage for this tab), else from sessionStorage; null if none. Never from the query string,
+ * which lands in server and proxy logs.
+ */
+export function pageToken() {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  if (hash.has("token")) {
+    sessionStorage.setItem(PAGE_TOKEN_KEY, hash.get("token"));
+    hash.delete("token");
+    const rest = hash.toString();
+    history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
+  }
+  return sessionStorage.getItem(PAGE_TOKEN_KEY);
+}
+
+/** Asks the user for a token (a prompt), keeps it like `pageToken` does; null when dismissed. */
+export function askForPageToken(message) {
+  const token = globalThis.prompt?.(message) ?? null;
+  if (token) sessionStorage.setItem(PAGE_TOKEN_KEY, token);
+  return token || null;
+}
+

@@ -1,15 +1,15 @@
 // The canvas demo: scope "Canvas" (or ?scope=NAME) holding a Canvas root with a `shapes` collection
 // of Shape {x, y, width, height, color}, the model of the README and the Playground. Apps whose model
 // classes are named otherwise pass ?canvasClass=NAME&shapeClass=NAME.
-import { Client, Scope } from "/contrail.js";
+import { Client, Scope, pageToken } from "/contrail.js";
 
 const PALETTE = [0xe74c3cff, 0x3498dbff, 0x2ecc71ff, 0xf1c40fff, 0x9b59b6ff, 0x1f2430ff];
 const query = new URLSearchParams(location.search);
-const hash = new URLSearchParams(location.hash.slice(1));
 const scopeName = query.get("scope") || "Canvas";
 const shapeClass = query.get("shapeClass") || "Shape";
 const wsURL = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`;
-const client = new Client(wsURL, { params: hash.has("token") ? { token: hash.get("token") } : {} });
+const token = pageToken();
+const client = new Client(wsURL, { params: token ? { token } : {} });
 const scope = new Scope(scopeName, { rootClass: query.get("canvasClass") || "Canvas", changeInterval: 16 });
 const canvas = document.getElementById("canvas");
 const context = canvas.getContext("2d");

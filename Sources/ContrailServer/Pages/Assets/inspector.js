@@ -1,10 +1,11 @@
 // The inspector: scopes with object counts and the session count (polled from /api/overview), and a
 // live tree of one scope with the change sets flowing through it, through its own read-only session.
-import { Client, Scope } from "/contrail.js";
+import { Client, Scope, pageToken, askForPageToken } from "/contrail.js";
 
 const query = new URLSearchParams(location.search);
-const hash = new URLSearchParams(location.hash.slice(1));
-const params = hash.has("token") ? { token: hash.get("token") } : {};
+const token = pageToken();
+const params = token ? { token } : {};
+let asked = false;
 const wsURL = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`;
 const chosenName = query.get("scope");
 const $ = (id) => document.getElementById(id);
@@ -22,7 +23,17 @@ let flashes = new Set();
 
 async function poll() {
   try {
-    const response = await fetch("/api/overview", { cache: "no-store" });
+    const response = await fetch("/api/overview", { cache: "no-store", headers: token ? { Authorization: `Bearer ${token}` } : {} });
+    if (response.status === 401 || response.status === 403) {
+      // Authentication is on: the overview needs an admin's token (asked once per page load).
+      $("status").textContent = response.status === 401 ? "the overview needs a token" : "this token is not an admin's";
+      clearInterval(polling);  // no point asking again every second
+      if (!asked && !token) {  // a token that is not an admin's: say so, do not ask for another
+        asked = true;
+        if (askForPageToken("Contrail admin token (kept for this tab only):")) location.reload();
+      }
+      return;
+    }
     const overview = await response.json();
     $("sessions").textContent = overview.sessions;
     const table = $("scopes");
@@ -120,7 +131,7 @@ setInterval(() => {
   while (arrivals.length && now - arrivals[0][0] > 1000) arrivals.shift();
   $("rate").textContent = arrivals.reduce((sum, [, n]) => sum + n, 0);
 }, 250);
-setInterval(poll, 1000);
+const polling = setInterval(poll, 1000);
 poll();
 if (chosenName) choose(chosenName);
 // For tests and the console.
