@@ -53,7 +53,9 @@ test("a session, a fetch, a change set and its reply", async (t) => {
   scope.root.set("name", "n");
   scope.flush();
   const sync = ws.sent.at(-1);
-  assert.deepEqual(sync, { type: "ScopeSync", index: 2, scopeIndex: 0, atomic: false,
+  // Each change set carries its own id (`changeSet`, Protocol §8.11), so a server applies it once.
+  assert.match(sync.changeSet, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.deepEqual(sync, { type: "ScopeSync", index: 2, scopeIndex: 0, atomic: false, changeSet: scope.queue[0].id,
                            fragments: [{ type: "change", uuid: root, clsName: "Canvas", properties: { name: "n" } }] });
   const settled = next(scope, "settled");
   ws.receive({ type: "ScopeSyncReply", index: 3, replyTo: 2, fragmentReplies: [{}] });
