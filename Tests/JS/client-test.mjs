@@ -128,3 +128,25 @@ test("a gap in the server's message indexes forces a reconnect", async (t) => {
   assert.equal(ws.closed?.code, 4000);
   assert.equal(client.status, "offline");
 });
+
+test("a handshake that never completes is given up after connectTimeout and tried again", async (t) => {
+  const client = scriptedClient(t, { connectTimeout: 30 });
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const { ws } = await online(client, scope);
+  const reconnecting = next(client, "status", (s) => s === "connecting");
+  ws.drop(1006);
+  await reconnecting;
+  const silent = ScriptedSocket.made.at(-1);
+  silent.open();  // the socket opens, the server never answers the resume ping
+  assert.equal(client.status, "resuming");
+  await next(client, "status", (s) => s === "offline", 2_000);
+  assert.equal(silent.closed?.code, 4000, "the stuck socket is closed");
+  await next(client, "status", (s) => s === "connecting", 2_000);
+  const retry = ScriptedSocket.made.at(-1);
+  assert.notEqual(retry, silent, "a new socket");
+  // Positive control: a handshake that completes in time stays up.
+  retry.open();
+  retry.receive({ type: "Ping", index: 0, ack: 0, resendMissing: true });
+  assert.equal(client.status, "online");
+  assert.equal(retry.closed, null);
+});

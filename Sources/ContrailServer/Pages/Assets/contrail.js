@@ -553,12 +553,13 @@ function normalize(value) {
  * "online", "offline" (reconnecting), "denied", "closed". Events: "status", "error".
  */
 export class Client extends Emitter {
-  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, backoff = { min: 250, max: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
+  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
     super();
     this.url = url;
     this.params = params;
     this.pingInterval = pingInterval;
     this.replyTimeout = replyTimeout;
+    this.connectTimeout = connectTimeout;
     this.backoff = backoff;
     this.status = "closed";
     this._WS = WS;
@@ -620,6 +621,9 @@ export class Client extends Emitter {
     let ws;
     try { ws = new this._WS(url); } catch (error) { this.emit("error", error); this._reconnectLater(); return; }
     this._ws = ws;
+    // A handshake that never completes (socket, session create or resume) is given up and retried
+    // (Swift: ClientOptions.connectTimeout).
+    this._later(this.connectTimeout, () => { if (ws === this._ws && this._started && ["connecting", "creating", "resuming"].includes(this.status)) this._forceReconnect(); });
     ws.onopen = () => {
       if (ws !== this._ws) return;
       if (resuming) {
