@@ -4,6 +4,11 @@
 // with replies, acknowledgements, keep-alive, reconnect with capped backoff and jitter, the `bases`
 // extension for collection merges, and pending keys that remote values never overwrite.
 //
+// Its merge rules are the Swift client's (README, Design; Sources/Contrail/Contrail.docc/Convergence.md),
+// implemented again here because the code cannot be shared: each rule names its Swift counterpart
+// (file and function). JSMergeAgreementTests.swift checks mergeCollection against CollectionMerge, and
+// Tests/JS/fuzz/convergence.mjs checks JS and Swift clients converge on one scope.
+//
 //   import { Client, Scope } from "/contrail.js";
 //   const client = new Client("ws://127.0.0.1:3000/");
 //   const canvas = new Scope("Canvas", { rootClass: "Canvas" });
@@ -183,6 +188,8 @@ export class Scope extends Emitter {
     value = normalize(value);
     const previous = model.properties[key];
     if (same(previous, value)) return;
+    // The first local edit of a key in this flush keeps the value before it: the change set's original
+    // (for a revert) and, for a collection, its base (Swift: Scope.touch in Scope+Recording.swift).
     if (!this._remote && this.objects.has(model.uuid)) {
       let entry = this._pending.get(model.uuid);
       if (!entry) { entry = { original: {} }; this._pending.set(model.uuid, entry); }
@@ -278,7 +285,7 @@ export class Scope extends Emitter {
     this._client?._sendChangeSet(this, entry);
   }
 
-  /** The uuids reachable from the root through known models (in the tree, created, or held). */
+  /** The uuids reachable from the root through known models (in the tree, created, or held); objects hang on references (§3.3). */
   _reachable() {
     const seen = new Set(), stack = [this.root.uuid];
     while (stack.length) {
@@ -307,7 +314,9 @@ export class Scope extends Emitter {
 
   /**
    * Drops objects no longer reachable from the root (removal by orphaning, §3.3). They stay held
-   * while change sets are pending, so a revert or rebase that names them again brings them back.
+   * while change sets are pending, so a revert or rebase that names them again brings them back
+   * (Swift: Scope.retire in Scope+Recording.swift, with Scope.retired; a pending edit of a dropped
+   * object is dropped with it, as Scope's `pending.removeValue(for:)`).
    */
   _collect(reachable) {
     for (const [id, model] of this.objects) {
@@ -788,7 +797,10 @@ export class Client extends Emitter {
     this._sendFetch(record);
   }
 
-  /** Sends a change set not yet sent on this wire session, with its id (§8.11: the server applies it once). */
+  /**
+   * Sends a change set not yet sent on this wire session, with its id (§8.11: the server applies it
+   * once). Swift: Session.send (Sources/Contrail/Sync/Session.swift); a new session resends them all.
+   */
   _sendChangeSet(scope, entry) {
     if (scope._scopeIndex === null || entry.index !== null) return;  // sent after the fetch reply, or sent
     const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments: entry.fragments, changeSet: entry.id };
