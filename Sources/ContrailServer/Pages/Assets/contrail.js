@@ -479,7 +479,8 @@ export class Scope extends Emitter {
       this.emit("state", { root: this.root });
       if (this._pending.size || this._created.size) this._schedule();
     }
-    if (stale) this._client?._refetch(this);
+    // A full state that is itself incomplete would only be fetched again the same way.
+    if (stale && !rootUUID) this._client?._refetch(this);
     return stale;
   }
 
