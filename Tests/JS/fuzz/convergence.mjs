@@ -1,8 +1,9 @@
 // The JavaScript client's convergence fuzzer: seeded runs of 2–4 contrail.js clients (this Node
 // process) and one Swift client (`contrail fuzz peer`, a child process this script drives on stdin) on
 // one scope of a real `contrail serve`. Every client reaches the server through a TCP relay of this
-// script that cuts the connection, or first drops one direction and then cuts it, while the clients
-// keep editing: inserts, removals, moves within and between two collections, values, references,
+// script that cuts the connection, or first drops one direction and then cuts it, or refuses
+// connections for longer than the server's session expiry (1 s: the session ends, the client starts
+// a new one and resends), while the clients keep editing: inserts, removals, moves within and between two collections, values, references,
 // grouped and atomic change sets, and edits the server rejects (a value of the wrong kind, a
 // reference to nothing). Then every relay heals, everyone settles, and the run checks that every
 // replica (JS and Swift) equals a fresh fetch, that no reference dangles and no item sits twice, and
@@ -50,7 +51,7 @@ async function until(condition, why, ms) {
 /** `contrail serve --port 0` as a child process (every seed opens a scope of its own); resolves with its port once it listens. */
 export function startServer(contrail) {
   return new Promise((resolve, reject) => {
-    const child = spawn(contrail, ["serve", "--host", "127.0.0.1", "--port", "0", "--no-pages", "--max-open-scopes", "100000", "--scope-idle", "5"], { stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(contrail, ["serve", "--host", "127.0.0.1", "--port", "0", "--no-pages", "--max-open-scopes", "100000", "--scope-idle", "5", "--session-expiry", "1"], { stdio: ["ignore", "ignore", "pipe"] });
     let text = "";
     const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error(`contrail serve did not listen: ${text}`)); }, 60_000);
     child.stderr.on("data", (chunk) => {
@@ -71,12 +72,14 @@ class Relay {
   constructor(upstreamPort) {
     this.upstreamPort = upstreamPort;
     this.pairs = new Set();
+    this.downUntil = 0;
     this.server = net.createServer((socket) => this._accept(socket));
   }
   listen() {
     return new Promise((resolve) => this.server.listen(0, "127.0.0.1", () => { this.url = `ws://127.0.0.1:${this.server.address().port}/`; resolve(this); }));
   }
   _accept(socket) {
+    if (Date.now() < this.downUntil) { socket.destroy(); return; }
     const upstream = net.connect(this.upstreamPort, "127.0.0.1");
     const pair = { socket, upstream, dropUp: false, dropDown: false };
     this.pairs.add(pair);
@@ -86,6 +89,9 @@ class Relay {
     for (const s of [socket, upstream]) { s.on("close", end); s.on("error", end); }
   }
   cut() { for (const pair of this.pairs) { pair.socket.destroy(); pair.upstream.destroy(); } this.pairs.clear(); }
+  /** Cuts and refuses connections for `ms` (longer than the server's session expiry: the session ends). */
+  down(ms) { this.downUntil = Date.now() + ms; this.cut(); }
+  heal() { this.downUntil = 0; }
   drop(direction) { for (const pair of this.pairs) pair[direction === "up" ? "dropUp" : "dropDown"] = true; }
   close() { this.cut(); this.server.close(); }
 }
@@ -239,10 +245,11 @@ export async function runSeed(seed, { port, contrail, swift = true, ops = 60 }) 
       else if (r < 70) { const n = 1 + rng(3); log.push(`${c}: atomic ${n}`); scope.modify(() => { for (let k = 0; k < n; k++) edit(c, scope); }, { atomic: true }); }
       else if (r < 80 && peer) { const command = `${rng(3) ? "edit" : "atomic"} ${1 + rng(3)}`; log.push(`swift: ${command}`); peer.send(command); }
       else if (r < 88) {
-        const relay = pick(relays), how = rng(3);
-        if (how === 0) { relay.cut(); log.push(`cut relay ${relays.indexOf(relay)}`); }
+        const relay = pick(relays), how = rng(12);
+        if (how === 0) { const ms = 1_500 + rng(1_000); relay.down(ms); log.push(`relay ${relays.indexOf(relay)} down ${ms} ms (its session expires)`); }
+        else if (how < 5) { relay.cut(); log.push(`cut relay ${relays.indexOf(relay)}`); }
         else {
-          const direction = how === 1 ? "up" : "down";
+          const direction = how < 9 ? "up" : "down";
           relay.drop(direction);
           log.push(`drop ${direction} on relay ${relays.indexOf(relay)}`);
           setTimeout(() => relay.cut(), 5 + rng(60));
@@ -254,6 +261,7 @@ export async function runSeed(seed, { port, contrail, swift = true, ops = 60 }) 
     // Settle: every relay passes everything again, every edit goes out and is answered.
     log.push("settle");
     await pause(80);  // the last delayed cuts happen
+    for (const relay of relays) relay.heal();
     for (const scope of scopes) scope.flush();
     const quiet = () => clients.every((c, i) => c.status === "online" && scopes[i].queue.length === 0 && scopes[i]._pending.size === 0 && !scopes[i]._refetching);
     const where = () => clients.map((c, i) => `${i}: ${c.status}, ${scopes[i].queue.length} queued (${scopes[i].queue.map((e) => e.index).join(",")}), ${scopes[i]._pending.size} pending${scopes[i]._refetching ? ", refetching" : ""}, unacked ${c._unacked.map((m) => m.type + m.index).join(",")}`).join("; ");
