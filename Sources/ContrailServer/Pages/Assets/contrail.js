@@ -520,6 +520,7 @@ export class Scope extends Emitter {
    * remote values an add held back are missing).
    */
   _settle(entry, replies) {
+    if (!this.queue.includes(entry)) return;  // settled already (a reply can come only once per entry)
     this.flush();
     const whole = !Array.isArray(replies) || replies.length !== entry.fragments.length;
     const answers = entry.fragments.map((_, i) => (whole ? { error: { message: "no matching reply" } } : replies[i] ?? {}));
