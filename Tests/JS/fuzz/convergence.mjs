@@ -125,6 +125,9 @@ class SwiftPeer {
   stop() { this.send("quit"); setTimeout(() => this.child.kill("SIGKILL"), 2_000).unref(); }
 }
 
+/** A fragment in a line: type, short uuid, values with short uuids. */
+const brief = (f) => `${f.type} ${f.uuid?.slice(0, 8)} ${JSON.stringify(f.properties ?? {}).replace(/"([0-9a-f]{8})-[0-9a-f-]{27}"/g, "$1")}${f.bases ? ` bases ${JSON.stringify(f.bases).replace(/"([0-9a-f]{8})-[0-9a-f-]{27}"/g, "$1")}` : ""}`;
+
 /** A state as comparable JSON: defaults filled in, nulls dropped, keys sorted. */
 function canonical(state) {
   const objects = {};
@@ -159,6 +162,7 @@ export async function runSeed(seed, { port, contrail, swift = true, ops = 60 }) 
   const rng = generator(seed);
   const name = `JSFuzz-${seed}-${uuid().slice(0, 8)}`;
   const log = [];
+  const trace = [];
   const problems = [];
   const unlinked = new Set();       // items some client took out of a collection (removed or moved)
   const acked = new Map();          // item uuid → the op that inserted it, once its change set was accepted
@@ -172,6 +176,9 @@ export async function runSeed(seed, { port, contrail, swift = true, ops = 60 }) 
       const scope = new Scope(name, { rootClass: "Shelf", changeInterval: rng(6) });
       const inserted = new Map();
       scope._fuzzInserted = inserted;
+      // The trace: what each replica sent, received and settled (printed for a lost insert).
+      scope.on("changeset", ({ fragments, remote, state }) => trace.push(`${i} ${remote ? (state ? "state" : "remote") : "sent"}: ${fragments.map(brief).join(", ")}`));
+      scope.on("settled", ({ fragments, rejected }) => trace.push(`${i} settled ${fragments.map(brief).join(", ")}${rejected.length ? ` rejected ${rejected.map((r) => r.fragment.uuid.slice(0, 8)).join(",")}` : ""}`));
       scope.on("settled", ({ fragments, rejected }) => {
         const refused = new Set(rejected.map((r) => r.fragment.uuid));
         if (refused.has(scope.root.uuid)) return;
@@ -297,7 +304,11 @@ export async function runSeed(seed, { port, contrail, swift = true, ops = 60 }) 
       }
       const root = expected.objects[expected.root]?.properties ?? {};
       const present = new Set([...(root.left ?? []), ...(root.right ?? [])]);
-      for (const [id, what] of acked) if (!present.has(id) && !unlinked.has(id)) problems.push(`acknowledged insert lost: ${what}`);
+      for (const [id, what] of acked) {
+        if (present.has(id) || unlinked.has(id)) continue;
+        problems.push(`acknowledged insert lost: ${what}; its history: ${log.filter((line) => line.includes(id.slice(0, 8))).join("; ")}`);
+        problems.push(`  trace of ${id.slice(0, 8)}:\n    ${trace.filter((line) => line.includes(id.slice(0, 8))).join("\n    ")}`);
+      }
     } finally {
       reader.close();
     }
