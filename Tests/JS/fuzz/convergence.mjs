@@ -51,7 +51,7 @@ async function until(condition, why, ms) {
 /** `contrail serve --port 0` as a child process (every seed opens a scope of its own); resolves with its port once it listens. */
 export function startServer(contrail) {
   return new Promise((resolve, reject) => {
-    const child = spawn(contrail, ["serve", "--host", "127.0.0.1", "--port", "0", "--no-pages", "--max-open-scopes", "100000", "--scope-idle", "5", "--session-expiry", "1"], { stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(contrail, ["serve", "--host", "127.0.0.1", "--port", "0", "--no-pages", "--max-open-scopes", "100000", "--session-expiry", "1"], { stdio: ["ignore", "ignore", "pipe"] });
     let text = "";
     const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error(`contrail serve did not listen: ${text}`)); }, 60_000);
     child.stderr.on("data", (chunk) => {
