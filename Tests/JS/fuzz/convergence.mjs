@@ -350,7 +350,7 @@ async function main(argv) {
       if (result.ok) { passed++; continue; }
       failed++;
       console.log(`seed ${seed} FAILED:\n  ${result.problems.join("\n  ")}\n  last operations: ${result.log.slice(-25).join("; ")}`);
-      if (result.swiftOutput.length) console.log(`  Swift peer: ${result.swiftOutput.slice(-5).join(" | ")}`);
+      if (result.swiftOutput.length) console.log(`  Swift peer: ${result.swiftOutput.slice(-5).map((line) => line.slice(0, 300)).join(" | ")}`);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, options.parallel) }, worker));
