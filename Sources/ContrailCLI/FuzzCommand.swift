@@ -17,10 +17,13 @@ enum FuzzCommand {
       --no-restarts    never restart the server
       --replay FILE    replays one run printed after a failure (CONTRAIL_FUZZ_TRACE=1 prints its frames)
     Exit status 1 when any seed failed.
+    usage: contrail fuzz peer --url ws://HOST:PORT/ --scope NAME [--seed N]
+      A Swift client the JavaScript fuzzer (Tests/JS/fuzz/convergence.mjs) drives on stdin.
     """
 
     @MainActor
     static func run(_ arguments: [String]) async throws {
+        if arguments.first == "peer" { return try await FuzzPeerCommand.run(Array(arguments.dropFirst())) }
         guard arguments.first == "convergence" else { throw CLIError.usage(usage) }
         var seeds: UInt64 = 1000
         var start: UInt64 = 1

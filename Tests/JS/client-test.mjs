@@ -53,7 +53,9 @@ test("a session, a fetch, a change set and its reply", async (t) => {
   scope.root.set("name", "n");
   scope.flush();
   const sync = ws.sent.at(-1);
-  assert.deepEqual(sync, { type: "ScopeSync", index: 2, scopeIndex: 0, atomic: false,
+  // Each change set carries its own id (`changeSet`, Protocol §8.11), so a server applies it once.
+  assert.match(sync.changeSet, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.deepEqual(sync, { type: "ScopeSync", index: 2, scopeIndex: 0, atomic: false, changeSet: scope.queue[0].id,
                            fragments: [{ type: "change", uuid: root, clsName: "Canvas", properties: { name: "n" } }] });
   const settled = next(scope, "settled");
   ws.receive({ type: "ScopeSyncReply", index: 3, replyTo: 2, fragmentReplies: [{}] });
@@ -125,4 +127,26 @@ test("a gap in the server's message indexes forces a reconnect", async (t) => {
   ws.receive({ type: "ScopeSync", index: 5, scopeIndex: 0, fragments: [] });
   assert.equal(ws.closed?.code, 4000);
   assert.equal(client.status, "offline");
+});
+
+test("a handshake that never completes is given up after connectTimeout and tried again", async (t) => {
+  const client = scriptedClient(t, { connectTimeout: 30 });
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const { ws } = await online(client, scope);
+  const reconnecting = next(client, "status", (s) => s === "connecting");
+  ws.drop(1006);
+  await reconnecting;
+  const silent = ScriptedSocket.made.at(-1);
+  silent.open();  // the socket opens, the server never answers the resume ping
+  assert.equal(client.status, "resuming");
+  await next(client, "status", (s) => s === "offline", 2_000);
+  assert.equal(silent.closed?.code, 4000, "the stuck socket is closed");
+  await next(client, "status", (s) => s === "connecting", 2_000);
+  const retry = ScriptedSocket.made.at(-1);
+  assert.notEqual(retry, silent, "a new socket");
+  // Positive control: a handshake that completes in time stays up.
+  retry.open();
+  retry.receive({ type: "Ping", index: 0, ack: 0, resendMissing: true });
+  assert.equal(client.status, "online");
+  assert.equal(retry.closed, null);
 });

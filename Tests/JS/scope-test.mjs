@@ -53,7 +53,8 @@ test("modify makes one change set: the add, then the collection change with its 
   assert.deepEqual(attached, [first.uuid]);
   assert.deepEqual(scope.queue[0].fragments, [
     { type: "add", uuid: first.uuid, clsName: "Shape", properties: { x: 1, createdAt: 1.5 } },  // a Date goes out as epoch seconds
-    { type: "change", uuid: scope.root.uuid, clsName: "Canvas", properties: { shapes: [first.uuid] } },
+    // A collection never set is the empty base, so concurrent first inserts merge on the server.
+    { type: "change", uuid: scope.root.uuid, clsName: "Canvas", properties: { shapes: [first.uuid] }, bases: { shapes: [] } },
   ]);
   let third;
   scope.modify(() => {
@@ -114,6 +115,10 @@ test("an object no longer reachable from the root detaches, and the state JSON d
   scope.on("detach", (e) => detached.push(e.model.uuid));
   scope.modify(() => scope.root.remove("shapes", shape));
   assert.deepEqual(detached, [shape.uuid]);
-  assert.equal(scope.object(shape.uuid), undefined);
+  assert.equal(scope.objects.has(shape.uuid), false, "out of the tree");
   assert.deepEqual(Object.keys(scope.stateJSON().objects), [scope.root.uuid]);
+  // Held while the removal is pending (a revert would bring it back), forgotten once it settles.
+  assert.equal(scope.object(shape.uuid), shape);
+  for (const entry of [...scope.queue]) scope._settle(entry, entry.fragments.map(() => ({})));
+  assert.equal(scope.object(shape.uuid), undefined);
 });

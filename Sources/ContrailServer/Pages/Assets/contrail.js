@@ -4,6 +4,11 @@
 // with replies, acknowledgements, keep-alive, reconnect with capped backoff and jitter, the `bases`
 // extension for collection merges, and pending keys that remote values never overwrite.
 //
+// Its merge rules are the Swift client's (README, Design; Sources/Contrail/Contrail.docc/Convergence.md),
+// implemented again here because the code cannot be shared: each rule names its Swift counterpart
+// (file and function). JSMergeAgreementTests.swift checks mergeCollection against CollectionMerge, and
+// Tests/JS/fuzz/convergence.mjs checks JS and Swift clients converge on one scope.
+//
 //   import { Client, Scope } from "/contrail.js";
 //   const client = new Client("ws://127.0.0.1:3000/");
 //   const canvas = new Scope("Canvas", { rootClass: "Canvas" });
@@ -48,13 +53,19 @@ class Emitter {
 }
 
 /**
- * The three-way merge of an ordered collection (§8.4), the same algorithm as Swift's CollectionMerge:
- * the edit from `base` to `next` applied to `current`.
+ * The three-way merge of an ordered collection (Protocol §8.4): the edit from `base` to `next` applied
+ * to `current`. The same algorithm as Swift's `CollectionMerge.merge(base:new:current:)`
+ * (Sources/ContrailWire/Messages/CollectionMerge.swift), rule for rule: removal wins (an element either
+ * side removed stays removed unless the edit inserted it; a move does not bring it back), kept
+ * elements keep `current`'s order, inserts and moves go after their nearest placed predecessor in
+ * `next`, concurrent inserts at one spot keep the order the server applied them in, no element twice.
+ * Internal: exported for the client's own tests and the Swift agreement test (JSMergeAgreementTests),
+ * not part of the pages' API.
  */
 export function mergeCollection(base, next, current) {
   if (same(base, current)) return next.slice();
   if (same(base, next)) return current.slice();
-  const nextSet = new Set(next), baseSet = new Set(base);
+  const nextSet = new Set(next), baseSet = new Set(base), currentSet = new Set(current);
   const stable = stableElements(base, next, nextSet);
   const placed = new Set(), result = [];
   for (const e of current) {
@@ -66,6 +77,8 @@ export function mergeCollection(base, next, current) {
   for (const e of next) {
     const hint = previous; previous = e;
     if (placed.has(e)) continue;
+    // Rule 1: an element of `base` that `current` lacks was removed by the other side.
+    if (baseSet.has(e) && !currentSet.has(e)) continue;
     let anchor;
     if (hint !== undefined && placed.has(hint)) anchor = hint;
     else for (let i = next.indexOf(e) - 1; i >= 0; i--) if (placed.has(next[i])) { anchor = next[i]; break; }
@@ -117,11 +130,21 @@ export class Model {
   remove(key, model) { this.set(key, (this.properties[key] ?? []).filter((id) => id !== model.uuid)); }
 }
 
+/** Whether `value` is a collection on the wire: an array of UUID strings (Protocol §3.2). */
+const isCollection = (value) => Array.isArray(value) && value.every((x) => typeof x === "string" && UUID_RE.test(x));
+/** What `_heldValue` returns to leave a property alone. */
+const KEEP = Symbol("keep");
+/** Whether queued change set `entry` changes (id, key), so it knows the key's original. */
+const changes = (entry, id, key) => key in (entry.originals.get(id) ?? {});
+
 /**
  * A named tree with a root object, kept in step with the server once a Client fetched it.
  * Events: "change" {model, key, value, previous, remote}, "insert"/"remove" {model, key, item} for
  * collections, "attach"/"detach" {model}, "state" after a full state, "changeset" {fragments, remote},
  * "settled" {fragments, rejected}.
+ *
+ * Its bookkeeping follows the Swift client's rules (README, Design; Convergence in the documentation
+ * catalog); the Swift counterpart of each rule is named where it is implemented.
  */
 export class Scope extends Emitter {
   constructor(name, { rootClass = "Root", changeInterval = 10 } = {}) {
@@ -131,8 +154,14 @@ export class Scope extends Emitter {
     this.objects = new Map();  // uuid → Model, the objects in the tree
     this.root = new Model(this, uuid(), rootClass);
     this.objects.set(this.root.uuid, this.root);
-    this.queue = [];           // change sets sent and not settled, oldest first
+    // Change sets sent or waiting, not settled, oldest first (Swift: ChangeSetQueue.entries): each is
+    // {id, fragments, originals: Map uuid → {key: value before it}, added: Set of uuids it adds,
+    //  atomic, index (of its ScopeSync on this wire session, null when unsent), heldBack}.
+    this.queue = [];
     this._created = new Map(); // uuid → Model made locally, not in the tree yet
+    // Objects that left the tree while change sets were pending (Swift: Scope.retired): a revert, a
+    // rebase or a remote value that names one again brings back that same object (one object per UUID).
+    this._retired = new Map();
     this._pending = new Map(); // uuid → {original: {key: value}} touched since the last flush
     this._remote = false;
     this._timer = null;
@@ -141,8 +170,8 @@ export class Scope extends Emitter {
     this._attached = false;     // true once a full state arrived: edits before it wait, then go out
   }
 
-  /** The model with `id`, in the tree or created and not yet attached. */
-  object(id) { return this.objects.get(id) ?? this._created.get(id); }
+  /** The model with `id`: in the tree, created and not yet attached, or out of the tree and still held. */
+  object(id) { return this.objects.get(id) ?? this._created.get(id) ?? this._retired.get(id); }
 
   /** A new model of class `clsName`; it joins the tree (and syncs as an `add`) once a parent references it. */
   create(clsName, properties = {}) {
@@ -154,9 +183,15 @@ export class Scope extends Emitter {
 
   /** Sets a property; outside `modify` the edit goes out in a change set after `changeInterval` ms. */
   set(model, key, value) {
+    // A model the scope no longer knows (dropped long ago, held by the app) joins again like a new one.
+    for (const m of Array.isArray(value) ? value : [value]) {
+      if (m instanceof Model && m.scope === this && !this.object(m.uuid)) this._created.set(m.uuid, m);
+    }
     value = normalize(value);
     const previous = model.properties[key];
     if (same(previous, value)) return;
+    // The first local edit of a key in this flush keeps the value before it: the change set's original
+    // (for a revert) and, for a collection, its base (Swift: Scope.touch in Scope+Recording.swift).
     if (!this._remote && this.objects.has(model.uuid)) {
       let entry = this._pending.get(model.uuid);
       if (!entry) { entry = { original: {} }; this._pending.set(model.uuid, entry); }
@@ -202,29 +237,38 @@ export class Scope extends Emitter {
   /**
    * Sends what was edited since the last flush as one change set. Before the first full state the
    * edits wait (the root takes the server's UUID then) and go out right after it.
+   * Swift: Scope.flush (Scope+ChangeSets.swift) with Scope.touch (Scope+Recording.swift).
    */
   flush({ atomic = false } = {}) {
     if (this._timer !== null) { clearTimeout(this._timer); this._timer = null; }
     if (!this._attached) return;
     const reachable = this._reachable();
-    const fragments = [], originals = new Map();
+    const fragments = [], originals = new Map(), added = new Set();
+    // An object that joins the tree (new, or back after it left in an earlier flush) is sent whole as
+    // an `add`; one that leaves one parent and joins another within this flush is not (a move is not
+    // an add: it never left `objects`). Swift: Scope+Recording.swift, `leftThisFlush`.
     for (const id of reachable) {
       if (this.objects.has(id)) continue;
-      const model = this._created.get(id);
+      const model = this._created.get(id) ?? this._retired.get(id);
       this._created.delete(id);
+      this._retired.delete(id);
       this.objects.set(id, model);
       this.emit("attach", { model });
       fragments.push({ type: "add", uuid: id, clsName: model.clsName, properties: { ...model.properties } });
+      added.add(id);
     }
     for (const [id, entry] of this._pending) {
       const model = this.objects.get(id);
       if (!model || !reachable.has(id)) continue;
       const properties = {}, bases = {};
       for (const key of Object.keys(entry.original)) {
-        const value = model.properties[key];
-        if (same(value, entry.original[key])) continue;
+        const value = model.properties[key], original = entry.original[key];
+        if (same(value, original)) continue;
         properties[key] = copy(value === undefined ? null : value);
-        if (Array.isArray(value) && Array.isArray(entry.original[key])) bases[key] = entry.original[key].slice();
+        // A collection goes out with its base, the list before this change set's first edit; a
+        // collection never set (null) is the empty base, so concurrent first inserts merge
+        // (Swift: Scope.touch keeps the elements of the old value, [] for an empty collection).
+        if (isCollection(value) && (original === null || isCollection(original))) bases[key] = original === null ? [] : original.slice();
       }
       if (!Object.keys(properties).length) continue;
       const fragment = { type: "change", uuid: id, clsName: model.clsName, properties };
@@ -237,12 +281,13 @@ export class Scope extends Emitter {
     this._pending.clear();
     this._collect(reachable);
     if (!fragments.length) return;
-    const entry = { fragments, originals, atomic, sent: false };
+    const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false };
     this.queue.push(entry);
     this.emit("changeset", { fragments, remote: false });
     this._client?._sendChangeSet(this, entry);
   }
 
+  /** The uuids reachable from the root through known models (in the tree, created, or held); objects hang on references (§3.3). */
   _reachable() {
     const seen = new Set(), stack = [this.root.uuid];
     while (stack.length) {
@@ -256,72 +301,177 @@ export class Scope extends Emitter {
     return seen;
   }
 
-  /** Drops objects no longer reachable from the root (removal by orphaning, §3.3). */
+  /**
+   * Whether an object in the tree names a UUID this replica holds no object for, in a key no pending
+   * change set holds (a pending value is the app's own; the server settles it).
+   */
+  _dangling() {
+    for (const model of this.objects.values()) {
+      for (const [key, v] of Object.entries(model.properties)) {
+        if (refsOf(v).some((r) => !this.object(r)) && !this._holders(model.uuid, key).length) return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Drops objects no longer reachable from the root (removal by orphaning, §3.3). They stay held
+   * while change sets are pending, so a revert or rebase that names them again brings them back
+   * (Swift: Scope.retire in Scope+Recording.swift, with Scope.retired; a pending edit of a dropped
+   * object is dropped with it, as Scope's `pending.removeValue(for:)`).
+   */
   _collect(reachable) {
     for (const [id, model] of this.objects) {
       if (reachable.has(id)) continue;
       this.objects.delete(id);
       this._pending.delete(id);
+      this._retired.set(id, model);
       this.emit("detach", { model });
     }
   }
 
-  /** The oldest unflushed or queued holder of (uuid, key) after `after` (an entry, or null for all). */
-  _holder(id, key, after = null) {
-    let start = after ? this.queue.indexOf(after) + 1 : 0;
+  /** Forgets the objects out of the tree once no change set is pending (nothing can bring them back). */
+  _pruneRetired() {
+    if (!this.queue.length && !this._pending.size) this._retired.clear();
+  }
+
+  /**
+   * After a remote apply, a revert or a reply: objects that became reachable join the tree (a local
+   * creation waits for the next flush, which sends its add); unreachable ones leave it. Returns true
+   * when the replica may now differ from the server, so the scope must be fetched again: an object
+   * came back that was out of the tree (it missed remote changes meanwhile; Swift: Session.revert), or
+   * a reference names an object this replica does not hold.
+   */
+  _reconcile(incoming = new Set()) {
+    const reachable = this._reachable();
+    let stale = false;
+    for (const id of reachable) {
+      if (this.objects.has(id)) continue;
+      if (this._created.has(id) && !incoming.has(id)) continue;  // a local creation: joins with the next flush
+      const model = this._created.get(id) ?? this._retired.get(id);
+      if (this._retired.has(id) && !incoming.has(id)) stale = true;
+      this._created.delete(id);
+      this._retired.delete(id);
+      this.objects.set(id, model);
+      this.emit("attach", { model });
+    }
+    this._collect(reachable);
+    return stale || this._dangling();
+  }
+
+  // The holders of a key (Swift: ChangeSetQueue.Entry.holds / holdsThroughAdd / sentValue /
+  // setOriginal). A queued change set holds (uuid, key) when it changes the key, or adds the object
+  // (then it holds every key of it, with no original). Before the first full state, unflushed edits
+  // hold their keys too (a pseudo change set whose sent value is the local value).
+
+  /** The queued change sets after `after` (all when null) that hold (id, key), oldest first, then the unflushed edits. */
+  _holders(id, key, after = null) {
+    const start = after ? this.queue.indexOf(after) + 1 : 0;
+    const holders = [];
     for (let i = start; i < this.queue.length; i++) {
-      const o = this.queue[i].originals.get(id);
-      if (o && key in o) return o;
+      const entry = this.queue[i];
+      if (changes(entry, id, key) || entry.added.has(id)) holders.push(entry);
     }
-    const p = this._pending.get(id);
-    return p && key in p.original ? p.original : null;
+    const pending = this._pending.get(id);
+    if (pending && key in pending.original) holders.push({ pending });
+    return holders;
   }
 
-  /** Applies a server value: a pending local edit keeps its value and takes the server's as original (§8.3). */
+  /** What `holder` sends for (id, key) as the server applies it: {value, base} (base null: an overwrite), or null. */
+  _sentValue(holder, id, key) {
+    if (holder.pending) {
+      const value = this.object(id)?.properties[key] ?? null, original = holder.pending.original[key];
+      return { value, base: isCollection(value) && (original === null || isCollection(original)) ? (original ?? []) : null };
+    }
+    if (changes(holder, id, key)) {
+      const fragment = holder.fragments.find((f) => f.type === "change" && f.uuid === id && key in (f.properties ?? {}));
+      return fragment ? { value: fragment.properties[key], base: fragment.bases?.[key] ?? null } : null;
+    }
+    const add = holder.fragments.find((f) => f.type === "add" && f.uuid === id);
+    return add && key in add.properties ? { value: add.properties[key], base: null } : null;
+  }
+
+  /** Records `value` as what (id, key) held before `holder` (a rebase or a revert of an earlier change set). */
+  _setOriginal(holder, id, key, value) {
+    if (holder.pending) holder.pending.original[key] = copy(value);
+    else if (changes(holder, id, key)) holder.originals.get(id)[key] = copy(value);
+  }
+
+  /**
+   * The value of a key the change sets `holders` hold, for a remote value `remote` (§8.3): the remote
+   * value becomes the first holder's original, and the property shows the pending edits replayed on
+   * it as the server will apply them: each holder's sent value in order, a collection merged by its
+   * base (null is the empty collection), an add's value taken whole. KEEP leaves the property alone:
+   * the key is held through an add only (the server takes the add's values or answers with its own),
+   * or no holder's value is known. Swift: ScopeSubscription.heldValue and ScopeSubscription.rebase.
+   */
+  _heldValue(model, key, remote, holders) {
+    const [first] = holders;
+    if (!first.pending && !changes(first, model.uuid, key)) {
+      first.heldBack = true;  // Swift: Entry.heldBackRemoteValues: a revert must refetch
+      return KEEP;
+    }
+    let ids = isCollection(remote) ? remote.slice() : [], value, known = false;
+    for (const holder of holders) {
+      const sent = this._sentValue(holder, model.uuid, key);
+      if (!sent) continue;
+      known = true;
+      value = sent.value;
+      if (!isCollection(sent.value)) continue;
+      ids = sent.base ? mergeCollection(sent.base, sent.value, ids) : sent.value.slice();
+    }
+    this._setOriginal(first, model.uuid, key, remote);
+    if (!known) return KEEP;
+    return isCollection(value) ? ids.filter((id) => this.object(id)) : copy(value);
+  }
+
+  /**
+   * Applies a server value to (model, key): as is when no pending change set after `after` holds the
+   * key, else replayed (`_heldValue`). Swift: ScopeSubscription.redirect (remote values) and
+   * ScopeSubscription.applyModifications (a reply's values, after the change set it answers).
+   */
   _applyServerValue(model, key, value, after = null) {
-    const holder = this._holder(model.uuid, key, after);
-    if (!holder) { this.set(model, key, value); return; }
-    const original = holder[key];
-    holder[key] = copy(value);
-    const local = model.properties[key];
-    if (Array.isArray(local) && Array.isArray(value) && Array.isArray(original)) {
-      this.set(model, key, mergeCollection(original, local, value));
-    }
+    const holders = this._holders(model.uuid, key, after);
+    if (!holders.length) { this.set(model, key, value); return; }
+    const held = this._heldValue(model, key, value, holders);
+    if (held !== KEEP) this.set(model, key, held);
   }
 
-  /** Applies incoming fragments (§4.3); `full` is a ScopeState with `rootUUID`. */
+  /**
+   * Applies incoming fragments (§4.3); with `rootUUID` they are a full state (ScopeState). Local edits
+   * become a change set first, so they hold their keys (Swift: ScopeSubscription.applyRemote and
+   * applyState, which flush first). Returns true when the scope must be fetched again (a change to an
+   * object out of this replica's tree, or a reference to an object it does not hold).
+   */
   _applyRemote(fragments, rootUUID = null) {
+    this.flush();
+    let stale = false;
     this._remote = true;
     try {
       if (rootUUID && rootUUID !== this.root.uuid) this._rekeyRoot(rootUUID);
       const rootFragment = rootUUID && fragments.find((f) => f.uuid === rootUUID);
       if (rootFragment?.clsName) this.root.clsName = rootFragment.clsName;
-      const fresh = new Map();
+      // An add of an object this replica holds out of its tree brings back that same object.
+      const incoming = new Set(), fresh = new Set();
       for (const f of fragments) {
-        if (f.type === "add" && !this.object(f.uuid)) fresh.set(f.uuid, new Model(this, f.uuid, f.clsName, {}));
+        if (f.type !== "add" || typeof f.uuid !== "string") continue;
+        incoming.add(f.uuid);
+        if (!this.object(f.uuid)) { this._created.set(f.uuid, new Model(this, f.uuid, f.clsName, {})); fresh.add(f.uuid); }
       }
-      for (const [id, m] of fresh) this._created.set(id, m);
       for (const f of fragments) {
-        const model = this.object(f.uuid);
-        if (!model || (f.type === "change" && !this.objects.has(f.uuid) && !rootUUID)) continue;
+        const model = this.objects.get(f.uuid) ?? (incoming.has(f.uuid) ? this.object(f.uuid) : undefined);
+        if (!model) { if (f.type === "change") stale = true; continue; }  // Swift: ApplyReport.unknownObjects → refetch
         for (const [key, value] of Object.entries(f.properties ?? {})) this._applyServerValue(model, key, value);
         if (rootUUID) {
+          // A full state gives every property: one it leaves out is null (Swift: applyDefaults).
           for (const key of Object.keys(model.properties)) {
-            if (!(key in (f.properties ?? {})) && !this._holder(model.uuid, key)) this._applyServerValue(model, key, null);
+            if (!(key in (f.properties ?? {}))) this._applyServerValue(model, key, null);
           }
         }
       }
-      const reachable = this._reachable();
-      for (const id of reachable) {
-        if (this.objects.has(id)) continue;
-        const model = this._created.get(id);
-        if (!fresh.has(id) && !rootUUID) continue;  // a local creation: joins with the next flush
-        this._created.delete(id);
-        this.objects.set(id, model);
-        this.emit("attach", { model });
-      }
-      for (const id of fresh.keys()) if (!this.objects.has(id)) this._created.delete(id);
-      this._collect(reachable);
+      stale = this._reconcile(incoming) || stale;
+      for (const id of fresh) if (!this.objects.has(id)) this._created.delete(id);  // added and not in the tree
+      this._pruneRetired();
     } finally {
       this._remote = false;
     }
@@ -331,6 +481,9 @@ export class Scope extends Emitter {
       this.emit("state", { root: this.root });
       if (this._pending.size || this._created.size) this._schedule();
     }
+    // A full state that is itself incomplete would only be fetched again the same way.
+    if (stale && !rootUUID) this._client?._refetch(this);
+    return stale;
   }
 
   _rekeyRoot(id) {
@@ -342,33 +495,62 @@ export class Scope extends Emitter {
     if (p) { this._pending.delete(old); this._pending.set(id, p); }
   }
 
-  /** Settles a change set with its ScopeSyncReply entries (§4.8), or reverts it all when `replies` is null. */
+  /**
+   * Reverts `entry` locally (Swift: ChangeSetQueue.revert): the keys of the objects in `only` (all
+   * when null) go back to their originals, except keys a later change set holds, which keep their
+   * value and take this original as theirs (the rebase) or, held through a later add, keep it as the
+   * add sends it. A revert also reaches objects out of the tree (Swift: ChangeSet.revert).
+   */
+  _revert(entry, only = null) {
+    for (const [id, originals] of entry.originals) {
+      if (only && !only.has(id)) continue;
+      const model = this.object(id);
+      if (!model) continue;
+      for (const [key, original] of Object.entries(originals)) {
+        const [later] = this._holders(id, key, entry);
+        if (later) this._setOriginal(later, id, key, original);
+        else this.set(model, key, original);
+      }
+    }
+  }
+
+  /**
+   * Settles a change set with its ScopeSyncReply entries (§4.8), or reverts it all when `replies` is
+   * null or does not match. Swift: Session.settle (flush first, so this turn's edits hold their keys;
+   * revert the rejected objects, or all when every fragment was rejected; then apply the server's
+   * `modifications` after this change set) and Session.revert (refetch when objects came back or
+   * remote values an add held back are missing).
+   */
   _settle(entry, replies) {
+    if (!this.queue.includes(entry)) return;  // settled already (a reply can come only once per entry)
+    this.flush();
     const whole = !Array.isArray(replies) || replies.length !== entry.fragments.length;
+    const answers = entry.fragments.map((_, i) => (whole ? { error: { message: "no matching reply" } } : replies[i] ?? {}));
     const rejected = [];
+    entry.fragments.forEach((fragment, i) => { if (answers[i].error) rejected.push({ fragment, error: answers[i].error }); });
+    let stale = false;
     this._remote = true;
     try {
+      if (rejected.length) {
+        const all = rejected.length === entry.fragments.length;
+        this._revert(entry, all ? null : new Set(rejected.map((r) => r.fragment.uuid)));
+        if (entry.heldBack) stale = true;
+      }
       entry.fragments.forEach((fragment, i) => {
-        const reply = whole ? { error: { message: "no matching reply" } } : replies[i] ?? {};
+        const modifications = answers[i].error ? null : answers[i].modifications;
+        if (!modifications || typeof modifications !== "object") return;
         const model = this.objects.get(fragment.uuid);
-        if (reply.error) {
-          rejected.push({ fragment, error: reply.error });
-          const originals = entry.originals.get(fragment.uuid);
-          if (fragment.type !== "change" || !model || !originals) return;
-          for (const [key, original] of Object.entries(originals)) {
-            const later = this._holder(fragment.uuid, key, entry);
-            if (later) later[key] = copy(original); else this.set(model, key, original);
-          }
-        } else if (reply.modifications && model) {
-          for (const [key, value] of Object.entries(reply.modifications)) this._applyServerValue(model, key, value, entry);
-        }
+        if (!model) { stale = true; return; }
+        for (const [key, value] of Object.entries(modifications)) this._applyServerValue(model, key, value, entry);
       });
-      this._collect(this._reachable());
+      this.queue.splice(this.queue.indexOf(entry), 1);
+      stale = this._reconcile() || stale;
+      this._pruneRetired();
     } finally {
       this._remote = false;
     }
-    this.queue.splice(this.queue.indexOf(entry), 1);
     this.emit("settled", { fragments: entry.fragments, rejected });
+    if (stale) this._client?._refetch(this);
   }
 }
 
@@ -384,12 +566,13 @@ function normalize(value) {
  * "online", "offline" (reconnecting), "denied", "closed". Events: "status", "error".
  */
 export class Client extends Emitter {
-  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, backoff = { min: 250, max: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
+  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
     super();
     this.url = url;
     this.params = params;
     this.pingInterval = pingInterval;
     this.replyTimeout = replyTimeout;
+    this.connectTimeout = connectTimeout;
     this.backoff = backoff;
     this.status = "closed";
     this._WS = WS;
@@ -451,6 +634,9 @@ export class Client extends Emitter {
     let ws;
     try { ws = new this._WS(url); } catch (error) { this.emit("error", error); this._reconnectLater(); return; }
     this._ws = ws;
+    // A handshake that never completes (socket, session create or resume) is given up and retried
+    // (Swift: ClientOptions.connectTimeout).
+    this._later(this.connectTimeout, () => { if (ws === this._ws && this._started && ["connecting", "creating", "resuming"].includes(this.status)) this._forceReconnect(); });
     ws.onopen = () => {
       if (ws !== this._ws) return;
       if (resuming) {
@@ -477,7 +663,11 @@ export class Client extends Emitter {
       // The session is gone (expired or unknown token): a new one, every scope fetched again,
       // and every unsettled change set sent again after its scope's fetch reply.
       this._resetSession();
-      for (const record of this._fetched) record.scope._scopeIndex = null;
+      for (const record of this._fetched) {
+        record.scope._scopeIndex = null;
+        record.scope._refetching = false;
+        for (const entry of record.scope.queue) entry.index = null;  // Swift: ChangeSetQueue.markAllUnsent
+      }
     } else if (FATAL_CLOSE.has(code)) {
       this.emit("error", new Error(`connection rejected (${code}): ${reason}`));
     }
@@ -542,6 +732,7 @@ export class Client extends Emitter {
     } else if (m.type === "ScopeState") {
       const scope = this._scopesByIndex.get(m.scopeIndex);
       if (scope) {
+        scope._refetching = false;
         scope._applyRemote(m.fragments ?? [], m.rootUUID);
         const record = this._fetched.find((r) => r.scope === scope);
         record?.resolve(scope);
@@ -599,10 +790,26 @@ export class Client extends Emitter {
     });
   }
 
+  /**
+   * Fetches `scope` again on this session (its replica may differ from the server's), once at a time;
+   * the full state keeps pending keys (Swift: Session.requestFetch).
+   */
+  _refetch(scope) {
+    const record = this._fetched.find((r) => r.scope === scope);
+    if (!record || scope._refetching || this._token === null) return;
+    scope._refetching = true;
+    this._sendFetch(record);
+  }
+
+  /**
+   * Sends a change set not yet sent on this wire session, with its id (§8.11: the server applies it
+   * once). Swift: Session.send (Sources/Contrail/Sync/Session.swift); a new session resends them all.
+   */
   _sendChangeSet(scope, entry) {
-    if (scope._scopeIndex === null) return;  // sent after the fetch reply
-    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments: entry.fragments };
+    if (scope._scopeIndex === null || entry.index !== null) return;  // sent after the fetch reply, or sent
+    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments: entry.fragments, changeSet: entry.id };
     this._send(message, (reply) => scope._settle(entry, reply.fragmentReplies));
+    entry.index = message.index;
   }
 }
 
