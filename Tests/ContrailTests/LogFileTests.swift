@@ -423,8 +423,8 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
                 LogRecord(kind: .changeSet, payload: bytes("after"), offset: 85),
             ], truncatedTail: nil))
             try reopened.close()
-            // The replaced log is kept as the previous generation.
-            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["compact.log", "compact.log.previous"])
+            // The replaced log is kept as the previous generation; the side file records the synced length.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["compact.log", "compact.log.previous", "compact.log.synced"])
             #expect(try LogFile.read(at: LogFile.previousGenerationURL(of: url)).records.count == 100)
         }
     }

@@ -48,6 +48,10 @@ package final class LogFile {
     private var markedEnd: Int
     /// Counts the files this log has written to (a compaction switches to a new one).
     private var generation = 0
+    /// The log file's inode (for ``SyncedLength``).
+    private var inode: UInt64
+    /// The ``SyncedLength`` side file, opened on the first sync (-1 until then or if it failed).
+    private var syncedFD: Int32 = -1
 
     private init(url: URL, path: String, writer: LogWriter, fsync: FsyncPolicy, maxRecordSize: Int, bufferCapacity: Int) {
         self.url = url
@@ -58,6 +62,7 @@ package final class LogFile {
         self.bufferCapacity = bufferCapacity
         self.lastSync = LogClock.now()
         self.markedEnd = writer.end
+        self.inode = SyncedLength.inode(of: writer.fd)
         if case .interval(let interval) = fsync { syncInterval = LogClock.nanoseconds(interval) } else { syncInterval = 0 }
     }
 
@@ -68,6 +73,7 @@ package final class LogFile {
             if fsyncPolicy != .never && writer.needsSync { try? syncAndMark() }
         }
         if !isClosed { LogWriter.closeFile(writer.fd) }
+        if syncedFD >= 0 { _ = Platform.close(syncedFD) }
     }
 
     /// The log's size in bytes, including appended records still in the memory buffer.
@@ -115,6 +121,7 @@ package final class LogFile {
         }
         var fileSize = try sizeOf(fd, path)
         if try needsInitialHeader(fd, path, fileSize) {
+            _ = unlink(SyncedLength.path(of: path))  // a side file of an earlier log (whose inode may be reused)
             try writeInitialHeader(fd, path)
             fileSize = LogFormat.fileHeaderSize
         } else {
@@ -124,7 +131,8 @@ package final class LogFile {
         _ = unlink(compactionTempPath(path))
 
         let reader = LogReader(fd: fd, path: path, fileSize: fileSize, maxRecordSize: maxRecordSize)
-        let outcome = try reader.scan(from: LogFormat.fileHeaderSize) { kind, offset, payload in
+        let knownSynced = SyncedLength.read(logPath: path, inode: SyncedLength.inode(of: fd))
+        let outcome = try reader.scan(from: LogFormat.fileHeaderSize, knownSynced: knownSynced) { kind, offset, payload in
             visit(LogRecord.Kind(rawValue: kind).unsafelyUnwrapped, offset, payload)  // the reader only yields known kinds
         }
         if outcome.tornTail != nil {
@@ -161,7 +169,8 @@ package final class LogFile {
         let fileSize = try sizeOf(fd, path)
         try checkHeader(fd, path, fileSize)
         let reader = LogReader(fd: fd, path: path, fileSize: fileSize, maxRecordSize: maxRecordSize)
-        return try reader.scan(from: LogFormat.fileHeaderSize) { kind, offset, payload in
+        let knownSynced = SyncedLength.read(logPath: path, inode: SyncedLength.inode(of: fd))
+        return try reader.scan(from: LogFormat.fileHeaderSize, knownSynced: knownSynced) { kind, offset, payload in
             body(LogRecord.Kind(rawValue: kind).unsafelyUnwrapped, offset, payload)
         }.tornTail
     }
@@ -192,6 +201,13 @@ package final class LogFile {
         }
         guard ftruncate(fd, off_t(offset)) == 0 else { throw LogFileError.system(errno, "ftruncate", path) }
         try LogWriter.syncDescriptor(fd, path)
+        // What was synced past the cut is gone by choice now: lower the recorded synced length.
+        let inode = SyncedLength.inode(of: fd)
+        if SyncedLength.read(logPath: path, inode: inode) > offset {
+            let syncedFD = SyncedLength.openForWriting(logPath: path)
+            SyncedLength.write(syncedFD, inode: inode, length: offset)
+            if syncedFD >= 0 { _ = Platform.close(syncedFD) }
+        }
     }
 
     // MARK: Writing
@@ -292,6 +308,8 @@ package final class LogFile {
         fileprivate let writer: LogWriter
         fileprivate let tempPath: String
         fileprivate var isInstalled = false
+        /// The length of the new file that was synced (before records are carried over).
+        fileprivate var syncedEnd = 0
 
         fileprivate init(writer: LogWriter, tempPath: String) {
             self.writer = writer
@@ -334,6 +352,7 @@ package final class LogFile {
         }
         try newWriter.flush()
         try newWriter.sync()
+        prepared.syncedEnd = newWriter.writtenEnd
         // Verify: the new file must read back as exactly what was written.
         let reader = LogReader(fd: tempFD, path: tempPath, fileSize: newWriter.writtenEnd, maxRecordSize: maxRecordSize)
         var count = 0
@@ -366,6 +385,8 @@ package final class LogFile {
         writer = newWriter
         LogWriter.closeFile(oldWriter.fd)
         generation += 1
+        inode = SyncedLength.inode(of: newWriter.fd)
+        recordSyncedLength(prepared.syncedEnd)
         markedEnd = newWriter.end
         lastSync = LogClock.now()
     }
@@ -436,6 +457,8 @@ package final class LogFile {
         unusableReason = "it was closed"
         defer {
             LogWriter.closeFile(writer.fd)
+            if syncedFD >= 0 { _ = Platform.close(syncedFD) }
+            syncedFD = -1
             isClosed = true
         }
         guard wasUsable else { return }
@@ -450,6 +473,12 @@ package final class LogFile {
         if writeSyncMarker(through: end) { try writer.sync() }
     }
 
+    /// Rewrites the ``SyncedLength`` side file: the first `end` bytes of this file are synced.
+    private func recordSyncedLength(_ end: Int) {
+        if syncedFD < 0 { syncedFD = SyncedLength.openForWriting(logPath: path) }
+        SyncedLength.write(syncedFD, inode: inode, length: end)
+    }
+
     /// Appends a sync marker saying the first `end` bytes are on disk (see ``LogFormat``), if
     /// anything but a marker was written since the last one. Best effort: a marker that cannot be
     /// written is left out (it protects, it holds no data). A marker alone does not make the log
@@ -457,6 +486,7 @@ package final class LogFile {
     @discardableResult
     private func writeSyncMarker(through end: Int) -> Bool {
         guard end > markedEnd, writer.buffered == 0, writer.failure == nil else { return false }
+        recordSyncedLength(end)
         let hadUnsynced = writer.needsSync  // records another thread appended during the sync
         var value = UInt64(end).littleEndian
         let written = withUnsafeBytes(of: &value) { bytes in

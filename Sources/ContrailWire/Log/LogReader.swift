@@ -44,9 +44,10 @@ final class LogReader {
 
     /// Calls `body` with every intact record (kind byte, offset, payload valid only during the call).
     /// Sync markers are read (they raise ``Outcome/syncedEnd``) but not handed to `body`.
-    func scan(from start: Int, _ body: (UInt8, Int, UnsafeRawBufferPointer) -> Void) throws(LogFileError) -> Outcome {
+    /// `knownSynced` is a length known to be synced from elsewhere (``SyncedLength``), 0 if none.
+    func scan(from start: Int, knownSynced: Int = 0, _ body: (UInt8, Int, UnsafeRawBufferPointer) -> Void) throws(LogFileError) -> Outcome {
         var offset = start
-        var syncedEnd = 0
+        var syncedEnd = knownSynced
         while offset < fileSize {
             switch try inspect(at: offset) {
             case .intact(let kind, let next, let payload):
@@ -74,6 +75,9 @@ final class LogReader {
                 }
                 return Outcome(end: offset, tornTail: TornTail(offset: offset, discardedBytes: fileSize - offset, reason: reason), syncedEnd: syncedEnd)
             }
+        }
+        if offset < syncedEnd {
+            throw .corruptRecord(offset: offset, reason: "the file ends at offset \(offset), but its first \(syncedEnd) bytes were synced: its end was lost")
         }
         return Outcome(end: offset, tornTail: nil, syncedEnd: syncedEnd)
     }
