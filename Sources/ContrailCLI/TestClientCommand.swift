@@ -84,7 +84,9 @@ enum TestClientCommand {
     @MainActor
     static func edit(_ shelf: Shelf, _ random: inout SplitMix64, allowLarge: Bool = true) {
         let all = shelf.left + shelf.right
-        switch random.next() % 6 {
+        // Bursts (no large titles) keep the shelf small, so that a state stays cheap to print.
+        let choice = random.next() % 6
+        switch !allowLarge && all.count > 120 && choice < 2 ? 3 : choice {
         case 0, 1:
             let item = Item()
             item.label = "item \(random.next() % 1000)"
@@ -97,7 +99,11 @@ enum TestClientCommand {
                 shelf.left.append(shelf.right.remove(at: index))
             }
         case 3:
-            if let index = shelf.right.indices.randomElement(using: &random) { shelf.right.remove(at: index) }
+            if let index = shelf.right.indices.randomElement(using: &random) {
+                shelf.right.remove(at: index)
+            } else if !allowLarge, let index = shelf.left.indices.randomElement(using: &random) {
+                shelf.left.remove(at: index)
+            }
         case 4:
             all.randomElement(using: &random)?.count += 1
         default:

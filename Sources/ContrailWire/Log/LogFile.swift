@@ -387,7 +387,7 @@ package final class LogFile {
         generation += 1
         inode = SyncedLength.inode(of: newWriter.fd)
         recordSyncedLength(prepared.syncedEnd)
-        markedEnd = newWriter.end
+        markedEnd = prepared.syncedEnd  // records carried over get a marker with their next sync
         lastSync = LogClock.now()
     }
 
