@@ -34,10 +34,6 @@ public final class FragmentLog {
         /// Local change sets the server had not acknowledged when the log was written; a sync
         /// client sends them again once it has fetched the scope.
         public var pendingChangeSets = 0
-        /// Change-set records that are intact (their checksums hold) but cannot be read back
-        /// (`FragmentLogError.badRecord`, e.g. a value this build cannot decode): left out, so one
-        /// such change set costs only itself, never the rest of the log.
-        public var skippedRecords: [FragmentLogError] = []
     }
 
     /// The file's location.
@@ -93,11 +89,7 @@ public final class FragmentLog {
                     }
                     report.records += 1
                 } catch {
-                    if case .badRecord = error, kind == .changeSet {
-                        report.skippedRecords.append(error)
-                    } else {
-                        failure = error
-                    }
+                    failure = error
                 }
             }
         } catch {

@@ -99,6 +99,7 @@ final class ScopePersistence: @unchecked Sendable {
         let hasPrevious = FileManager.default.fileExists(atPath: previous)
         var reason = "its log is damaged (\(error))"
         if rename(path, aside) == 0 {
+            _ = rename(path + ".synced", aside + ".synced")  // its synced length goes with it (for `contrail log verify`)
             reason += "; the file was set aside unchanged as \(aside)"
         } else {
             reason += "; it could not be set aside (\(String(cString: strerror(errno)))) and stays unchanged"
@@ -113,7 +114,7 @@ final class ScopePersistence: @unchecked Sendable {
     static func setAsideFiles(of url: URL) -> [String] {
         let prefix = url.lastPathComponent + ".damaged-"
         let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path(percentEncoded: false))) ?? []
-        return names.filter { $0.hasPrefix(prefix) }.sorted()
+        return names.filter { $0.hasPrefix(prefix) && !$0.hasSuffix(".synced") }.sorted()
     }
 
     /// The record payload of an accepted change set, with its id (for deduplication after a restart).

@@ -50,8 +50,6 @@ package final class LogFile {
     private var generation = 0
     /// The log file's inode (for ``SyncedLength``).
     private var inode: UInt64
-    /// The ``SyncedLength`` side file, opened on the first sync (-1 until then or if it failed).
-    private var syncedFD: Int32 = -1
 
     private init(url: URL, path: String, writer: LogWriter, fsync: FsyncPolicy, maxRecordSize: Int, bufferCapacity: Int) {
         self.url = url
@@ -73,7 +71,6 @@ package final class LogFile {
             if fsyncPolicy != .never && writer.needsSync { try? syncAndMark() }
         }
         if !isClosed { LogWriter.closeFile(writer.fd) }
-        if syncedFD >= 0 { _ = Platform.close(syncedFD) }
     }
 
     /// The log's size in bytes, including appended records still in the memory buffer.
@@ -457,8 +454,6 @@ package final class LogFile {
         unusableReason = "it was closed"
         defer {
             LogWriter.closeFile(writer.fd)
-            if syncedFD >= 0 { _ = Platform.close(syncedFD) }
-            syncedFD = -1
             isClosed = true
         }
         guard wasUsable else { return }
@@ -474,9 +469,11 @@ package final class LogFile {
     }
 
     /// Rewrites the ``SyncedLength`` side file: the first `end` bytes of this file are synced.
+    /// Opened and closed each time (once per sync), so a log holds one descriptor, not two.
     private func recordSyncedLength(_ end: Int) {
-        if syncedFD < 0 { syncedFD = SyncedLength.openForWriting(logPath: path) }
+        let syncedFD = SyncedLength.openForWriting(logPath: path)
         SyncedLength.write(syncedFD, inode: inode, length: end)
+        if syncedFD >= 0 { _ = Platform.close(syncedFD) }
     }
 
     /// Appends a sync marker saying the first `end` bytes are on disk (see ``LogFormat``), if
