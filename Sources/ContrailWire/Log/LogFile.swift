@@ -414,6 +414,7 @@ package final class LogFile {
         fileprivate let fd: Int32
         fileprivate let path: String
         fileprivate let generation: Int
+        fileprivate let inode: UInt64
         /// The log's length this sync makes durable.
         package let end: Int
     }
@@ -425,12 +426,17 @@ package final class LogFile {
     package func syncPoint() throws(LogFileError) -> SyncPoint {
         try checkUsable()
         try writer.flush()
-        return SyncPoint(fd: writer.fd, path: path, generation: generation, end: writer.writtenEnd)
+        return SyncPoint(fd: writer.fd, path: path, generation: generation, inode: inode, end: writer.writtenEnd)
     }
 
     /// `fdatasync` for a ``SyncPoint``, safe while another thread appends. Blocks on the disk.
+    /// Then records the synced length in the ``SyncedLength`` side file (no lock needed: it is
+    /// its own file), so ``didSync(_:error:)`` only has the sync marker to append.
     package static func sync(_ point: SyncPoint) throws(LogFileError) {
         try LogWriter.syncDescriptor(point.fd, point.path)
+        let syncedFD = SyncedLength.openForWriting(logPath: point.path)
+        SyncedLength.write(syncedFD, inode: point.inode, length: point.end)
+        if syncedFD >= 0 { _ = Platform.close(syncedFD) }
     }
 
     /// Records that `point` was synced, or, with `error`, that the sync failed (the log is then
@@ -443,7 +449,7 @@ package final class LogFile {
         }
         lastSync = LogClock.now()
         writer.didSync(through: point.end)
-        writeSyncMarker(through: point.end)
+        writeSyncMarker(through: point.end, recordingLength: false)  // `sync(_:)` recorded it
     }
 
     /// Writes buffered records, syncs (unless the policy is ``FsyncPolicy/never``) and closes the
@@ -481,9 +487,9 @@ package final class LogFile {
     /// written is left out (it protects, it holds no data). A marker alone does not make the log
     /// need a sync: it is synced with the next records (or by `close`). Returns whether it wrote one.
     @discardableResult
-    private func writeSyncMarker(through end: Int) -> Bool {
+    private func writeSyncMarker(through end: Int, recordingLength: Bool = true) -> Bool {
         guard end > markedEnd, writer.buffered == 0, writer.failure == nil else { return false }
-        recordSyncedLength(end)
+        if recordingLength { recordSyncedLength(end) }
         let hadUnsynced = writer.needsSync  // records another thread appended during the sync
         var value = UInt64(end).littleEndian
         let written = withUnsafeBytes(of: &value) { bytes in
