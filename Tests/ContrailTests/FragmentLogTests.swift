@@ -134,7 +134,7 @@ import Testing
     @Test func bitFlipsAndZeroedBlocksAreRestoredOrATypedErrorNeverSilentlyLost() async throws {
         var random = SystemRandomNumberGenerator()
         var (restoredCount, refused) = (0, 0)
-        for trial in 0..<80 {
+        for trial in 0..<40 {
             let url = temporaryURL()
             defer {
                 for suffix in ["", ".previous", ".synced"] { try? FileManager.default.removeItem(atPath: url.path(percentEncoded: false) + suffix) }
@@ -181,7 +181,7 @@ import Testing
             }
         }
         #expect(refused > 0)
-        print("fragment log damage: 80 trials, \(restoredCount) restored everything, \(refused) refused with a typed error")
+        print("fragment log damage: 40 trials, \(restoredCount) restored everything, \(refused) refused with a typed error")
     }
 
     @Test func compactionKeepsStateAndShrinksTheFile() async throws {
