@@ -7,8 +7,10 @@ enum LogCommand {
     usage: contrail log <inspect|verify> FILE [--max-record-size BYTES]
       inspect  print one line per record (offset, kind, size, first 100 characters of the payload
                as UTF-8) and what recovery would do; exit 1 if the file is damaged in the middle
-      verify   exit 0 if the log is clean; exit 1 and name the problem (torn tail, corrupt record,
-               bad header) otherwise
+      verify   exit 0 if the log is clean; exit 1 and name the problem otherwise: a torn tail
+               (an unsynced last record a crash interrupted, cut on the next open), or damage (a
+               record that was synced, or a snapshot: never cut, the scope is refused), with what
+               can be saved (the intact records before it, the previous generation FILE.previous)
       --max-record-size BYTES  longest record to accept (default \(LogFile.defaultMaxRecordSize))
     Neither command modifies the file: opening the log for writing is what cuts off a torn tail.
     """
@@ -69,14 +71,49 @@ enum LogCommand {
         }
     }
 
-    /// Succeeds quietly-ish for a clean log; throws ``Problem`` (exit 1) for a torn tail.
+    /// Succeeds quietly-ish for a clean log; throws ``Problem`` (exit 1) for a torn tail or damage,
+    /// saying what can be saved.
     static func verify(_ url: URL, maxRecordSize: Int) throws {
+        let path = url.path(percentEncoded: false)
         var count = 0
-        let tail = try LogFile.forEachRecord(at: url, maxRecordSize: maxRecordSize) { _, _, _ in count += 1 }
-        if let tail {
-            throw Problem(description: "\(url.path(percentEncoded: false)): \(count) intact records, then a \(tail)")
+        var lastSnapshot: Int?
+        let tail: TornTail?
+        do {
+            tail = try LogFile.forEachRecord(at: url, maxRecordSize: maxRecordSize) { kind, offset, _ in
+                count += 1
+                if kind == .snapshot { lastSnapshot = offset }
+            }
+        } catch .corruptRecord(let offset, let reason) {
+            var lines = ["\(path): damaged at offset \(offset): \(reason)"]
+            if let lastSnapshot {
+                lines.append("can be saved: the \(count) intact record\(count == 1 ? "" : "s") before offset \(offset) (from the snapshot at offset \(lastSnapshot)); "
+                    + "cutting the log there (LogFile.truncate(at:to: \(offset))) loses every change after it")
+            } else {
+                lines.append("can be saved from this file: nothing (no intact snapshot before the damage)")
+            }
+            lines.append(previousGeneration(of: url))
+            throw Problem(description: lines.joined(separator: "\n"))
+        } catch {
+            throw Problem(description: "\(path): \(error)\n\(previousGeneration(of: url))")
         }
-        print("ok: \(url.path(percentEncoded: false)): \(count) record\(count == 1 ? "" : "s"), clean")
+        if let tail {
+            throw Problem(description: "\(path): \(count) intact records, then a \(tail) (a write a crash interrupted, never synced: it is cut when the log is next opened)")
+        }
+        print("ok: \(path): \(count) record\(count == 1 ? "" : "s"), clean")
+    }
+
+    /// What the previous generation (kept by the last compaction) holds, in one line.
+    static func previousGeneration(of url: URL) -> String {
+        let previous = LogFile.previousGenerationURL(of: url)
+        let path = previous.path(percentEncoded: false)
+        guard FileManager.default.fileExists(atPath: path) else { return "previous generation: none (\(path) does not exist)" }
+        do {
+            var count = 0
+            let tail = try LogFile.forEachRecord(at: previous) { _, _, _ in count += 1 }
+            return "previous generation \(path): \(count) intact records\(tail.map { ", then a \($0)" } ?? ", clean"): the state as of the compaction before the last one"
+        } catch {
+            return "previous generation \(path): also damaged (\(error))"
+        }
     }
 
     static func name(of kind: LogRecord.Kind) -> String {

@@ -203,6 +203,29 @@ final class HeldClient {
         await client.close()
     }
 
+    /// An empty full state for a replica with content (issue 23) is refused with a typed error,
+    /// never applied as "no change": also one the server pushes with no fetch waiting, which the
+    /// app learns from `Client.lastError`. The replica keeps its root and children.
+    @Test func anEmptyStateForAReplicaWithContentIsRefusedWithATypedError() async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await base.connect(connector)
+        let (scope, board) = base.makeScope()
+        let card = UUID()
+        try await base.fetch(scope, session: session, peer: peer, fragments: [
+            SyncFragment(kind: .change, uuid: base.rootUUID, className: "Board", properties: ["title": "server", "cards": .array([.string(card.wireString)])]),
+            SyncFragment(kind: .add, uuid: card, className: "Card", properties: ["text": "kept"]),
+        ])
+        // Positive control: the state with content was applied.
+        #expect(board.title == "server" && board.cards.map(\.uuid) == [card])
+        #expect(client.lastError == nil)
+        let before = scope.stateJSON()
+        await peer.send(.scopeState(ScopeState(index: 3, scopeIndex: 0, rootUUID: base.rootUUID, fragments: [])))
+        #expect(await eventually { client.lastError != nil })
+        guard case .invalidState? = client.lastError else { Issue.record("expected invalidState, got \(String(describing: client.lastError))"); return }
+        #expect(scope.stateJSON() == before, "nothing of the empty state was applied")
+        await client.close()
+    }
+
     /// A server that lists the `ScopeDetach` extension is told after the pending change sets; a
     /// Jetstream server (no `extensions`) never sees the message.
     @Test(arguments: [false, true])

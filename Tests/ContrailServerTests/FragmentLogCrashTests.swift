@@ -29,6 +29,10 @@ import Testing
     /// One run of `contrail test-client`: what it printed, parsed.
     struct Round {
         var restored: JSON?
+        /// The `restored` line's STATE as printed (for digests).
+        var restoredText: String?
+        /// With `--burst`: every `state K #DIGEST` line, by K.
+        var digests: [Int: String] = [:]
         /// Every `state K` line, by K.
         var states: [Int: JSON] = [:]
         var lastPrinted = 0
@@ -103,7 +107,13 @@ import Testing
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 2)
             switch parts.first {
-            case "restored": round.restored = try JSON(parsing: String(line.dropFirst("restored ".count)))
+            case "restored":
+                round.restoredText = String(line.dropFirst("restored ".count))
+                round.restored = try JSON(parsing: String(line.dropFirst("restored ".count)))
+            case "state" where parts.count == 3 && parts[2].hasPrefix("#"):
+                let step = Int(parts[1]) ?? -1
+                round.digests[step] = String(parts[2].dropFirst())
+                round.lastPrinted = max(round.lastPrinted, step)
             case "state" where parts.count == 3:
                 let step = Int(parts[1]) ?? -1
                 round.states[step] = try JSON(parsing: String(parts[2]))
@@ -126,17 +136,32 @@ import Testing
 
     /// What a restart after `previous` may show: at least everything announced durable, exactly
     /// a state the app printed, or one change set made but not yet printed when the kill came.
-    static func checkRestore(_ restored: JSON, after previous: Round, startState: JSON) {
+    /// With `--burst` (the round printed digests) every printed state, that is every `modify`
+    /// that returned, must be restored: nothing but a change set still being made may be missing.
+    static func checkRestore(_ restored: JSON, text: String? = nil, after previous: Round, startState: JSON) {
         let step = step(of: restored)
         let startStep = Self.step(of: startState)
         #expect(step >= previous.lastDurable, "restored step \(step) lost durable change sets up to \(previous.lastDurable)")
+        if !previous.digests.isEmpty {
+            #expect(step >= previous.lastPrinted, "restored step \(step) lost change sets whose modify had returned, up to \(previous.lastPrinted)")
+        }
         if step == startStep {
             #expect(restored == startState, "restored the start state exactly")
+        } else if let digest = previous.digests[step] {
+            #expect(text.map(Self.digest) == digest, "restored state at step \(step) is the one the app made")
         } else if let printed = previous.states[step] {
             #expect(restored == printed, "restored state at step \(step) is the one the app made")
         } else {
             #expect(step == max(previous.lastPrinted, startStep) + 1, "restored step \(step): at most one change set after the last printed \(previous.lastPrinted)")
         }
+    }
+
+    /// `contrail test-client`'s digest of a printed state: 64-bit FNV-1a of its UTF-8, 16 hex digits.
+    static func digest(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
     /// A server that knows the shelf and its collections, and a log at `logURL` that says so;
@@ -168,7 +193,9 @@ import Testing
         let binary = try contrailBinary()
         ModelRegistry.register(Shelf.self)
         let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-crash-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: logURL) }
+        defer {
+            for suffix in ["", ".previous", ".synced"] { try? FileManager.default.removeItem(atPath: logURL.path(percentEncoded: false) + suffix) }
+        }
         let server = try makeServer()
         do {
             try await body(binary, logURL, server, try await startOnline(server, logURL: logURL))
@@ -193,7 +220,7 @@ import Testing
     static func finish(_ server: ContrailServer, binary: URL, logURL: URL, seed: UInt64, after previous: Round, startState: JSON) async throws -> Int {
         let last = try await runChild(binary, log: logURL, seed: seed, kill: .never)
         let lastRestored = try #require(last.restored)
-        checkRestore(lastRestored, after: previous, startState: startState)
+        checkRestore(lastRestored, text: last.restoredText, after: previous, startState: startState)
         let scope = Scope(name: "Shelf")
         let log = FragmentLog(url: logURL)
         let report = try log.attach(to: scope)
@@ -247,6 +274,46 @@ import Testing
             print("crash test (seed \(seed)): \(rounds) SIGKILLs, \(Self.step(of: startState)) change sets restored, \(tornTails) torn tails cut")
             let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState)
             #expect(made >= 20, "at least 20 offline change sets (seed \(seed))")
+        }
+    }
+
+    /// Crash-consistent on return (issue 23): the child edits as fast as it can without waiting for
+    /// the disk, prints each `modify` that returned, and is SIGKILLed at random points, again and
+    /// again on the same log (with a small compaction threshold, so kills land in compactions too).
+    /// Every printed edit is restored after every kill, and the server ends with all of them.
+    @Test func everyEditWhoseModifyReturnedSurvivesASIGKILL() async throws {
+        try await Self.withOnlineShelf { binary, logURL, _, firstState in
+            var startState = firstState
+            let seed = UInt64.random(in: 1...1_000_000)
+            var random = SystemRandomNumberGenerator()
+            var previous = Round()
+            var (rounds, returned, lost) = (0, 0, 0)
+            let started = ContinuousClock.now
+            while rounds < 12 || (returned < 2000 && ContinuousClock.now < started + .seconds(45)) {
+                rounds += 1
+                try #require(rounds <= 200, "enough edits within 200 rounds")
+                let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds), kill: .afterStates(Int.random(in: 1...400, using: &random)),
+                                                    arguments: ["--burst", "--compact-bytes", "262144"])
+                let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
+                Self.checkRestore(restored, text: round.restoredText, after: previous, startState: startState)
+                lost += max(0, previous.lastPrinted - Self.step(of: restored))
+                returned += max(0, round.lastPrinted - Self.step(of: restored))
+                previous = round
+                startState = restored
+            }
+            // One more start that only restores: the last kill's edits are all there too, and every
+            // offline change set is pending (sent to a server by the other tests here).
+            let last = try await Self.runChild(binary, log: logURL, seed: seed, kill: .never)
+            let lastRestored = try #require(last.restored)
+            Self.checkRestore(lastRestored, text: last.restoredText, after: previous, startState: startState)
+            lost += max(0, previous.lastPrinted - Self.step(of: lastRestored))
+            let scope = Scope(name: "Shelf")
+            let log = FragmentLog(url: logURL)
+            #expect(try log.attach(to: scope).pendingChangeSets == Self.step(of: lastRestored), "one pending change set per offline step")
+            try log.close()
+            print("crash test, bursts (seed \(seed)): \(rounds) SIGKILLs, \(returned) edits returned from modify before a kill, \(lost) lost, in \(ContinuousClock.now - started)")
+            #expect(lost == 0)
+            #expect(returned >= 1000, "at least 1,000 returned edits (seed \(seed))")
         }
     }
 

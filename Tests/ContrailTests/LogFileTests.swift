@@ -410,19 +410,22 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
             try log.flush()
             let before = log.size
             try log.compact(snapshot: bytes("STATE"), keeping: [(.changeSet, bytes("t1")), (.changeSet, bytes("t2"))])
-            #expect(log.size == 16 + 18 + 15 + 15)
+            // Header, snapshot, two tail records, and the sync marker that says all of it is synced.
+            #expect(log.size == 16 + 18 + 15 + 15 + 21)
             #expect(log.size < before)
-            #expect(try log.append(.changeSet, bytes("after")) == 64)
+            #expect(try log.append(.changeSet, bytes("after")) == 85)
             try log.close()
             let (reopened, recovery) = try LogFile.open(at: url)
             #expect(recovery == LogRecovery(records: [
                 LogRecord(kind: .snapshot, payload: bytes("STATE"), offset: 16),
                 LogRecord(kind: .changeSet, payload: bytes("t1"), offset: 34),
                 LogRecord(kind: .changeSet, payload: bytes("t2"), offset: 49),
-                LogRecord(kind: .changeSet, payload: bytes("after"), offset: 64),
+                LogRecord(kind: .changeSet, payload: bytes("after"), offset: 85),
             ], truncatedTail: nil))
             try reopened.close()
-            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["compact.log"])
+            // The replaced log is kept as the previous generation; the side file records the synced length.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["compact.log", "compact.log.previous", "compact.log.synced"])
+            #expect(try LogFile.read(at: LogFile.previousGenerationURL(of: url)).records.count == 100)
         }
     }
 

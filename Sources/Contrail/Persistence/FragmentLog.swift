@@ -11,16 +11,18 @@ import Foundation
 /// …
 /// try log.compact()                              // snapshot + drop the history before it
 /// ```
-/// A torn tail (a crash mid-write) is cut off and reported in `RestoreReport.tornTail`; damage in
-/// the middle is a `FragmentLogError` naming the offset (the scope then holds what the records
-/// before it say). Append failures (a full disk, say) are kept in `lastError` and reported to
+/// A torn tail (a crash mid-write: only a record that was never synced) is cut off and reported
+/// in `RestoreReport.tornTail`; damage anywhere else (a record that was synced, any snapshot) is a
+/// `FragmentLogError` naming the offset, the file is left untouched, and the scope then holds
+/// what the records before it say. Append failures (a full disk, say) are kept in `lastError` and reported to
 /// `onError`; the change sets stay in memory.
 ///
-/// The main actor never waits on the disk: a change set is queued for the log's own writer
-/// thread, which encodes and appends everything queued and then syncs once for the batch (group
-/// commit). With `FsyncPolicy.everyRecord` a change set is durable (survives a crash of the app
-/// or the machine) once that sync returns, typically within a millisecond of `modify`;
-/// `waitUntilDurable()` awaits it.
+/// Crash-consistent on return: `modify` (any recorded change) appends the change set's record to
+/// the file with one `write(2)` before it returns, so from then on a crash of the app, even a
+/// SIGKILL, loses nothing. The main actor never waits on the disk: the log's own writer thread
+/// syncs everything appended since its last sync at once (group commit). With
+/// `FsyncPolicy.everyRecord` a change set is durable (survives a power loss too) once that sync
+/// returns, typically within a millisecond of `modify`; `waitUntilDurable()` awaits it.
 @MainActor
 public final class FragmentLog {
     /// What `attach(to:)` found in the file.
@@ -145,7 +147,7 @@ public final class FragmentLog {
             kept.isCompacted = true
             return kept
         }
-        compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail))
+        compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail, position: writer.position()))
     }
 
     /// The change sets in a log file, oldest first, with their messages (read-only).
@@ -171,9 +173,11 @@ public final class FragmentLog {
 
     // MARK: - Records
 
-    /// Queues one change set for appending (the attached scope's own are appended automatically;
-    /// this is for change sets from elsewhere, such as another scope or a replay). Returns without
-    /// I/O: the writer thread encodes, writes and syncs it. Compacts past the threshold.
+    /// Appends one change set (the attached scope's own are appended automatically; this is for
+    /// change sets from elsewhere, such as another scope or a replay). The record is encoded and
+    /// written here, with one `write(2)`: when this returns it is in the operating system's hands
+    /// and survives a crash of the app. The writer thread syncs it (group commit). Compacts past
+    /// the threshold. O(size of the change set).
     public func append(_ changeSet: ChangeSet) throws(FragmentLogError) {
         guard let writer, let scope else { throw .notAttached }
         var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: changeSet.fragments, message: changeSet.message,
@@ -183,7 +187,7 @@ public final class FragmentLog {
             entry.sequence = nextSequence
             nextSequence += 1
         }
-        writer.submit(.append(entry))
+        try writer.append(entry)
         if let sequence = entry.sequence {
             unsettled[sequence] = entry
             watch(changeSet, sequence: sequence)
@@ -200,7 +204,7 @@ public final class FragmentLog {
             guard state != .syncing, let self, self.unsettled.removeValue(forKey: sequence) != nil, let writer = self.writer else { return }
             var marker = FragmentLogEntry(root: nil, fragments: [])
             marker.settled = sequence
-            writer.submit(.append(marker))
+            do throws(FragmentLogError) { try writer.append(marker) } catch { self.report(error) }
         }
     }
 

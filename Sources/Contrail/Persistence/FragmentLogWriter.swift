@@ -1,26 +1,40 @@
+import ContrailWire
 import Foundation
 import Synchronization
 
-/// The thread that does a ``FragmentLog``'s disk work, so the main actor never waits on the disk.
+/// A ``FragmentLog``'s file: records are appended on the calling thread, the slow disk work
+/// (sync, compaction) happens on the log's own writer thread, so the main actor never waits on
+/// the disk.
 ///
-/// The main actor queues jobs (`submit`, O(1) under a short lock); the thread takes everything
-/// queued at once, encodes and appends it, and then syncs once for the whole batch (group
-/// commit): under ``FsyncPolicy/everyRecord`` a record is durable when the batch it went out in
-/// has been synced, a few hundred microseconds after `modify` returned. Every job gets a ticket;
+/// `append` encodes the record and writes it with one `write(2)` before it returns (a record
+/// larger than the 64 KiB append buffer takes two): from then on the record is in the operating
+/// system's page cache, and a crash of the app (even a SIGKILL) loses nothing. Power-loss
+/// durability is the writer thread's: it takes everything queued at once and syncs once for the
+/// whole batch (group commit), so under ``FsyncPolicy/everyRecord`` a record is durable a few
+/// hundred microseconds after `modify` returned. Every append and job gets a ticket;
 /// `durableTicket` is the last ticket known to be on disk, and `waitUntilDurable` waits for it.
 ///
-/// `@unchecked Sendable` invariant: `file` and `needsIntervalSync` are used only by the writer
-/// thread (and by `close` after the thread has finished); everything the threads share is in
-/// `shared`, guarded by `condition`'s lock; `size` and `writtenTicket` are atomics.
+/// `@unchecked Sendable` invariant: `file` and `appendedEnd` are touched only under `fileLock`
+/// (the calling thread appends, the writer thread syncs and compacts; `fdatasync` itself runs
+/// outside the lock on a `LogFile.SyncPoint`); `needsIntervalSync` only by the writer thread;
+/// everything else the threads share is in `shared`, guarded by `condition`'s lock; `size` and
+/// `writtenTicket` are atomics.
 final class FragmentLogWriter: @unchecked Sendable {
     /// One piece of queued work.
     enum Job: Sendable {
-        /// Encode and append one record.
-        case append(FragmentLogEntry)
-        /// Replace the file with a snapshot record followed by `tail` (pending change sets).
-        case compact(snapshot: FragmentLogEntry, tail: [FragmentLogEntry])
+        /// A record was appended (on the calling thread): sync it by the policy.
+        case written
+        /// Replace the file with a snapshot record followed by `tail` (pending change sets) and
+        /// the records appended since `position` (where the file ended when the snapshot was taken).
+        case compact(snapshot: FragmentLogEntry, tail: [FragmentLogEntry], position: Position)
         /// Sync now, whatever the policy (for `waitUntilDurable`).
         case sync
+    }
+
+    /// Where the file ended, and in which generation (a compaction starts a new one).
+    struct Position: Sendable {
+        var generation: Int
+        var offset: Int
     }
 
     private struct Shared {
@@ -37,12 +51,17 @@ final class FragmentLogWriter: @unchecked Sendable {
 
     private let condition = NSCondition()
     private var shared = Shared()
+    /// Guards `file` and `generation`: appends on the calling thread, syncs and compactions on the writer.
+    private let fileLock = NSLock()
     private let file: LogFile
+    /// Counts compactions installed (guarded by `fileLock`).
+    private var generation = 0
+    private let url: URL
     private let policy: FsyncPolicy
     private let onError: @Sendable (FragmentLogError) -> Void
     private var needsIntervalSync = false
     private var thread: Thread?
-    /// The file's size after the last batch (for the compaction threshold).
+    /// The file's size after the last append or batch (for the compaction threshold).
     let size = Atomic<Int>(0)
     /// The last ticket whose job has been carried out (written, not necessarily synced).
     let writtenTicket = Atomic<Int>(0)
@@ -52,6 +71,7 @@ final class FragmentLogWriter: @unchecked Sendable {
     /// interval and also when appends stop). `onError` is called on the writer thread.
     init(file: LogFile, policy: FsyncPolicy, onError: @escaping @Sendable (FragmentLogError) -> Void) {
         self.file = file
+        self.url = file.url
         self.policy = policy
         self.onError = onError
         size.store(file.size, ordering: .relaxed)
@@ -59,6 +79,32 @@ final class FragmentLogWriter: @unchecked Sendable {
         thread.name = "contrail.fragment-log"
         self.thread = thread
         thread.start()
+    }
+
+    /// Encodes `entry` and writes it to the file on the calling thread (in the OS's hands when
+    /// this returns), then queues a sync for the writer thread. Never waits for the disk.
+    /// O(size of the entry). Throws if the write failed; nothing of the record is kept then.
+    @discardableResult
+    func append(_ entry: FragmentLogEntry) throws(FragmentLogError) -> Int {
+        let bytes = entry.encoded()
+        fileLock.lock()
+        do throws(LogFileError) {
+            try file.append(entry.kind, bytes)
+            try file.flush()
+        } catch {
+            fileLock.unlock()
+            throw .file(error)
+        }
+        size.store(file.size, ordering: .relaxed)
+        fileLock.unlock()
+        return submit(.written)
+    }
+
+    /// Where the file ends now (for a compaction's `position`).
+    func position() -> Position {
+        fileLock.lock()
+        defer { fileLock.unlock() }
+        return Position(generation: generation, offset: file.size)
     }
 
     /// Queues `job` and returns its ticket. Never waits for the disk.
@@ -89,11 +135,11 @@ final class FragmentLogWriter: @unchecked Sendable {
         } catch let error as FragmentLogError {
             throw error
         } catch {
-            throw .file(.unusable(path: file.url.path, reason: "\(error)"))
+            throw .file(.unusable(path: url.path, reason: "\(error)"))
         }
     }
 
-    /// Tells the writer thread to write what is queued, sync (unless the policy is
+    /// Tells the writer thread to sync what was appended (unless the policy is
     /// ``FsyncPolicy/never``), close the file and end, without waiting for it.
     func finish() {
         condition.lock()
@@ -138,36 +184,33 @@ final class FragmentLogWriter: @unchecked Sendable {
 
             var failure: FragmentLogError?
             var forceSync = closing && policy != .never
+            var wrote = false
             for job in batch {
-                do throws(LogFileError) {
-                    switch job {
-                    case .append(let entry): _ = try file.append(entry.kind, entry.encoded())
-                    case .compact(let snapshot, let tail):
-                        try file.compact(snapshot: snapshot.encoded(), keeping: tail.map { ($0.kind, $0.encoded()) })
-                    case .sync: forceSync = true
+                switch job {
+                case .written: wrote = true
+                case .sync: forceSync = true
+                case .compact(let snapshot, let tail, let position):
+                    do throws(LogFileError) { try compact(snapshot: snapshot, tail: tail, position: position) } catch {
+                        failure = .file(error)
+                        onError(.file(error))
                     }
-                } catch {
-                    failure = .file(error)
-                    onError(.file(error))
                 }
             }
             // Group commit: one sync for the whole batch.
             var synced = false
             do throws(LogFileError) {
                 let due = interval.map { ContinuousClock.now - lastSync >= $0 } ?? false
-                if forceSync || policy == .everyRecord || due {
-                    try file.sync()
+                if forceSync || (policy == .everyRecord && wrote) || (due && (wrote || needsIntervalSync)) {
+                    try syncFile()
+                    if closing { try syncFile() }  // the sync marker the first one wrote, so the file is left fully marked
                     synced = true
                     lastSync = .now
-                } else if interval != nil {
-                    try file.flush()
                 }
-                needsIntervalSync = interval != nil && !synced
+                needsIntervalSync = interval != nil && !synced && (wrote || needsIntervalSync)
             } catch {
                 failure = failure ?? .file(error)
                 onError(.file(error))
             }
-            size.store(file.size, ordering: .relaxed)
             writtenTicket.store(last, ordering: .releasing)
 
             condition.lock()
@@ -180,7 +223,9 @@ final class FragmentLogWriter: @unchecked Sendable {
                 return true
             }
             if closing {
+                fileLock.lock()
                 do throws(LogFileError) { try file.close() } catch { shared.closeError = error }
+                fileLock.unlock()
                 shared.isFinished = true
                 condition.broadcast()
             }
@@ -190,5 +235,46 @@ final class FragmentLogWriter: @unchecked Sendable {
             }
             if closing { return }
         }
+    }
+
+    /// Syncs everything appended so far without holding the file lock during `fdatasync`, so
+    /// appends go on meanwhile.
+    private func syncFile() throws(LogFileError) {
+        fileLock.lock()
+        let point: LogFile.SyncPoint
+        do throws(LogFileError) { point = try file.syncPoint() } catch {
+            fileLock.unlock()
+            throw error
+        }
+        fileLock.unlock()
+        var failure: LogFileError?
+        do throws(LogFileError) { try LogFile.sync(point) } catch { failure = error }
+        fileLock.lock()
+        file.didSync(point, error: failure)
+        size.store(file.size, ordering: .relaxed)
+        fileLock.unlock()
+        if let failure { throw failure }
+    }
+
+    /// Writes and verifies the new generation without the file lock, then installs it under the
+    /// lock, carrying over the records appended since `position`. A compaction queued against an
+    /// older generation (another one ran first) is dropped: that one already replaced the file.
+    private func compact(snapshot: FragmentLogEntry, tail: [FragmentLogEntry], position: Position) throws(LogFileError) {
+        let prepared = try file.prepareCompaction(snapshot: snapshot.encoded(), keeping: tail.map { ($0.kind, $0.encoded()) })
+        fileLock.lock()
+        guard position.generation == generation else {
+            fileLock.unlock()
+            return
+        }
+        do throws(LogFileError) {
+            try file.finishCompaction(prepared, carryingFrom: position.offset)
+        } catch {
+            fileLock.unlock()
+            throw error
+        }
+        generation += 1
+        size.store(file.size, ordering: .relaxed)
+        fileLock.unlock()
+        try LogFile.syncDirectory(of: url.path(percentEncoded: false))
     }
 }

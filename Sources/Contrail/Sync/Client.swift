@@ -298,3 +298,11 @@ public final class Client {
         handle(.resumeConfirmed)
     }
 }
+
+extension Client {
+    /// A full state the session refused (empty, or without its root): nothing of it was applied;
+    /// `lastError` says why, also when no fetch was waiting for it.
+    func stateRefused(_ error: SyncError) {
+        lastError = error
+    }
+}

@@ -345,7 +345,10 @@ public final class Session {
                 try subscription.applyState(state)
                 subscription.attached.resolve(.success(()))
             } catch {
+                // Refused whole (an empty state never resets a replica); a fetch awaiting it throws,
+                // and `Client.lastError` says so also when none does (a state the server pushed).
                 subscription.attached.resolve(.failure(error))
+                client?.stateRefused(error)
             }
             pump()
         case .scopeSync(let sync):

@@ -40,13 +40,23 @@ final class ScopePersistence: @unchecked Sendable {
     static func open(directory: URL, name: String, root: UUID = UUID(), log serverLog: ServerLog,
                      writer: ScopeLogWriter) throws(ServerError) -> Opened {
         let url = directory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
+        if !FileManager.default.fileExists(atPath: url.path(percentEncoded: false)), let setAside = setAsideFiles(of: url).last {
+            // Not a new scope: its log was set aside as damaged. Refuse until an operator decides.
+            throw ServerError.persistence(scope: name, reason: "its log was set aside as damaged (\(setAside)); "
+                + "see `contrail log verify` on it, put a repaired log in place as \(url.lastPathComponent) or delete the damaged file to start the scope over")
+        }
         let log: LogFile
         let recovery: LogRecovery
         do {
             // The writer decides when to sync; the log itself never does.
             (log, recovery) = try LogFile.open(at: url, fsync: .never)
         } catch {
-            throw ServerError.persistence(scope: name, reason: error.description)
+            switch error {
+            case .corruptRecord, .badHeader:
+                throw setAside(url, name: name, log: serverLog, because: error)
+            default:
+                throw ServerError.persistence(scope: name, reason: error.description)
+            }
         }
         if let tail = recovery.truncatedTail {
             serverLog.write("scope '\(name)': cut a torn tail of \(tail.discardedBytes) bytes at offset \(tail.offset) (\(tail.reason))")
@@ -87,6 +97,33 @@ final class ScopePersistence: @unchecked Sendable {
         let fresh = ScopeStore(rootUUID: root)
         try persistence.compact(snapshot: fresh.snapshotJSON(name: name).serialized())
         return Opened(persistence: persistence, store: fresh, size: log.size)
+    }
+
+    /// Renames the damaged log at `url` to `NAME.damaged-<unix time>` (contents untouched), logs it
+    /// and returns the error that refuses the scope. Damage is never cut off like a torn tail.
+    private static func setAside(_ url: URL, name: String, log serverLog: ServerLog, because error: LogFileError) -> ServerError {
+        let path = url.path(percentEncoded: false)
+        let aside = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
+        let previous = LogFile.previousGenerationURL(of: url).path(percentEncoded: false)
+        let hasPrevious = FileManager.default.fileExists(atPath: previous)
+        var reason = "its log is damaged (\(error))"
+        if rename(path, aside) == 0 {
+            _ = rename(path + ".synced", aside + ".synced")  // its synced length goes with it (for `contrail log verify`)
+            reason += "; the file was set aside unchanged as \(aside)"
+        } else {
+            reason += "; it could not be set aside (\(String(cString: strerror(errno)))) and stays unchanged"
+        }
+        if hasPrevious { reason += "; the previous generation is \(previous)" }
+        reason += "; `contrail log verify` says what can be saved. The scope is refused until an operator repairs or removes it"
+        serverLog.write("scope '\(name)': refused: \(reason)")
+        return ServerError.persistence(scope: name, reason: reason)
+    }
+
+    /// The damaged logs of the scope whose log is at `url`, oldest first. O(files in the directory).
+    static func setAsideFiles(of url: URL) -> [String] {
+        let prefix = url.lastPathComponent + ".damaged-"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path(percentEncoded: false))) ?? []
+        return names.filter { $0.hasPrefix(prefix) && !$0.hasSuffix(".synced") }.sorted()
     }
 
     /// The record payload of an accepted change set, with its id (for deduplication after a restart).

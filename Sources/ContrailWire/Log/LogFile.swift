@@ -43,6 +43,13 @@ package final class LogFile {
     private var unusableReason: String?
     /// Whether `close()` closed the descriptor.
     private var isClosed = false
+    /// The log's end right after the last sync marker was written (or when it was opened): a sync
+    /// that made nothing new durable writes no marker.
+    private var markedEnd: Int
+    /// Counts the files this log has written to (a compaction switches to a new one).
+    private var generation = 0
+    /// The log file's inode (for ``SyncedLength``).
+    private var inode: UInt64
 
     private init(url: URL, path: String, writer: LogWriter, fsync: FsyncPolicy, maxRecordSize: Int, bufferCapacity: Int) {
         self.url = url
@@ -52,6 +59,8 @@ package final class LogFile {
         self.maxRecordSize = maxRecordSize
         self.bufferCapacity = bufferCapacity
         self.lastSync = LogClock.now()
+        self.markedEnd = writer.end
+        self.inode = SyncedLength.inode(of: writer.fd)
         if case .interval(let interval) = fsync { syncInterval = LogClock.nanoseconds(interval) } else { syncInterval = 0 }
     }
 
@@ -59,7 +68,7 @@ package final class LogFile {
         // Best effort for a log that was never closed; call close() to see errors.
         if unusableReason == nil && writer.failure == nil {
             try? writer.flush()
-            if fsyncPolicy != .never && writer.needsSync { try? writer.sync() }
+            if fsyncPolicy != .never && writer.needsSync { try? syncAndMark() }
         }
         if !isClosed { LogWriter.closeFile(writer.fd) }
     }
@@ -109,6 +118,7 @@ package final class LogFile {
         }
         var fileSize = try sizeOf(fd, path)
         if try needsInitialHeader(fd, path, fileSize) {
+            _ = unlink(SyncedLength.path(of: path))  // a side file of an earlier log (whose inode may be reused)
             try writeInitialHeader(fd, path)
             fileSize = LogFormat.fileHeaderSize
         } else {
@@ -118,7 +128,8 @@ package final class LogFile {
         _ = unlink(compactionTempPath(path))
 
         let reader = LogReader(fd: fd, path: path, fileSize: fileSize, maxRecordSize: maxRecordSize)
-        let outcome = try reader.scan(from: LogFormat.fileHeaderSize) { kind, offset, payload in
+        let knownSynced = SyncedLength.read(logPath: path, inode: SyncedLength.inode(of: fd))
+        let outcome = try reader.scan(from: LogFormat.fileHeaderSize, knownSynced: knownSynced) { kind, offset, payload in
             visit(LogRecord.Kind(rawValue: kind).unsafelyUnwrapped, offset, payload)  // the reader only yields known kinds
         }
         if outcome.tornTail != nil {
@@ -155,7 +166,8 @@ package final class LogFile {
         let fileSize = try sizeOf(fd, path)
         try checkHeader(fd, path, fileSize)
         let reader = LogReader(fd: fd, path: path, fileSize: fileSize, maxRecordSize: maxRecordSize)
-        return try reader.scan(from: LogFormat.fileHeaderSize) { kind, offset, payload in
+        let knownSynced = SyncedLength.read(logPath: path, inode: SyncedLength.inode(of: fd))
+        return try reader.scan(from: LogFormat.fileHeaderSize, knownSynced: knownSynced) { kind, offset, payload in
             body(LogRecord.Kind(rawValue: kind).unsafelyUnwrapped, offset, payload)
         }.tornTail
     }
@@ -186,6 +198,13 @@ package final class LogFile {
         }
         guard ftruncate(fd, off_t(offset)) == 0 else { throw LogFileError.system(errno, "ftruncate", path) }
         try LogWriter.syncDescriptor(fd, path)
+        // What was synced past the cut is gone by choice now: lower the recorded synced length.
+        let inode = SyncedLength.inode(of: fd)
+        if SyncedLength.read(logPath: path, inode: inode) > offset {
+            let syncedFD = SyncedLength.openForWriting(logPath: path)
+            SyncedLength.write(syncedFD, inode: inode, length: offset)
+            if syncedFD >= 0 { _ = Platform.close(syncedFD) }
+        }
     }
 
     // MARK: Writing
@@ -219,11 +238,11 @@ package final class LogFile {
             break
         case .everyRecord:
             try flushTakingBack(from: offset)
-            try syncWritten()
+            try syncWritten(marking: false)
         case .interval:
             if LogClock.now() &- lastSync >= syncInterval {
                 try flushTakingBack(from: offset)
-                try syncWritten()
+                try syncWritten(marking: false)
             }
         }
         return offset
@@ -250,7 +269,7 @@ package final class LogFile {
     public func sync() throws(LogFileError) {
         try checkUsable()
         try writer.flush()
-        try syncWritten()
+        try syncWritten(marking: true)
     }
 
     /// With ``FsyncPolicy/interval(_:)``: syncs if records are pending and the interval has passed
@@ -267,44 +286,170 @@ package final class LogFile {
 
     /// Atomically replaces the whole log with one `snapshot` record followed by `tail`.
     ///
-    /// Writes a temporary file next to the log, syncs it, renames it over the log and syncs the
-    /// directory: after a crash the file is either the old log or the new one, never a mix, and a
-    /// leftover temporary file is removed by the next `open`. Records still in the append buffer are
-    /// dropped with the history (the snapshot replaces them). If this throws before the rename, the
-    /// old log is untouched and still usable.
+    /// Writes a temporary file next to the log, syncs it, reads it back to verify it, keeps the
+    /// current file as the previous generation (``previousGenerationURL(of:)``, a hard link, best
+    /// effort), renames the new file over the log and syncs the directory: after a crash the file
+    /// is either the old log or the new one, never a mix, and a leftover temporary file is removed
+    /// by the next `open`. Records still in the append buffer are dropped with the history (the
+    /// snapshot replaces them). If this throws before the rename, the old log is untouched and
+    /// still usable. O(size of the new file).
     public func compact(snapshot: [UInt8], keeping tail: [(LogRecord.Kind, [UInt8])] = []) throws(LogFileError) {
         try checkUsable()
+        let prepared = try prepareCompaction(snapshot: snapshot, keeping: tail)
+        try finishCompaction(prepared, carryingFrom: nil)
+        try LogFile.syncDirectory(of: path)
+    }
+
+    /// A new generation of a log, written and synced next to it but not yet in place.
+    package final class PreparedCompaction {
+        fileprivate let writer: LogWriter
+        fileprivate let tempPath: String
+        fileprivate var isInstalled = false
+        /// The length of the new file that was synced (before records are carried over).
+        fileprivate var syncedEnd = 0
+
+        fileprivate init(writer: LogWriter, tempPath: String) {
+            self.writer = writer
+            self.tempPath = tempPath
+        }
+
+        deinit {
+            if !isInstalled {
+                LogWriter.closeFile(writer.fd)
+                _ = unlink(tempPath)
+            }
+        }
+    }
+
+    /// The first, slow half of ``compact(snapshot:keeping:)``: writes the snapshot and `tail` to
+    /// the temporary file, syncs it and reads it back. Touches only the temporary file and this
+    /// log's immutable settings, so it may run on another thread while appends go on (the caller
+    /// then installs it with ``finishCompaction(_:carryingFrom:)``). O(size of the new file).
+    package func prepareCompaction(snapshot: [UInt8], keeping tail: [(LogRecord.Kind, [UInt8])]) throws(LogFileError) -> PreparedCompaction {
         for payload in [snapshot] + tail.map(\.1) where payload.count > maxRecordSize || payload.count > LogFormat.maxPayload {
             throw .recordTooLarge(payload.count)
         }
         let tempPath = LogFile.compactionTempPath(path)
         let tempFD = LogWriter.openFile(tempPath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC)
         guard tempFD >= 0 else { throw LogFileError.system(errno, "open", tempPath) }
-        let newWriter: LogWriter
-        do throws(LogFileError) {
-            if flock(tempFD, LOCK_EX | LOCK_NB) != 0 { throw LogFileError.system(errno, "flock", tempPath) }
-            try LogWriter.writeAll(tempFD, tempPath, LogFormat.fileHeader, at: 0)
-            newWriter = LogWriter(fd: tempFD, path: path, writtenEnd: LogFormat.fileHeaderSize, bufferCapacity: bufferCapacity)
-            try LogWriter.withBytes(snapshot) { (bytes) throws(LogFileError) in
-                try newWriter.append(kind: LogRecord.Kind.snapshot.rawValue, payload: bytes)
-            }
-            for (kind, payload) in tail {
-                try LogWriter.withBytes(payload) { (bytes) throws(LogFileError) in try newWriter.append(kind: kind.rawValue, payload: bytes) }
-            }
-            try newWriter.flush()
-            try newWriter.sync()
-            if rename(tempPath, path) != 0 { throw LogFileError.system(errno, "rename", path) }
-        } catch {
-            LogWriter.closeFile(tempFD)
-            _ = unlink(tempPath)
-            throw error
+        let newWriter = LogWriter(fd: tempFD, path: path, writtenEnd: LogFormat.fileHeaderSize, bufferCapacity: bufferCapacity)
+        let prepared = PreparedCompaction(writer: newWriter, tempPath: tempPath)
+        if flock(tempFD, LOCK_EX | LOCK_NB) != 0 { throw LogFileError.system(errno, "flock", tempPath) }
+        try LogWriter.writeAll(tempFD, tempPath, LogFormat.fileHeader, at: 0)
+        try LogWriter.withBytes(snapshot) { (bytes) throws(LogFileError) in
+            try newWriter.append(kind: LogRecord.Kind.snapshot.rawValue, payload: bytes)
         }
-        // The new file is in place: switch to it, then make the rename itself durable.
+        for (kind, payload) in tail {
+            try LogWriter.withBytes(payload) { (bytes) throws(LogFileError) in try newWriter.append(kind: kind.rawValue, payload: bytes) }
+        }
+        // A marker for the whole new file: everything before it is synced with it.
+        var end = UInt64(newWriter.end).littleEndian
+        try withUnsafeBytes(of: &end) { (bytes) throws(LogFileError) in
+            try newWriter.append(kind: LogFormat.syncMarkerKind, payload: bytes)
+        }
+        try newWriter.flush()
+        try newWriter.sync()
+        prepared.syncedEnd = newWriter.writtenEnd
+        // Verify: the new file must read back as exactly what was written.
+        let reader = LogReader(fd: tempFD, path: tempPath, fileSize: newWriter.writtenEnd, maxRecordSize: maxRecordSize)
+        var count = 0
+        let outcome = try reader.scan(from: LogFormat.fileHeaderSize) { _, _, _ in count += 1 }
+        guard outcome.tornTail == nil, outcome.end == newWriter.writtenEnd, count == 1 + tail.count else {
+            throw .corruptRecord(offset: outcome.end, reason: "the compacted file \(tempPath) did not read back as written (\(count) of \(1 + tail.count) records)")
+        }
+        return prepared
+    }
+
+    /// The second half of ``compact(snapshot:keeping:)``: copies the records appended since
+    /// `offset` (the log's ``size`` when the snapshot was taken; nil: none) to the new file, keeps
+    /// the current file as the previous generation, renames the new file into place and switches
+    /// to it. Does not sync (the copied records are synced with the next ``sync()``; call
+    /// ``syncDirectory(of:)`` to make the rename durable). O(bytes copied).
+    package func finishCompaction(_ prepared: PreparedCompaction, carryingFrom offset: Int?) throws(LogFileError) {
+        try checkUsable()
+        try writer.flush()
+        let newWriter = prepared.writer
+        if let offset, offset < writer.writtenEnd {
+            try carryRecords(from: offset, into: newWriter)
+        }
+        let previous = LogFile.previousGenerationURL(of: url).path(percentEncoded: false)
+        _ = unlink(previous)
+        _ = link(path, previous)  // best effort: a file system without hard links keeps no previous generation
+        if rename(prepared.tempPath, path) != 0 { throw LogFileError.system(errno, "rename", path) }
+        prepared.isInstalled = true
+        // The new file is in place: switch to it.
         let oldWriter = writer
         writer = newWriter
         LogWriter.closeFile(oldWriter.fd)
+        generation += 1
+        inode = SyncedLength.inode(of: newWriter.fd)
+        recordSyncedLength(prepared.syncedEnd)
+        markedEnd = prepared.syncedEnd  // records carried over get a marker with their next sync
         lastSync = LogClock.now()
-        try LogFile.syncDirectory(of: path)
+    }
+
+    /// Copies the records (not the sync markers, whose lengths name the old file) from `offset` to
+    /// the end of the current file to the end of `newWriter`'s, unsynced.
+    private func carryRecords(from offset: Int, into newWriter: LogWriter) throws(LogFileError) {
+        let reader = LogReader(fd: writer.fd, path: path, fileSize: writer.writtenEnd, maxRecordSize: maxRecordSize)
+        var failure: LogFileError?
+        let outcome = try reader.scan(from: offset) { kind, _, payload in
+            guard failure == nil else { return }
+            do throws(LogFileError) { try newWriter.append(kind: kind, payload: payload) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        if let torn = outcome.tornTail { throw .corruptRecord(offset: torn.offset, reason: "records to carry into the compacted file are damaged: \(torn.reason)") }
+        try newWriter.flush()
+    }
+
+    /// Where a compaction keeps the log it replaced (one generation): `NAME.previous`.
+    public static func previousGenerationURL(of url: URL) -> URL {
+        url.deletingLastPathComponent().appending(path: url.lastPathComponent + ".previous", directoryHint: .notDirectory)
+    }
+
+    // MARK: Syncing from another thread
+
+    /// What ``syncPoint()`` hands to a thread that syncs while appends go on.
+    package struct SyncPoint: Sendable {
+        fileprivate let fd: Int32
+        fileprivate let path: String
+        fileprivate let generation: Int
+        fileprivate let inode: UInt64
+        /// The log's length this sync makes durable.
+        package let end: Int
+    }
+
+    /// Writes out buffered records and returns what ``sync(_:)`` needs to make them durable
+    /// without holding up appends. Use it, `sync(_:)` and ``didSync(_:)`` from threads that take
+    /// turns (a lock) for everything but `sync(_:)` itself; the log must not be compacted or
+    /// closed between `syncPoint()` and `didSync(_:)`.
+    package func syncPoint() throws(LogFileError) -> SyncPoint {
+        try checkUsable()
+        try writer.flush()
+        return SyncPoint(fd: writer.fd, path: path, generation: generation, inode: inode, end: writer.writtenEnd)
+    }
+
+    /// `fdatasync` for a ``SyncPoint``, safe while another thread appends. Blocks on the disk.
+    /// Then records the synced length in the ``SyncedLength`` side file (no lock needed: it is
+    /// its own file), so ``didSync(_:error:)`` only has the sync marker to append.
+    package static func sync(_ point: SyncPoint) throws(LogFileError) {
+        try LogWriter.syncDescriptor(point.fd, point.path)
+        let syncedFD = SyncedLength.openForWriting(logPath: point.path)
+        SyncedLength.write(syncedFD, inode: point.inode, length: point.end)
+        if syncedFD >= 0 { _ = Platform.close(syncedFD) }
+    }
+
+    /// Records that `point` was synced, or, with `error`, that the sync failed (the log is then
+    /// unusable, as after a failed ``sync()``). Writes a sync marker after a success.
+    package func didSync(_ point: SyncPoint, error: LogFileError? = nil) {
+        guard point.generation == generation else { return }
+        if let error {
+            unusableReason = "fsync failed (\(error)); reopen the log to recover"
+            return
+        }
+        lastSync = LogClock.now()
+        writer.didSync(through: point.end)
+        writeSyncMarker(through: point.end, recordingLength: false)  // `sync(_:)` recorded it
     }
 
     /// Writes buffered records, syncs (unless the policy is ``FsyncPolicy/never``) and closes the
@@ -319,7 +464,47 @@ package final class LogFile {
         }
         guard wasUsable else { return }
         try writer.flush()
-        if fsyncPolicy != .never && writer.needsSync { try writer.sync() }
+        if fsyncPolicy != .never && writer.needsSync { try syncAndMark() }
+    }
+
+    /// Syncs, writes a sync marker and syncs it too (for closing: the file is left fully marked).
+    private func syncAndMark() throws(LogFileError) {
+        let end = writer.writtenEnd
+        try writer.sync()
+        if writeSyncMarker(through: end) { try writer.sync() }
+    }
+
+    /// Rewrites the ``SyncedLength`` side file: the first `end` bytes of this file are synced.
+    /// Opened and closed each time (once per sync), so a log holds one descriptor, not two.
+    private func recordSyncedLength(_ end: Int) {
+        let syncedFD = SyncedLength.openForWriting(logPath: path)
+        SyncedLength.write(syncedFD, inode: inode, length: end)
+        if syncedFD >= 0 { _ = Platform.close(syncedFD) }
+    }
+
+    /// Appends a sync marker saying the first `end` bytes are on disk (see ``LogFormat``), if
+    /// anything but a marker was written since the last one. Best effort: a marker that cannot be
+    /// written is left out (it protects, it holds no data). A marker alone does not make the log
+    /// need a sync: it is synced with the next records (or by `close`). Returns whether it wrote one.
+    @discardableResult
+    private func writeSyncMarker(through end: Int, recordingLength: Bool = true) -> Bool {
+        guard end > markedEnd, writer.buffered == 0, writer.failure == nil else { return false }
+        if recordingLength { recordSyncedLength(end) }
+        let hadUnsynced = writer.needsSync  // records another thread appended during the sync
+        var value = UInt64(end).littleEndian
+        let written = withUnsafeBytes(of: &value) { bytes in
+            do throws(LogFileError) {
+                try writer.append(kind: LogFormat.syncMarkerKind, payload: bytes)
+                try writer.flush()
+                return true
+            } catch {
+                writer.discardBuffered(downTo: end)
+                return false
+            }
+        }
+        if written && !hadUnsynced { writer.didSync(through: writer.writtenEnd) }
+        markedEnd = writer.end
+        return written
     }
 
     // MARK: Internals
@@ -330,8 +515,11 @@ package final class LogFile {
 
     /// Syncs written bytes; a failed fsync leaves the page cache in an unknown state, so the log
     /// refuses further use (reopen it to find out what survived).
-    private func syncWritten() throws(LogFileError) {
+    /// With `marking`, a sync marker follows (explicit syncs: a policy's sync on every append
+    /// does not double the writes; `close` marks the end).
+    private func syncWritten(marking: Bool) throws(LogFileError) {
         guard writer.needsSync else { lastSync = LogClock.now(); return }
+        let end = writer.writtenEnd
         do throws(LogFileError) {
             try writer.sync()
         } catch {
@@ -339,6 +527,7 @@ package final class LogFile {
             throw error
         }
         lastSync = LogClock.now()
+        if marking { writeSyncMarker(through: end) }
     }
 
     static func compactionTempPath(_ path: String) -> String { path + ".compact-tmp" }
@@ -391,7 +580,7 @@ package final class LogFile {
     }
 
     /// Makes a new directory entry (creation, rename) durable.
-    static func syncDirectory(of path: String) throws(LogFileError) {
+    package static func syncDirectory(of path: String) throws(LogFileError) {
         let directory = URL(filePath: path).deletingLastPathComponent().path(percentEncoded: false)
         let fd = LogWriter.openFile(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw LogFileError.system(errno, "open", directory) }

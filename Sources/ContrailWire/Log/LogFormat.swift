@@ -15,6 +15,15 @@
 /// checks out. A damaged record is called a torn tail only when no intact record follows it
 /// anywhere in the file (found by a byte-wise scan that runs only on damage); otherwise it is
 /// middle corruption and reported, never cut.
+///
+/// Two more rules keep damage from passing for a torn write (a torn write can only hit records
+/// that were not yet synced):
+/// - A snapshot record is never torn: it is written to a temporary file and synced before that
+///   file is renamed into place.
+/// - After each sync the writer appends a *sync marker*, a record of kind 3 whose 8-byte payload
+///   (u64) is the file length that sync made durable. A damaged record that starts before the
+///   largest length an intact marker names was synced, so it is damage, never a torn tail.
+///   Markers are bookkeeping: readers skip them and never hand them to the layer above.
 enum LogFormat {
     /// The file's first eight bytes.
     static let magic: [UInt8] = Array("CTRLLOG\u{1A}".utf8)
@@ -24,6 +33,10 @@ enum LogFormat {
     static let fileHeaderSize = 16
     /// Bytes in a record header.
     static let recordHeaderSize = 13
+    /// The record kind of a sync marker (see the type's documentation).
+    static let syncMarkerKind: UInt8 = 3
+    /// Bytes in a sync marker's payload.
+    static let syncMarkerPayloadSize = 8
     /// The largest payload the format can describe.
     static let maxPayload = Int(UInt32.max)
 

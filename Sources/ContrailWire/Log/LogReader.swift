@@ -15,6 +15,8 @@ final class LogReader {
         var end: Int
         /// The damaged stretch after `end`, if any.
         var tornTail: TornTail?
+        /// The largest synced length an intact sync marker named (0 if none).
+        var syncedEnd = 0
     }
 
     private let fd: Int32
@@ -41,23 +43,43 @@ final class LogReader {
     deinit { window.deallocate() }
 
     /// Calls `body` with every intact record (kind byte, offset, payload valid only during the call).
-    func scan(from start: Int, _ body: (UInt8, Int, UnsafeRawBufferPointer) -> Void) throws(LogFileError) -> Outcome {
+    /// Sync markers are read (they raise ``Outcome/syncedEnd``) but not handed to `body`.
+    /// `knownSynced` is a length known to be synced from elsewhere (``SyncedLength``), 0 if none.
+    func scan(from start: Int, knownSynced: Int = 0, _ body: (UInt8, Int, UnsafeRawBufferPointer) -> Void) throws(LogFileError) -> Outcome {
         var offset = start
+        var syncedEnd = knownSynced
         while offset < fileSize {
             switch try inspect(at: offset) {
             case .intact(let kind, let next, let payload):
-                body(kind, offset, payload)
+                if kind == LogFormat.syncMarkerKind {
+                    guard payload.count == LogFormat.syncMarkerPayloadSize else {
+                        throw .corruptRecord(offset: offset, reason: "a sync marker of \(payload.count) bytes (expected \(LogFormat.syncMarkerPayloadSize))")
+                    }
+                    let value = UInt64(littleEndian: payload.loadUnaligned(as: UInt64.self))
+                    syncedEnd = max(syncedEnd, Int(clamping: value))
+                } else {
+                    body(kind, offset, payload)
+                }
                 offset = next
             case .unreadable(let reason):
                 throw .corruptRecord(offset: offset, reason: reason)
-            case .damaged(let reason):
+            case .damaged(let reason, let headerKind):
                 if let following = try firstIntactRecord(after: offset) {
                     throw .corruptRecord(offset: offset, reason: "\(reason); an intact record follows at offset \(following)")
                 }
-                return Outcome(end: offset, tornTail: TornTail(offset: offset, discardedBytes: fileSize - offset, reason: reason))
+                if offset < syncedEnd {
+                    throw .corruptRecord(offset: offset, reason: "\(reason) in the part of the file that was synced (the first \(syncedEnd) bytes): damage, not a torn write")
+                }
+                if headerKind == LogRecord.Kind.snapshot.rawValue {
+                    throw .corruptRecord(offset: offset, reason: "\(reason) in a snapshot record (snapshots are synced before they are renamed into place): damage, not a torn write")
+                }
+                return Outcome(end: offset, tornTail: TornTail(offset: offset, discardedBytes: fileSize - offset, reason: reason), syncedEnd: syncedEnd)
             }
         }
-        return Outcome(end: offset, tornTail: nil)
+        if offset < syncedEnd {
+            throw .corruptRecord(offset: offset, reason: "the file ends at offset \(offset), but its first \(syncedEnd) bytes were synced: its end was lost")
+        }
+        return Outcome(end: offset, tornTail: nil, syncedEnd: syncedEnd)
     }
 
     private enum Inspection {
@@ -65,32 +87,33 @@ final class LogReader {
         case intact(kind: UInt8, next: Int, payload: UnsafeRawBufferPointer)
         /// Checksums hold but the record can't be used here (unknown kind, over the size limit).
         case unreadable(String)
-        /// Incomplete or failing a checksum: torn or corrupt.
-        case damaged(String)
+        /// Incomplete or failing a checksum: torn or corrupt. `kind` is the record's kind when its
+        /// header is intact.
+        case damaged(String, kind: UInt8?)
     }
 
     private func inspect(at offset: Int) throws(LogFileError) -> Inspection {
         let headerSize = LogFormat.recordHeaderSize
         guard let headerBytes = try load(offset, headerSize) else {
-            return .damaged("incomplete record header (\(fileSize - offset) of \(headerSize) bytes)")
+            return .damaged("incomplete record header (\(fileSize - offset) of \(headerSize) bytes)", kind: nil)
         }
         let header = LogFormat.RecordHeader(headerBytes)
-        guard header.isIntact else { return .damaged("record header checksum mismatch") }
+        guard header.isIntact else { return .damaged("record header checksum mismatch", kind: nil) }
         guard header.length <= maxRecordSize else {
             return .unreadable("record length \(header.length) exceeds the limit of \(maxRecordSize) bytes")
         }
-        guard LogRecord.Kind(rawValue: header.kind) != nil else {
+        guard LogRecord.Kind(rawValue: header.kind) != nil || header.kind == LogFormat.syncMarkerKind else {
             return .unreadable("unknown record kind \(header.kind)")
         }
         let total = headerSize + header.length
         guard total <= fileSize - offset else {
-            return .damaged("incomplete record (\(fileSize - offset) of \(total) bytes)")
+            return .damaged("incomplete record (\(fileSize - offset) of \(total) bytes)", kind: header.kind)
         }
         guard let bytes = try load(offset, total) else {
-            return .damaged("incomplete record (file shrank while reading)")
+            return .damaged("incomplete record (file shrank while reading)", kind: header.kind)
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
-        guard header.payloadMatches(payload) else { return .damaged("payload checksum mismatch") }
+        guard header.payloadMatches(payload) else { return .damaged("payload checksum mismatch", kind: header.kind) }
         return .intact(kind: header.kind, next: offset + total, payload: payload)
     }
 

@@ -69,6 +69,11 @@ final class LogWriter {
         needsSync = false
     }
 
+    /// Records that the first `end` bytes were synced by another thread (nothing to sync if that is all).
+    func didSync(through end: Int) {
+        if end >= writtenEnd { needsSync = false }
+    }
+
     /// Writes `parts` one after another at `writtenEnd`; on failure truncates back and throws.
     private func writeOrRollBack(_ parts: [UnsafeRawBufferPointer]) throws(LogFileError) {
         var position = writtenEnd
