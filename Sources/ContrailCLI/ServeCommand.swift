@@ -28,6 +28,9 @@ enum ServeCommand {
                               NATS JetStream at these URLs (nats://host:port; replaces --data)
       --nats-replicas N       copies JetStream keeps of the log and snapshots (default 1; 3 in a
                               three-node NATS cluster)
+      --nats-credentials FILE for a NATS that requires authorization: a file of NAME=value lines,
+                              CONTRAIL_NATS_USER and CONTRAIL_NATS_PASSWORD, or CONTRAIL_NATS_TOKEN.
+                              Without it, those environment variables, if set. Never in the URL.
       --session-expiry SECS   end sessions idle for this long (default 600)
       --ping-interval SECS    keep-alive ping interval (default 10)
       --max-message-bytes N   largest accepted frame (default 16777216)
@@ -82,6 +85,7 @@ enum ServeCommand {
         options.servesPages = true
         var remaining = arguments[...]
         var token = ProcessInfo.processInfo.environment["CONTRAIL_TOKEN"]
+        var natsCredentialsFile: String?
         func value(_ flag: String) throws -> String {
             guard let next = remaining.popFirst() else { throw CLIError.usage("\(flag) needs a value\n\n\(help)") }
             return next
@@ -132,6 +136,7 @@ enum ServeCommand {
                 } catch {
                     throw CLIError.usage("--nats: \(error)\n\n\(help)")
                 }
+            case "--nats-credentials": natsCredentialsFile = try value(flag)
             case "--nats-replicas":
                 guard options.cluster != nil else { throw CLIError.usage("--nats-replicas needs --nats first\n\n\(help)") }
                 options.cluster?.replicas = max(1, try number(flag, Int.self))
@@ -148,6 +153,11 @@ enum ServeCommand {
                 guard case .string(let given)? = params["token"] else { return false }
                 return constantTimeEqual(Array(given.utf8), expected)
             }
+        }
+        if options.cluster != nil {
+            options.cluster?.credentials = try NATSCredentialsSource.load(file: natsCredentialsFile)
+        } else if natsCredentialsFile != nil {
+            throw CLIError.usage("--nats-credentials needs --nats\n\n\(help)")
         }
         if options.cluster != nil && options.dataDirectory != nil {
             throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")

@@ -5,6 +5,9 @@ import ContrailNATS
 public struct ClusterOptions: Sendable {
     /// The NATS servers to use (any of them; the client moves to the next on failure).
     public var servers: [NATSServerURL]
+    /// The user and password or token for a NATS that requires them (from a file or the
+    /// environment: `contrail serve --nats-credentials`, `CONTRAIL_NATS_*`; never in a URL).
+    public var credentials: NATSCredentials = .none
     /// Copies JetStream keeps of the log and the snapshots (3 in a three-node NATS cluster).
     public var replicas = 1
     /// A server writes a snapshot of a scope after this many of its own change sets, and trims
