@@ -19,8 +19,15 @@ public struct ClusterOptions: Sendable {
     public var subjectPrefix = "contrail.scope"
     /// The key-value bucket holding the snapshots.
     public var snapshotBucket = "contrail_snapshots"
-    /// The deadline of each JetStream call.
+    /// The deadline of each JetStream call; also how long a server keeps reading for a message it
+    /// was woken for that is not stored yet.
     public var requestTimeout: Duration = .seconds(5)
+    /// How often a scope with subscribed sessions reads its log when nothing woke it (the bound on
+    /// staleness when a wake-up is lost).
+    public var catchUpInterval: Duration = .seconds(1)
+    /// The longest wait between reads for a message a wake-up named that is not stored yet (the
+    /// waits start at 1 ms and double up to this).
+    public var wakeUpRetryLimit: Duration = .milliseconds(20)
 
     /// A cluster over these NATS servers with one replica.
     public init(servers: [NATSServerURL]) {

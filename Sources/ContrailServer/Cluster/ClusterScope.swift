@@ -11,9 +11,15 @@ import Foundation
 /// in-memory replica, a ``ScopeStore`` with its ``ScopeCore`` (the apply is deterministic, so all
 /// copies agree), which broadcasts to this server's sessions and, for a server's own message,
 /// replies to its session — after JetStream acknowledged the publish. A publish that lost the race (error 10071) catches up and
-/// is published again. A core subscription on the subject wakes the replica when another server
-/// appends. Every `snapshotEvery` own change sets the state is written to the snapshot bucket and
-/// the log is trimmed behind the snapshot before it.
+/// is published again. Every `snapshotEvery` own change sets the state is written to the snapshot
+/// bucket and the log is trimmed behind the snapshot before it.
+///
+/// Freshness: a core subscription on the subject wakes the replica when any server publishes. The
+/// wake-up can come before the stream has stored the message (a replicated stream stores it once a
+/// quorum has it) or for a publish it refuses, so the wake-up's message id is awaited: while one is
+/// not applied, the replica reads again after 1 ms, doubling up to `wakeUpRetryLimit`, for up to
+/// `requestTimeout` after the last wake-up naming it. Behind that, while sessions are subscribed it
+/// reads every `catchUpInterval` (a lost wake-up), and after each reconnection to NATS.
 actor ClusterScope: HostedScope {
     /// The state built from the log.
     private struct Replica {
@@ -53,6 +59,17 @@ actor ClusterScope: HostedScope {
     private var watcher: Task<Void, Never>?
     /// Retries a failed catch-up (JetStream unavailable for a while) until one succeeds.
     private var repair: Task<Void, Never>?
+    /// Message ids of wake-ups whose message is not applied yet, with the time of the last wake-up
+    /// naming each (their publish may be in flight, or refused and never stored).
+    private var awaited: [String: ElapsedClock.Instant] = [:]
+    /// Reads again, with backoff, while `awaited` is not empty.
+    private var followUp: Task<Void, Never>?
+    /// Reads every `catchUpInterval` while sessions are subscribed.
+    private var ticker: Task<Void, Never>?
+    /// The most message ids awaited at once (older ones are dropped; the periodic catch-up covers them).
+    static let awaitedLimit = 4_096
+    /// The first wait before reading again for an awaited message (doubling up to `wakeUpRetryLimit`).
+    static let wakeUpRetryStart: Duration = .milliseconds(1)
 
     init(name: String, link: ClusterLink, limits: ServerLimits, clock: ElapsedClock, log: ServerLog) {
         self.name = name
@@ -181,6 +198,8 @@ actor ClusterScope: HostedScope {
     func close() async {
         watcher?.cancel()
         repair?.cancel()
+        followUp?.cancel()
+        ticker?.cancel()
         phase = .closed
     }
 
@@ -214,6 +233,15 @@ actor ClusterScope: HostedScope {
             try await catchUp()
         }
         if watcher == nil { watcher = Task { [weak self] in await self?.watch(handles.jetStream.connection) } }
+        if ticker == nil {
+            let clock = clock
+            let interval = link.options.catchUpInterval
+            ticker = Task { [weak self] in
+                while (try? await clock.sleep(for: interval)) != nil {
+                    guard let self, await self.tick() else { return }
+                }
+            }
+        }
         switch phase {
         case .loaded: return
         case .closed: throw .closed
@@ -227,14 +255,66 @@ actor ClusterScope: HostedScope {
         guard let subscription = try? await connection.subscribe(subject) else { return }
         let reconnections = await connection.reconnections()
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { for await _ in subscription.messages { await self.notified() } }
-            group.addTask { for await _ in reconnections { await self.notified() } }
+            group.addTask {
+                for await message in subscription.messages {
+                    await self.notified(awaiting: message.headers?[NATSHeaders.messageID])
+                }
+            }
+            group.addTask { for await _ in reconnections { await self.notified(awaiting: nil) } }
         }
         await subscription.unsubscribe()
     }
 
-    private func notified() async {
+    /// A wake-up: reads what is stored; if the message `id` names is not among it yet, keeps
+    /// reading with backoff until it is (or until `requestTimeout` passed without a new wake-up for it).
+    private func notified(awaiting id: String?) async {
+        if let id, case .loaded = phase {
+            if awaited.count >= Self.awaitedLimit, let oldest = awaited.min(by: { $0.value < $1.value })?.key {
+                awaited[oldest] = nil
+            }
+            awaited[id] = clock.now
+        }
         do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
+        followUpIfAwaiting()
+    }
+
+    /// Starts the backoff reads unless nothing is awaited or they run already.
+    private func followUpIfAwaiting() {
+        guard !awaited.isEmpty, followUp == nil else { return }
+        let clock = clock
+        let limit = link.options.wakeUpRetryLimit
+        followUp = Task { [weak self] in
+            var delay = Self.wakeUpRetryStart
+            while (try? await clock.sleep(for: delay)) != nil {
+                guard let self, await self.readAwaited() else { return }
+                delay = min(delay * 2, limit)
+            }
+        }
+    }
+
+    /// One backoff read for the awaited messages; true to read again later.
+    private func readAwaited() async -> Bool {
+        let patience = link.options.requestTimeout
+        let now = clock.now
+        awaited = awaited.filter { now - $0.value < patience }
+        if case .loaded = phase, !awaited.isEmpty {
+            do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
+        }
+        if case .loaded = phase, !awaited.isEmpty { return true }
+        followUp = nil
+        return false
+    }
+
+    /// The periodic catch-up (a wake-up NATS lost, one dropped from a full buffer); false once closed.
+    private func tick() async -> Bool {
+        switch phase {
+        case .closed: return false
+        case .empty: return true
+        case .loaded(let replica):
+            guard replica.core.subscriberCount > 0 else { return true }
+        }
+        do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
+        return true
     }
 
     /// Logs the failure and keeps trying (100 ms, doubling up to 5 s) until a catch-up succeeds, so
@@ -331,8 +411,10 @@ actor ClusterScope: HostedScope {
         switch (entry, phase) {
         case (.genesis(let root), .empty):
             phase = .loaded(makeReplica(ScopeStore(rootUUID: root), applied: message.sequence))
+            if let id = message.headers?[NATSHeaders.messageID] { awaited[id] = nil }
         case (.changeSet(let fragments, let atomic, let changeSetID), .loaded):
             let id = message.headers?[NATSHeaders.messageID]
+            if let id { awaited[id] = nil }
             let origin = id.flatMap { origins.removeValue(forKey: $0) }
             let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
                                  fragments: fragments, atomic: atomic, changeSetID: changeSetID)
