@@ -22,6 +22,10 @@ public struct ClusterOptions: Sendable {
     /// The deadline of each JetStream call; also how long a server keeps reading for a message it
     /// was woken for that is not stored yet.
     public var requestTimeout: Duration = .seconds(5)
+    /// The most bytes of change sets one log message of a scope holds (group commit: those that
+    /// wait while a publish is in flight go out together; a larger change set goes alone). Keep it
+    /// well under the NATS server's `max_payload` (1 MiB by default).
+    public var maxBatchBytes = 256 * 1024
     /// How often a scope with subscribed sessions reads its log when nothing woke it (the bound on
     /// staleness when a wake-up is lost).
     public var catchUpInterval: Duration = .seconds(1)

@@ -50,7 +50,18 @@ actor ClusterScope: HostedScope {
     private let snapshotKey: String
     private var phase: Phase = .empty
     /// The sessions waiting for their own change sets, by message id.
-    private var origins: [String: (outbox: SessionOutbox, message: ScopeSync)] = [:]
+    private var origins: [String: [(outbox: SessionOutbox, message: ScopeSync)]] = [:]
+    /// A change set waiting for the next publish (group commit).
+    private struct Queued {
+        let outbox: SessionOutbox
+        let message: ScopeSync
+        let payload: [UInt8]
+        let entry: ClusterEntry
+    }
+    /// Change sets waiting for the publish in flight to finish.
+    private var queued: [Queued] = []
+    /// Publishes `queued`, one batch at a time; nil when nothing is queued.
+    private var committer: Task<Void, Never>?
     private var ownSinceSnapshot = 0
     private var snapshotDue = false
     private var lastSnapshot: UInt64 = 0
@@ -97,32 +108,52 @@ actor ClusterScope: HostedScope {
         }
     }
 
-    /// Appends the change set to the log; the reply is queued when it is applied. A publish whose
-    /// outcome is unknown (timed out, connection lost) is sent again with the same message id, so
-    /// JetStream stores it once. The log holds the fragments with dates as epoch seconds, which is
-    /// what every server's broadcasts carry (`received` is not used).
+    /// Queues the change set for the log and returns (the session goes on with its next message);
+    /// the reply is queued when it is applied. Group commit: while a publish of this scope is in
+    /// flight, change sets from any of this server's sessions wait, and go out together as one log
+    /// message (up to `maxBatchBytes`), each applied on its own with its own reply and atomicity.
+    /// A publish whose outcome is unknown (timed out, connection lost) is sent again with the same
+    /// message id, so JetStream stores it once. The log holds the fragments with dates as epoch
+    /// seconds, which is what every server's broadcasts carry (`received` is not used).
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) async {
-        let id = UUID().uuidString
-        origins[id] = (outbox, message)
-        let sequence: UInt64
-        do throws(NATSError) {
-            sequence = try await append(ClusterEntry.changeSet(fragments: message.fragments, atomic: message.atomic == true,
-                                                               id: message.changeSetID), id: id)
-        } catch {
-            guard let origin = origins.removeValue(forKey: id) else { return }
-            log.write("scope '\(name)': change set not appended: \(error)")
-            let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("the cluster log is unavailable")),
-                                count: origin.message.fragments.count)
-            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
-            return
+        let entry = ClusterEntry.changeSet(fragments: message.fragments, atomic: message.atomic == true, id: message.changeSetID)
+        queued.append(Queued(outbox: outbox, message: message, payload: entry.encoded, entry: entry))
+        if committer == nil { committer = Task { await self.commit() } }
+    }
+
+    /// Appends the queued change sets, a batch per publish, until none is left.
+    private func commit() async {
+        while !queued.isEmpty {
+            var batch: [Queued] = []
+            var bytes = 0
+            while let next = queued.first, batch.isEmpty || bytes + next.payload.count <= link.options.maxBatchBytes {
+                bytes += next.payload.count + 1
+                batch.append(queued.removeFirst())
+            }
+            let id = UUID().uuidString
+            origins[id] = batch.map { ($0.outbox, $0.message) }
+            let sequence: UInt64
+            do throws(NATSError) {
+                sequence = try await append(.batch(batch.map(\.entry)), id: id)
+            } catch {
+                guard let origins = origins.removeValue(forKey: id) else { continue }
+                log.write("scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
+                for (outbox, message) in origins {
+                    let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("the cluster log is unavailable")),
+                                        count: message.fragments.count)
+                    outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
+                }
+                continue
+            }
+            ownSinceSnapshot += batch.count
+            if ownSinceSnapshot >= link.options.snapshotEvery {
+                ownSinceSnapshot = 0
+                snapshotDue = true
+            }
+            // Stored: the replies go out when it is applied, by this catch-up or a later one.
+            do throws(NATSError) { try await catchUp(through: sequence) } catch { catchUpFailed(error) }
         }
-        ownSinceSnapshot += 1
-        if ownSinceSnapshot >= link.options.snapshotEvery {
-            ownSinceSnapshot = 0
-            snapshotDue = true
-        }
-        // Stored: the reply goes out when it is applied, by this catch-up or a later one.
-        do throws(NATSError) { try await catchUp(through: sequence) } catch { catchUpFailed(error) }
+        committer = nil
     }
 
     /// Publishes `entry` on the state this server has applied; after losing the race to another
@@ -412,19 +443,24 @@ actor ClusterScope: HostedScope {
         case (.genesis(let root), .empty):
             phase = .loaded(makeReplica(ScopeStore(rootUUID: root), applied: message.sequence))
             if let id = message.headers?[NATSHeaders.messageID] { awaited[id] = nil }
-        case (.changeSet(let fragments, let atomic, let changeSetID), .loaded):
+        case (.changeSet, .loaded), (.batch, .loaded):
             let id = message.headers?[NATSHeaders.messageID]
             if let id { awaited[id] = nil }
-            let origin = id.flatMap { origins.removeValue(forKey: $0) }
-            let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
-                                 fragments: fragments, atomic: atomic, changeSetID: changeSetID)
-            let changeSet = try? inReplica { replica in
-                replica.applied = message.sequence
-                return replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
-            }
-            switch changeSet {
-            case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
-            case nil: break
+            let senders = id.flatMap { origins.removeValue(forKey: $0) } ?? []
+            let members = if case .batch(let members) = entry { members } else { [entry] }
+            for (index, member) in members.enumerated() {
+                guard case .changeSet(let fragments, let atomic, let changeSetID) = member else { continue }
+                let origin = index < senders.count ? senders[index] : nil
+                let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
+                                     fragments: fragments, atomic: atomic, changeSetID: changeSetID)
+                let changeSet = try? inReplica { replica in
+                    replica.applied = message.sequence
+                    return replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
+                }
+                switch changeSet {
+                case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
+                case nil: break
+                }
             }
         case (_, .loaded):
             _ = try? inReplica { $0.applied = message.sequence }
