@@ -88,7 +88,7 @@ final class ServerCore: Sendable {
             if state.isStopped { return nil }
             if let scope = state.scopes[name] { return scope }
             let scope: any HostedScope = if let cluster {
-                ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log)
+                ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log, idleTimeout: options.scopeIdleTimeout)
             } else {
                 LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
                            slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,

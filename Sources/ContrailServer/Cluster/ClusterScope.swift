@@ -75,15 +75,22 @@ actor ClusterScope: HostedScope {
     private var awaited: [String: ElapsedClock.Instant] = [:]
     /// Reads again, with backoff, while `awaited` is not empty.
     private var followUp: Task<Void, Never>?
-    /// Reads every `catchUpInterval` while sessions are subscribed.
+    /// Reads every `catchUpInterval` while sessions are subscribed; unloads the replica once none
+    /// has been for `idleTimeout`.
     private var ticker: Task<Void, Never>?
+    /// How long the replica stays loaded with no subscribed session and nothing to publish.
+    private let idleTimeout: Duration
+    /// Since when the replica has had no subscribed session, nothing queued and nothing in flight.
+    private var idleSince: ElapsedClock.Instant?
     /// The most message ids awaited at once (older ones are dropped; the periodic catch-up covers them).
     static let awaitedLimit = 4_096
     /// The first wait before reading again for an awaited message (doubling up to `wakeUpRetryLimit`).
     static let wakeUpRetryStart: Duration = .milliseconds(1)
 
-    init(name: String, link: ClusterLink, limits: ServerLimits, clock: ElapsedClock, log: ServerLog) {
+    init(name: String, link: ClusterLink, limits: ServerLimits, clock: ElapsedClock, log: ServerLog,
+         idleTimeout: Duration = .seconds(60)) {
         self.name = name
+        self.idleTimeout = idleTimeout
         self.link = link
         self.limits = limits
         self.clock = clock
@@ -299,7 +306,8 @@ actor ClusterScope: HostedScope {
     /// A wake-up: reads what is stored; if the message `id` names is not among it yet, keeps
     /// reading with backoff until it is (or until `requestTimeout` passed without a new wake-up for it).
     private func notified(awaiting id: String?) async {
-        if let id, case .loaded = phase {
+        guard case .loaded = phase else { return }  // unloaded: the next use reads from the snapshot
+        if let id {
             if awaited.count >= Self.awaitedLimit, let oldest = awaited.min(by: { $0.value < $1.value })?.key {
                 awaited[oldest] = nil
             }
@@ -336,16 +344,54 @@ actor ClusterScope: HostedScope {
         return false
     }
 
-    /// The periodic catch-up (a wake-up NATS lost, one dropped from a full buffer); false once closed.
+    /// The periodic catch-up (a wake-up NATS lost, one dropped from a full buffer) while sessions
+    /// are subscribed; with none for `idleTimeout`, unloads the replica. False to stop ticking.
     private func tick() async -> Bool {
         switch phase {
-        case .closed: return false
-        case .empty: return true
+        case .closed, .empty:
+            ticker = nil
+            return false
         case .loaded(let replica):
-            guard replica.core.subscriberCount > 0 else { return true }
+            guard replica.core.subscriberCount == 0 else {
+                idleSince = nil
+                do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
+                return true
+            }
         }
-        do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
-        return true
+        guard queued.isEmpty, committer == nil, origins.isEmpty, !passRunning else {
+            idleSince = nil
+            return true
+        }
+        let now = clock.now
+        guard let since = idleSince else {
+            idleSince = now
+            return true
+        }
+        guard now - since >= idleTimeout else { return true }
+        unload()
+        return false
+    }
+
+    /// Interest: a scope none of this server's sessions has subscribed to for `idleTimeout` stops
+    /// following the log (its wake-up subscription ends) and leaves memory; the next fetch or sync
+    /// loads it again from the snapshot and the log. A server pays nothing for scopes served elsewhere.
+    private func unload() {
+        watcher?.cancel()
+        followUp?.cancel()
+        repair?.cancel()
+        watcher = nil
+        followUp = nil
+        repair = nil
+        ticker = nil
+        awaited = [:]
+        idleSince = nil
+        phase = .empty
+        log.write("scope '\(name)': unloaded (no session for \(idleTimeout))")
+    }
+
+    /// Whether the replica is in memory and following the log. For tests and the inspector.
+    var isLoaded: Bool {
+        if case .loaded = phase { true } else { false }
     }
 
     /// Logs the failure and keeps trying (100 ms, doubling up to 5 s) until a catch-up succeeds, so
@@ -366,7 +412,10 @@ actor ClusterScope: HostedScope {
 
     /// One repair attempt; true to try again.
     private func retryCatchUp() async -> Bool {
-        if case .closed = phase { return false }
+        guard case .loaded = phase else {
+            repair = nil
+            return false
+        }
         do throws(NATSError) {
             try await catchUp()
             repair = nil
