@@ -73,6 +73,8 @@ actor ClusterScope: HostedScope {
     /// Message ids of wake-ups whose message is not applied yet, with the time of the last wake-up
     /// naming each (their publish may be in flight, or refused and never stored).
     private var awaited: [String: ElapsedClock.Instant] = [:]
+    /// Message ids applied lately (their wake-up may come after a catch-up applied them), oldest first.
+    private var recentlyApplied = RecentIDs(limit: 4_096)
     /// Reads again, with backoff, while `awaited` is not empty.
     private var followUp: Task<Void, Never>?
     /// Reads every `catchUpInterval` while sessions are subscribed; unloads the replica once none
@@ -307,7 +309,7 @@ actor ClusterScope: HostedScope {
     /// reading with backoff until it is (or until `requestTimeout` passed without a new wake-up for it).
     private func notified(awaiting id: String?) async {
         guard case .loaded = phase else { return }  // unloaded: the next use reads from the snapshot
-        if let id {
+        if let id, !recentlyApplied.contains(id) {
             if awaited.count >= Self.awaitedLimit, let oldest = awaited.min(by: { $0.value < $1.value })?.key {
                 awaited[oldest] = nil
             }
@@ -384,6 +386,7 @@ actor ClusterScope: HostedScope {
         repair = nil
         ticker = nil
         awaited = [:]
+        recentlyApplied = RecentIDs(limit: 4_096)
         idleSince = nil
         phase = .empty
         log.write("scope '\(name)': unloaded (no session for \(idleTimeout))")
@@ -491,10 +494,10 @@ actor ClusterScope: HostedScope {
         switch (entry, phase) {
         case (.genesis(let root), .empty):
             phase = .loaded(makeReplica(ScopeStore(rootUUID: root), applied: message.sequence))
-            if let id = message.headers?[NATSHeaders.messageID] { awaited[id] = nil }
+            if let id = message.headers?[NATSHeaders.messageID] { applied(id: id) }
         case (.changeSet, .loaded), (.batch, .loaded):
             let id = message.headers?[NATSHeaders.messageID]
-            if let id { awaited[id] = nil }
+            if let id { applied(id: id) }
             let senders = id.flatMap { origins.removeValue(forKey: $0) } ?? []
             let members = if case .batch(let members) = entry { members } else { [entry] }
             for (index, member) in members.enumerated() {
@@ -516,6 +519,12 @@ actor ClusterScope: HostedScope {
         default:
             log.write("scope '\(name)': log message \(message.sequence) before the genesis skipped")
         }
+    }
+
+    /// Notes that the message with this id is applied: no wake-up waits for it any more.
+    private func applied(id: String) {
+        awaited[id] = nil
+        recentlyApplied.insert(id)
     }
 
     /// A replica of `store` at `applied`, with no subscriber yet. Cluster scopes run no procedures
