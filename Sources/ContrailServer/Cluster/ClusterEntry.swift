@@ -28,14 +28,20 @@ enum ClusterEntry: Equatable {
             let idMember = id.map { #""changeSet":"\#($0.wireString)","# } ?? ""
             return Array(#"{"atomic":\#(atomic),\#(idMember)"fragments":"#.utf8) + SyncFragment.serialized(fragments) + [UInt8(ascii: "}")]
         case .batch(let entries):
-            if entries.count == 1 { return entries[0].encoded }
-            var bytes = Array(#"{"batch":["#.utf8)
-            for (index, entry) in entries.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                bytes += entry.encoded
-            }
-            return bytes + Array("]}".utf8)
+            return Self.batchPayload(entries.map(\.encoded))
         }
+    }
+
+    /// The payload of a batch of change sets from their own payloads (one is itself). O(bytes).
+    static func batchPayload(_ payloads: [[UInt8]]) -> [UInt8] {
+        if payloads.count == 1 { return payloads[0] }
+        var bytes = Array(#"{"batch":["#.utf8)
+        bytes.reserveCapacity(payloads.reduce(12) { $0 + $1.count + 1 })
+        for (index, payload) in payloads.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += payload
+        }
+        return bytes + Array("]}".utf8)
     }
 
     /// Decodes a payload.

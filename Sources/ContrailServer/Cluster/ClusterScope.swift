@@ -56,10 +56,13 @@ actor ClusterScope: HostedScope {
         let outbox: SessionOutbox
         let message: ScopeSync
         let payload: [UInt8]
-        let entry: ClusterEntry
     }
     /// Change sets waiting for the publish in flight to finish.
     private var queued: [Queued] = []
+    /// The payload bytes in `queued`.
+    private var queuedBytes = 0
+    /// Sessions waiting for `queued` to shrink.
+    private var queueWaiters: [CheckedContinuation<Void, Never>] = []
     /// Publishes `queued`, one batch at a time; nil when nothing is queued.
     private var committer: Task<Void, Never>?
     private var ownSinceSnapshot = 0
@@ -124,26 +127,39 @@ actor ClusterScope: HostedScope {
     /// A publish whose outcome is unknown (timed out, connection lost) is sent again with the same
     /// message id, so JetStream stores it once. The log holds the fragments with dates as epoch
     /// seconds, which is what every server's broadcasts carry (`received` is not used).
+    /// Back-pressure: a session whose change set finds more than four batches' worth queued waits
+    /// until the queue is below that (what one client can make the server hold stays bounded).
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) async {
         let entry = ClusterEntry.changeSet(fragments: message.fragments, atomic: message.atomic == true, id: message.changeSetID)
-        queued.append(Queued(outbox: outbox, message: message, payload: entry.encoded, entry: entry))
+        let payload = entry.encoded
+        queued.append(Queued(outbox: outbox, message: message, payload: payload))
+        queuedBytes += payload.count
         if committer == nil { committer = Task { await self.commit() } }
+        while queuedBytes > 4 * link.options.maxBatchBytes, committer != nil {
+            await withCheckedContinuation { queueWaiters.append($0) }
+        }
     }
 
     /// Appends the queued change sets, a batch per publish, until none is left.
     private func commit() async {
         while !queued.isEmpty {
-            var batch: [Queued] = []
+            var count = 0
             var bytes = 0
-            while let next = queued.first, batch.isEmpty || bytes + next.payload.count <= link.options.maxBatchBytes {
-                bytes += next.payload.count + 1
-                batch.append(queued.removeFirst())
+            while count < queued.count, count == 0 || bytes + queued[count].payload.count <= link.options.maxBatchBytes {
+                bytes += queued[count].payload.count + 1
+                count += 1
             }
+            let batch = Array(queued.prefix(count))
+            queued.removeFirst(count)
+            queuedBytes -= batch.reduce(0) { $0 + $1.payload.count }
+            let waiters = queueWaiters
+            queueWaiters = []
+            for waiter in waiters { waiter.resume() }
             let id = UUID().uuidString
             origins[id] = batch.map { ($0.outbox, $0.message) }
             let sequence: UInt64
             do throws(NATSError) {
-                sequence = try await append(.batch(batch.map(\.entry)), id: id)
+                sequence = try await append(ClusterEntry.batchPayload(batch.map(\.payload)), id: id)
             } catch {
                 guard let origins = origins.removeValue(forKey: id) else { continue }
                 log.write("scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
@@ -163,14 +179,16 @@ actor ClusterScope: HostedScope {
             do throws(NATSError) { try await catchUp(through: sequence) } catch { catchUpFailed(error) }
         }
         committer = nil
+        let waiters = queueWaiters
+        queueWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Publishes `entry` on the state this server has applied; after losing the race to another
     /// server (10071) catches up and tries again. Returns the entry's sequence.
-    private func append(_ entry: ClusterEntry, id: String) async throws(NATSError) -> UInt64 {
+    private func append(_ payload: [UInt8], id: String) async throws(NATSError) -> UInt64 {
         try await loaded()
         let handles = try await link.handles()
-        let payload = entry.encoded
         var failures = 0
         for _ in 0..<1_000 {
             if origins[id] == nil { return applied }  // a catch-up applied it (an earlier try was stored)
