@@ -61,7 +61,7 @@ actor ClusterScope: HostedScope {
     private var queued: [Queued] = []
     /// The payload bytes in `queued`.
     private var queuedBytes = 0
-    /// Sessions waiting for `queued` to shrink.
+    /// Sessions waiting for `queued` to shrink or a batch to be applied (they check again).
     private var queueWaiters: [CheckedContinuation<Void, Never>] = []
     /// Publishes `queued`, one batch at a time; nil when nothing is queued.
     private var committer: Task<Void, Never>?
@@ -177,6 +177,9 @@ actor ClusterScope: HostedScope {
             }
             // Stored: the replies go out when it is applied, by this catch-up or a later one.
             do throws(NATSError) { try await catchUp(through: sequence) } catch { catchUpFailed(error) }
+            let applied = queueWaiters
+            queueWaiters = []
+            for waiter in applied { waiter.resume() }
         }
         committer = nil
         let waiters = queueWaiters
@@ -213,9 +216,16 @@ actor ClusterScope: HostedScope {
         _ = try? inReplica { $0.core.unsubscribe(outbox) }
     }
 
-    /// Removes a session's subscription, then runs `done` (a replica has no writes of its own to wait for).
+    /// Removes a session's subscription, then runs `done` once this session's change sets queued
+    /// or in flight (group commit) have their replies in its outbox, or the publishing stopped:
+    /// nothing of this scope follows what `done` queues.
     func unsubscribe(_ outbox: SessionOutbox, then done: @escaping @Sendable () -> Void) async {
         await unsubscribe(outbox)
+        while committer != nil,
+              queued.contains(where: { $0.outbox === outbox })
+                || origins.values.contains(where: { $0.contains { $0.outbox === outbox } }) {
+            await withCheckedContinuation { queueWaiters.append($0) }
+        }
         done()
     }
 
