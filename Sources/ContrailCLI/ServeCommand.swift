@@ -43,7 +43,8 @@ enum ServeCommand {
       --max-scopes-per-session N
                               most scopes one session may fetch (default 100)
       --scope-idle SECS       a scope unused this long closes its log file and leaves memory
-                              (default 60)
+                              (default 60; with --nats: no session subscribed this long, and
+                              the server stops following its log)
       --scope NAME            create scope NAME up front (repeatable; others are created on
                               their first fetch)
       --token-file PATH       require SessionCreate params to hold {"token": TOKEN}, TOKEN being

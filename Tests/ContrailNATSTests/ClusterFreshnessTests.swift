@@ -66,6 +66,40 @@ struct ClusterFreshnessTests {
         return "p50 \(at(0.5)), p99 \(at(0.99)), max \(latencies.last!) over \(latencies.count)"
     }
 
+    /// A server that gets no wake-up at all (its NATS user may not subscribe to the scopes'
+    /// subjects) still applies another server's change, by its periodic catch-up while a session
+    /// is subscribed; one with a periodic catch-up of an hour has not by then (the control).
+    @Test func withNoWakeUpAtAllThePeriodicCatchUpBringsTheChange() async throws {
+        let nats = try await NATSServerProcess.start(configuration: """
+            authorization {
+              users = [
+                {user: "full", password: "pw-full"}
+                {user: "blind", password: "pw-blind", permissions: {subscribe: {deny: ["contrail.scope.>"]}}}
+              ]
+            }
+            """)
+        func makeServer(_ user: String, catchUpInterval: Duration) throws -> ContrailServer {
+            var options = ServerOptions()
+            options.log = nil
+            var cluster = ClusterOptions(servers: [nats.url])
+            cluster.credentials = .userPassword(user: user, password: "pw-" + user)
+            cluster.catchUpInterval = catchUpInterval
+            options.cluster = cluster
+            return try ContrailServer(options: options)
+        }
+        let writing = try makeServer("full", catchUpInterval: .seconds(1))
+        let periodic = try makeServer("blind", catchUpInterval: .milliseconds(100))
+        let control = try makeServer("blind", catchUpInterval: .seconds(3_600))
+        let writer = try await makeReplica(writing)
+        let reader = try await makeReplica(periodic)
+        let unwoken = try await makeReplica(control)
+        writer.2.score = 42
+        #expect(await eventually(.seconds(30)) { reader.2.score == 42 }, "the periodic catch-up applied it")
+        #expect(unwoken.2.score == 0, "without wake-ups or a periodic catch-up, nothing brought it")
+        for replica in [writer, reader, unwoken] { await replica.0.close() }
+        await writing.stop(); await periodic.stop(); await control.stop(); await nats.stop()
+    }
+
     @Test func aChangeReachesAnotherServerWithoutANextWriteOnAnR3LogAndWithANodeDown() async throws {
         var nodes = try await NATSServerProcess.startCluster()
         // Each server starts on a different NATS node.

@@ -11,8 +11,13 @@ import Foundation
 /// in-memory replica, a ``ScopeStore`` with its ``ScopeCore`` (the apply is deterministic, so all
 /// copies agree), which broadcasts to this server's sessions and, for a server's own message,
 /// replies to its session — after JetStream acknowledged the publish. A publish that lost the race (error 10071) catches up and
-/// is published again. Every `snapshotEvery` own change sets the state is written to the snapshot
-/// bucket and the log is trimmed behind the snapshot before it.
+/// is published again. Group commit: one publish is in flight per scope; the change sets that
+/// arrive meanwhile go out together as the next message (``ClusterEntry/batch(_:)``). Every
+/// `snapshotEvery` own change sets the state is written to the snapshot bucket and the log is
+/// trimmed behind the snapshot before it.
+///
+/// Interest: the replica is loaded on the first fetch or sync, and unloaded (subscription ended,
+/// state dropped) after `idleTimeout` with no subscribed session and nothing to publish.
 ///
 /// Freshness: a core subscription on the subject wakes the replica when any server publishes. The
 /// wake-up can come before the stream has stored the message (a replicated stream stores it once a
