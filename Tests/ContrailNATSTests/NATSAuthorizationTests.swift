@@ -222,6 +222,63 @@ struct NATSAuthorizationTests {
     }
 }
 
+/// What the client sends a server that asks for credentials or TLS, seen by a fake server.
+struct NATSHandshakeTests {
+    /// A fake server on loopback that sends `info`, records what the client sends before its first
+    /// `PING`, and answers it with `PONG`. Returns the port and the recorded text.
+    func fakeServer(info: String) async throws -> (UInt16, Task<String, Never>, TCPServer) {
+        let server = TCPServer()
+        let port = try await server.start()
+        let recorded = Task { () -> String in
+            for await connection in server.connections {
+                try? await connection.send(Array("INFO \(info)\r\n".utf8))
+                var text = ""
+                while let bytes = try? await connection.receive() {
+                    text += String(decoding: bytes, as: UTF8.self)
+                    if text.contains("PING\r\n") {
+                        try? await connection.send(Array("PONG\r\n".utf8))
+                        return text
+                    }
+                }
+                return text
+            }
+            return ""
+        }
+        return (port, recorded, server)
+    }
+
+    @Test func credentialsGoInTheConnectLine() async throws {
+        let info = #"{"server_id":"FAKE","version":"2.9.0","max_payload":1048576,"headers":true,"auth_required":true}"#
+        for (credentials, fields) in [(NATSCredentials.userPassword(user: "alice", password: "p\"w"), [#""user":"alice""#, #""pass":"p\"w""#]),
+                                      (.token("t0k"), [#""auth_token":"t0k""#])] {
+            let (port, recorded, server) = try await fakeServer(info: info)
+            var options = NATSOptions(servers: [NATSServerURL(host: "127.0.0.1", port: port)])
+            options.credentials = credentials
+            let connection = try await NATSConnection.connect(options)
+            #expect(await connection.serverInfo?.authRequired == true)
+            let sent = await recorded.value
+            for field in fields { #expect(sent.contains(field), "\(sent)") }
+            await connection.close()
+            await server.stop()
+        }
+    }
+
+    @Test func aServerThatRequiresTLSIsATypedError() async throws {
+        let (port, _, server) = try await fakeServer(
+            info: #"{"server_id":"FAKE","version":"2.9.0","max_payload":1048576,"headers":true,"tls_required":true}"#)
+        await #expect(throws: NATSError.tlsRequired("nats://127.0.0.1:\(port)")) {
+            _ = try await NATSConnection.connect(NATSServerURL(host: "127.0.0.1", port: port))
+        }
+        await server.stop()
+        // Positive control: the same server without tls_required is joined.
+        let (open, _, openServer) = try await fakeServer(info: #"{"server_id":"FAKE","version":"2.9.0","max_payload":1048576,"headers":true}"#)
+        let connection = try await NATSConnection.connect(NATSServerURL(host: "127.0.0.1", port: open))
+        #expect(await connection.status == .connected(NATSServerURL(host: "127.0.0.1", port: open)))
+        await connection.close()
+        await openServer.stop()
+    }
+}
+
 /// Lines collected from several threads (a server's log sink).
 final class LogLines: Sendable {
     private let lines = SanitizerVisibleMutex<[String]>([])
