@@ -34,7 +34,7 @@ let package = Package(
         // What client and server exchange: JSON, messages, fragments, the log format, transports.
         .target(name: "ContrailWire", dependencies: ["ContrailSupport", "CContrailSystem"]),
         // Sync transports over WebSocket connections: the client's connectors, the server's adapter.
-        .target(name: "ContrailTransport", dependencies: ["ContrailWire", "ContrailWebSocket"]),
+        .target(name: "ContrailTransport", dependencies: ["ContrailWire", "ContrailWebSocket", "ContrailTLS"]),
         // What an app imports: models, observation, scopes, persistence and the sync client.
         .target(name: "Contrail", dependencies: ["ContrailWire", "ContrailTransport"]),
         // The sync server: fragment state, sessions, persistence, cluster, pages. No model layer.

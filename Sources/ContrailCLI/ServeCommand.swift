@@ -10,11 +10,11 @@ enum ServeCommand {
     usage: contrail serve [--host ADDRESS] [--port PORT] [--data DIR] [options]
 
     Runs a Jetstream-compatible sync server over WebSocket. Scopes are schema-agnostic and are
-    created on their first fetch, or up front with --scope. Logs one line per session and per error to stderr. Stop it
+    created on their first write (see --create-scopes), or up front with --scope. Logs one line per session and per error to stderr. Stop it
     with Ctrl-C (SIGINT) or SIGTERM: logs are written out before it exits.
 
-      --host ADDRESS          address to bind (default 127.0.0.1; put TLS in front of the server
-                              before exposing it beyond loopback)
+      --host ADDRESS          address to bind (default 127.0.0.1; serve TLS, or put TLS in front
+                              of the server, before exposing it beyond loopback)
       --port PORT             port to listen on (default 3000; 0 picks a free one)
       --data DIR              persist every scope as a log file in DIR (default: in memory only,
                               lost on exit)
@@ -45,16 +45,36 @@ enum ServeCommand {
       --scope-idle SECS       a scope unused this long closes its log file and leaves memory
                               (default 60; with --nats: no session subscribed this long, and
                               the server stops following its log)
-      --scope NAME            create scope NAME up front (repeatable; others are created on
-                              their first fetch)
+      --scope NAME            create scope NAME up front (repeatable; others as --create-scopes
+                              says)
+      --create-scopes MODE    when a scope comes into existence: "write" (default; on its first
+                              accepted write: fetching an unknown name answers an empty state
+                              and creates no file), "fetch" (on its first fetch), or "declared"
+                              (only --scope names and files already in --data exist; fetching
+                              another is an error)
+      --max-scopes N          most scopes that may exist (files in --data); creating one more is
+                              answered with a limit-exceeded error (default 100000)
       --token-file PATH       require SessionCreate params to hold {"token": TOKEN}, TOKEN being
                               the file's content (without a trailing newline)
       --token TOKEN           the same with TOKEN given here (visible to other users in the
                               process list: prefer --token-file or CONTRAIL_TOKEN)
                               Without either, the CONTRAIL_TOKEN environment variable, if set,
                               is the token. A denied SessionCreate closes the connection with
-                              4096; 5 failed attempts within 60 s from one address make the
-                              server refuse it for 60 s (logged once per episode).
+                              4096. Failed credentials (a denied SessionCreate, an unknown
+                              session token) are answered after a delay per client address,
+                              doubling per failure; valid credentials are never delayed.
+      --failure-delay SECS    delay of an address's first failed attempt (default 0.25)
+      --max-failure-delay SECS
+                              longest delay of failed attempts (default 30)
+      --trusted-proxy CIDR    a proxy whose X-Forwarded-For names the client (repeatable; e.g.
+                              10.0.0.0/8, ::1): connections from it count against the rightmost
+                              address of that header that is not a trusted proxy. Others'
+                              X-Forwarded-For is ignored.
+      --tls-cert PEM          serve TLS (wss://, and the pages over https://) with this
+                              certificate chain (server certificate first); needs --tls-key
+      --tls-key PEM           the certificate's private key. SIGHUP re-reads both files for new
+                              connections; a file that fails to load keeps the current ones
+                              (logged)
       --no-pages              do not serve the web pages (inspector at /, canvas demo at /demo,
                               the JavaScript client at /contrail.js) beside the WebSocket upgrade
       --procedures FILE       procedures clients may call, with their constraints (JSON:
@@ -71,11 +91,14 @@ enum ServeCommand {
         }
         let server = try ContrailServer(options: options)
         let port = try await server.start()
-        FileHandle.standardError.write(Data("contrail serve: listening on ws://\(options.host):\(port)/\n".utf8))
+        let (ws, http) = options.tls == nil ? ("ws", "http") : ("wss", "https")
+        FileHandle.standardError.write(Data("contrail serve: listening on \(ws)://\(options.host):\(port)/\n".utf8))
         if options.servesPages {
-            FileHandle.standardError.write(Data("contrail serve: inspector http://\(options.host):\(port)/, demo http://\(options.host):\(port)/demo\n".utf8))
+            FileHandle.standardError.write(Data("contrail serve: inspector \(http)://\(options.host):\(port)/, demo \(http)://\(options.host):\(port)/demo\n".utf8))
         }
+        let reloader = options.tls.map { CertificateReloader($0, log: OperatorLog.standardError) }
         await waitForTermination()
+        reloader?.stop()
         await server.stop()
     }
 
@@ -87,6 +110,7 @@ enum ServeCommand {
         var remaining = arguments[...]
         var token = ProcessInfo.processInfo.environment["CONTRAIL_TOKEN"]
         var natsCredentialsFile: String?
+        var tlsFiles: (certificate: String?, key: String?) = (nil, nil)
         func value(_ flag: String) throws -> String {
             guard let next = remaining.popFirst() else { throw CLIError.usage("\(flag) needs a value\n\n\(help)") }
             return next
@@ -120,6 +144,21 @@ enum ServeCommand {
             case "--max-scopes-per-session": options.maxScopesPerSession = try number(flag, Int.self)
             case "--scope-idle": options.scopeIdleTimeout = try seconds(flag)
             case "--scope": options.scopes.append(try value(flag))
+            case "--create-scopes":
+                let text = try value(flag)
+                guard let mode = ScopeCreation(rawValue: text) else {
+                    throw CLIError.usage("--create-scopes: '\(text)' is not fetch, write or declared\n\n\(help)")
+                }
+                options.scopeCreation = mode
+            case "--max-scopes": options.maxScopes = try number(flag, Int.self)
+            case "--failure-delay": options.failedAttemptDelay = try seconds(flag)
+            case "--max-failure-delay": options.maxFailedAttemptDelay = try seconds(flag)
+            case "--trusted-proxy":
+                let text = try value(flag)
+                guard let range = AddressRange(text) else {
+                    throw CLIError.usage("--trusted-proxy: '\(text)' is not an IP address or CIDR range\n\n\(help)")
+                }
+                options.trustedProxies.append(range)
             case "--token": token = try value(flag)
             case "--token-file":
                 let path = try value(flag)
@@ -141,6 +180,8 @@ enum ServeCommand {
             case "--nats-replicas":
                 guard options.cluster != nil else { throw CLIError.usage("--nats-replicas needs --nats first\n\n\(help)") }
                 options.cluster?.replicas = max(1, try number(flag, Int.self))
+            case "--tls-cert": tlsFiles.certificate = try value(flag)
+            case "--tls-key": tlsFiles.key = try value(flag)
             case "--no-pages": options.servesPages = false
             case "--quiet": options.log = nil
             case "--procedures": (options.procedures, options.roots) = try declarations(file: try value(flag))
@@ -160,10 +201,25 @@ enum ServeCommand {
         } else if natsCredentialsFile != nil {
             throw CLIError.usage("--nats-credentials needs --nats\n\n\(help)")
         }
+        options.tls = try tlsContext(tlsFiles)
         if options.cluster != nil && options.dataDirectory != nil {
             throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")
         }
         return options
+    }
+
+    /// The TLS context of `--tls-cert` and `--tls-key` (both or neither).
+    static func tlsContext(_ files: (certificate: String?, key: String?)) throws -> TLSServerContext? {
+        switch files {
+        case (nil, nil): return nil
+        case (let certificate?, let key?):
+            do {
+                return try TLSServerContext(certificateChainPath: certificate, privateKeyPath: key)
+            } catch {
+                throw CLIError.usage("contrail serve: \(error)")
+            }
+        default: throw CLIError.usage("--tls-cert and --tls-key go together\n\n\(help)")
+        }
     }
 
     /// Compares without returning early at the first difference (no timing hint for guessing).

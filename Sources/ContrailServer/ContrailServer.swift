@@ -25,8 +25,12 @@ public final class ContrailServer: Sendable {
                 throw .dataDirectory(path: directory.path(percentEncoded: false), reason: error.localizedDescription)
             }
         }
+        for name in options.scopes {
+            if let problem = ScopeName.problem(with: name) { throw .invalidScopeName(name: name, reason: problem.message) }
+        }
         core = ServerCore(options: options)
-        for name in options.scopes { _ = core.scope(named: name) }
+        core.discoverStoredScopes()
+        for name in options.scopes { _ = core.declareScope(named: name) }
     }
 
     /// The options the server runs with.
@@ -46,7 +50,7 @@ public final class ContrailServer: Sendable {
         let listener = listener.withLock { current in
             if let current { return current }
             let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes,
-                                            httpResponder: pages)
+                                            httpResponder: pages, tls: options.tls)
             current = created
             return created
         }
@@ -56,10 +60,13 @@ public final class ContrailServer: Sendable {
     }
 
     /// Serves one connected transport (in-memory or WebSocket) with its connect-time headers
-    /// (e.g. `X-Jetstream-SessionToken` to resume) and the peer's address, which failed session
-    /// attempts are counted by (nil: an in-process peer). Returns at once; the connection runs on its own.
+    /// (e.g. `X-Jetstream-SessionToken` to resume) and the peer's address (nil: an in-process peer).
+    /// The client's address, which failed credentials count against and the log names, is the
+    /// peer's, or the one its `X-Forwarded-For` names when the peer is one of
+    /// ``ServerOptions/trustedProxies``. Returns at once; the connection runs on its own.
     public func accept(_ transport: any SyncTransport, headers: [(String, String)], peer: String? = nil) {
-        let connection = ServerConnection(transport: transport, headers: headers, peer: peer ?? "in-process", core: core)
+        let client = ClientAddress.resolve(peer: peer, headers: headers, trusted: core.options.trustedProxies)
+        let connection = ServerConnection(transport: transport, headers: headers, peer: client, core: core)
         Task { await connection.run() }
     }
 
@@ -83,13 +90,16 @@ public final class ContrailServer: Sendable {
     }
 
     /// The state of scope `name` in the shape of `Scope.stateJSON()`
-    /// (`{"root": uuid, "objects": {uuid: {"clsName", "properties"}}}`); nil if no session has
-    /// fetched it since the server started (and it is not on disk).
+    /// (`{"root": uuid, "objects": {uuid: {"clsName", "properties"}}}`); nil if the scope does not
+    /// exist (``ServerOptions/scopeCreation``: a scope only fetched, never written, does not).
     public func state(ofScope name: String) async -> JSON? {
-        if let scope = core.existingScope(named: name) { return await scope.stateJSON() }
-        guard let directory = core.options.dataDirectory, !core.isStopped else { return nil }
-        let file = directory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
-        guard FileManager.default.fileExists(atPath: file.path(percentEncoded: false)) else { return nil }
-        return await core.scope(named: name)?.stateJSON()
+        guard ScopeName.problem(with: name) == nil, let scope = core.existingScope(named: name) else { return nil }
+        return await scope.stateJSON()
+    }
+
+    /// Whether the scope `name` exists: declared, in the data directory, or created as
+    /// ``ServerOptions/scopeCreation`` says.
+    public func scopeExists(_ name: String) -> Bool {
+        core.scopeExists(named: name)
     }
 }

@@ -13,7 +13,7 @@ final class ServerCore: Sendable {
     let logWriter: ScopeLogWriter?
     /// Loaded scopes against ``ServerOptions/maxOpenScopes``.
     let scopeSlots: ScopeSlots
-    /// Failed session attempts per peer address.
+    /// Failed credentials per client address.
     let throttle: AuthThrottle
     /// The connection to the cluster's log (`ServerOptions.cluster`), if any.
     let cluster: ClusterLink?
@@ -25,9 +25,25 @@ final class ServerCore: Sendable {
     private struct State {
         var sessions: [String: ServerSession] = [:]
         var scopes: [String: any HostedScope] = [:]
+        /// The scopes that exist (``ScopeCreation``), by ``scopeKey(_:)``: with a data directory the
+        /// scope files in it, otherwise names. Counted against ``ServerOptions/maxScopes``.
+        var existing: Set<String> = []
+        /// How many sessions hold each scope in `scopes` (a scope that does not exist leaves
+        /// `scopes` with its last holder).
+        var holders: [String: Int] = [:]
         var connections: [ObjectIdentifier: ServerConnection] = [:]
         var nextSessionNumber = 1
         var isStopped = false
+    }
+
+    /// What a session's fetch of a scope name comes to.
+    enum ScopeAccess {
+        /// The scope (existing, or not yet: then it answers an empty state until written).
+        case scope(any HostedScope)
+        /// A fetch error to answer.
+        case refused(WireErrorBody)
+        /// The server is stopping.
+        case stopped
     }
 
     private let state = SanitizerVisibleMutex(State())
@@ -39,7 +55,8 @@ final class ServerCore: Sendable {
         self.log = ServerLog(sink: options.log)
         self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
-        self.throttle = AuthThrottle(limit: options.maxFailedAttempts, window: options.failedAttemptWindow, clock: clock)
+        self.throttle = AuthThrottle(initialDelay: options.failedAttemptDelay, maxDelay: options.maxFailedAttemptDelay,
+                                     maxWaitingPerSource: options.maxDelayedAttemptsPerSource, clock: clock)
         self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
         self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry, clock: clock)
     }
@@ -80,33 +97,142 @@ final class ServerCore: Sendable {
 
     // MARK: Scopes
 
-    /// The scope named `name`, created on first use; nil once the server stopped (a scope made then
-    /// would open its log beside the one the stop just closed). The server's mode decides here, once,
-    /// which kind of scope it is: a ``ClusterScope`` with a cluster, a ``LocalScope`` otherwise.
-    func scope(named name: String) -> (any HostedScope)? {
+    /// The key a scope's existence is recorded under: its file name with a data directory (so the
+    /// files found there at start count), its name otherwise.
+    private func scopeKey(_ name: String) -> String {
+        options.dataDirectory == nil || cluster != nil ? name : ScopeFileName.fileName(for: name)
+    }
+
+    /// Records the scope files of the data directory as existing scopes (at start). O(files).
+    func discoverStoredScopes() {
+        guard cluster == nil, let directory = options.dataDirectory else { return }
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path(percentEncoded: false))) ?? []
+        state.withLock { state in
+            for file in files where file.hasSuffix(".scope") { state.existing.insert(file) }
+        }
+    }
+
+    /// Makes the scope actor for `name` (under the state lock). The server's mode decides here,
+    /// once, which kind of scope it is: a ``ClusterScope`` with a cluster, a ``LocalScope`` otherwise.
+    private func makeScope(_ name: String, exists: Bool) -> any HostedScope {
+        if let cluster {
+            return ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log,
+                                idleTimeout: options.scopeIdleTimeout)
+        }
+        return LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
+                          slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,
+                          procedures: options.procedures, root: options.roots[name], exists: exists,
+                          create: { [weak self] in
+                              guard let self else { return .limitExceeded("server is stopping") }
+                              return self.createScope(named: name)
+                          })
+    }
+
+    /// A declared scope (``ServerOptions/scopes``): created (or restored) whatever the mode and the
+    /// limit. Nil once stopped.
+    func declareScope(named name: String) -> (any HostedScope)? {
         state.withLock { state in
             if state.isStopped { return nil }
+            state.existing.insert(scopeKey(name))
             if let scope = state.scopes[name] { return scope }
-            let scope: any HostedScope = if let cluster {
-                ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log, idleTimeout: options.scopeIdleTimeout)
-            } else {
-                LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
-                           slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,
-                           procedures: options.procedures, root: options.roots[name])
-            }
+            let scope = makeScope(name, exists: true)
             state.scopes[name] = scope
             return scope
         }
     }
 
-    /// The live session count and the scopes in memory, sorted by name. For the inspector page.
-    func inspection() -> (sessions: Int, scopes: [any HostedScope]) {
-        state.withLock { state in (state.sessions.count, state.scopes.sorted { $0.key < $1.key }.map(\.value)) }
+    /// The scope named `name` for a session's fetch, counted as held until ``releaseScope(named:)``.
+    /// A name that does not exist is created (``ScopeCreation/fetch``, within
+    /// ``ServerOptions/maxScopes``), refused (``ScopeCreation/declared``), or served as an empty
+    /// scope that exists only once written (``ScopeCreation/write``). In cluster mode a scope
+    /// exists once this server holds it (the cluster's log keeps nothing until a write).
+    func holdScope(named name: String) -> ScopeAccess {
+        state.withLock { state in
+            if state.isStopped { return .stopped }
+            let key = scopeKey(name)
+            var exists = state.existing.contains(key)
+            if !exists {
+                switch options.scopeCreation {
+                case .declared:
+                    return .refused(.scopeNotFound)
+                case .fetch:
+                    if let refusal = Self.overLimit(state, options.maxScopes) { return .refused(refusal) }
+                    state.existing.insert(key)
+                    exists = true
+                case .write:
+                    if cluster != nil {
+                        if let refusal = Self.overLimit(state, options.maxScopes) { return .refused(refusal) }
+                        state.existing.insert(key)
+                        exists = true
+                    }
+                }
+            }
+            let scope: any HostedScope
+            if let held = state.scopes[name] {
+                scope = held
+            } else {
+                scope = makeScope(name, exists: exists)
+                state.scopes[name] = scope
+            }
+            state.holders[name, default: 0] += 1
+            return .scope(scope)
+        }
     }
 
-    /// The scope named `name` if it exists in memory.
+    /// A session no longer holds the scope `name`; a scope that does not exist leaves memory with
+    /// its last holder.
+    func releaseScope(named name: String) {
+        state.withLock { state in
+            guard let count = state.holders[name] else { return }
+            if count > 1 {
+                state.holders[name] = count - 1
+                return
+            }
+            state.holders[name] = nil
+            if !state.existing.contains(scopeKey(name)) { state.scopes[name] = nil }
+        }
+    }
+
+    /// Records that the scope `name` now exists (its first accepted write, ``ScopeCreation/write``);
+    /// a `limit-exceeded` error past ``ServerOptions/maxScopes``.
+    func createScope(named name: String) -> WireErrorBody? {
+        state.withLock { state in
+            let key = scopeKey(name)
+            if state.existing.contains(key) { return nil }
+            if let refusal = Self.overLimit(state, options.maxScopes) { return refusal }
+            state.existing.insert(key)
+            return nil
+        }
+    }
+
+    private static func overLimit(_ state: State, _ limit: Int?) -> WireErrorBody? {
+        guard let limit, state.existing.count >= limit else { return nil }
+        return .limitExceeded("Server holds the maximum of \(limit) scopes")
+    }
+
+    /// Whether the scope `name` exists.
+    func scopeExists(named name: String) -> Bool {
+        state.withLock { $0.existing.contains(scopeKey(name)) }
+    }
+
+    /// The live session count and the existing scopes in memory, sorted by name. For the inspector page.
+    func inspection() -> (sessions: Int, scopes: [any HostedScope]) {
+        state.withLock { state in
+            (state.sessions.count, state.scopes.filter { state.existing.contains(scopeKey($0.key)) }
+                .sorted { $0.key < $1.key }.map(\.value))
+        }
+    }
+
+    /// The scope named `name` if it exists (in memory, or in the data directory: then it is loaded
+    /// into memory). Nil for a scope that does not exist, or once stopped.
     func existingScope(named name: String) -> (any HostedScope)? {
-        state.withLock { $0.scopes[name] }
+        state.withLock { state in
+            guard !state.isStopped, state.existing.contains(scopeKey(name)) else { return nil }
+            if let scope = state.scopes[name] { return scope }
+            let scope = makeScope(name, exists: true)
+            state.scopes[name] = scope
+            return scope
+        }
     }
 
     // MARK: Connections

@@ -10,6 +10,11 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
     case stopped
     /// The server holds its maximum of loaded scopes (``ServerOptions/maxOpenScopes``).
     case tooManyOpenScopes(limit: Int)
+    /// A declared scope's name (``ServerOptions/scopes``) breaks the rule for names (1 to 200
+    /// bytes of UTF-8, no control characters).
+    case invalidScopeName(name: String, reason: String)
+    /// A scope's log in the data directory records another scope's name (a file name collision).
+    case scopeFileMismatch(scope: String, recorded: String)
 
     /// What went wrong, in words.
     public var description: String {
@@ -19,6 +24,9 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
         case .listener(let reason): return "cannot listen: \(reason)"
         case .stopped: return "the server is stopped"
         case .tooManyOpenScopes(let limit): return "the server holds its maximum of \(limit) open scopes"
+        case .invalidScopeName(let name, let reason): return "scope name '\(name.prefix(64))' is not valid: \(reason)"
+        case .scopeFileMismatch(let scope, let recorded):
+            return "the log file of scope '\(scope)' belongs to scope '\(recorded.prefix(64))'"
         }
     }
 }

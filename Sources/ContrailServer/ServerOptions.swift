@@ -10,9 +10,12 @@ import Foundation
 /// let server = try ContrailServer(options: options)
 /// ```
 public struct ServerOptions: Sendable {
-    /// The address the WebSocket listener binds to. Loopback unless told otherwise (§8.8); put
-    /// TLS termination in front of the server when exposing it.
+    /// The address the WebSocket listener binds to. Loopback unless told otherwise (§8.8); serve
+    /// TLS (``tls``) or put TLS termination in front of the server when exposing it.
     public var host = "127.0.0.1"
+    /// Serve TLS (`wss://`, and the pages over `https://`) with this certificate chain and key; nil
+    /// serves plain TCP. ``TLSServerContext/reload()`` swaps in new files for new connections.
+    public var tls: TLSServerContext? = nil
     /// The port to listen on; 0 picks a free one (``ContrailServer/start()`` returns it).
     public var port: UInt16 = 0
     /// Where scopes are persisted, one log file per scope; nil keeps everything in memory.
@@ -48,12 +51,22 @@ public struct ServerOptions: Sendable {
     public var maxOpenScopes = 1_000
     /// The most scopes one session may fetch; more are answered with a `limit-exceeded` error.
     public var maxScopesPerSession = 100
-    /// Failed session attempts (denied `SessionCreate`, unknown session token) one peer address
-    /// may make within ``failedAttemptWindow``; after that its connections are closed with 4096
-    /// at once for ``failedAttemptWindow``.
-    public var maxFailedAttempts = 5
-    /// See ``maxFailedAttempts``.
-    public var failedAttemptWindow: Duration = .seconds(60)
+    /// Failed credentials (a connection the ``connectionHook`` denies, a `SessionCreate` the
+    /// ``sessionHook`` denies, an unknown session token) are answered after a delay per client
+    /// address: this long for an address's first failure, doubling with each further one up to
+    /// ``maxFailedAttemptDelay``; an address quiet for twice that is forgotten. Valid credentials
+    /// are never delayed or refused, whatever other clients at the same address do; malformed or
+    /// slow handshakes are closed at once and do not count.
+    public var failedAttemptDelay: Duration = .milliseconds(250)
+    /// The longest delay of ``failedAttemptDelay``.
+    public var maxFailedAttemptDelay: Duration = .seconds(30)
+    /// Delayed answers one client address may have waiting at once; its failures past this are
+    /// answered (and closed) at once, so that waiting connections stay bounded.
+    public var maxDelayedAttemptsPerSource = 4
+    /// Proxies (CIDR ranges: `10.0.0.0/8`, `::1`) whose `X-Forwarded-For` names the client: a
+    /// connection from one of them counts against (and is logged as) the rightmost address of that
+    /// header that is not itself a trusted proxy. Any other peer's `X-Forwarded-For` is ignored.
+    public var trustedProxies: [AddressRange] = []
     /// Decides on `SessionCreate` from its params and the connection's headers; false denies
     /// ("Session creation denied"): the connection is closed with 4096 and that reason.
     public var sessionHook: @Sendable (_ params: [String: JSON], _ headers: [(String, String)]) async -> Bool = { _, _ in true }
@@ -61,10 +74,17 @@ public struct ServerOptions: Sendable {
     /// with 4096 `rejected`.
     public var connectionHook: @Sendable (_ headers: [(String, String)]) async -> Bool = { _ in true }
     /// Scopes to create (or restore from `dataDirectory`) when the server is made, before any
-    /// fetch. Other scopes are created on their first allowed fetch.
+    /// fetch. Others come into existence as ``scopeCreation`` says.
     public var scopes: [String] = []
-    /// Decides on `ScopeFetch`; return an error to deny, nil to allow. Scopes are created on
-    /// their first allowed fetch.
+    /// When a scope comes into existence (a log file, a place in memory). Default
+    /// ``ScopeCreation/write``: on the first accepted write.
+    public var scopeCreation: ScopeCreation = .write
+    /// The most scopes that may exist (with a data directory, the scope files in it); creating one
+    /// more is answered with a `limit-exceeded` error. The declared ``scopes`` count but are always
+    /// created. In a cluster, the scopes this server holds. Nil: no limit.
+    public var maxScopes: Int? = 100_000
+    /// Decides on `ScopeFetch`; return an error to deny, nil to allow. An allowed fetch of a
+    /// scope that does not exist is answered as ``scopeCreation`` says.
     public var fetchHook: @Sendable (_ scopeName: String, _ params: [String: JSON]) async -> WireErrorBody? = { _, _ in nil }
     /// Serves the web pages (an inspector at `/`, a canvas demo at `/demo`, the JavaScript client at
     /// `/contrail.js`) as plain HTTP GET beside the WebSocket upgrade. `contrail serve` turns it on.
@@ -79,7 +99,7 @@ public struct ServerOptions: Sendable {
     /// (as the original's app-set root model), instead of waiting for a client to name them.
     public var roots: [String: ScopeRoot] = [:]
     /// The clock every server timer and timeout runs on: keep-alive pings, session expiry, the
-    /// establish timeout, idle scopes, the failed-attempt window, a cluster scope's catch-up
+    /// establish timeout, idle scopes, the delays of failed attempts, a cluster scope's catch-up
     /// retries. Tests pass a virtual clock to run these in virtual time.
     public var clock: any Clock<Duration> = ContinuousClock()
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.

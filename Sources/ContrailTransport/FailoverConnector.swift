@@ -23,6 +23,13 @@ public final class FailoverConnector: SyncConnector {
         self.options = options
     }
 
+    /// A connector over `urls` (`wss://` ones verified as `tls` says) with otherwise default options.
+    public convenience init(urls: [String], tls: TLSClientConfiguration) {
+        var options = WebSocketOptions()
+        options.tls = tls
+        self.init(urls: urls, options: options)
+    }
+
     /// The URL of the server that last answered (where the next connect starts); nil without URLs.
     public var currentURL: String? {
         urls.isEmpty ? nil : urls[current.withLock { $0 }]

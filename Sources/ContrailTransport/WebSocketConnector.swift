@@ -1,7 +1,7 @@
 import ContrailWebSocket
 import ContrailWire
 
-/// Opens WebSocket transports to a sync server URL (`ws://host:port/path`).
+/// Opens WebSocket transports to a sync server URL (`ws://host:port/path`, or `wss://` over TLS).
 public struct WebSocketConnector: SyncConnector {
     /// The server URL.
     public let url: String
@@ -12,6 +12,13 @@ public struct WebSocketConnector: SyncConnector {
     public init(url: String, options: WebSocketOptions = .init()) {
         self.url = url
         self.options = options
+    }
+
+    /// A connector to `url` (`wss://` verified as `tls` says) with otherwise default options.
+    public init(url: String, tls: TLSClientConfiguration) {
+        var options = WebSocketOptions()
+        options.tls = tls
+        self.init(url: url, options: options)
     }
 
     /// Opens a WebSocket connection; throws `SyncError.transport` with the reason when it cannot.

@@ -28,6 +28,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     let loop: EventLoop
     let options: WebSocketOptions
     let channel: Channel
+    /// The TLS session under the channel (`wss://`, or a server with `serverTLS`); nil for plain TCP.
+    let tls: TLSSession?
     let inbound: InboundQueue<WebSocketMessage, WebSocketError>
 
     /// The request target: the URL's path and query on a client, the requested one on a server.
@@ -72,13 +74,14 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Called on the loop thread once the connection is fully closed.
     var onFinished: (() -> Void)?
 
-    init(role: WebSocketRole, fd: Int32, loop: EventLoop, options: WebSocketOptions, path: String) {
+    init(role: WebSocketRole, fd: Int32, loop: EventLoop, options: WebSocketOptions, path: String, tls: TLSSession? = nil) {
         self.role = role
+        self.tls = tls
         self.remoteHost = SocketAddress.peer(of: fd)?.host
         self.loop = loop
         self.options = options
         shared = SanitizerVisibleMutex(Shared(path: path))
-        let channel = Channel(fd: fd, loop: loop, highWater: options.writeBufferHighWater)
+        let channel = Channel(fd: fd, loop: loop, highWater: options.writeBufferHighWater, security: tls)
         self.channel = channel
         inbound = InboundQueue(highWater: options.readBufferHighWater, size: { $0.byteCount },
                                setReading: { channel.setReading($0) })
@@ -91,25 +94,35 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     // MARK: Client
 
-    /// Opens a connection to a `ws://` URL: DNS, TCP connect, then the opening handshake.
+    /// Opens a connection to a `ws://` or `wss://` URL: DNS, TCP connect, the TLS handshake for `wss://`
+    /// (verified as `options.tls` says), then the opening handshake.
     ///
-    /// - Throws: `invalidURL`, `unsupportedScheme` (wss), `unknownHost`, `connectionRefused`,
-    ///   `timedOut` (connect or handshake), `handshakeFailed` (the server refused; carries its status
-    ///   line), `invalidHandshake`, `io`, or `closed` when the event loop has stopped.
+    /// - Throws: `invalidURL`, `unsupportedScheme`, `unknownHost`, `connectionRefused`, `tls` (the
+    ///   certificate was refused, with the reason, or the TLS handshake failed), `timedOut` (connect or
+    ///   handshake), `handshakeFailed` (the server refused; carries its status line),
+    ///   `invalidHandshake`, `io`, or `closed` when the event loop has stopped.
     public static func connect(to url: String, options: WebSocketOptions = .init()) async throws(WebSocketError)
         -> WebSocketConnection
     {
         let target = try WebSocketURL(url)
         try Handshake.validate(headers: options.headers)
         let loop = options.nextLoop
+        var tls: TLSSession?
+        if target.isSecure {
+            do throws(TLSError) {
+                tls = try await TLSSession.client(host: target.host, configuration: options.tls)
+            } catch {
+                throw .tls(error)
+            }
+        }
         let fd: Int32
         do throws(NetworkError) {
             fd = try await Connector.connect(host: target.host, port: target.port, loop: loop,
-                                             timeout: options.connectTimeout)
+                                             timeout: options.connectTimeout, localHost: options.localAddress)
         } catch {
             throw WebSocketError(error)
         }
-        let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path)
+        let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path, tls: tls)
         let result = await withCheckedContinuation { continuation in
             do throws(EventLoopError) {
                 try loop.enqueue {
@@ -161,12 +174,12 @@ public final class WebSocketConnection: @unchecked Sendable {
     // MARK: Server
 
     /// Wraps a freshly accepted socket and waits for its handshake request. Loop thread only.
-    static func accept(fd: Int32, loop: EventLoop, options: WebSocketOptions,
+    static func accept(fd: Int32, loop: EventLoop, options: WebSocketOptions, tls: TLSSession? = nil,
                        hook: @escaping @Sendable (HTTPHead) -> HandshakeDecision,
                        opened: @escaping (WebSocketConnection) -> Void) -> WebSocketConnection
     {
         loop.assertOnLoop()
-        let connection = WebSocketConnection(role: .server, fd: fd, loop: loop, options: options, path: "/")
+        let connection = WebSocketConnection(role: .server, fd: fd, loop: loop, options: options, path: "/", tls: tls)
         connection.handshakeHook = hook
         connection.onHandshake = { [unowned connection] result in
             if case .success = result { opened(connection) }
@@ -575,7 +588,9 @@ public final class WebSocketConnection: @unchecked Sendable {
         loop.assertOnLoop()
         switch lifecycle.state {
         case .connecting, .refused:
-            if failure == nil { failure = .closed(code, "closed before the opening handshake finished") }
+            if failure == nil, let tls, !tls.handshakeCompleted {
+                failure = .tls(.handshakeFailed("the peer closed the connection during the TLS handshake"))
+            } else if failure == nil { failure = .closed(code, "closed before the opening handshake finished") }
         case .open, .closeSent, .closing, .closed:
             break
         }
@@ -640,13 +655,19 @@ extension WebSocketConnection: ChannelDelegate {
     package func channelEnded(errno: Int32?) {
         loop.assertOnLoop()
         if let errno {
-            if failure == nil && !lifecycle.hasPeerClose { failure = .io(errno: errno, "reading from the peer") }
+            if let tlsFailure = tls?.failure, failure == nil {
+                failure = .tls(tlsFailure)
+            } else if failure == nil && !lifecycle.hasPeerClose {
+                failure = .io(errno: errno, "reading from the peer")
+            }
             handle(.abort)
             return
         }
         switch lifecycle.state {
         case .connecting, .refused:
-            if failure == nil {
+            if failure == nil, let tls, !tls.handshakeCompleted {
+                failure = .tls(.handshakeFailed("the peer closed the connection during the TLS handshake"))
+            } else if failure == nil {
                 failure = role == .client
                     ? .invalidHandshake("the server closed the connection during the opening handshake")
                     : .closed(nil, "the client closed the connection during the opening handshake")

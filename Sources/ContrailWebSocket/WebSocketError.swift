@@ -7,8 +7,11 @@ public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible 
     case protocolViolation(CloseCode, String)
     /// The URL could not be parsed; the string says what is wrong.
     case invalidURL(String)
-    /// The URL's scheme is not supported (e.g. `wss`, which is not implemented yet).
+    /// The URL's scheme is not supported (only `ws` and `wss` are).
     case unsupportedScheme(String)
+    /// TLS failed: the server's certificate was refused (expired, untrusted, wrong host, pin mismatch)
+    /// or the TLS handshake or connection failed; the `TLSError` names the reason.
+    case tls(TLSError)
     /// The server refused the upgrade; carries its status line, e.g. `"HTTP/1.1 403 Forbidden"`.
     case handshakeFailed(status: String)
     /// The opening handshake was malformed (missing or wrong headers, bad accept key, ...).
@@ -47,7 +50,9 @@ public enum WebSocketError: Error, Sendable, Equatable, CustomStringConvertible 
         case .invalidURL(let why):
             "Invalid WebSocket URL: \(why)"
         case .unsupportedScheme(let scheme):
-            "Unsupported URL scheme '\(scheme)': only ws:// is supported (wss:// is not implemented yet)"
+            "Unsupported URL scheme '\(scheme)': only ws:// and wss:// are supported"
+        case .tls(let error):
+            error.description
         case .handshakeFailed(let status):
             "The server refused the WebSocket handshake: \(status)"
         case .invalidHandshake(let why):

@@ -9,6 +9,9 @@
 public struct WebSocketOptions: Sendable {
     /// How long the TCP connect (including DNS) may take. Client only.
     public var connectTimeout: Duration = .seconds(10)
+    /// A local IP address to bind the socket to before connecting: the source address the server
+    /// sees (a host with several addresses; tests use 127.x.y.z). Nil lets the system choose. Client only.
+    public var localAddress: String? = nil
     /// How long the opening handshake may take once TCP is up, on both sides: a server drops a client
     /// that has not sent a complete request by then.
     public var handshakeTimeout: Duration = .seconds(10)
@@ -33,6 +36,13 @@ public struct WebSocketOptions: Sendable {
     /// Reading pauses while more than this many received bytes wait for the app to take them from
     /// `messages` (TCP then slows the sender down).
     public var readBufferHighWater: Int = 4 << 20
+
+    /// How a `wss://` client verifies the server: the system's roots by default, or a CA bundle, and
+    /// optional public-key pins. Client only.
+    public var tls = TLSClientConfiguration()
+    /// Server only: serve TLS with this certificate and key (reloadable: new connections use the last
+    /// loaded); nil serves plain TCP.
+    public var serverTLS: TLSServerContext? = nil
 
     /// One event loop to run everything on (a server's listener and all its connections, or a client):
     /// nil spreads connections over `eventLoopGroup`. The connections' timers (connect, handshake, close

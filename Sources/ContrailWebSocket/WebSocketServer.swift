@@ -132,8 +132,18 @@ public final class WebSocketServer: Sendable {
             Socket.close(fd)
             return
         }
+        var tls: TLSSession?
+        if let serverTLS = options.serverTLS {
+            do throws(TLSError) {
+                tls = try serverTLS.makeSession()
+            } catch {
+                options.log("contrail: refusing a connection: \(error)")
+                Socket.close(fd)
+                return
+            }
+        }
         let continuation = self.continuation
-        let connection = WebSocketConnection.accept(fd: fd, loop: loop, options: options, hook: handshake) {
+        let connection = WebSocketConnection.accept(fd: fd, loop: loop, options: options, tls: tls, hook: handshake) {
             continuation.yield($0)
         }
         let key = ObjectIdentifier(connection)

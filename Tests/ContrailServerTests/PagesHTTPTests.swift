@@ -61,6 +61,7 @@ import Testing
         let secret = "hook-secret-\(UUID().uuidString)"
         let (server, port) = try await startPageServer { options in
             options.sessionHook = { params, _ in params["token"] == .string(secret) }
+            options.scopeCreation = .fetch  // the fetched scope exists, and the overview lists it
         }
         defer { Task { await server.stop() } }
         let peer = ServerTestClient(server: server)

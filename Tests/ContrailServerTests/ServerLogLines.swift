@@ -10,6 +10,9 @@ final class ServerLogLines: Sendable {
 
     private let state = SanitizerVisibleMutex(State())
 
+    /// Every line logged so far.
+    var all: [String] { state.withLock { $0.lines } }
+
     /// The log sink that records into this.
     var sink: @Sendable (String) -> Void { { [self] line in append(line) } }
 

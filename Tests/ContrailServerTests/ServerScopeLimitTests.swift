@@ -50,6 +50,7 @@ struct ServerScopeLimitTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         var options = dataOptions(directory)
         options.maxOpenScopes = 2
+        options.scopeCreation = .fetch  // loaded (and opened) on fetch
         let server = try ContrailServer(options: options)
         let a = ServerTestClient(server: server)
         try await a.createSession()
@@ -81,6 +82,7 @@ struct ServerScopeLimitTests {
         options.log = lines.sink
         options.maxOpenScopes = 1
         options.scopeIdleTimeout = .seconds(60)
+        options.scopeCreation = .fetch  // loaded (and opened) on fetch
         let server = try ContrailServer(options: options)
         let a = ServerTestClient(server: server)
         try await a.createSession()

@@ -15,11 +15,12 @@ final class ServerTestClient: @unchecked Sendable {
     private(set) var closed: TransportClosed?
     private(set) var finished = false
 
-    init(server: ContrailServer, headers: [(String, String)] = []) {
+    /// An in-memory client; `peer`: the address the server is told it comes from.
+    init(server: ContrailServer, headers: [(String, String)] = [], peer: String? = nil) {
         let (client, serverEnd) = InMemoryTransport.pair()
         transport = client
         iterator = client.frames.makeAsyncIterator()
-        server.accept(serverEnd, headers: headers)
+        server.accept(serverEnd, headers: headers, peer: peer)
     }
 
     /// A client over `transport` (e.g. a WebSocket to a server in a child process).
@@ -28,9 +29,12 @@ final class ServerTestClient: @unchecked Sendable {
         iterator = transport.frames.makeAsyncIterator()
     }
 
-    /// A client over a real WebSocket to `ws://127.0.0.1:port/`.
-    static func connect(port: UInt16, headers: [(String, String)] = []) async throws -> ServerTestClient {
-        let transport = try await WebSocketConnector(url: "ws://127.0.0.1:\(port)/").connect(headers: headers)
+    /// A client over a real WebSocket to `ws://127.0.0.1:port/`, its socket bound to `source`
+    /// (e.g. `127.0.0.5`: Linux routes all of 127/8 to the loopback interface) when given.
+    static func connect(port: UInt16, headers: [(String, String)] = [], from source: String? = nil) async throws -> ServerTestClient {
+        var options = WebSocketOptions()
+        options.localAddress = source
+        let transport = try await WebSocketConnector(url: "ws://127.0.0.1:\(port)/", options: options).connect(headers: headers)
         return ServerTestClient(transport: transport)
     }
 

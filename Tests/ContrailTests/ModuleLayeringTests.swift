@@ -15,7 +15,7 @@ struct ModuleLayeringTests {
         "ContrailWebSocket": ["ContrailSupport", "ContrailTLS"],
         "ContrailNATS": ["ContrailSupport", "ContrailTLS"],
         "ContrailWire": ["ContrailSupport", "CContrailSystem"],
-        "ContrailTransport": ["ContrailWire", "ContrailWebSocket", "ContrailSupport"],
+        "ContrailTransport": ["ContrailWire", "ContrailWebSocket", "ContrailSupport", "ContrailTLS"],
         "Contrail": ["ContrailTransport", "ContrailWire", "ContrailSupport", "CContrailSystem"],
         "ContrailServer": ["ContrailTransport", "ContrailWire", "ContrailWebSocket", "ContrailNATS", "ContrailSupport", "ContrailTLS"],
         "ContrailBenchModels": ["Contrail"],

@@ -39,8 +39,12 @@ import ContrailWebSocket
         #expect(try WebSocketURL("WS://h:1").port == 1)
     }
 
-    @Test func wssIsUnsupported() {
-        #expect(throws: WebSocketError.unsupportedScheme("wss")) { try WebSocketURL("wss://example.com/") }
+    @Test func wssIsSecureWithPort443() throws {
+        let url = try WebSocketURL("wss://example.com/x")
+        #expect(url.isSecure && url.port == 443 && url.hostHeader == "example.com")
+        #expect(url.description == "wss://example.com/x")
+        #expect(try WebSocketURL("wss://example.com:8443/").hostHeader == "example.com:8443")
+        #expect(try WebSocketURL("ws://example.com/").isSecure == false)
         #expect(throws: WebSocketError.unsupportedScheme("http")) { try WebSocketURL("http://example.com/") }
     }
 

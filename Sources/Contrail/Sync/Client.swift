@@ -55,15 +55,16 @@ public final class Client {
     let timeline: ElapsedClock
     private let statusObservers = ObserverList<Status>()
 
-    /// A client for a WebSocket server at `url` (`ws://host:port/path`).
+    /// A client for a WebSocket server at `url` (`ws://host:port/path`, or `wss://` verified as
+    /// `options.tls` says).
     public convenience init(url: String, options: ClientOptions = .init()) {
-        self.init(connector: WebSocketConnector(url: url), options: options)
+        self.init(connector: WebSocketConnector(url: url, tls: options.tls), options: options)
     }
 
     /// A client for the servers of a cluster (`contrail serve --nats`): it connects to the first
     /// URL that answers and, on losing its server, to the next ones in turn (`FailoverConnector`).
     public convenience init(urls: [String], options: ClientOptions = .init()) {
-        self.init(connector: FailoverConnector(urls: urls), options: options)
+        self.init(connector: FailoverConnector(urls: urls, tls: options.tls), options: options)
     }
 
     /// A client that opens its transports with `connector` (an in-memory server, a custom transport).
@@ -135,7 +136,7 @@ public final class Client {
     /// Connects to `url`, opens a session and fetches `scope` (Jetstream's `syncWithScopeName`).
     public static func sync(_ scope: Scope, url: String, params: [String: JSON] = [:],
                             options: ClientOptions = .init()) async throws(SyncError) -> Client {
-        try await sync(scope, connector: WebSocketConnector(url: url), params: params, options: options)
+        try await sync(scope, connector: WebSocketConnector(url: url, tls: options.tls), params: params, options: options)
     }
 
     /// Connects to the first of the cluster's server `urls` that answers, opens a session and

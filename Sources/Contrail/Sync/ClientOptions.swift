@@ -31,6 +31,10 @@ public struct ClientOptions: Sendable {
     /// pings, and the deadlines of `Session.sync` and `Session.detach`. A test passes a virtual-time
     /// clock to run all of these without waiting.
     public var clock: any Clock<Duration> = ContinuousClock()
+    /// How a `wss://` server is verified: the system's roots (honouring `SSL_CERT_FILE` and
+    /// `SSL_CERT_DIR`) unless `caBundlePath` names a PEM bundle, and the public-key pins if any.
+    /// Failures reach the status as `SyncError.transport` naming the `TLSError`.
+    public var tls = TLSClientConfiguration()
 
     /// Default options.
     public init() {}

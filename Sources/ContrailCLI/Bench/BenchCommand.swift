@@ -1,9 +1,9 @@
 import Foundation
 
-/// `contrail bench [model|scope|json|websocket|sync|durability|cluster|connections|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|json|websocket|sync|durability|cluster|connections|all] [--json] [--smoke]
+    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -11,6 +11,8 @@ enum BenchCommand {
       --json   one JSON object per line: {"name","value","unit","baseline","ratio"}
       --smoke  tiny iteration counts: proves the code paths, figures are meaningless
       --sessions N  sessions for `connections`
+      `tls` compares echo over wss:// with ws:// (and the handshake) in the same run; it needs
+      OpenSSL 3 (libssl.so.3) at run time.
     """
 
     static func run(_ arguments: [String]) async throws {
@@ -31,12 +33,12 @@ enum BenchCommand {
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "json", "websocket", "sync", "durability", "cluster", "connections": suites.append(argument)
-            case "all": suites += ["model", "scope", "json", "websocket", "sync", "durability"]
+            case "model", "scope", "json", "websocket", "tls", "sync", "durability", "cluster", "connections": suites.append(argument)
+            case "all": suites += ["model", "scope", "json", "websocket", "tls", "sync", "durability"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
         }
-        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "sync", "durability"] }
+        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "tls", "sync", "durability"] }
         if !options.json {
             print(pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
         }
@@ -47,6 +49,7 @@ enum BenchCommand {
             case "scope": figures = try await ScopeBench.run(options)
             case "json": figures = try await JSONBench.run(options)
             case "websocket": figures = try await WebSocketBench.run(options)
+            case "tls": figures = try await TLSBench.run(options)
             case "sync": figures = try await SyncBench.run(options)
             case "durability": figures = try await DurabilityBench.run(options)
             case "cluster": figures = try await ClusterBench.run(options)

@@ -7,6 +7,11 @@ import Foundation
 /// applied one at a time in arrival order (one total order per scope); broadcasts go straight into
 /// the subscribers' outboxes, so every session sees them in that order.
 ///
+/// A scope that does not exist yet (``ScopeCreation/write``) holds only its subscribers and the
+/// empty state it answers fetches with (no slot, no file); its first accepted write creates it
+/// (asking the server, within ``ServerOptions/maxScopes``) on the same root, and its subscribers
+/// get that write's broadcast like any other.
+///
 /// Loading takes one of the server's ``ScopeSlots``. With a data directory, a scope unused for
 /// `idleTimeout` snapshots its state, closes its log file, leaves memory and gives its slot back;
 /// the next fetch or sync reloads it (its subscriptions stay).
@@ -38,9 +43,23 @@ actor LocalScope: HostedScope {
     private let clock: ElapsedClock
     private var lastUse: ElapsedClock.Instant
     private var idleTask: Task<Void, Never>?
+    /// Whether the scope exists; until it does, fetches get ``unwritten`` and nothing is stored.
+    private var exists: Bool
+    /// The state of the scope before it exists: empty, on the root it will be created with.
+    private var unwritten: ScopeStore?
+    /// Asks the server to record that the scope now exists; an error when it may not.
+    private let create: @Sendable () -> WireErrorBody?
+    /// Syncs run one at a time in arrival order: the ticket of the next to arrive, the one whose
+    /// turn it is, and the ones waiting for theirs.
+    private var nextSyncTicket = 0
+    private var syncTurn = 0
+    private var syncWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
 
     init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
-         idleTimeout: Duration, clock: ElapsedClock, log: ServerLog, procedures: [ServerProcedure] = [], root: ScopeRoot? = nil) {
+         idleTimeout: Duration, clock: ElapsedClock, log: ServerLog, procedures: [ServerProcedure] = [], root: ScopeRoot? = nil,
+         exists: Bool = true, create: @escaping @Sendable () -> WireErrorBody? = { nil }) {
+        self.exists = exists
+        self.create = create
         self.declaredRoot = root
         self.name = name
         self.limits = limits
@@ -72,9 +91,11 @@ actor LocalScope: HostedScope {
         if let store { return store }
         if isClosed { throw ServerError.stopped }
         try takeSlot()
+        let root = unwritten?.rootUUID ?? UUID()
         guard let writer, let dataDirectory else {
-            let fresh = seeded(ScopeStore())
+            let fresh = unwritten ?? seeded(ScopeStore(rootUUID: root))
             store = fresh
+            unwritten = nil
             return fresh
         }
         let task: Task<Result<ScopePersistence.Opened, ServerError>, Never>
@@ -83,7 +104,9 @@ actor LocalScope: HostedScope {
         } else {
             let name = self.name
             task = Task {
-                do throws(ServerError) { return .success(try await writer.open(directory: dataDirectory, name: name)) } catch { return .failure(error) }
+                do throws(ServerError) {
+                    return .success(try await writer.open(directory: dataDirectory, name: name, root: root))
+                } catch { return .failure(error) }
             }
             loading = task
         }
@@ -102,6 +125,7 @@ actor LocalScope: HostedScope {
         persistence = opened.persistence
         let loaded = seeded(opened.store)
         store = loaded
+        unwritten = nil
         logBytes = opened.size
         compactedBytes = opened.size
         log.write("scope '\(name)': loaded \(opened.store.objectCount) objects")
@@ -157,6 +181,13 @@ actor LocalScope: HostedScope {
     /// Subscribes a session (once, however often it fetches) and queues `ScopeFetchReply` then
     /// `ScopeState` into its outbox, with no broadcast in between.
     func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
+        if !exists {
+            // Answered from memory: a fresh, empty state on the root the scope will be created with.
+            let empty = unwritten ?? seeded(ScopeStore(rootUUID: ScopeName.unwrittenRootUUID(of: name)))
+            unwritten = empty
+            core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: empty)()
+            return
+        }
         let store: ScopeStore
         do {
             store = try await loadedStore()
@@ -178,6 +209,26 @@ actor LocalScope: HostedScope {
     /// queues the reply. `received`: the fragments as the client sent them, when `message` holds
     /// dates converted to epoch seconds; the broadcast carries those values as received.
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]? = nil) async {
+        // One at a time, in arrival order, also across the wait for the log to load: a session's
+        // resent message may arrive (on a new connection) while its earlier one waits here, and the
+        // waiters of one load would otherwise resume in any order.
+        let ticket = nextSyncTicket
+        nextSyncTicket += 1
+        if ticket != syncTurn {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in syncWaiters[ticket] = continuation }
+        }
+        defer {
+            syncTurn += 1
+            syncWaiters.removeValue(forKey: syncTurn)?.resume()
+        }
+        await applyInTurn(message, from: outbox, received: received)
+    }
+
+    /// ``sync(_:from:received:)`` in its turn.
+    private func applyInTurn(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) async {
+        if !exists {
+            guard createOnWrite(message, from: outbox, received: received) else { return }
+        }
         var store: ScopeStore
         do throws(ServerError) { store = try await loadedStore() } catch {
             // A stopping server answers nothing: a rejection would make the client revert edits
@@ -215,6 +266,34 @@ actor LocalScope: HostedScope {
             Task { await self.storageFailed(persistence, error) }
         }
         compactIfDue(persistence, store: store, appended: payload.count)
+    }
+
+    /// The first write to a scope that does not exist: creates it (true: apply the write as usual)
+    /// when the write would be accepted and the server has room; otherwise answers it on the empty
+    /// state, storing nothing (false).
+    private func createOnWrite(_ message: ScopeSync, from outbox: SessionOutbox, received: [SyncFragment]?) -> Bool {
+        let empty = unwritten ?? seeded(ScopeStore(rootUUID: ScopeName.unwrittenRootUUID(of: name)))
+        unwritten = empty
+        var trial = empty
+        let accepted = trial.apply(message.fragments, atomic: message.atomic == true, maxObjects: limits.maxObjectsPerScope,
+                                   changeSetID: message.changeSetID).accepted
+        if accepted.isEmpty {
+            var scratch = empty
+            switch core.apply(message, to: &scratch, from: outbox, received: received) {
+            case .refused(let deliver), .unchanged(let deliver): deliver()
+            case .accepted: break  // not reached: the same fragments on the same state were not accepted
+            }
+            return false
+        }
+        if let refusal = create() {
+            log.write("scope '\(name)': not created: \(refusal.message)")
+            let replies = Array(repeating: FragmentReply.rejected(refusal), count: message.fragments.count)
+            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
+            return false
+        }
+        exists = true
+        log.write("scope '\(name)': created by its first write")
+        return true
     }
 
     /// Snapshots the store into a fresh log once the log has grown to several times its last
@@ -255,7 +334,8 @@ actor LocalScope: HostedScope {
 
     /// The state as `Scope.stateJSON()` shapes it; nil if it cannot be loaded.
     func stateJSON() async -> JSON? {
-        (try? await loadedStore())?.stateJSON()
+        guard exists else { return nil }
+        return (try? await loadedStore())?.stateJSON()
     }
 
     /// The number of subscribed sessions.
@@ -263,7 +343,7 @@ actor LocalScope: HostedScope {
 
     /// The number of objects (loading the scope if needed; 0 if it cannot be loaded). For the inspector page.
     var objectCount: Int {
-        get async { (try? await loadedStore())?.objectCount ?? 0 }
+        get async { exists ? (try? await loadedStore())?.objectCount ?? 0 : 0 }
     }
 
     /// Writes out and closes the log.
@@ -276,6 +356,11 @@ actor LocalScope: HostedScope {
             if let store { writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized()) }
             self.persistence = nil
             await writer.close(persistence)
+        }
+        // A log still being opened (a first write or a fetch racing the stop) is closed here, before
+        // the server's writer finishes: its waiter may resume only after that.
+        if let loading, let writer, case .success(let opened) = await loading.value {
+            await writer.close(opened.persistence)
         }
         store = nil
         core.unsubscribeAll()

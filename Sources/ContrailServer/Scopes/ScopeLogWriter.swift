@@ -20,7 +20,7 @@ import Foundation
 final class ScopeLogWriter: @unchecked Sendable {
     /// One unit of work, run on the writer thread in submission order.
     private enum Job {
-        case open(URL, name: String, done: @Sendable (Result<ScopePersistence.Opened, ServerError>) -> Void)
+        case open(URL, name: String, root: UUID, done: @Sendable (Result<ScopePersistence.Opened, ServerError>) -> Void)
         case append(ScopePersistence, [UInt8], done: @Sendable (ServerError?) -> Void)
         case after(@Sendable () -> Void)
         case compact(ScopePersistence, [UInt8])
@@ -61,9 +61,10 @@ final class ScopeLogWriter: @unchecked Sendable {
     // MARK: Submitting (any thread)
 
     /// Opens (or creates) scope `name`'s log in `directory` and replays it, on the writer thread.
-    func open(directory: URL, name: String) async throws(ServerError) -> ScopePersistence.Opened {
+    /// A new log's fresh scope gets `root` as its root's UUID.
+    func open(directory: URL, name: String, root: UUID = UUID()) async throws(ServerError) -> ScopePersistence.Opened {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ScopePersistence.Opened, ServerError>, Never>) in
-            submit(.open(directory, name: name, done: { continuation.resume(returning: $0) }))
+            submit(.open(directory, name: name, root: root, done: { continuation.resume(returning: $0) }))
         }
         return try result.get()
     }
@@ -114,7 +115,7 @@ final class ScopeLogWriter: @unchecked Sendable {
 
     private func fail(_ job: Job) {
         switch job {
-        case .open(_, _, let done): done(.failure(.stopped))
+        case .open(_, _, _, let done): done(.failure(.stopped))
         case .append(_, _, let done): done(.stopped)
         case .after(let body): body()
         case .compact: break
@@ -130,8 +131,10 @@ final class ScopeLogWriter: @unchecked Sendable {
             var waiting: [Waiting] = []
             for job in batch {
                 switch job {
-                case .open(let directory, let name, let done):
-                    done(Result { () throws(ServerError) in try ScopePersistence.open(directory: directory, name: name, log: log, writer: self) })
+                case .open(let directory, let name, let root, let done):
+                    done(Result { () throws(ServerError) in
+                        try ScopePersistence.open(directory: directory, name: name, root: root, log: log, writer: self)
+                    })
                 case .append(let persistence, let payload, let done):
                     do {
                         try persistence.write(payload)

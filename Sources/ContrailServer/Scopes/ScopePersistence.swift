@@ -24,6 +24,8 @@ final class ScopePersistence: @unchecked Sendable {
     /// The first write or sync failure: every later write fails too, so nothing is acknowledged
     /// on top of a change set that did not reach the disk.
     private var failure: ServerError?
+    /// Set by the first ``close(sync:)``.
+    private var isClosed = false
 
     private init(log: LogFile, name: String, writer: ScopeLogWriter) {
         self.log = log
@@ -32,8 +34,11 @@ final class ScopePersistence: @unchecked Sendable {
     }
 
     /// Opens (or creates) the log of scope `name` in `directory` and replays it (cutting a torn
-    /// tail, which it logs); a new log gets a snapshot of a fresh store. O(log size).
-    static func open(directory: URL, name: String, log serverLog: ServerLog, writer: ScopeLogWriter) throws(ServerError) -> Opened {
+    /// tail, which it logs); a new log gets a snapshot of a fresh store with root `root`. A log
+    /// whose snapshot names another scope is refused (``ServerError/scopeFileMismatch(scope:recorded:)``).
+    /// O(log size).
+    static func open(directory: URL, name: String, root: UUID = UUID(), log serverLog: ServerLog,
+                     writer: ScopeLogWriter) throws(ServerError) -> Opened {
         let url = directory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
         let log: LogFile
         let recovery: LogRecovery
@@ -54,6 +59,10 @@ final class ScopePersistence: @unchecked Sendable {
             }
             switch record.kind {
             case .snapshot:
+                if case .string(let recorded)? = json["name"], recorded != name {
+                    try? log.close()
+                    throw ServerError.scopeFileMismatch(scope: name, recorded: recorded)
+                }
                 guard let restored = ScopeStore(snapshot: json) else {
                     throw ServerError.persistence(scope: name, reason: "snapshot at offset \(record.offset) is malformed")
                 }
@@ -75,7 +84,7 @@ final class ScopePersistence: @unchecked Sendable {
         }
         let persistence = ScopePersistence(log: log, name: name, writer: writer)
         if let store { return Opened(persistence: persistence, store: store, size: log.size) }
-        let fresh = ScopeStore()
+        let fresh = ScopeStore(rootUUID: root)
         try persistence.compact(snapshot: fresh.snapshotJSON(name: name).serialized())
         return Opened(persistence: persistence, store: fresh, size: log.size)
     }
@@ -128,9 +137,11 @@ final class ScopePersistence: @unchecked Sendable {
         }
     }
 
-    /// Writes out, syncs if `sync`, and closes the log.
+    /// Writes out, syncs if `sync`, and closes the log; a second call does nothing.
     func close(sync: Bool) {
         assert(writer.isCurrentThread, "a scope log is used off its writer thread")
+        guard !isClosed else { return }
+        isClosed = true
         if sync { try? log.sync() }
         try? log.close()
     }

@@ -11,10 +11,12 @@ final class ServerConnection: Sendable {
     private let transport: any SyncTransport
     /// The connect-time headers, until `run()` takes them (a session outlives its need for them).
     private let connectHeaders: SanitizerVisibleMutex<[(String, String)]>
-    /// The peer's address, for counting failed attempts.
+    /// The client's address (``ClientAddress``): what failed credentials count against and the log names.
     private let peer: String
     private let core: ServerCore
     private let closed = Atomic<Bool>(false)
+    /// The wait before a delayed denial, cancelled when the connection is closed (server stop).
+    private let denialWait = SanitizerVisibleMutex<Task<Void, Never>?>(nil)
 
     init(transport: any SyncTransport, headers: [(String, String)], peer: String, core: ServerCore) {
         self.peer = peer
@@ -26,20 +28,46 @@ final class ServerConnection: Sendable {
     /// Closes the transport once.
     func close(code: UInt16, reason: String) async {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
+        denialWait.withLock { $0 }?.cancel()
         await transport.close(code: code, reason: reason)
     }
 
-    /// Closes with 4096 and `reason`, counting a failed attempt against the peer. Logs one line
-    /// per episode: the first failure, and the moment the peer is refused.
-    private func deny(_ reason: WireErrorBody) async {
-        switch core.throttle.recordFailure(of: peer) {
+    /// Failed credentials: answers with `reply` (if any), then closes with 4096 and `reason`, after
+    /// the delay the throttle gives this client's address (``AuthThrottle``). Logs one line when
+    /// the address's episode starts and one when its delay reaches the cap; never a credential.
+    private func deny(_ reason: WireErrorBody, reply: String? = nil, delayed: Bool = true) async {
+        guard peer != ClientAddress.inProcess else {
+            // The app's own in-process connection: not throttled.
+            if let reply { try? await transport.send(reply) }
+            await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
+            return
+        }
+        let source = AuthThrottle.source(of: peer)
+        let answer = core.throttle.failed(source, delayed: delayed)
+        switch answer.note {
         case .firstOfEpisode:
-            core.log.write("peer \(peer): connection denied: \(reason.message) (more failures from this peer are logged only if it is refused)")
+            core.log.write("peer \(peer): connection denied: \(reason.message) (answers to its further failures are delayed, up to \(core.throttle.maxDelay); logged again only when that is reached)")
         case .repeated:
             break
-        case .nowRefused(let count):
-            core.log.write("peer \(peer): \(count) failed attempts; refusing its connections for \(core.throttle.window)")
+        case .reachedCap(let count):
+            core.log.write("peer \(peer): \(count) failed attempts; its failed attempts are answered after \(core.throttle.maxDelay)")
         }
+        if answer.holdsPlace {
+            let clock = core.clock
+            let delay = answer.delay
+            let wait = Task { _ = try? await clock.sleep(for: delay) }
+            denialWait.withLock { $0 = wait }
+            if closed.load(ordering: .relaxed) { wait.cancel() }
+            await wait.value
+            core.throttle.release(source)
+        }
+        if let reply { try? await transport.send(reply) }
+        await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
+    }
+
+    /// A connection that broke the handshake (bad or missing first frame, too slow): closed at once
+    /// with 4096 and `reason`. Not failed credentials: it neither counts nor is delayed.
+    private func refuse(_ reason: WireErrorBody) async {
         await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
     }
 
@@ -65,26 +93,18 @@ final class ServerConnection: Sendable {
             defer { headers = [] }
             return headers
         }
-        if let wait = core.throttle.refusal(of: peer) {
-            let seconds = Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))
-            let reason = WireErrorBody(message: "Too many failed attempts; try again in \(seconds) s", type: "rejected")
-            await close(code: JetstreamCloseCode.denied, reason: reason.jsonString)
-            return nil
-        }
         guard await core.options.connectionHook(headers) else {
             await deny(.rejected)
             return nil
         }
         if let token = headers.first(where: { $0.0.lowercased() == "x-jetstream-sessiontoken" })?.1 {
             guard let resumed = core.session(token: token) else {
-                // An expired session, or one from before a restart: the client opens a new one. Not a
-                // failed attempt (a token is 384 random bits; nobody guesses one), or every client
-                // behind one address would be refused after a restart.
-                await close(code: JetstreamCloseCode.denied, reason: WireErrorBody.sessionTokenUnrecognized.jsonString)
+                // An expired or forged token, or one from before a restart: a failed credential that
+                // counts for this address, answered at once (the client opens a new session).
+                await deny(.sessionTokenUnrecognized, delayed: false)
                 return nil
             }
-            core.throttle.recordSuccess(of: peer)
-            core.log.write("session \(resumed.number) resumed")
+            core.log.write("session \(resumed.number) resumed from \(peer)")
             return (resumed, true)
         }
         guard let created = await handshake(&frames, headers: headers) else { return nil }
@@ -92,15 +112,15 @@ final class ServerConnection: Sendable {
     }
 
     /// Waits for a bare `SessionCreate` and asks the session hook. A denial is answered, then the
-    /// connection is closed with 4096 and the reason (a new attempt needs a new connection, and
-    /// counts against the peer).
+    /// connection is closed with 4096 and the reason (a new attempt needs a new connection; the
+    /// answer is delayed as the throttle says). A bad first frame or none in time is refused at once.
     private func handshake(_ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator,
                            headers: [(String, String)]) async -> ServerSession? {
         let timeout = core.options.establishTimeout
         let clock = core.clock
         let timer = Task { [self] in
             do { try await clock.sleep(for: timeout) } catch { return }
-            await deny(.sessionEstablishTimedOut)
+            await refuse(.sessionEstablishTimedOut)
         }
         let frame = await nextFrame(&frames)
         timer.cancel()
@@ -115,24 +135,22 @@ final class ServerConnection: Sendable {
         let create: SessionCreate
         do {
             let json = try JSON(parsing: frame, limits: JSONLimits(maxBytes: core.limits.maxMessageBytes))
-            guard case .object = json else { await deny(.unrecognizedHandshake); return nil }
-            guard case .sessionCreate(let message) = try Message(json: json) else { await deny(.unrecognizedHandshake); return nil }
+            guard case .object = json else { await refuse(.unrecognizedHandshake); return nil }
+            guard case .sessionCreate(let message) = try Message(json: json) else { await refuse(.unrecognizedHandshake); return nil }
             create = message
         } catch let error as WireError {
-            await deny(WireErrorBody(message: error.jetstreamMessage, type: "bad-input"))
+            await refuse(WireErrorBody(message: error.jetstreamMessage, type: "bad-input"))
             return nil
         } catch {
-            await deny(WireErrorBody(message: "Could not parse message input, input was not JSON", type: "bad-input"))
+            await refuse(WireErrorBody(message: "Could not parse message input, input was not JSON", type: "bad-input"))
             return nil
         }
         guard await core.options.sessionHook(create.params, headers) else {
             // The protocol's answer first (clients report it), then the close with the reason.
             let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: .sessionCreationDenied)))])
-            try? await transport.send(reply)
-            await deny(.sessionCreationDenied)
+            await deny(.sessionCreationDenied, reply: reply)
             return nil
         }
-        core.throttle.recordSuccess(of: peer)
         if let reason = await core.cluster?.unavailability() {
             // Cluster mode without NATS: refused, not counted against the peer; the link keeps trying.
             let error = WireErrorBody.serverUnavailable(reason)
@@ -145,7 +163,7 @@ final class ServerConnection: Sendable {
             await close(code: 1001, reason: "server is stopping")
             return nil
         }
-        core.log.write("session \(session.number) created (client version \(create.version))")
+        core.log.write("session \(session.number) created from \(peer) (client version \(create.version))")
         let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(
             sessionToken: session.token, extensions: [ScopeDetach.typeName])))])
         do { try await transport.send(reply) } catch { return session }
@@ -174,7 +192,8 @@ final class ServerConnection: Sendable {
     private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator) async {
         let (accepted, previous) = await session.attach(self)
         guard accepted else {
-            await deny(.sessionTokenUnrecognized)
+            // The session ended between the lookup and now: not a failed credential.
+            await refuse(.sessionTokenUnrecognized)
             return
         }
         await previous?.close(code: 1000, reason: "replaced by a newer connection of the session")

@@ -85,7 +85,10 @@ actor ServerSession {
         core.log.write("session \(number) ended: \(reason?.message ?? "expired")")
         let connection = self.connection
         self.connection = nil
-        for scope in scopes.all { await scope.unsubscribe(outbox) }
+        for scope in scopes.all {
+            await scope.unsubscribe(outbox)
+            core.releaseScope(named: scope.name)
+        }
         await connection?.close(code: JetstreamCloseCode.expired, reason: reason?.closeReason() ?? "")
     }
 
@@ -204,6 +207,11 @@ actor ServerSession {
     }
 
     private func handleFetch(_ fetch: ScopeFetch) async {
+        if let problem = ScopeName.problem(with: fetch.name) {
+            core.log.write("session \(number): fetch refused: \(problem.message)")
+            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: problem))) }
+            return
+        }
         if let denial = await core.options.fetchHook(fetch.name, fetch.params) {
             core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
@@ -220,7 +228,15 @@ actor ServerSession {
                 "Session holds the maximum of \(limit) scopes")))) }
             return
         } else {
-            guard let named = core.scope(named: fetch.name) else { return }  // stopping: the connection closes
+            let named: any HostedScope
+            switch core.holdScope(named: fetch.name) {
+            case .stopped: return  // the connection closes
+            case .refused(let error):
+                core.log.write("session \(number): fetch of '\(fetch.name)' refused: \(error.message)")
+                outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: error))) }
+                return
+            case .scope(let held): named = held
+            }
             scope = named
             scopeIndex = scopes.add(named)
             core.log.write("session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
@@ -234,6 +250,7 @@ actor ServerSession {
         guard sync.fragments.count <= limit else {
             return reject(sync, .limitExceeded("ScopeSync has \(sync.fragments.count) fragments, over the limit of \(limit)"))
         }
+        if let denial = writeDenial(scope.name) { return reject(sync, denial) }
         // §8.1: dates as epoch seconds. Only Jetstream's own clients send them as ISO strings, and
         // only Contrail clients send a change-set id: their strings stay strings, whatever they look like.
         // Broadcasts carry the fragments as received (§4.10), so Jetstream's JS clients read each
@@ -241,6 +258,13 @@ actor ServerSession {
         var canonical = sync
         if sync.changeSetID == nil { canonical.fragments = CanonicalDate.canonical(sync.fragments) }
         await scope.sync(canonical, from: outbox, received: canonical == sync ? nil : sync.fragments)
+    }
+
+    /// Why this session may not write to the scope `name`, or nil when it may. The one place that
+    /// decides on writes: a write it refuses never reaches the scope, so it neither changes nor
+    /// creates it (``ScopeCreation/write``). Today every session may write.
+    func writeDenial(_ name: String) -> WireErrorBody? {
+        nil
     }
 
     /// Answers every fragment of `sync` with `error`.
@@ -261,6 +285,7 @@ actor ServerSession {
             return
         }
         core.log.write("session \(number): detached '\(scope.name)' (scope \(detach.scopeIndex))")
+        core.releaseScope(named: scope.name)
         let outbox = self.outbox
         await scope.unsubscribe(outbox) {
             outbox.enqueue { .message(.scopeDetachReply(ScopeDetachReply(index: $0, replyTo: replyTo))) }

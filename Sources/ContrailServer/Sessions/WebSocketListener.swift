@@ -11,9 +11,10 @@ final class WebSocketListener: Sendable {
     private let server: WebSocketServer
     private let started = Atomic<Bool>(false)
 
-    init(host: String, port: UInt16, maxMessageBytes: Int, httpResponder: HTTPResponder? = nil) {
+    init(host: String, port: UInt16, maxMessageBytes: Int, httpResponder: HTTPResponder? = nil, tls: TLSServerContext? = nil) {
         var options = WebSocketOptions()
         options.httpResponder = httpResponder
+        options.serverTLS = tls
         options.maxMessageSize = maxMessageBytes
         options.maxFrameSize = maxMessageBytes
         // A session dropped for reading too slowly gets its close reason after the frames queued

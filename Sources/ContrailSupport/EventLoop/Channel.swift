@@ -29,6 +29,11 @@ extension ChannelDelegate {
 /// Reads, `close` and the delegate belong to the loop thread; `write`, `waitForRoom`, `setReading` and the
 /// flush-then-close requests are safe from any thread.
 ///
+/// With a `ChannelSecurity` (TLS) the channel drives it between the socket and the delegate: what is
+/// read is decrypted before the delegate sees it, what is written is encrypted when it is flushed
+/// (writes made before the handshake finishes wait for it), and closing sends its closing alert. A
+/// channel without one never touches those paths.
+///
 /// Its lifecycle is one state machine (`ChannelLifecycle`): unregistered → active(input, output) →
 /// (failed) → closed, each direction of an active channel moving on its own (reading ⇄ paused → ended;
 /// open → sealed → FIN or close once flushed). The queue and the waiting writers are data beside it.
@@ -55,6 +60,8 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     let lowWater: Int
     /// Loop-thread only (see the invariant above).
     package var delegate: (any ChannelDelegate)?
+    /// The record layer (TLS) between socket and delegate, if any; called only under `state`'s lock.
+    private let security: (any ChannelSecurity)?
 
     private struct State {
         /// The loop registration id (0: not registered).
@@ -66,7 +73,13 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         var held: [Held] = []
         /// Bytes of `held` not yet written.
         var heldPending = 0
-        var pending: Int { out.count - head + heldPending }
+        /// Plaintext written and not yet encrypted (with a security layer only): a read burst's gathered
+        /// writes, or everything written before the handshake finished.
+        var plain: [UInt8] = []
+        /// Bytes ready for the socket.
+        var wirePending: Int { out.count - head + heldPending }
+        /// Bytes still to be written (writers wait on this).
+        var pending: Int { out.count - head + heldPending + plain.count }
         /// What the poller watches the descriptor for now.
         var registered: Interest = []
         var lifecycle = ChannelLifecycle()
@@ -92,9 +105,10 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     /// At most this many pieces (bytes and held payloads) go into one `sendmsg`.
     private static let maxPieces = 16
 
-    package init(fd: Int32, loop: EventLoop, highWater: Int) {
+    package init(fd: Int32, loop: EventLoop, highWater: Int, security: (any ChannelSecurity)? = nil) {
         self.fd = fd
         self.loop = loop
+        self.security = security
         self.highWater = max(1, highWater)
         self.lowWater = max(1, highWater) / 2
     }
@@ -107,7 +121,12 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
             _ = s.lifecycle.handle(.registered)
             s.id = id
             s.registered = .read
+            if let security {
+                security.start()
+                security.takeOutput(into: &s.out)
+            }
         }
+        if security != nil { _ = flush(gatheringEnds: false) }
     }
 
     // MARK: Writing (any thread)
@@ -117,6 +136,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     /// - Parameter seal: refuse every later write (the last frame of a protocol).
     @discardableResult
     package func write(seal: Bool = false, payload: OutboundPayload? = nil, _ fill: (inout [UInt8]) -> Void) -> WriteOutcome {
+        if let security { return writeSecured(security, seal: seal, payload: payload, fill) }
         var resume: [CheckedContinuation<Void, Never>] = []
         var closeNow = false
         let outcome = state.withLock { s -> WriteOutcome in
@@ -143,6 +163,75 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         for waiter in resume { waiter.resume() }
         if closeNow { closeSoon() }
         return outcome
+    }
+
+    /// `write` through the security layer: the plaintext joins `plain`, encrypted when flushed (large
+    /// payloads straight from their storage once the handshake is done).
+    private func writeSecured(_ security: any ChannelSecurity, seal: Bool, payload: OutboundPayload?,
+                              _ fill: (inout [UInt8]) -> Void) -> WriteOutcome
+    {
+        var resume: [CheckedContinuation<Void, Never>] = []
+        var closeNow = false
+        let outcome = state.withLock { s -> WriteOutcome in
+            switch s.lifecycle.handle(.write(seal: seal), fallback: .refuseClosed) {
+            case .acceptWrite: break
+            case .refuseSealed: return .sealed
+            default: return .closed
+            }
+            fill(&s.plain)
+            if let payload {
+                if payload.count >= Self.directEncryptionSize && security.isEstablished {
+                    encryptLocked(&s)
+                    if !payload.withBytes({ security.send($0) }) { failSecurityLocked(&s) }
+                    security.takeOutput(into: &s.out)
+                } else {
+                    payload.withBytes { s.plain.append(contentsOf: $0) }
+                }
+            }
+            if !s.registered.contains(.write) && !s.gathering {
+                (resume, closeNow) = flushLocked(&s)
+            }
+            return .accepted(pending: s.pending)
+        }
+        for waiter in resume { waiter.resume() }
+        if closeNow { closeSoon() }
+        return outcome
+    }
+
+    /// Payloads at least this large are encrypted from their own storage rather than copied first.
+    private static let directEncryptionSize = 16 * 1024
+
+    /// Encrypts `plain` into `out` once the handshake is done. With a security layer only.
+    private func encryptLocked(_ s: inout State) {
+        guard let security, !s.plain.isEmpty, security.isEstablished else { return }
+        let ok = s.plain.withUnsafeBytes { security.send($0) }
+        if s.plain.capacity > 4 * highWater + 65536 { s.plain = [] } else { s.plain.removeAll(keepingCapacity: true) }
+        if !ok { failSecurityLocked(&s) }
+        security.takeOutput(into: &s.out)
+    }
+
+    /// The security layer failed while writing: the channel fails as on a broken socket.
+    private func failSecurityLocked(_ s: inout State) {
+        s.plain = []
+        if case .fail = s.lifecycle.handle(.writeFailed(errno: EPROTO)) {
+            s.out = []
+            s.head = 0
+            s.held = []
+            s.heldPending = 0
+        }
+    }
+
+    /// Queues the security layer's closing alert after what is written so far (the handshake never
+    /// finished: what waits for it is dropped). With a security layer only.
+    private func closeSecurityLocked(_ s: inout State) {
+        guard let security else { return }
+        if security.isEstablished {
+            encryptLocked(&s)
+            security.close()
+            security.takeOutput(into: &s.out)
+        } else {
+            s.plain = []
+        }
     }
 
     /// Bytes queued and not yet taken by the socket.
@@ -173,24 +262,39 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
 
     /// Sends FIN once everything queued is written (and refuses later writes).
     package func shutdownOutputWhenFlushed() {
+        var resume: [CheckedContinuation<Void, Never>] = []
+        var closeNow = false
         state.withLock { s in
+            if security != nil { closeSecurityLocked(&s) }
             if s.lifecycle.handle(.shutdownOutputWhenFlushed(queueEmpty: s.pending == 0)) == .shutdownOutput {
                 Socket.shutdownOutput(fd)
+            } else if security != nil && !s.registered.contains(.write) && !s.gathering {
+                (resume, closeNow) = flushLocked(&s)
             }
         }
+        for waiter in resume { waiter.resume() }
+        if closeNow { closeSoon() }
     }
 
     /// Closes the socket once everything queued is written (and refuses later writes).
     package func closeWhenFlushed() {
+        var resume: [CheckedContinuation<Void, Never>] = []
         let now = state.withLock { s -> Bool in
-            s.lifecycle.handle(.closeWhenFlushed(queueEmpty: s.pending == 0)) == .closeSoon
+            if security != nil { closeSecurityLocked(&s) }
+            if s.lifecycle.handle(.closeWhenFlushed(queueEmpty: s.pending == 0)) == .closeSoon { return true }
+            guard security != nil && !s.registered.contains(.write) && !s.gathering else { return false }
+            let closeNow: Bool
+            (resume, closeNow) = flushLocked(&s)
+            return closeNow
         }
+        for waiter in resume { waiter.resume() }
         if now { closeSoon() }
     }
 
     /// Writes what the socket takes. Returns writers to resume and whether to close now.
     private func flushLocked(_ s: inout State) -> ([CheckedContinuation<Void, Never>], Bool) {
-        while s.pending > 0 {
+        if security != nil { encryptLocked(&s) }
+        while s.wirePending > 0 {
             let result: Socket.IOResult
             if s.held.isEmpty {
                 result = s.out.withUnsafeBytes { all in
@@ -215,7 +319,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
             }
             break
         }
-        if s.pending == 0 {
+        if s.wirePending == 0 {
             if s.out.capacity > 4 * highWater + 65536 {
                 s.out = []
             } else {
@@ -302,7 +406,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         switch s.lifecycle.state {
         case .active(let input, _):
             if input == .reading { wanted.insert(.read) }
-            if s.pending > 0 { wanted.insert(.write) }
+            if s.wirePending > 0 { wanted.insert(.write) }
         case .failed:
             break  // nothing more to wait for: the channel closes next
         case .unregistered, .closed:
@@ -368,7 +472,8 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         for _ in 0..<8 {
             guard let delegate else { return }
             var asked = 0
-            let direct = delegate.channelReadDirectly { [fd] space in
+            // Through a security layer, bytes are ciphertext: they go through the shared buffer.
+            let direct = security != nil ? nil : delegate.channelReadDirectly { [fd] space in
                 // No bigger than a shared-buffer read, so one read's work on the loop stays bounded.
                 let capped = UnsafeMutableRawBufferPointer(rebasing: space.prefix(buffer.count))
                 asked = capped.count
@@ -383,7 +488,11 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
             case .done(let n):
                 if direct == nil {
                     asked = buffer.count
-                    delegate.channelRead(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+                    if let security {
+                        if !readSecured(security, buffer, count: n) { return }
+                    } else {
+                        delegate.channelRead(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+                    }
                 }
                 if n < asked { return }
                 // Echoes of what was read wait for the burst to end: once a burst's worth is queued, end
@@ -394,6 +503,38 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
                 return
             }
         }
+    }
+
+    /// Hands `count` bytes of ciphertext in `buffer` to the security layer and the plaintext it yields
+    /// to the delegate (decrypted into the same buffer, one piece at a time); queues what the layer
+    /// answers (handshake, alerts). Returns whether reading goes on.
+    private func readSecured(_ security: any ChannelSecurity, _ buffer: UnsafeMutableRawBufferPointer, count: Int) -> Bool {
+        var fed = false
+        while let delegate {
+            let step = state.withLock { s -> ChannelSecurityRead in
+                if !fed {
+                    fed = true
+                    guard security.receive(UnsafeRawBufferPointer(rebasing: buffer[..<count])) else { return .failed }
+                }
+                // Writes made before the handshake finished go out with the burst's flush, encrypted.
+                let step = security.read(into: buffer)
+                security.takeOutput(into: &s.out)
+                return step
+            }
+            switch step {
+            case .plaintext(let n):
+                delegate.channelRead(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+            case .needMore:
+                return true
+            case .closed:
+                if endInput(.inputEnded) { self.delegate?.channelEnded(errno: nil) }
+                return false
+            case .failed:
+                if endInput(.readFailed(errno: EPROTO)) { self.delegate?.channelEnded(errno: EPROTO) }
+                return false
+            }
+        }
+        return false
     }
 
     /// Stops reading after the end of input or a read failure; returns whether to tell the delegate.

@@ -8,6 +8,8 @@ package final class Connector: EventLoopHandler {
     private let host: String
     private let port: UInt16
     private let addresses: [SocketAddress]
+    /// Addresses to bind the socket to before connecting (one per family), if any.
+    private let local: [SocketAddress]
     private var index = 0
     private var fd: Int32 = -1
     private var id: UInt64 = 0
@@ -15,9 +17,10 @@ package final class Connector: EventLoopHandler {
     private var timer: LoopTimer?
     private var completion: ((Result<Int32, NetworkError>) -> Void)?
 
-    private init(loop: EventLoop, host: String, port: UInt16, addresses: [SocketAddress],
+    private init(loop: EventLoop, host: String, port: UInt16, addresses: [SocketAddress], local: [SocketAddress],
                  completion: @escaping (Result<Int32, NetworkError>) -> Void) {
         self.loop = loop
+        self.local = local
         self.host = host
         self.port = port
         self.addresses = addresses
@@ -25,17 +28,25 @@ package final class Connector: EventLoopHandler {
     }
 
     /// A connected, non-blocking socket descriptor (with `TCP_NODELAY`). The timeout runs on the
-    /// loop's clock.
+    /// loop's clock. `localHost`: an IP address to bind the socket to before connecting (the source
+    /// address the peer sees); only addresses of its family are tried.
     /// - Throws: `unknownHost`, `connectionRefused`, `timedOut`, `io`, or `closed` once the loop has stopped.
-    package static func connect(host: String, port: UInt16, loop: EventLoop, timeout: Duration) async throws(NetworkError) -> Int32 {
+    package static func connect(host: String, port: UInt16, loop: EventLoop, timeout: Duration,
+                                localHost: String? = nil) async throws(NetworkError) -> Int32 {
         let start = loop.now
-        let addresses = try await SocketAddress.resolveInBackground(host: host, port: port)
+        var addresses = try await SocketAddress.resolveInBackground(host: host, port: port)
+        var local: [SocketAddress] = []
+        if let localHost {
+            local = try await SocketAddress.resolveInBackground(host: localHost, port: 0, passive: true)
+            let families = Set(local.map(\.family))
+            addresses.removeAll { !families.contains($0.family) }
+        }
         let left = timeout - (loop.now - start)
         guard left > .zero else { throw .timedOut("resolving \(host) took longer than \(timeout)") }
         let result = await withCheckedContinuation { continuation in
             do throws(EventLoopError) {
                 try loop.enqueue {
-                    let connector = Connector(loop: loop, host: host, port: port, addresses: addresses) {
+                    let connector = Connector(loop: loop, host: host, port: port, addresses: addresses, local: local) {
                         continuation.resume(returning: $0)
                     }
                     connector.start(timeout: left, total: timeout)
@@ -63,6 +74,11 @@ package final class Connector: EventLoopHandler {
                 socket = try Socket.makeTCP(family: address.family)
             } catch {
                 if case .io(let code, _) = error { lastError = code }
+                continue
+            }
+            if let source = local.first(where: { $0.family == address.family }), !Socket.bindSource(socket, to: source) {
+                lastError = errno
+                Socket.close(socket)
                 continue
             }
             let status = Socket.startConnect(socket, to: address)

@@ -50,6 +50,11 @@ package enum Socket {
         return errno
     }
 
+    /// Binds `fd` to `address` (a client's source address); false with `errno` set when it fails.
+    static func bindSource(_ fd: Int32, to address: SocketAddress) -> Bool {
+        address.withSockAddr { bind(fd, $0, $1) } == 0
+    }
+
     /// A listening socket bound to `address` (with `SO_REUSEADDR`).
     static func listen(on address: SocketAddress, backlog: Int32 = 1024) throws(NetworkError) -> Int32 {
         let fd = try makeTCP(family: address.family)

@@ -1,19 +1,20 @@
-/// A parsed `ws://` URL: where to connect and what to ask for.
+/// A parsed `ws://` or `wss://` URL: where to connect, whether over TLS, and what to ask for.
 ///
 /// Accepts host names, IPv4 literals and bracketed IPv6 literals (`ws://[::1]:8080/x?y=1`).
-/// `wss://` is refused with `WebSocketError.unsupportedScheme` until TLS exists.
 public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
     /// The host name or address literal, without brackets for IPv6 (e.g. `"::1"`).
     public let host: String
-    /// The TCP port (80 when the URL names none).
+    /// The TCP port (80 for `ws://`, 443 for `wss://` when the URL names none).
     public let port: UInt16
     /// The request target: path plus `?query` if any, at least `"/"`. Fragments are dropped.
     public let path: String
     /// Whether `host` is an IPv6 literal (it was written in brackets).
     public let isIPv6: Bool
+    /// Whether the URL is `wss://` (TLS).
+    public let isSecure: Bool
 
     /// Parses a WebSocket URL.
-    /// - Throws: `WebSocketError.unsupportedScheme` for `wss://` and other schemes,
+    /// - Throws: `WebSocketError.unsupportedScheme` for schemes other than `ws` and `wss`,
     ///   `WebSocketError.invalidURL` for anything malformed.
     public init(_ string: String) throws(WebSocketError) {
         let trimmed = string.trimmingASCIIWhitespace()
@@ -21,7 +22,7 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
             throw .invalidURL("'\(string)' has no scheme; expected ws://host[:port][/path]")
         }
         let scheme = trimmed[..<schemeEnd.lowerBound].lowercased()
-        guard scheme == "ws" else {
+        guard scheme == "ws" || scheme == "wss" else {
             if scheme.isEmpty || !scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) {
                 throw .invalidURL("'\(string)' has a malformed scheme; expected ws://host[:port][/path]")
             }
@@ -70,7 +71,8 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
                 throw .invalidURL("'\(hostPart)' is not a valid host name or IPv4 address")
             }
         }
-        var port: UInt16 = 80
+        let secure = scheme == "wss"
+        var port: UInt16 = secure ? 443 : 80
         if let portPart {
             guard !portPart.isEmpty, portPart.utf8.count <= 5, portPart.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                 let value = UInt16(portPart), value != 0
@@ -86,18 +88,23 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
         self.port = port
         self.path = target
         self.isIPv6 = ipv6
+        self.isSecure = secure
     }
 
-    /// The value for the request's `Host` header: the host (bracketed for IPv6) plus `:port` unless it is 80.
+    /// The value for the request's `Host` header: the host (bracketed for IPv6) plus `:port` unless it is
+    /// the scheme's default.
     public var hostHeader: String {
         let h = isIPv6 ? "[\(host)]" : host
-        return port == 80 ? h : "\(h):\(port)"
+        return port == defaultPort ? h : "\(h):\(port)"
     }
+
+    private var defaultPort: UInt16 { isSecure ? 443 : 80 }
 
     /// The URL written back out, e.g. `"ws://[::1]:8080/chat?room=1"`.
     public var description: String {
         let h = isIPv6 ? "[\(host)]" : host
-        return port == 80 ? "ws://\(h)\(path)" : "ws://\(h):\(port)\(path)"
+        let scheme = isSecure ? "wss" : "ws"
+        return port == defaultPort ? "\(scheme)://\(h)\(path)" : "\(scheme)://\(h):\(port)\(path)"
     }
 
     /// Letters, digits, '-', '.', '_' (host names and dotted IPv4).

@@ -102,6 +102,16 @@ extension WireErrorBody {
         WireErrorBody(message: "Server unavailable: \(reason)", type: "server-unavailable")
     }
 
+    /// Contrail extension (§8.17): a `ScopeFetchReply` error for a scope name the server does not
+    /// accept (empty, longer than its limit in UTF-8 bytes, or with control characters).
+    public static func invalidScopeName(_ reason: String) -> WireErrorBody {
+        WireErrorBody(message: "Invalid scope name: \(reason)", type: "invalid-scope-name")
+    }
+
+    /// Contrail extension (§8.17): a `ScopeFetchReply` error for a scope that does not exist on a
+    /// server that creates none on demand.
+    public static let scopeNotFound = WireErrorBody(message: "No such scope", type: "scope-not-found")
+
     /// Contrail extension (§8.6): a configured limit was exceeded.
     public static func limitExceeded(_ reason: String) -> WireErrorBody {
         WireErrorBody(message: reason, type: "limit-exceeded")
