@@ -254,6 +254,7 @@ struct NATSHandshakeTests {
             let (port, recorded, server) = try await fakeServer(info: info)
             var options = NATSOptions(servers: [NATSServerURL(host: "127.0.0.1", port: port)])
             options.credentials = credentials
+            options.connectTimeout = .seconds(30)  // a bound for a loaded machine, not what is tested
             let connection = try await NATSConnection.connect(options)
             #expect(await connection.serverInfo?.authRequired == true)
             let sent = await recorded.value
@@ -266,13 +267,18 @@ struct NATSHandshakeTests {
     @Test func aServerThatRequiresTLSIsATypedError() async throws {
         let (port, _, server) = try await fakeServer(
             info: #"{"server_id":"FAKE","version":"2.9.0","max_payload":1048576,"headers":true,"tls_required":true}"#)
+        func options(_ port: UInt16) -> NATSOptions {
+            var options = NATSOptions(servers: [NATSServerURL(host: "127.0.0.1", port: port)])
+            options.connectTimeout = .seconds(30)  // a bound for a loaded machine, not what is tested
+            return options
+        }
         await #expect(throws: NATSError.tlsRequired("nats://127.0.0.1:\(port)")) {
-            _ = try await NATSConnection.connect(NATSServerURL(host: "127.0.0.1", port: port))
+            _ = try await NATSConnection.connect(options(port))
         }
         await server.stop()
         // Positive control: the same server without tls_required is joined.
         let (open, _, openServer) = try await fakeServer(info: #"{"server_id":"FAKE","version":"2.9.0","max_payload":1048576,"headers":true}"#)
-        let connection = try await NATSConnection.connect(NATSServerURL(host: "127.0.0.1", port: open))
+        let connection = try await NATSConnection.connect(options(open))
         #expect(await connection.status == .connected(NATSServerURL(host: "127.0.0.1", port: open)))
         await connection.close()
         await openServer.stop()
