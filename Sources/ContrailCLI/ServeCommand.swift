@@ -28,6 +28,9 @@ enum ServeCommand {
                               NATS JetStream at these URLs (nats://host:port; replaces --data)
       --nats-replicas N       copies JetStream keeps of the log and snapshots (default 1; 3 in a
                               three-node NATS cluster)
+      --nats-credentials FILE for a NATS that requires authorization: a file of NAME=value lines,
+                              CONTRAIL_NATS_USER and CONTRAIL_NATS_PASSWORD, or CONTRAIL_NATS_TOKEN.
+                              Without it, those environment variables, if set. Never in the URL.
       --session-expiry SECS   end sessions idle for this long (default 600)
       --ping-interval SECS    keep-alive ping interval (default 10)
       --max-message-bytes N   largest accepted frame (default 16777216)
@@ -40,7 +43,8 @@ enum ServeCommand {
       --max-scopes-per-session N
                               most scopes one session may fetch (default 100)
       --scope-idle SECS       a scope unused this long closes its log file and leaves memory
-                              (default 60)
+                              (default 60; with --nats: no session subscribed this long, and
+                              the server stops following its log)
       --scope NAME            create scope NAME up front (repeatable; others as --create-scopes
                               says)
       --create-scopes MODE    when a scope comes into existence: "write" (default; on its first
@@ -116,6 +120,7 @@ enum ServeCommand {
         options.servesPages = true
         var remaining = arguments[...]
         var token = ProcessInfo.processInfo.environment["CONTRAIL_TOKEN"]
+        var natsCredentialsFile: String?
         var tlsFiles: (certificate: String?, key: String?) = (nil, nil)
         var jwt: JWTVerifier?
         func value(_ flag: String) throws -> String {
@@ -188,6 +193,7 @@ enum ServeCommand {
                 } catch {
                     throw CLIError.usage("--nats: \(error)\n\n\(help)")
                 }
+            case "--nats-credentials": natsCredentialsFile = try value(flag)
             case "--nats-replicas":
                 guard options.cluster != nil else { throw CLIError.usage("--nats-replicas needs --nats first\n\n\(help)") }
                 options.cluster?.replicas = max(1, try number(flag, Int.self))
@@ -201,6 +207,11 @@ enum ServeCommand {
         }
         if let token, token.isEmpty { throw CLIError.usage("contrail serve: the token is empty") }
         options.sessionHook = sessionHook(sharedToken: token, jwt: jwt)
+        if options.cluster != nil {
+            options.cluster?.credentials = try NATSCredentialsSource.load(file: natsCredentialsFile)
+        } else if natsCredentialsFile != nil {
+            throw CLIError.usage("--nats-credentials needs --nats\n\n\(help)")
+        }
         options.tls = try tlsContext(tlsFiles)
         if options.cluster != nil && options.dataDirectory != nil {
             throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")

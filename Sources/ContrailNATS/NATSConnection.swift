@@ -303,18 +303,25 @@ public actor NATSConnection {
         }
     }
 
+    /// Attaches to the first server that answers. When none does and one refused the credentials
+    /// (or required TLS), that typed error is thrown rather than `connectionFailed`.
     private func connectFirst() async throws(NATSError) {
         var failure = "no server"
+        var refusal: NATSError?
         for index in options.servers.indices {
             do throws(NATSError) {
                 try await attach(to: index)
                 return
+            } catch .authorizationFailed(let why) {
+                refusal = .authorizationFailed(why)
+            } catch .tlsRequired(let server) {
+                refusal = refusal ?? .tlsRequired(server)
             } catch {
                 failure = "\(options.servers[index]): \(error)"
             }
         }
         phase = .closed(.closed)
-        throw .connectionFailed(failure)
+        throw refusal ?? .connectionFailed(failure)
     }
 
     /// Connects to server `index`, restores the subscriptions and starts reading.
@@ -363,11 +370,17 @@ public actor NATSConnection {
                 throw .protocolViolation("unreadable INFO: \(error)")
             }
             guard info.headers == true else { throw .connectionFailed("\(server) does not support headers (NATS 2.2 or later needed)") }
+            // The seam for TLS to NATS: a server that requires it would be answered here by
+            // upgrading `tcp` (ContrailTLS) before CONNECT, which then carries the credentials
+            // encrypted. Until then such a server is refused with a typed error.
+            if info.tlsRequired == true { throw .tlsRequired(server.description) }
             parser.maxPayload = max(info.maxPayload, 1) + 64 * 1024
-            let connect: [String: Any] = [
+            var connect: [String: Any] = [
                 "verbose": false, "pedantic": false, "headers": true, "no_responders": true, "protocol": 1,
                 "lang": "swift", "version": "0.1", "name": options.name, "echo": true,
             ]
+            // Sent whether or not INFO says `auth_required`: a server without authorization ignores them.
+            for (key, value) in options.credentials.connectFields { connect[key] = value }
             let body = (try? JSONSerialization.data(withJSONObject: connect, options: [.sortedKeys])) ?? Data()
             do {
                 try await tcp.send(Array("CONNECT ".utf8) + Array(body) + Array("\r\nPING\r\n".utf8))
@@ -377,6 +390,9 @@ public actor NATSConnection {
             while true {
                 switch try await nextOperation(tcp, &parser) {
                 case .pong: return (tcp, info, parser)
+                case .error(let message) where Self.isAuthorizationError(message):
+                    let given = options.credentials == .none ? "no credentials were given" : "gave \(options.credentials)"
+                    throw .authorizationFailed("\(server) answered '\(message)' (\(given))")
                 case .error(let message): throw .serverError(message)
                 case .ping: try? await tcp.send(Array("PONG\r\n".utf8))
                 default: continue
@@ -386,6 +402,12 @@ public actor NATSConnection {
             await tcp.close()
             throw error
         }
+    }
+
+    /// Whether an `-ERR` refuses the credentials ("Authorization Violation", "Authentication Timeout", ...).
+    static func isAuthorizationError(_ message: String) -> Bool {
+        let lowered = message.lowercased()
+        return lowered.contains("authorization") || lowered.contains("authentication")
     }
 
     private static func nextOperation(_ tcp: TCPConnection, _ parser: inout NATSParser) async throws(NATSError)

@@ -24,6 +24,14 @@ public enum NATSError: Error, Sendable, Equatable, CustomStringConvertible {
     case jetStream(JetStreamAPIError)
     /// A response could not be decoded; the string says what was expected.
     case invalidResponse(String)
+    /// A URL held a user, password or token (refused: a URL shows in process lists and logs).
+    case credentialsInURL
+    /// Credentials from a file or the environment are malformed; the string says how (never the secret).
+    case invalidCredentials(String)
+    /// The server refused the credentials (or their absence); carries its message.
+    case authorizationFailed(String)
+    /// The server requires TLS, which this client does not speak to NATS yet.
+    case tlsRequired(String)
 
     /// The JetStream error code (`err_code`), if this is a JetStream API error.
     public var jetStreamErrorCode: Int? {
@@ -45,6 +53,13 @@ public enum NATSError: Error, Sendable, Equatable, CustomStringConvertible {
         case .payloadTooBig(let size, let limit): "The payload is too big for the server (\(size) bytes, limit \(limit))"
         case .jetStream(let error): error.description
         case .invalidResponse(let why): "Invalid NATS response: \(why)"
+        case .credentialsInURL:
+            "Credentials in a NATS URL are refused (a URL shows in process lists and logs): put them in a file "
+                + "(contrail serve --nats-credentials FILE) or in the environment (\(NATSCredentials.userVariable) and "
+                + "\(NATSCredentials.passwordVariable), or \(NATSCredentials.tokenVariable))"
+        case .invalidCredentials(let why): "Invalid NATS credentials: \(why)"
+        case .authorizationFailed(let why): "The NATS server refused the credentials: \(why)"
+        case .tlsRequired(let server): "The NATS server \(server) requires TLS, which Contrail does not speak to NATS yet"
         }
     }
 }

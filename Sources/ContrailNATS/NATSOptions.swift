@@ -2,6 +2,8 @@
 public struct NATSOptions: Sendable {
     /// The servers to try, in order; on losing one the connection moves to the next.
     public var servers: [NATSServerURL]
+    /// The user and password or token sent in `CONNECT` (none by default); on every reconnect too.
+    public var credentials: NATSCredentials = .none
     /// The client name the server shows in its monitoring.
     public var name: String = "contrail"
     /// How long one TCP connect plus the INFO/CONNECT/PING handshake may take.

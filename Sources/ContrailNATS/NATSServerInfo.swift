@@ -12,6 +12,10 @@ public struct NATSServerInfo: Sendable, Decodable, Equatable {
     public var headers: Bool?
     /// Whether JetStream is enabled.
     public var jetstream: Bool?
+    /// Whether the server requires credentials in `CONNECT`.
+    public var authRequired: Bool?
+    /// Whether the server requires TLS before `CONNECT`.
+    public var tlsRequired: Bool?
     /// Other cluster members' client URLs, if any.
     public var connectURLs: [String]?
 
@@ -22,6 +26,8 @@ public struct NATSServerInfo: Sendable, Decodable, Equatable {
         case maxPayload = "max_payload"
         case headers
         case jetstream
+        case authRequired = "auth_required"
+        case tlsRequired = "tls_required"
         case connectURLs = "connect_urls"
     }
 }

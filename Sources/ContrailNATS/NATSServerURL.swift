@@ -12,16 +12,22 @@ public struct NATSServerURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `nats://host:port`, `host:port` or `host`.
-    /// - Throws: `invalidURL` for another scheme, a user/password part, an empty host or a bad port.
+    /// - Throws: `credentialsInURL` for a user/password or token part (give them in
+    ///   `NATSOptions.credentials`), `invalidURL` for another scheme, an empty host or a bad port.
     public init(parsing text: String) throws(NATSError) {
+        // Never echo a URL with credentials: the error may be logged.
+        guard !text.contains("@") else { throw .credentialsInURL }
         var rest = Substring(text.trimmingSpaces())
         if let range = rest.range(of: "://") {
             let scheme = rest[..<range.lowerBound].lowercased()
-            guard scheme == "nats" else { throw .invalidURL("unsupported scheme '\(scheme)' in '\(text)' (only nats://)") }
+            guard scheme == "nats" else {
+                // tls:// waits for TLS to NATS (the handshake's seam: `NATSConnection.handshake`).
+                throw .invalidURL("unsupported scheme '\(scheme)' in '\(text)' (only nats://)")
+            }
             rest = rest[range.upperBound...]
         }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
-        guard !rest.contains("@"), !rest.contains("/") else { throw .invalidURL("'\(text)': credentials and paths are not supported") }
+        guard !rest.contains("/") else { throw .invalidURL("'\(text)': paths are not supported") }
         var host = rest
         var port: UInt16 = 4222
         if let colon = rest.lastIndex(of: ":"), !rest.hasSuffix("]") {

@@ -126,7 +126,8 @@ final class ServerCore: Sendable {
     /// once, which kind of scope it is: a ``ClusterScope`` with a cluster, a ``LocalScope`` otherwise.
     private func makeScope(_ name: String, exists: Bool) -> any HostedScope {
         if let cluster {
-            return ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log)
+            return ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log,
+                                idleTimeout: options.scopeIdleTimeout)
         }
         return LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
                           slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,

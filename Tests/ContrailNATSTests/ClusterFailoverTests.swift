@@ -8,7 +8,8 @@ import ContrailSupport
 /// A `contrail serve --nats` child process (the binary built next to the tests).
 final class ServeProcess: Sendable {
     let port: UInt16
-    private let child: ChildProcess
+    /// The `contrail` process (its output holds the log unless started quiet).
+    let child: ChildProcess
 
     private init(port: UInt16, child: ChildProcess) {
         self.port = port
@@ -18,18 +19,25 @@ final class ServeProcess: Sendable {
     /// `ws://127.0.0.1:port/`.
     var url: String { "ws://127.0.0.1:\(port)/" }
 
+    /// The `contrail` binary built next to the tests.
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("contrail")
+    }
+
     /// Starts `contrail serve --port 0 --nats URL` and waits (up to 30 s) for its port.
     static func start(nats: NATSServerProcess) async throws -> ServeProcess {
         try await start(natsURL: nats.url.description)
     }
 
-    /// Starts `contrail serve --port 0 --nats natsURL` and waits (up to 30 s) for its port.
-    static func start(natsURL: String) async throws -> ServeProcess {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("contrail")
+    /// Starts `contrail serve --port 0 --nats natsURL` with further `arguments` and `environment`
+    /// (`--quiet` unless `quiet` is false) and waits (up to 30 s) for its port.
+    static func start(natsURL: String, arguments: [String] = [], environment: [String: String] = [:],
+                      quiet: Bool = true) async throws -> ServeProcess {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw TestFailure("\(binary.path) is missing: build with `swift build --build-tests` first")
         }
-        let child = try ChildProcess(binary, ["serve", "--port", "0", "--nats", natsURL, "--quiet"])
+        let child = try ChildProcess(binary, ["serve", "--port", "0", "--nats", natsURL] + (quiet ? ["--quiet"] : []) + arguments,
+                                     environment: environment)
         let port = try await child.port(after: "listening on ws://127.0.0.1:", terminator: { $0 == "/" })
         return ServeProcess(port: port, child: child)
     }

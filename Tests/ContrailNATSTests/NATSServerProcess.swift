@@ -66,6 +66,16 @@ final class NATSServerProcess: Sendable {
         try await NATSServerProcess.start(port: port, storeDirectory: storeDirectory, name: name, extra: extra)
     }
 
+    /// Starts a server with `configuration` (nats-server's config syntax, e.g. an `authorization`
+    /// block) written to a file in its store directory.
+    static func start(configuration: String) async throws -> NATSServerProcess {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("contrail-nats-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        let file = store + "/nats.conf"
+        try configuration.write(toFile: file, atomically: true, encoding: .utf8)
+        return try await start(storeDirectory: store, extra: ["-c", file])
+    }
+
     /// Kills the server and waits until it has exited (the store stays for `restart`).
     func stop() async {
         await kill()

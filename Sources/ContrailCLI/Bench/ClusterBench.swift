@@ -17,6 +17,12 @@ import Foundation
 /// - `cluster.fanout.c100x10.sN`: the same with 100 clients on 10 scopes (one sender and 9
 ///   receivers each, all sending at once), as a ratio to 100 clients on 10 scopes of one server
 ///   without NATS.
+/// - `cluster.batch.c100x10.sN`: change sets per log message in that run (group commit), against 1.
+/// - `cluster.log.c100x10.sN`: µs of log append per change set, the batch amortised
+///   (`cluster.append` × messages / change sets), against `cluster.append`.
+/// - `cluster.cpu.serving` / `cluster.cpu.idle`: CPU µs per change set of a scope in a `contrail
+///   serve` child whose session is subscribed to it, and in one whose session fetched it earlier
+///   and detached (it has unloaded the scope), against the serving one.
 @MainActor
 enum ClusterBench {
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
@@ -48,15 +54,62 @@ enum ClusterBench {
         let aloneServer = try SyncBench.makeServer()
         let alone10 = try await fanoutOnTenScopes(ports: [try await aloneServer.start()], changeSets: changeSets)
         await aloneServer.stop()
+        let appendMicros = figures[0].value
+        let probe = try await NATSConnection.connect(nats.url)
+        let stream = JetStream(connection: probe)
         for servers in 1...3 {
+            let before = (try? await stream.streamInfo("CONTRAIL_SCOPES"))?.state.lastSeq ?? 0
             let rate = try await withServers(servers, nats: nats.url) { servers in
                 var ports: [UInt16] = []
                 for server in servers { ports.append(try await server.start()) }
                 return try await fanoutOnTenScopes(ports: ports, changeSets: changeSets)
             }
+            let messages = Double(try await stream.streamInfo("CONTRAIL_SCOPES").state.lastSeq - before - 10)  // less 10 geneses
+            let perMessage = Double(changeSets * 10) / max(messages, 1)
             figures.append(BenchFigure(name: "cluster.fanout.c100x10.s\(servers)", value: rate, unit: "frag/s", baseline: alone10))
+            figures.append(BenchFigure(name: "cluster.batch.c100x10.s\(servers)", value: perMessage, unit: "changesets/msg", baseline: 1))
+            figures.append(BenchFigure(name: "cluster.log.c100x10.s\(servers)", value: appendMicros / perMessage, unit: "us",
+                                       baseline: appendMicros))
         }
+        await probe.close()
+        figures += try await cpu(nats: nats.url, changeSets: options.iterations(2000, smoke: 5))
         return figures
+    }
+
+    /// CPU µs per change set in a `contrail serve` child serving the scope and in one that served
+    /// it earlier and has unloaded it (its session detached; `--scope-idle 0.2`).
+    static func cpu(nats: NATSServerURL, changeSets: Int) async throws -> [BenchFigure] {
+        let arguments = ["--nats", nats.description, "--scope-idle", "0.2"]
+        let serving = try await ServeChild.start(arguments)
+        defer { serving.stop() }
+        let idle = try await ServeChild.start(arguments)
+        defer { idle.stop() }
+        return try await withServers(1, nats: nats) { servers in
+            let writer = try await SyncBench.replicas(1, port: try await servers[0].start(), scope: "cpu")[0]
+            let reader = try await SyncBench.replicas(1, port: serving.port, scope: "cpu")[0]
+            // The idle server loads the scope, then its session detaches and it unloads it.
+            let visitor = try await SyncBench.replicas(1, port: idle.port, scope: "cpu")[0]
+            _ = try await visitor.client.session?.detach(visitor.scope)
+            try await Task.sleep(for: .seconds(2))  // a benchmark: let its idle timeout (0.2 s) pass
+            let arrivals = SyncArrivals()
+            let target = writer.board.score + changeSets
+            let token = try reader.board.observeChangeImmediately(arrivals, \BenchBoard.score) {
+                if reader.board.score == target { arrivals.arrived() }
+            }
+            let (servingBefore, idleBefore) = (try serving.cpuSeconds(), try idle.cpuSeconds())
+            arrivals.expect(1)
+            for _ in 0..<changeSets {
+                writer.board.score += 1
+                writer.scope.flush()
+            }
+            try await arrivals.wait(timeout: .seconds(120))
+            let servingMicros = (try serving.cpuSeconds() - servingBefore) / Double(changeSets) * 1e6
+            let idleMicros = (try idle.cpuSeconds() - idleBefore) / Double(changeSets) * 1e6
+            token.cancel()
+            for replica in [writer, reader, visitor] { await replica.client.close() }
+            return [BenchFigure(name: "cluster.cpu.serving", value: servingMicros, unit: "us", baseline: servingMicros),
+                    BenchFigure(name: "cluster.cpu.idle", value: idleMicros, unit: "us", baseline: servingMicros)]
+        }
     }
 
     /// 100 clients on 10 scopes, 10 each, spread over the servers at `ports`: fragments per second

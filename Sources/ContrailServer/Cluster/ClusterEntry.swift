@@ -10,6 +10,10 @@ enum ClusterEntry: Equatable {
     /// A `ScopeSync`'s fragments, atomic flag and change-set id (every server's apply skips an id
     /// it applied before, so a change set resent to another server after a failover applies once).
     case changeSet(fragments: [SyncFragment], atomic: Bool, id: UUID?)
+    /// Several `changeSet`s a server's group commit appended as one message (each keeps its own
+    /// atomicity and id, and is applied on its own, in this order). A batch of one is written as
+    /// the `changeSet` itself.
+    case batch([ClusterEntry])
 
     /// Header naming the subject's previous sequence (the expected last sequence it was published
     /// with): a reader that has not applied exactly that sequence has missed trimmed messages.
@@ -23,7 +27,21 @@ enum ClusterEntry: Equatable {
         case .changeSet(let fragments, let atomic, let id):
             let idMember = id.map { #""changeSet":"\#($0.wireString)","# } ?? ""
             return Array(#"{"atomic":\#(atomic),\#(idMember)"fragments":"#.utf8) + SyncFragment.serialized(fragments) + [UInt8(ascii: "}")]
+        case .batch(let entries):
+            return Self.batchPayload(entries.map(\.encoded))
         }
+    }
+
+    /// The payload of a batch of change sets from their own payloads (one is itself). O(bytes).
+    static func batchPayload(_ payloads: [[UInt8]]) -> [UInt8] {
+        if payloads.count == 1 { return payloads[0] }
+        var bytes = Array(#"{"batch":["#.utf8)
+        bytes.reserveCapacity(payloads.reduce(12) { $0 + $1.count + 1 })
+        for (index, payload) in payloads.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += payload
+        }
+        return bytes + Array("]}".utf8)
     }
 
     /// Decodes a payload.
@@ -34,6 +52,18 @@ enum ClusterEntry: Equatable {
             self = .genesis(root: root)
             return
         }
+        if case .array(let members)? = json["batch"] {
+            var entries: [ClusterEntry] = []
+            entries.reserveCapacity(members.count)
+            for member in members { entries.append(try ClusterEntry(changeSet: member)) }
+            self = .batch(entries)
+            return
+        }
+        self = try ClusterEntry(changeSet: json)
+    }
+
+    /// Decodes one change set's object.
+    private init(changeSet json: JSON) throws(NATSError) {
         guard case .array(let elements)? = json["fragments"] else { throw .invalidResponse("a scope log entry has no fragments") }
         var fragments: [SyncFragment] = []
         fragments.reserveCapacity(elements.count)

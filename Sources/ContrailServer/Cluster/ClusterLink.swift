@@ -66,6 +66,7 @@ actor ClusterLink {
     private static func connect(_ options: ClusterOptions) async throws(NATSError) -> Handles {
         var natsOptions = NATSOptions(servers: options.servers)
         natsOptions.name = "contrail-serve"
+        natsOptions.credentials = options.credentials
         natsOptions.requestTimeout = options.requestTimeout
         let connection = try await NATSConnection.connect(natsOptions)
         do throws(NATSError) {

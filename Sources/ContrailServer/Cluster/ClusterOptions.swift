@@ -5,6 +5,9 @@ import ContrailNATS
 public struct ClusterOptions: Sendable {
     /// The NATS servers to use (any of them; the client moves to the next on failure).
     public var servers: [NATSServerURL]
+    /// The user and password or token for a NATS that requires them (from a file or the
+    /// environment: `contrail serve --nats-credentials`, `CONTRAIL_NATS_*`; never in a URL).
+    public var credentials: NATSCredentials = .none
     /// Copies JetStream keeps of the log and the snapshots (3 in a three-node NATS cluster).
     public var replicas = 1
     /// A server writes a snapshot of a scope after this many of its own change sets, and trims
@@ -16,8 +19,19 @@ public struct ClusterOptions: Sendable {
     public var subjectPrefix = "contrail.scope"
     /// The key-value bucket holding the snapshots.
     public var snapshotBucket = "contrail_snapshots"
-    /// The deadline of each JetStream call.
+    /// The deadline of each JetStream call; also how long a server keeps reading for a message it
+    /// was woken for that is not stored yet.
     public var requestTimeout: Duration = .seconds(5)
+    /// The most bytes of change sets one log message of a scope holds (group commit: those that
+    /// wait while a publish is in flight go out together; a larger change set goes alone). Keep it
+    /// well under the NATS server's `max_payload` (1 MiB by default).
+    public var maxBatchBytes = 256 * 1024
+    /// How often a scope with subscribed sessions reads its log when nothing woke it (the bound on
+    /// staleness when a wake-up is lost).
+    public var catchUpInterval: Duration = .seconds(1)
+    /// The longest wait between reads for a message a wake-up named that is not stored yet (the
+    /// waits start at 1 ms and double up to this).
+    public var wakeUpRetryLimit: Duration = .milliseconds(20)
 
     /// A cluster over these NATS servers with one replica.
     public init(servers: [NATSServerURL]) {

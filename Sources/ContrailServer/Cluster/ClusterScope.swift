@@ -11,9 +11,20 @@ import Foundation
 /// in-memory replica, a ``ScopeStore`` with its ``ScopeCore`` (the apply is deterministic, so all
 /// copies agree), which broadcasts to this server's sessions and, for a server's own message,
 /// replies to its session — after JetStream acknowledged the publish. A publish that lost the race (error 10071) catches up and
-/// is published again. A core subscription on the subject wakes the replica when another server
-/// appends. Every `snapshotEvery` own change sets the state is written to the snapshot bucket and
-/// the log is trimmed behind the snapshot before it.
+/// is published again. Group commit: one publish is in flight per scope; the change sets that
+/// arrive meanwhile go out together as the next message (``ClusterEntry/batch(_:)``). Every
+/// `snapshotEvery` own change sets the state is written to the snapshot bucket and the log is
+/// trimmed behind the snapshot before it.
+///
+/// Interest: the replica is loaded on the first fetch or sync, and unloaded (subscription ended,
+/// state dropped) after `idleTimeout` with no subscribed session and nothing to publish.
+///
+/// Freshness: a core subscription on the subject wakes the replica when any server publishes. The
+/// wake-up can come before the stream has stored the message (a replicated stream stores it once a
+/// quorum has it) or for a publish it refuses, so the wake-up's message id is awaited: while one is
+/// not applied, the replica reads again after 1 ms, doubling up to `wakeUpRetryLimit`, for up to
+/// `requestTimeout` after the last wake-up naming it. Behind that, while sessions are subscribed it
+/// reads every `catchUpInterval` (a lost wake-up), and after each reconnection to NATS.
 actor ClusterScope: HostedScope {
     /// The state built from the log.
     private struct Replica {
@@ -44,7 +55,21 @@ actor ClusterScope: HostedScope {
     private let snapshotKey: String
     private var phase: Phase = .empty
     /// The sessions waiting for their own change sets, by message id.
-    private var origins: [String: (outbox: SessionOutbox, message: ScopeSync)] = [:]
+    private var origins: [String: [(outbox: SessionOutbox, message: ScopeSync)]] = [:]
+    /// A change set waiting for the next publish (group commit).
+    private struct Queued {
+        let outbox: SessionOutbox
+        let message: ScopeSync
+        let payload: [UInt8]
+    }
+    /// Change sets waiting for the publish in flight to finish.
+    private var queued: [Queued] = []
+    /// The payload bytes in `queued`.
+    private var queuedBytes = 0
+    /// Sessions waiting for `queued` to shrink or a batch to be applied (they check again).
+    private var queueWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Publishes `queued`, one batch at a time; nil when nothing is queued.
+    private var committer: Task<Void, Never>?
     private var ownSinceSnapshot = 0
     private var snapshotDue = false
     private var lastSnapshot: UInt64 = 0
@@ -53,9 +78,29 @@ actor ClusterScope: HostedScope {
     private var watcher: Task<Void, Never>?
     /// Retries a failed catch-up (JetStream unavailable for a while) until one succeeds.
     private var repair: Task<Void, Never>?
+    /// Message ids of wake-ups whose message is not applied yet, with the time of the last wake-up
+    /// naming each (their publish may be in flight, or refused and never stored).
+    private var awaited: [String: ElapsedClock.Instant] = [:]
+    /// Message ids applied lately (their wake-up may come after a catch-up applied them), oldest first.
+    private var recentlyApplied = RecentIDs(limit: 4_096)
+    /// Reads again, with backoff, while `awaited` is not empty.
+    private var followUp: Task<Void, Never>?
+    /// Reads every `catchUpInterval` while sessions are subscribed; unloads the replica once none
+    /// has been for `idleTimeout`.
+    private var ticker: Task<Void, Never>?
+    /// How long the replica stays loaded with no subscribed session and nothing to publish.
+    private let idleTimeout: Duration
+    /// Since when the replica has had no subscribed session, nothing queued and nothing in flight.
+    private var idleSince: ElapsedClock.Instant?
+    /// The most message ids awaited at once (older ones are dropped; the periodic catch-up covers them).
+    static let awaitedLimit = 4_096
+    /// The first wait before reading again for an awaited message (doubling up to `wakeUpRetryLimit`).
+    static let wakeUpRetryStart: Duration = .milliseconds(1)
 
-    init(name: String, link: ClusterLink, limits: ServerLimits, clock: ElapsedClock, log: ServerLog) {
+    init(name: String, link: ClusterLink, limits: ServerLimits, clock: ElapsedClock, log: ServerLog,
+         idleTimeout: Duration = .seconds(60)) {
         self.name = name
+        self.idleTimeout = idleTimeout
         self.link = link
         self.limits = limits
         self.clock = clock
@@ -80,40 +125,79 @@ actor ClusterScope: HostedScope {
         }
     }
 
-    /// Appends the change set to the log; the reply is queued when it is applied. A publish whose
-    /// outcome is unknown (timed out, connection lost) is sent again with the same message id, so
-    /// JetStream stores it once. The log holds the fragments with dates as epoch seconds, which is
-    /// what every server's broadcasts carry (`received` is not used).
+    /// Queues the change set for the log and returns (the session goes on with its next message);
+    /// the reply is queued when it is applied. Group commit: while a publish of this scope is in
+    /// flight, change sets from any of this server's sessions wait, and go out together as one log
+    /// message (up to `maxBatchBytes`), each applied on its own with its own reply and atomicity.
+    /// A publish whose outcome is unknown (timed out, connection lost) is sent again with the same
+    /// message id, so JetStream stores it once. The log holds the fragments with dates as epoch
+    /// seconds, which is what every server's broadcasts carry (`received` is not used).
+    /// Back-pressure: a session whose change set finds more than four batches' worth queued waits
+    /// until the queue is below that (what one client can make the server hold stays bounded).
+    /// `identity` is not used: a cluster scope runs no procedures.
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]?) async {
-        let id = UUID().uuidString
-        origins[id] = (outbox, message)
-        let sequence: UInt64
-        do throws(NATSError) {
-            sequence = try await append(ClusterEntry.changeSet(fragments: message.fragments, atomic: message.atomic == true,
-                                                               id: message.changeSetID), id: id)
-        } catch {
-            guard let origin = origins.removeValue(forKey: id) else { return }
-            log.write("scope '\(name)': change set not appended: \(error)")
-            let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("the cluster log is unavailable")),
-                                count: origin.message.fragments.count)
-            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
-            return
+        let entry = ClusterEntry.changeSet(fragments: message.fragments, atomic: message.atomic == true, id: message.changeSetID)
+        let payload = entry.encoded
+        queued.append(Queued(outbox: outbox, message: message, payload: payload))
+        queuedBytes += payload.count
+        if committer == nil { committer = Task { await self.commit() } }
+        while queuedBytes > 4 * link.options.maxBatchBytes, committer != nil {
+            await withCheckedContinuation { queueWaiters.append($0) }
         }
-        ownSinceSnapshot += 1
-        if ownSinceSnapshot >= link.options.snapshotEvery {
-            ownSinceSnapshot = 0
-            snapshotDue = true
+    }
+
+    /// Appends the queued change sets, a batch per publish, until none is left.
+    private func commit() async {
+        while !queued.isEmpty {
+            var count = 0
+            var bytes = 0
+            while count < queued.count, count == 0 || bytes + queued[count].payload.count <= link.options.maxBatchBytes {
+                bytes += queued[count].payload.count + 1
+                count += 1
+            }
+            let batch = Array(queued.prefix(count))
+            queued.removeFirst(count)
+            queuedBytes -= batch.reduce(0) { $0 + $1.payload.count }
+            let waiters = queueWaiters
+            queueWaiters = []
+            for waiter in waiters { waiter.resume() }
+            let id = UUID().uuidString
+            origins[id] = batch.map { ($0.outbox, $0.message) }
+            let sequence: UInt64
+            do throws(NATSError) {
+                sequence = try await append(ClusterEntry.batchPayload(batch.map(\.payload)), id: id)
+            } catch {
+                guard let origins = origins.removeValue(forKey: id) else { continue }
+                log.write("scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
+                for (outbox, message) in origins {
+                    let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("the cluster log is unavailable")),
+                                        count: message.fragments.count)
+                    outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
+                }
+                continue
+            }
+            ownSinceSnapshot += batch.count
+            if ownSinceSnapshot >= link.options.snapshotEvery {
+                ownSinceSnapshot = 0
+                snapshotDue = true
+            }
+            // Stored: the replies go out when it is applied, by this catch-up or a later one.
+            do throws(NATSError) { try await catchUp(through: sequence) } catch { catchUpFailed(error) }
+            let applied = queueWaiters
+            queueWaiters = []
+            for waiter in applied { waiter.resume() }
         }
-        // Stored: the reply goes out when it is applied, by this catch-up or a later one.
-        do throws(NATSError) { try await catchUp(through: sequence) } catch { catchUpFailed(error) }
+        committer = nil
+        let waiters = queueWaiters
+        queueWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Publishes `entry` on the state this server has applied; after losing the race to another
     /// server (10071) catches up and tries again. Returns the entry's sequence.
-    private func append(_ entry: ClusterEntry, id: String) async throws(NATSError) -> UInt64 {
+    private func append(_ payload: [UInt8], id: String) async throws(NATSError) -> UInt64 {
         try await loaded()
         let handles = try await link.handles()
-        let payload = entry.encoded
         var failures = 0
         for _ in 0..<1_000 {
             if origins[id] == nil { return applied }  // a catch-up applied it (an earlier try was stored)
@@ -138,9 +222,16 @@ actor ClusterScope: HostedScope {
         _ = try? inReplica { $0.core.unsubscribe(outbox) }
     }
 
-    /// Removes a session's subscription, then runs `done` (a replica has no writes of its own to wait for).
+    /// Removes a session's subscription, then runs `done` once this session's change sets queued
+    /// or in flight (group commit) have their replies in its outbox, or the publishing stopped:
+    /// nothing of this scope follows what `done` queues.
     func unsubscribe(_ outbox: SessionOutbox, then done: @escaping @Sendable () -> Void) async {
         await unsubscribe(outbox)
+        while committer != nil,
+              queued.contains(where: { $0.outbox === outbox })
+                || origins.values.contains(where: { $0.contains { $0.outbox === outbox } }) {
+            await withCheckedContinuation { queueWaiters.append($0) }
+        }
         done()
     }
 
@@ -181,6 +272,8 @@ actor ClusterScope: HostedScope {
     func close() async {
         watcher?.cancel()
         repair?.cancel()
+        followUp?.cancel()
+        ticker?.cancel()
         phase = .closed
     }
 
@@ -214,6 +307,15 @@ actor ClusterScope: HostedScope {
             try await catchUp()
         }
         if watcher == nil { watcher = Task { [weak self] in await self?.watch(handles.jetStream.connection) } }
+        if ticker == nil {
+            let clock = clock
+            let interval = link.options.catchUpInterval
+            ticker = Task { [weak self] in
+                while (try? await clock.sleep(for: interval)) != nil {
+                    guard let self, await self.tick() else { return }
+                }
+            }
+        }
         switch phase {
         case .loaded: return
         case .closed: throw .closed
@@ -227,14 +329,106 @@ actor ClusterScope: HostedScope {
         guard let subscription = try? await connection.subscribe(subject) else { return }
         let reconnections = await connection.reconnections()
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { for await _ in subscription.messages { await self.notified() } }
-            group.addTask { for await _ in reconnections { await self.notified() } }
+            group.addTask {
+                for await message in subscription.messages {
+                    await self.notified(awaiting: message.headers?[NATSHeaders.messageID])
+                }
+            }
+            group.addTask { for await _ in reconnections { await self.notified(awaiting: nil) } }
         }
         await subscription.unsubscribe()
     }
 
-    private func notified() async {
+    /// A wake-up: reads what is stored; if the message `id` names is not among it yet, keeps
+    /// reading with backoff until it is (or until `requestTimeout` passed without a new wake-up for it).
+    private func notified(awaiting id: String?) async {
+        guard case .loaded = phase else { return }  // unloaded: the next use reads from the snapshot
+        if let id, !recentlyApplied.contains(id) {
+            if awaited.count >= Self.awaitedLimit, let oldest = awaited.min(by: { $0.value < $1.value })?.key {
+                awaited[oldest] = nil
+            }
+            awaited[id] = clock.now
+        }
         do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
+        followUpIfAwaiting()
+    }
+
+    /// Starts the backoff reads unless nothing is awaited or they run already.
+    private func followUpIfAwaiting() {
+        guard !awaited.isEmpty, followUp == nil else { return }
+        let clock = clock
+        let limit = link.options.wakeUpRetryLimit
+        followUp = Task { [weak self] in
+            var delay = Self.wakeUpRetryStart
+            while (try? await clock.sleep(for: delay)) != nil {
+                guard let self, await self.readAwaited() else { return }
+                delay = min(delay * 2, limit)
+            }
+        }
+    }
+
+    /// One backoff read for the awaited messages; true to read again later.
+    private func readAwaited() async -> Bool {
+        let patience = link.options.requestTimeout
+        let now = clock.now
+        awaited = awaited.filter { now - $0.value < patience }
+        if case .loaded = phase, !awaited.isEmpty {
+            do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
+        }
+        if case .loaded = phase, !awaited.isEmpty { return true }
+        followUp = nil
+        return false
+    }
+
+    /// The periodic catch-up (a wake-up NATS lost, one dropped from a full buffer) while sessions
+    /// are subscribed; with none for `idleTimeout`, unloads the replica. False to stop ticking.
+    private func tick() async -> Bool {
+        switch phase {
+        case .closed, .empty:
+            ticker = nil
+            return false
+        case .loaded(let replica):
+            guard replica.core.subscriberCount == 0 else {
+                idleSince = nil
+                do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
+                return true
+            }
+        }
+        guard queued.isEmpty, committer == nil, origins.isEmpty, !passRunning else {
+            idleSince = nil
+            return true
+        }
+        let now = clock.now
+        guard let since = idleSince else {
+            idleSince = now
+            return true
+        }
+        guard now - since >= idleTimeout else { return true }
+        unload()
+        return false
+    }
+
+    /// Interest: a scope none of this server's sessions has subscribed to for `idleTimeout` stops
+    /// following the log (its wake-up subscription ends) and leaves memory; the next fetch or sync
+    /// loads it again from the snapshot and the log. A server pays nothing for scopes served elsewhere.
+    private func unload() {
+        watcher?.cancel()
+        followUp?.cancel()
+        repair?.cancel()
+        watcher = nil
+        followUp = nil
+        repair = nil
+        ticker = nil
+        awaited = [:]
+        recentlyApplied = RecentIDs(limit: 4_096)
+        idleSince = nil
+        phase = .empty
+        log.write("scope '\(name)': unloaded (no session for \(idleTimeout))")
+    }
+
+    /// Whether the replica is in memory and following the log. For tests and the inspector.
+    var isLoaded: Bool {
+        if case .loaded = phase { true } else { false }
     }
 
     /// Logs the failure and keeps trying (100 ms, doubling up to 5 s) until a catch-up succeeds, so
@@ -255,7 +449,10 @@ actor ClusterScope: HostedScope {
 
     /// One repair attempt; true to try again.
     private func retryCatchUp() async -> Bool {
-        if case .closed = phase { return false }
+        guard case .loaded = phase else {
+            repair = nil
+            return false
+        }
         do throws(NATSError) {
             try await catchUp()
             repair = nil
@@ -331,24 +528,37 @@ actor ClusterScope: HostedScope {
         switch (entry, phase) {
         case (.genesis(let root), .empty):
             phase = .loaded(makeReplica(ScopeStore(rootUUID: root), applied: message.sequence))
-        case (.changeSet(let fragments, let atomic, let changeSetID), .loaded):
+            if let id = message.headers?[NATSHeaders.messageID] { applied(id: id) }
+        case (.changeSet, .loaded), (.batch, .loaded):
             let id = message.headers?[NATSHeaders.messageID]
-            let origin = id.flatMap { origins.removeValue(forKey: $0) }
-            let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
-                                 fragments: fragments, atomic: atomic, changeSetID: changeSetID)
-            let changeSet = try? inReplica { replica in
-                replica.applied = message.sequence
-                return replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
-            }
-            switch changeSet {
-            case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
-            case nil: break
+            if let id { applied(id: id) }
+            let senders = id.flatMap { origins.removeValue(forKey: $0) } ?? []
+            let members = if case .batch(let members) = entry { members } else { [entry] }
+            for (index, member) in members.enumerated() {
+                guard case .changeSet(let fragments, let atomic, let changeSetID) = member else { continue }
+                let origin = index < senders.count ? senders[index] : nil
+                let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
+                                     fragments: fragments, atomic: atomic, changeSetID: changeSetID)
+                let changeSet = try? inReplica { replica in
+                    replica.applied = message.sequence
+                    return replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
+                }
+                switch changeSet {
+                case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
+                case nil: break
+                }
             }
         case (_, .loaded):
             _ = try? inReplica { $0.applied = message.sequence }
         default:
             log.write("scope '\(name)': log message \(message.sequence) before the genesis skipped")
         }
+    }
+
+    /// Notes that the message with this id is applied: no wake-up waits for it any more.
+    private func applied(id: String) {
+        awaited[id] = nil
+        recentlyApplied.insert(id)
     }
 
     /// A replica of `store` at `applied`, with no subscriber yet. Cluster scopes run no procedures
