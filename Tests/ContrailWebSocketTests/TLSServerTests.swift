@@ -26,7 +26,7 @@ struct TLSServerTests {
                                            privateKeyPath: TLSFixtures.path("server-key.pem"))
         let (server, port) = try await startEchoServer(options: Self.serverOptions(context), realTime: true)
         let client = try await WebSocketConnection.connect(to: "wss://localhost:\(port)/", options: try Self.client())
-        let large = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let large = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
         try await withTimeout(60) {
             var messages = client.messages.makeAsyncIterator()
             for i in 0..<50 {
