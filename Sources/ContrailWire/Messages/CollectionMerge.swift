@@ -69,6 +69,16 @@ public enum CollectionMerge {
         return result
     }
 
+    /// The elements the edit base → new inserts or moves (in `new` order): those rule 3 places. A
+    /// merge whose result lacks one of them dropped part of the edit (a concurrent removal won), so
+    /// the sender settles its change set as partially reverted. O((b + n) log n).
+    public static func placed<Element: Hashable>(base: [Element], new: [Element]) -> [Element] {
+        if base == new { return [] }
+        let stable = stableElements(base: base, new: new, newSet: Set(new))
+        var seen: Set<Element> = []
+        return new.filter { !stable.contains($0) && seen.insert($0).inserted }
+    }
+
     /// The nearest element before `element` in `new` that is already placed.
     private static func predecessor<Element: Hashable>(of element: Element, in new: [Element], placed: Set<Element>, hint: Element?) -> Element? {
         if let hint, placed.contains(hint) { return hint }
