@@ -7,8 +7,8 @@ import Foundation
 /// comes back online and the run checks that
 /// - nothing is pending and every client is online,
 /// - every replica equals the server's state and a fresh fetch,
-/// - every insert the server acknowledged is there, unless an edit unlinked it (or its item), or it
-///   was held only by a single reference (`pinned`, `link`) that another change set wrote too.
+/// - every insert the server acknowledged is there, unless an edit unlinked it (or its item, and the
+///   item is gone: an item that came back brings its notes back), or it was held only by a single reference (`pinned`, `link`) that another change set wrote too.
 ///
 /// ```swift
 /// let fuzzer = ConvergenceFuzzer(server: .inMemory)
@@ -174,14 +174,14 @@ package final class ConvergenceFuzzer {
             let replica = replica(client)
             let before = replica.links()
             apply(edit, to: replica, parents: &parents)
-            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
+            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links(), root: replica.board.uuid))
         case .atomic(let client, let edits):
             let replica = replica(client)
             let before = replica.links()
             replica.scope.modifyAtomically {
                 for edit in edits { apply(edit, to: replica, parents: &parents) }
             }
-            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
+            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links(), root: replica.board.uuid))
         case .mode(let client, let mode):
             let replica = replica(client)
             let modes: [SyncMode] = [.realtime, .pushOnly, .syncOff, .manual]
@@ -206,7 +206,7 @@ package final class ConvergenceFuzzer {
             let replica = replica(client)
             let before = replica.links()
             if case .undo = operation { replica.scope.undo() } else { replica.scope.redo() }
-            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
+            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links(), root: replica.board.uuid))
         case .restartServer:
             let target = try await host.restart()
             for replica in replicas { replica.connector.route(to: target) }
@@ -329,7 +329,10 @@ package final class ConvergenceFuzzer {
         }
         for replica in replicas {
             for (uuid, changeSet) in replica.adds where changeSet.state == .completed && !present.contains(uuid) {
-                if removed.contains(uuid) || parents[uuid].map(removed.contains) == true { continue }
+                // An item that was removed and is gone takes its notes with it; one that came back
+                // (an undo, a move that won over the removal) brings them back too.
+                if removed.contains(uuid) { continue }
+                if let parent = parents[uuid], removed.contains(parent), !present.contains(parent) { continue }
                 if displaced(uuid, addedBy: changeSet) { continue }
                 return FuzzFailure(kind: .lostInsert, details: "c\(replica.index)'s acknowledged insert \(uuid.uuidString.lowercased()) is gone, and no edit removed it")
             }

@@ -89,6 +89,65 @@ import Testing
         await client.close()
     }
 
+    // MARK: - Deliverable 3: truthful settlement
+
+    /// A and B hold cards [c1, c2, c3]; B removes `removed` while A, not yet knowing it, moves `moved`
+    /// to the end. Returns A's change set once settled, and both replicas.
+    func concurrentMoveAndRemoval(moved: Int, removed: Int) async throws -> (ChangeSet, [(Client, Scope, Board)], ContrailServer) {
+        let server = try makeServer()
+        let a = try await makeReplica(server.connector())
+        let b = try await makeReplica(server.connector())
+        let cards = (0..<3).map { index in let card = Card(); card.text = "c\(index)"; return card }
+        let seeded = try #require(a.1.modify { a.2.cards = cards })
+        #expect(try await seeded.settled(timeout: .seconds(30)) == .completed)
+        #expect(await eventually(.seconds(30)) { b.2.cards.count == 3 })
+        let session = try #require(a.0.session)
+        session.pauseIncoming()
+        let removal = try #require(b.1.modify { b.2.cards.remove(at: removed) })
+        #expect(try await removal.settled(timeout: .seconds(30)) == .completed)
+        let move = try #require(a.1.modify { a.2.cards.append(a.2.cards.remove(at: moved)) })
+        #expect(await eventually(.seconds(30)) { session.heldIncomingCount >= 2 }, "B's broadcast and A's reply arrived")
+        session.resumeIncoming()
+        _ = try await move.settled(timeout: .seconds(30))
+        return (move, [a, b], server)
+    }
+
+    @Test func moveDroppedByAConcurrentRemovalSettlesPartiallyRevertedWithTheDrop() async throws {
+        let (move, replicas, server) = try await concurrentMoveAndRemoval(moved: 0, removed: 0)
+        #expect(move.state == .partiallyReverted)
+        #expect(move.drops.map(\.property) == ["cards"] && move.drops.map(\.reason) == [.removedConcurrently])
+        #expect(move.drops.first?.object == replicas[0].2.uuid)
+        #expect(move.rejection == nil)
+        #expect(await eventually(.seconds(30)) { replicas.allSatisfy { $0.2.cards.map(\.text) == ["c1", "c2"] } })
+        for replica in replicas { await replica.0.close() }
+        await server.stop()
+    }
+
+    @Test func moveOfAnElementNobodyRemovedCompletes() async throws {
+        // Positive control: B removes c1 while A moves c0; the merge keeps the move.
+        let (move, replicas, server) = try await concurrentMoveAndRemoval(moved: 0, removed: 1)
+        #expect(move.state == .completed && move.drops.isEmpty)
+        #expect(await eventually(.seconds(30)) { replicas.allSatisfy { $0.2.cards.map(\.text) == ["c2", "c0"] } })
+        for replica in replicas { await replica.0.close() }
+        await server.stop()
+    }
+
+    @Test func placedElementsAreTheInsertsAndMovesOfAnEdit() {
+        let (a, b, c, d) = (UUID(), UUID(), UUID(), UUID())
+        #expect(CollectionMerge.placed(base: [a, b, c], new: [b, c, a]) == [a])
+        #expect(CollectionMerge.placed(base: [a, b], new: [a, d, b]) == [d])
+        #expect(CollectionMerge.placed(base: [a, b, c], new: [a, c]).isEmpty, "a removal places nothing")
+        #expect(CollectionMerge.placed(base: [a, b], new: [a, b]).isEmpty)
+        #expect(Set(CollectionMerge.placed(base: [], new: [a, b])) == [a, b])
+        // Whatever the merge leaves out of `placed` is a drop; with nothing removed concurrently, none.
+        for _ in 0..<200 {
+            let base = [a, b, c, d].shuffled().prefix(Int.random(in: 0...4))
+            let new = Array(([a, b, c, d].shuffled()).prefix(Int.random(in: 0...4)))
+            let merged = Set(CollectionMerge.merge(base: Array(base), new: new, current: Array(base)))
+            #expect(CollectionMerge.placed(base: Array(base), new: new).allSatisfy(merged.contains))
+        }
+    }
+
     @Test func limitsAdvertisedBySessionCreateReplyRoundTrip() throws {
         let limits = SessionLimits(maxMessageBytes: 1000, maxFragmentsPerMessage: 3)
         let reply = SessionCreateReply(sessionToken: "t", extensions: ["ScopeDetach"], limits: limits)
