@@ -4,9 +4,12 @@
 /// `change` that carries `bases`) use this one function, so both reach the same order.
 ///
 /// The rules, where "the edit" is base → new and "the other side" is base → current:
-/// 1. **Removal wins.** An element either side removed is absent from the result, unless the edit
-///    inserted it (it is in `new` but not in `base`). A move by one side does not bring back an
-///    element the other side removed.
+/// 1. **Removal wins within a collection.** An element either side removed is absent from the
+///    result, unless the edit inserted it (it is in `new` but not in `base`). A move within the
+///    collection by one side does not bring back an element the other side removed from it. An
+///    element moved in from another collection is an insert here, so it stays even when the other
+///    side removed it from the collection it left (the server brings the object back if that removal
+///    deleted it).
 /// 2. **Kept elements keep the other side's order.** Elements the edit left in place (the longest
 ///    run of common elements whose relative order the edit did not change) stay where `current` has them.
 /// 3. **Inserts and moves are placed by their predecessor.** Each element the edit inserted or moved
