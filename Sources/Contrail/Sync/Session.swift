@@ -347,6 +347,8 @@ public final class Session {
             do {
                 try Self.checkComplete(state)
                 try subscription.applyState(state)
+                subscription.wasAttached = true
+                subscription.failedRefetches = 0
                 subscription.attached.resolve(.success(()))
             } catch {
                 subscription.attached.resolve(.failure(error))
@@ -413,7 +415,22 @@ public final class Session {
             } else {
                 subscription.isFetching = false
                 subscription.attached.resolve(.failure(.fetchFailed(fetchReply.error ?? WireErrorBody(message: "Fetch failed"))))
+                if subscription.wasAttached { self.retryFetch(subscription) }
             }
+        }
+    }
+
+    /// Fetches a scope this session held again after a backoff (the reconnect policy's), unless it
+    /// is attached, fetching or gone by then: a refused refetch (a scope the server could not load
+    /// for now) must not leave its pending change sets waiting for good while the session is online.
+    private func retryFetch(_ subscription: ScopeSubscription) {
+        let delay = options.reconnect.delay(attempt: subscription.failedRefetches)
+        subscription.failedRefetches += 1
+        let timeline = timeline
+        Task { [weak self, weak subscription] in
+            guard (try? await timeline.sleep(for: delay)) != nil, let self, let subscription, !self.isClosed,
+                  self.subscriptions.contains(where: { $0 === subscription }), !subscription.isAttached else { return }
+            self.requestFetch(subscription)
         }
     }
 
