@@ -119,12 +119,13 @@ struct ScopeStore: Sendable {
         if pass.mayOrphan || !pass.revived.isEmpty { collectGarbage() }
         // Objects brought back without a fragment of their own (what a revived object referenced)
         // reach the other replicas as an `add` of their last state, after the change set's fragments.
-        for uuid in pass.revived where objects[uuid] != nil {
+        var revived: [SyncFragment] = []
+        for uuid in pass.revived {
             guard let object = objects[uuid] else { continue }
-            accepted.append(SyncFragment(kind: .add, uuid: uuid, className: object.className, properties: object.properties))
+            revived.append(SyncFragment(kind: .add, uuid: uuid, className: object.className, properties: object.properties))
         }
         for uuid in pass.working.keys where objects[uuid] != nil { deleted.remove(uuid) }
-        return SyncOutcome(replies: replies, accepted: accepted)
+        return SyncOutcome(replies: replies, accepted: accepted + revived, revived: revived)
     }
 
     /// Removes every object not reachable from the root through reference properties.
