@@ -275,6 +275,26 @@ package final class ConvergenceFuzzer {
 
     // MARK: - Checks
 
+    /// How the local change sets of every converged run settled, by state (`drops`: the
+    /// elements of partially reverted change sets that the server's merge left out), for the
+    /// campaign's summary.
+    package private(set) var settlements: [String: Int] = [:]
+
+    /// Counts how the replicas' local change sets settled; a change set with drops that is not
+    /// partially reverted is a failure (it would tell the app a dropped move happened).
+    private func countSettlements(_ replicas: [FuzzReplica]) -> FuzzFailure? {
+        for replica in replicas {
+            for changeSet in replica.scope.history where changeSet.origin == .local {
+                settlements[changeSet.state.rawValue, default: 0] += 1
+                settlements["drops", default: 0] += changeSet.drops.count
+                if !changeSet.drops.isEmpty && changeSet.state != .partiallyReverted {
+                    return FuzzFailure(kind: .divergent, details: "c\(replica.index): a change set with drops \(changeSet.drops) settled \(changeSet.state)")
+                }
+            }
+        }
+        return nil
+    }
+
     private func check(_ replicas: [FuzzReplica], host: FuzzServerHost, removed: Set<UUID>, parents: [UUID: UUID]) async -> FuzzFailure? {
         for replica in replicas {
             replica.connector.restore()
@@ -337,7 +357,7 @@ package final class ConvergenceFuzzer {
                 return FuzzFailure(kind: .lostInsert, details: "c\(replica.index)'s acknowledged insert \(uuid.uuidString.lowercased()) is gone, and no edit removed it")
             }
         }
-        return nil
+        return countSettlements(replicas)
     }
 
     /// What a new client fetches.

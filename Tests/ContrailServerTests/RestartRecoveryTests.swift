@@ -18,6 +18,7 @@ import Testing
         func makeServer() throws -> ContrailServer {
             var options = ServerOptions()
             options.dataDirectory = directory
+            options.establishTimeout = .seconds(120)  // the main actor may be busy on a loaded machine
             options.log = nil
             return try ContrailServer(options: options)
         }
