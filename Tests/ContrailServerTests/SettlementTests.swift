@@ -52,6 +52,24 @@ import Testing
         await client.close(); await fresh.0.close(); await server.stop()
     }
 
+    @Test func escapesCountTowardsTheMessageLimit() async throws {
+        // 40,000 quotes are 40,000 bytes of UTF-8 but 80,000 once escaped: over a 64 KiB limit.
+        let server = try makeServer { $0.maxMessageBytes = 64 << 10 }
+        let (client, scope, board) = try await makeReplica(server.connector())
+        let over = try #require(scope.modify { board.title = String(repeating: "\"", count: 40_000) })
+        #expect(try await over.settled(timeout: .seconds(30)) == .reverted)
+        guard case .messageTooLarge(let bytes, 65_536)? = over.rejection else {
+            Issue.record("expected messageTooLarge, got \(String(describing: over.rejection))")
+            return
+        }
+        #expect(bytes > 80_000 && bytes < 80_400, "the exact length, escapes included")
+        // Positive control: 20,000 quotes (40,000 bytes escaped) go through.
+        let under = try #require(scope.modify { board.title = String(repeating: "\"", count: 20_000) })
+        #expect(try await under.settled(timeout: .seconds(30)) == .completed)
+        #expect(client.lastError == nil)
+        await client.close(); await server.stop()
+    }
+
     @Test func changeSetOverTheFragmentLimitIsRefusedBeforeSending() async throws {
         let server = try makeServer { $0.maxFragmentsPerMessage = 3 }
         let (client, scope, board) = try await makeReplica(server.connector())

@@ -2,8 +2,8 @@ extension ChangeSet {
     /// Why a change set was refused whole or in part (`ChangeSet.rejection`): the app reads it when
     /// `state` is `.reverted` or `.partiallyReverted`.
     public enum Rejection: Sendable, Equatable, CustomStringConvertible {
-        /// Its `ScopeSync` would be `bytes` long, over the `limit` the server advertised: the
-        /// client refused it before sending (the server would close the connection).
+        /// Its `ScopeSync` would be `bytes` long (at least), over the `limit` the server
+        /// advertised: the client refused it before sending (the server would close the connection).
         case messageTooLarge(bytes: Int, limit: Int)
         /// It has `count` fragments, over the `limit` per message the server advertised: the client
         /// refused it before sending.

@@ -475,13 +475,16 @@ public final class Session {
     }
 
     /// Why `message` (carrying `fragments`) is over the server's advertised `limits`, if it is. The
-    /// size is bounded from above first and encoded only when the bound is over the limit.
+    /// size is bounded from above and below first and encoded only when the limit lies between.
     static func overLimits(_ limits: SessionLimits?, fragments: [SyncFragment], message: Message) -> ChangeSet.Rejection? {
         guard let limits else { return nil }
         if let limit = limits.maxFragmentsPerMessage, fragments.count > limit {
             return .tooManyFragments(count: fragments.count, limit: limit)
         }
         if let limit = limits.maxMessageBytes, fragments.reduce(200, { $0 + 1 + $1.encodedSizeUpperBound }) > limit {
+            // Over for sure without encoding anything (a 20 MB string: O(1)); encoded only between the bounds.
+            let atLeast = fragments.reduce(0) { $0 + $1.encodedSizeLowerBound }
+            if atLeast > limit { return .messageTooLarge(bytes: atLeast, limit: limit) }
             let bytes = MessageFrame.encodedBytes([message], asArray: false).count
             if bytes > limit { return .messageTooLarge(bytes: bytes, limit: limit) }
         }
