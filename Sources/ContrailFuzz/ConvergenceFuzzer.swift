@@ -138,6 +138,7 @@ package final class ConvergenceFuzzer {
         }
         var removed = Set<UUID>()
         var parents: [UUID: UUID] = [:]
+        holders = [:]
         for operation in operations {
             if TracingTransport.isEnabled { TracingTransport.trace("step: \(operation)") }
             do {
@@ -174,14 +175,14 @@ package final class ConvergenceFuzzer {
             let replica = replica(client)
             let before = replica.links()
             apply(edit, to: replica, parents: &parents)
-            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links(), root: replica.board.uuid))
+            track(before, replica.links(), of: replica, removed: &removed)
         case .atomic(let client, let edits):
             let replica = replica(client)
             let before = replica.links()
             replica.scope.modifyAtomically {
                 for edit in edits { apply(edit, to: replica, parents: &parents) }
             }
-            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links(), root: replica.board.uuid))
+            track(before, replica.links(), of: replica, removed: &removed)
         case .mode(let client, let mode):
             let replica = replica(client)
             let modes: [SyncMode] = [.realtime, .pushOnly, .syncOff, .manual]
@@ -206,7 +207,7 @@ package final class ConvergenceFuzzer {
             let replica = replica(client)
             let before = replica.links()
             if case .undo = operation { replica.scope.undo() } else { replica.scope.redo() }
-            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links(), root: replica.board.uuid))
+            track(before, replica.links(), of: replica, removed: &removed)
         case .restartServer:
             let target = try await host.restart()
             for replica in replicas { replica.connector.route(to: target) }
@@ -215,6 +216,23 @@ package final class ConvergenceFuzzer {
         case .yield:
             await Task.yield()
         }
+    }
+
+    /// The objects each object was seen held by (in the editing replica's view, before and after
+    /// each local edit); the board's UUID stands for the root.
+    private var holders: [UUID: Set<UUID>] = [:]
+
+    /// Records what an edit of `replica` unlinked (into `removed`) and who held what.
+    private func track(_ before: Set<FuzzLink>, _ after: Set<FuzzLink>, of replica: FuzzReplica, removed: inout Set<UUID>) {
+        removed.formUnion(FuzzReplica.unlinked(before: before, after: after, root: replica.board.uuid))
+        for link in before.union(after) { holders[link.child, default: []].insert(link.parent) }
+    }
+
+    /// Whether `uuid` hung only on objects (never directly on the board) of which one is gone: it
+    /// left with its holder (a `link` target whose item was removed, say), not by itself.
+    private func leftWithItsHolder(_ uuid: UUID, root: UUID, present: Set<UUID>) -> Bool {
+        let held = holders[uuid] ?? []
+        return !held.contains(root) && held.contains { !present.contains($0) }
     }
 
     private func apply(_ edit: FuzzOperation.Edit, to replica: FuzzReplica, parents: inout [UUID: UUID]) {
@@ -353,6 +371,7 @@ package final class ConvergenceFuzzer {
                 // (an undo, a move that won over the removal) brings them back too.
                 if removed.contains(uuid) { continue }
                 if let parent = parents[uuid], removed.contains(parent), !present.contains(parent) { continue }
+                if let root = replicas.first?.board.uuid, leftWithItsHolder(uuid, root: root, present: present) { continue }
                 if displaced(uuid, addedBy: changeSet) { continue }
                 return FuzzFailure(kind: .lostInsert, details: "c\(replica.index)'s acknowledged insert \(uuid.uuidString.lowercased()) is gone, and no edit removed it")
             }
