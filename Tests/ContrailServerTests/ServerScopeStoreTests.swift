@@ -81,6 +81,7 @@ struct ServerScopeStoreTests {
         #expect(first.replies.first?.isAccepted == false)
         let again = store.apply([change(root, ["pinned": .string(missing.wireString)])], atomic: true, maxObjects: 100, changeSetID: id)
         #expect(again.replies.first?.isAccepted == false)
+        #expect(!again.repeated)
 
         // Positive control: an accepted change set sent again is answered as a duplicate (no new effect).
         let accepted = UUID()
@@ -88,6 +89,7 @@ struct ServerScopeStoreTests {
         #expect(applied.accepted.count == 1)
         let resent = store.apply([change(root, ["title": "a"])], atomic: false, maxObjects: 100, changeSetID: accepted)
         #expect(resent.accepted.isEmpty && resent.replies.allSatisfy { $0.isAccepted })
+        #expect(resent.repeated, "the reply says so (Protocol §8.11), so the client counts no drops from it")
     }
 
     /// A move from one collection to another of an element another client removed meanwhile: the

@@ -166,6 +166,28 @@ import Testing
         }
     }
 
+    /// A reply naming a merged `cards` without the card the change set inserted: a drop, unless the
+    /// reply answers a repeated change set (its values are current ones, not its merge's result).
+    @Test(arguments: [false, true])
+    func aRepeatedChangeSetsAnswerIsNotADrop(repeated: Bool) async throws {
+        let harness = ClientTests()
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await harness.connect(connector)
+        let (scope, board) = harness.makeScope()
+        try await harness.fetch(scope, session: session, peer: peer)
+        let insert = try #require(scope.modify { board.cards.append(Card()) })
+        guard case .scopeSync(let sync)? = await peer.nextNonPing() else { Issue.record("expected ScopeSync"); return }
+        let replies = sync.fragments.map { fragment in
+            fragment.kind == .change ? FragmentReply(error: nil, modifications: ["cards": .array([])]) : FragmentReply.accepted
+        }
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: sync.index, fragmentReplies: replies, repeated: repeated)))
+        let state = try await insert.settled(timeout: .seconds(30))
+        #expect(state == (repeated ? .completed : .partiallyReverted))
+        #expect(insert.drops.count == (repeated ? 0 : 1))
+        #expect(board.cards.isEmpty, "the server's value either way")
+        await client.close()
+    }
+
     @Test func limitsAdvertisedBySessionCreateReplyRoundTrip() throws {
         let limits = SessionLimits(maxMessageBytes: 1000, maxFragmentsPerMessage: 3)
         let reply = SessionCreateReply(sessionToken: "t", extensions: ["ScopeDetach"], limits: limits)

@@ -517,7 +517,9 @@ public final class Session {
         }
         let replies = syncReply.fragmentReplies
         let rejected = Set(zip(fragments, replies).filter { !$0.1.isAccepted }.map(\.0.uuid))
-        let drops = Self.drops(fragments: fragments, replies: replies)
+        // A repeated change set's reply carries the scope's current values, not its merge's result:
+        // what others did since is not a drop (and what its first merge dropped is not known).
+        let drops = syncReply.repeated ? [] : Self.drops(fragments: fragments, replies: replies)
         var state: ChangeSet.State
         if rejected.isEmpty {
             state = .completed

@@ -116,7 +116,9 @@ struct ScopeCore {
             ? [] : store.apply(followUps, atomic: false, maxObjects: limits.maxObjectsPerScope).accepted
         let replies = outcome.replies
         guard !outcome.accepted.isEmpty else {
-            return .unchanged { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) } }
+            let repeated = outcome.repeated
+            return .unchanged { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies,
+                                                                                          repeated: repeated))) } }
         }
         cachedState = nil
         let broadcast = received.map { CanonicalDate.asReceived(outcome.accepted, received: $0) } ?? outcome.accepted

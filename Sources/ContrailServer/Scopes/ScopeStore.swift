@@ -65,7 +65,7 @@ struct ScopeStore: Sendable {
             }
             return FragmentReply(error: nil, modifications: modifications.isEmpty ? nil : modifications)
         }
-        return SyncOutcome(replies: replies, accepted: [])
+        return SyncOutcome(replies: replies, accepted: [], repeated: true)
     }
 
     /// Remembers that the change set `id` was applied (a log replay).

@@ -11,4 +11,7 @@ struct SyncOutcome: Sendable {
     /// (the end of `accepted`): the sender gets them too, before its reply, since it may not know
     /// them or their last state.
     var revived: [SyncFragment] = []
+    /// The change set was applied before: the replies carry current values (see
+    /// ``ScopeStore/answerDuplicate(_:)``).
+    var repeated = false
 }
