@@ -72,3 +72,23 @@ import Testing
         #expect(ScopeStore().snapshotJSON(name: "s")["deleted"] == nil)
     }
 }
+
+extension DeletedObjectsTests {
+    /// A change set partly rejected, resent after its reply was lost (a restart): the repeat is not
+    /// answered "accepted" for what is not in the scope, so the sender does not count it as applied.
+    @Test func aRepeatAnswersObjectsTheScopeDoesNotHoldAsNotFound() {
+        var store = ScopeStore()
+        let (missing, note) = (UUID(), UUID())
+        let id = UUID()
+        let fragments = [
+            change(store.rootUUID, ["title": "t"]),
+            SyncFragment(kind: .add, uuid: note, className: "Note", properties: ["text": "n"]),
+            SyncFragment(kind: .change, uuid: missing, className: "Item", properties: ["notes": list([note])], bases: ["notes": []]),
+        ]
+        let first = store.apply(fragments, atomic: false, maxObjects: 100, changeSetID: id)
+        #expect(first.replies.map(\.isAccepted) == [true, false, false])
+        let again = store.apply(fragments, atomic: false, maxObjects: 100, changeSetID: id)
+        #expect(again.repeated)
+        #expect(again.replies.map(\.isAccepted) == [true, false, false], "positive control: the root's fragment stays accepted")
+    }
+}

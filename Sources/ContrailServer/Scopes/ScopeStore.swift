@@ -54,11 +54,17 @@ struct ScopeStore: Sendable {
     }
 
     /// The reply to a change set applied before (whose first reply may never have arrived): every
-    /// fragment accepted, with the scope's current value of each property it names where that
-    /// differs from what it sends, so the sender ends up where the scope is. Nothing changes.
+    /// fragment of an object the scope holds accepted, with the scope's current value of each
+    /// property it names where that differs from what it sends, so the sender ends up where the
+    /// scope is; a fragment of an object it does not hold rejected. Nothing changes.
     func answerDuplicate(_ fragments: [SyncFragment]) -> SyncOutcome {
         let replies = fragments.map { fragment -> FragmentReply in
-            guard let object = objects[fragment.uuid] else { return FragmentReply() }
+            // An object the scope does not hold now: its fragment may have failed the first time
+            // (the scope had deleted it), and whatever it did is gone now; either way it is not in
+            // the scope, so the sender must not count it as applied.
+            guard let object = objects[fragment.uuid] else {
+                return .rejected(WireErrorBody(message: "ModelObject not found (the change set was applied before; the scope does not hold this object now)"))
+            }
             var modifications: [String: JSON] = [:]
             for (key, sent) in fragment.properties {
                 if let current = object.properties[key], current != sent { modifications[key] = current }
