@@ -85,6 +85,7 @@ enum FuzzCommand {
         let elapsed = ContinuousClock.now - began
         print("\(seeds) seeds in \(elapsed): \(seeds - UInt64(failed)) converged, \(failed) failed"
               + counts.sorted { $0.key < $1.key }.map { " (\($0.key): \($0.value))" }.joined())
+        print("local change sets settled: " + fuzzer.settlements.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         if failed > 0 { exit(1) }
     }
 }

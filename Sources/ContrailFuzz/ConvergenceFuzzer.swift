@@ -7,8 +7,8 @@ import Foundation
 /// comes back online and the run checks that
 /// - nothing is pending and every client is online,
 /// - every replica equals the server's state and a fresh fetch,
-/// - every insert the server acknowledged is there, unless an edit unlinked it (or its item), or it
-///   was held only by a single reference (`pinned`, `link`) that another change set wrote too.
+/// - every insert the server acknowledged is there, unless an edit unlinked it (or its item, and the
+///   item is gone: an item that came back brings its notes back), or it was held only by a single reference (`pinned`, `link`) that another change set wrote too.
 ///
 /// ```swift
 /// let fuzzer = ConvergenceFuzzer(server: .inMemory)
@@ -138,6 +138,7 @@ package final class ConvergenceFuzzer {
         }
         var removed = Set<UUID>()
         var parents: [UUID: UUID] = [:]
+        holders = [:]
         for operation in operations {
             if TracingTransport.isEnabled { TracingTransport.trace("step: \(operation)") }
             do {
@@ -174,14 +175,14 @@ package final class ConvergenceFuzzer {
             let replica = replica(client)
             let before = replica.links()
             apply(edit, to: replica, parents: &parents)
-            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
+            track(before, replica.links(), of: replica, removed: &removed)
         case .atomic(let client, let edits):
             let replica = replica(client)
             let before = replica.links()
             replica.scope.modifyAtomically {
                 for edit in edits { apply(edit, to: replica, parents: &parents) }
             }
-            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
+            track(before, replica.links(), of: replica, removed: &removed)
         case .mode(let client, let mode):
             let replica = replica(client)
             let modes: [SyncMode] = [.realtime, .pushOnly, .syncOff, .manual]
@@ -206,7 +207,7 @@ package final class ConvergenceFuzzer {
             let replica = replica(client)
             let before = replica.links()
             if case .undo = operation { replica.scope.undo() } else { replica.scope.redo() }
-            removed.formUnion(FuzzReplica.unlinked(before: before, after: replica.links()))
+            track(before, replica.links(), of: replica, removed: &removed)
         case .restartServer:
             let target = try await host.restart()
             for replica in replicas { replica.connector.route(to: target) }
@@ -215,6 +216,23 @@ package final class ConvergenceFuzzer {
         case .yield:
             await Task.yield()
         }
+    }
+
+    /// The objects each object was seen held by (in the editing replica's view, before and after
+    /// each local edit); the board's UUID stands for the root.
+    private var holders: [UUID: Set<UUID>] = [:]
+
+    /// Records what an edit of `replica` unlinked (into `removed`) and who held what.
+    private func track(_ before: Set<FuzzLink>, _ after: Set<FuzzLink>, of replica: FuzzReplica, removed: inout Set<UUID>) {
+        removed.formUnion(FuzzReplica.unlinked(before: before, after: after, root: replica.board.uuid))
+        for link in before.union(after) { holders[link.child, default: []].insert(link.parent) }
+    }
+
+    /// Whether `uuid` hung only on objects (never directly on the board) of which one is gone: it
+    /// left with its holder (a `link` target whose item was removed, say), not by itself.
+    private func leftWithItsHolder(_ uuid: UUID, root: UUID, present: Set<UUID>) -> Bool {
+        let held = holders[uuid] ?? []
+        return !held.contains(root) && held.contains { !present.contains($0) }
     }
 
     private func apply(_ edit: FuzzOperation.Edit, to replica: FuzzReplica, parents: inout [UUID: UUID]) {
@@ -275,6 +293,26 @@ package final class ConvergenceFuzzer {
 
     // MARK: - Checks
 
+    /// How the local change sets of every converged run settled, by state (`drops`: the
+    /// elements of partially reverted change sets that the server's merge left out), for the
+    /// campaign's summary.
+    package private(set) var settlements: [String: Int] = [:]
+
+    /// Counts how the replicas' local change sets settled; a change set with drops that is not
+    /// partially reverted is a failure (it would tell the app a dropped move happened).
+    private func countSettlements(_ replicas: [FuzzReplica]) -> FuzzFailure? {
+        for replica in replicas {
+            for changeSet in replica.scope.history where changeSet.origin == .local {
+                settlements[changeSet.state.rawValue, default: 0] += 1
+                settlements["drops", default: 0] += changeSet.drops.count
+                if !changeSet.drops.isEmpty && changeSet.state != .partiallyReverted {
+                    return FuzzFailure(kind: .divergent, details: "c\(replica.index): a change set with drops \(changeSet.drops) settled \(changeSet.state)")
+                }
+            }
+        }
+        return nil
+    }
+
     private func check(_ replicas: [FuzzReplica], host: FuzzServerHost, removed: Set<UUID>, parents: [UUID: UUID]) async -> FuzzFailure? {
         for replica in replicas {
             replica.connector.restore()
@@ -329,12 +367,16 @@ package final class ConvergenceFuzzer {
         }
         for replica in replicas {
             for (uuid, changeSet) in replica.adds where changeSet.state == .completed && !present.contains(uuid) {
-                if removed.contains(uuid) || parents[uuid].map(removed.contains) == true { continue }
+                // An item that was removed and is gone takes its notes with it; one that came back
+                // (an undo, a move that won over the removal) brings them back too.
+                if removed.contains(uuid) { continue }
+                if let parent = parents[uuid], removed.contains(parent), !present.contains(parent) { continue }
+                if let root = replicas.first?.board.uuid, leftWithItsHolder(uuid, root: root, present: present) { continue }
                 if displaced(uuid, addedBy: changeSet) { continue }
                 return FuzzFailure(kind: .lostInsert, details: "c\(replica.index)'s acknowledged insert \(uuid.uuidString.lowercased()) is gone, and no edit removed it")
             }
         }
-        return nil
+        return countSettlements(replicas)
     }
 
     /// What a new client fetches.

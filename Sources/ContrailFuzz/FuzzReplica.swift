@@ -78,10 +78,13 @@ final class FuzzReplica {
         return links
     }
 
-    /// The objects an edit unlinked somewhere. Even when the same edit links them elsewhere (a move),
-    /// another client's concurrent edit may drop that other link, and then the object is rightly gone.
-    static func unlinked(before: Set<FuzzLink>, after: Set<FuzzLink>) -> Set<UUID> {
-        Set(before.subtracting(after).map(\.child))
+    /// The objects an edit unlinked somewhere from a parent that stays (the board, or an object
+    /// still linked). Even when the same edit links them elsewhere (a move), another client's
+    /// concurrent edit may drop that other link, and then the object is rightly gone. Objects that
+    /// left only with their parent are not counted: they are gone only while the parent is.
+    static func unlinked(before: Set<FuzzLink>, after: Set<FuzzLink>, root: UUID) -> Set<UUID> {
+        let linked = Set(after.map(\.child))
+        return Set(before.subtracting(after).filter { $0.parent == root || linked.contains($0.parent) }.map(\.child))
     }
 }
 

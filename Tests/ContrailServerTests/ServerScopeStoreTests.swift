@@ -81,6 +81,7 @@ struct ServerScopeStoreTests {
         #expect(first.replies.first?.isAccepted == false)
         let again = store.apply([change(root, ["pinned": .string(missing.wireString)])], atomic: true, maxObjects: 100, changeSetID: id)
         #expect(again.replies.first?.isAccepted == false)
+        #expect(!again.repeated)
 
         // Positive control: an accepted change set sent again is answered as a duplicate (no new effect).
         let accepted = UUID()
@@ -88,18 +89,22 @@ struct ServerScopeStoreTests {
         #expect(applied.accepted.count == 1)
         let resent = store.apply([change(root, ["title": "a"])], atomic: false, maxObjects: 100, changeSetID: accepted)
         #expect(resent.accepted.isEmpty && resent.replies.allSatisfy { $0.isAccepted })
+        #expect(resent.repeated, "the reply says so (Protocol §8.11), so the client counts no drops from it")
     }
 
     /// A move from one collection to another of an element another client removed meanwhile: the
-    /// removal wins (the element was in the sender's base of the other collection), and the rest of
-    /// the change set applies; it is not refused as a dangling reference.
-    @Test func aMoveOfAConcurrentlyRemovedElementDropsItAndKeepsTheRest() {
-        var store = ScopeStore()
+    /// move wins (issue 23: the remover wanted it out of `shelf`, the mover wants it in `items`), and
+    /// the server brings the object back as it last had it; only when it no longer remembers the
+    /// object (past the bound of deleted objects it keeps) is the element dropped, and then the rest
+    /// of the change set still applies: it is not refused as a dangling reference.
+    @Test(arguments: [true, false])
+    func aMoveOfAConcurrentlyRemovedElementWinsWhileTheServerRemembersIt(remembered: Bool) {
+        var store = ScopeStore(deletedCapacity: remembered ? 10 : 0)
         let root = store.rootUUID
         let (moved, added) = (UUID(), UUID())
         _ = store.apply([
             change(root, ["shelf": .array([.string(moved.wireString)]), "items": .array([])]),
-            SyncFragment(kind: .add, uuid: moved, className: "Item", properties: ["votes": 0]),
+            SyncFragment(kind: .add, uuid: moved, className: "Item", properties: ["votes": 4]),
         ], atomic: false, maxObjects: 100)
         let removal = store.apply([change(root, ["shelf": .array([])], bases: ["shelf": [moved]])], atomic: false, maxObjects: 100)
         #expect(removal.replies.allSatisfy { $0.isAccepted })
@@ -111,7 +116,15 @@ struct ServerScopeStoreTests {
             SyncFragment(kind: .add, uuid: added, className: "Item", properties: ["votes": 0]),
         ], atomic: true, maxObjects: 100, changeSetID: UUID())
         #expect(move.replies.allSatisfy { $0.isAccepted })
-        #expect(store.objects[root]?.properties["items"] == .array([.string(added.wireString)]))
-        #expect(store.objects[added] != nil && store.objects[moved] == nil)
+        #expect(store.objects[added] != nil)
+        if remembered {
+            #expect(store.objects[root]?.properties["items"] == .array([.string(added.wireString), .string(moved.wireString)]))
+            #expect(store.objects[moved]?.properties["votes"] == 4, "back as the server last had it")
+            #expect(move.accepted.last == SyncFragment(kind: .add, uuid: moved, className: "Item", properties: ["votes": 4]),
+                    "the other replicas get it back whole")
+        } else {
+            #expect(store.objects[root]?.properties["items"] == .array([.string(added.wireString)]))
+            #expect(store.objects[moved] == nil)
+        }
     }
 }

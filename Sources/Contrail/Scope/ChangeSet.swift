@@ -54,6 +54,12 @@ public final class ChangeSet: Encodable {
     public nonisolated let id: UUID
     /// Where the change set stands with the server (see `onStateChange` and `settled()`).
     public private(set) var state: State
+    /// Why the change set was refused, whole (`.reverted`) or in part (`.partiallyReverted`); nil
+    /// while syncing, when completed, and when only ``drops`` explain a partial revert.
+    public private(set) var rejection: Rejection?
+    /// The elements it inserted or moved that the server's collection merge left out (a concurrent
+    /// removal won, Protocol §8.4): non-empty only in a `.partiallyReverted` change set.
+    public private(set) var drops: [Drop] = []
     var changes: [Change]
     private let stateObservers = ObserverList<State>()
     private var waiters: [CheckedContinuation<State, Never>] = []
@@ -102,9 +108,14 @@ public final class ChangeSet: Encodable {
         return await withCheckedContinuation { waiters.append($0) }
     }
 
-    /// Sets the state (the layer that settles the scope's change sets calls this) and notifies.
-    package func settle(_ newState: State) {
+    /// Sets the state with why it was refused, if it was (the layer that settles the scope's change
+    /// sets calls this), and notifies.
+    package func settle(_ newState: State, rejection: Rejection? = nil, drops: [Drop] = []) {
         guard newState != state else { return }
+        if newState != .syncing {
+            self.rejection = rejection
+            self.drops = drops
+        }
         state = newState
         stateObservers.notify(newState)
         if isSettled {

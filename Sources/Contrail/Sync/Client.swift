@@ -272,7 +272,7 @@ public final class Client {
             for case .sessionCreateReply(let reply) in messages {
                 let result: Result<SessionAccepted, SyncError>
                 if let token = reply.sessionToken {
-                    result = .success(SessionAccepted(token: token, extensions: Set(reply.extensions)))
+                    result = .success(SessionAccepted(token: token, extensions: Set(reply.extensions), limits: reply.limits))
                 } else if let error = reply.error, error.type == WireErrorBody.serverUnavailable("").type {
                     result = .failure(.serverUnavailable(error.message))
                 } else {

@@ -131,6 +131,13 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
     /// After a fatal close (4096, 4097), open a new session rather than stop.
     package let restartSessionOnFatalError: Bool
     private var nextID = 0
+    /// The server's last close of a live connection (code and reason), and how many closes in a row
+    /// it was the same without a keep-alive interval of calm between them: a connection the server
+    /// ends for the same reason again and again (a message it will not take, resent on every
+    /// resume) backs off as if the resumes had failed, instead of looping (a confirmed resume
+    /// would otherwise start the backoff over).
+    private var lastClose: TransportClosed?
+    private var repeatedCloses = 0
 
     package init(restartSessionOnFatalError: Bool) {
         self.restartSessionOnFatalError = restartSessionOnFatalError
@@ -218,7 +225,10 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
                 state = .stopped(session: session)
                 return [.connectionLost(session), .recordError(Self.error(reason))]
             }
-            return [.connectionLost(session)] + backoff(session, failures: failures, renew: fatal)
+            let repeats = countRepeat(reason)
+            var actions: [Action] = [.connectionLost(session)]
+            if repeats > 0 { actions.append(.recordError(Self.error(reason))) }
+            return actions + backoff(session, failures: max(failures, repeats), renew: fatal)
         case (_, .connectionClosed(let id, _)):
             return late(event, id: id)
 
@@ -244,6 +254,8 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
             return late(event, id: timer)
 
         case (.connected(let session, _, _, _), .keepAliveTick):
+            lastClose = nil
+            repeatedCloses = 0
             return [.tick(session)]
         case (_, .keepAliveTick):
             return []   // offline for now: nothing to keep alive
@@ -288,6 +300,19 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         default:
             return actions + backoff(session, failures: pending.failures, renew: pending.renew)
         }
+    }
+
+    /// Counts a server's close of a live connection: the number of closes in a row before it with
+    /// the same code and reason (0 for a new reason, a normal close or a dropped connection).
+    private mutating func countRepeat(_ reason: TransportClosed?) -> Int {
+        guard let reason, let code = reason.code, code != 1000, code != 1001 else {
+            lastClose = nil
+            repeatedCloses = 0
+            return 0
+        }
+        repeatedCloses = reason == lastClose ? repeatedCloses + 1 : 0
+        lastClose = reason
+        return repeatedCloses
     }
 
     /// Waits before the next reconnect: attempt `failures` of the backoff policy.

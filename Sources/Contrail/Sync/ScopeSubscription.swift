@@ -15,6 +15,12 @@ final class ScopeSubscription {
     var missedRemote = false
     /// Whether a fetch is on its way.
     var isFetching = false
+    /// Whether a state of this scope was ever applied in this session: a refetch of such a scope
+    /// that fails (after a new wire session, say) is tried again, since its pending change sets wait
+    /// for it; the app's first fetch that fails is the app's to retry.
+    var wasAttached = false
+    /// Refetches in a row that failed: the exponent of the next retry's backoff.
+    var failedRefetches = 0
     let queue = ChangeSetQueue()
     /// Fires once the state of the latest fetch is applied (or the fetch fails).
     var attached = ReplyWaiter<Void>()

@@ -47,6 +47,9 @@ public final class Session {
     private var lastSyncStatus = SyncStatus.synced
     /// The Contrail extensions the server listed in its `SessionCreateReply` (none for Jetstream).
     private var serverExtensions: Set<String> = []
+    /// The message limits the server advertised (Protocol §8.19): a change set over them is refused
+    /// here, before it is sent. Nil for a Jetstream server.
+    private var serverLimits: SessionLimits?
 
     /// The client's clock (`ClientOptions.clock`): reply deadlines and the waits of `fetch`,
     /// `sync` and `detach` run on it.
@@ -237,6 +240,7 @@ public final class Session {
     func renew(_ accepted: SessionAccepted, connection: Connection) {
         token = accepted.token
         serverExtensions = accepted.extensions
+        serverLimits = accepted.limits
         self.connection = connection
         nextIndex = 1
         lastServerIndex = 0
@@ -343,6 +347,8 @@ public final class Session {
             do {
                 try Self.checkComplete(state)
                 try subscription.applyState(state)
+                subscription.wasAttached = true
+                subscription.failedRefetches = 0
                 subscription.attached.resolve(.success(()))
             } catch {
                 // Refused whole (an empty state never resets a replica); a fetch awaiting it throws,
@@ -412,7 +418,22 @@ public final class Session {
             } else {
                 subscription.isFetching = false
                 subscription.attached.resolve(.failure(.fetchFailed(fetchReply.error ?? WireErrorBody(message: "Fetch failed"))))
+                if subscription.wasAttached { self.retryFetch(subscription) }
             }
+        }
+    }
+
+    /// Fetches a scope this session held again after a backoff (the reconnect policy's), unless it
+    /// is attached, fetching or gone by then: a refused refetch (a scope the server could not load
+    /// for now) must not leave its pending change sets waiting for good while the session is online.
+    private func retryFetch(_ subscription: ScopeSubscription) {
+        let delay = options.reconnect.delay(attempt: subscription.failedRefetches)
+        subscription.failedRefetches += 1
+        let timeline = timeline
+        Task { [weak self, weak subscription] in
+            guard (try? await timeline.sleep(for: delay)) != nil, let self, let subscription, !self.isClosed,
+                  self.subscriptions.contains(where: { $0 === subscription }), !subscription.isAttached else { return }
+            self.requestFetch(subscription)
         }
     }
 
@@ -436,18 +457,50 @@ public final class Session {
     private func send(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, scopeIndex: Int) {
         let fragments = subscription.fragments(of: entry)
         let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
-        inFlight += 1
         let id = entry.changeSet.id
         let procedure = entry.changeSet.procedure
-        entry.index = request({ .scopeSync(ScopeSync(index: $0, scopeIndex: scopeIndex, fragments: fragments,
-                                                     atomic: procedure == nil ? atomic : true, procedure: procedure,
-                                                     changeSetID: id)) }) {
+        let message = { (index: Int) -> Message in
+            .scopeSync(ScopeSync(index: index, scopeIndex: scopeIndex, fragments: fragments,
+                                 atomic: procedure == nil ? atomic : true, procedure: procedure, changeSetID: id))
+        }
+        if let rejection = Self.overLimits(serverLimits, fragments: fragments, message: message(nextIndex)) {
+            refuse(entry, of: subscription, rejection)
+            return
+        }
+        inFlight += 1
+        entry.index = request(message) {
             [weak self, weak subscription, weak entry] reply in
             guard let self else { return }
             self.inFlight -= 1
             guard let subscription, let entry else { return }
             self.settle(entry, of: subscription, fragments: fragments, reply: reply)
         }
+    }
+
+    /// Why `message` (carrying `fragments`) is over the server's advertised `limits`, if it is. The
+    /// size is bounded from above and below first and encoded only when the limit lies between.
+    static func overLimits(_ limits: SessionLimits?, fragments: [SyncFragment], message: Message) -> ChangeSet.Rejection? {
+        guard let limits else { return nil }
+        if let limit = limits.maxFragmentsPerMessage, fragments.count > limit {
+            return .tooManyFragments(count: fragments.count, limit: limit)
+        }
+        if let limit = limits.maxMessageBytes, fragments.reduce(200, { $0 + 1 + $1.encodedSizeUpperBound }) > limit {
+            // Over for sure without encoding anything (a 20 MB string: O(1)); encoded only between the bounds.
+            let atLeast = fragments.reduce(0) { $0 + $1.encodedSizeLowerBound }
+            if atLeast > limit { return .messageTooLarge(bytes: atLeast, limit: limit) }
+            let bytes = MessageFrame.encodedBytes([message], asArray: false).count
+            if bytes > limit { return .messageTooLarge(bytes: bytes, limit: limit) }
+        }
+        return nil
+    }
+
+    /// Settles a change set the server would not take without sending it: reverted locally with
+    /// `rejection`, and the change sets after it go on.
+    private func refuse(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, _ rejection: ChangeSet.Rejection) {
+        revert(entry, of: subscription, objects: nil)
+        subscription.queue.remove(entry)
+        entry.changeSet.settle(.reverted, rejection: rejection)
+        reportSyncStatus()
     }
 
     /// Settles a change set from its reply (§4.8): completed, reverted, or partially reverted, then
@@ -460,14 +513,17 @@ public final class Session {
         guard case .scopeSyncReply(let syncReply) = reply, syncReply.fragmentReplies.count == fragments.count else {
             revert(entry, of: subscription, objects: nil)
             queue.remove(entry)
-            entry.changeSet.settle(.reverted)
+            entry.changeSet.settle(.reverted, rejection: .invalidReply)
             reportSyncStatus()
             pump()
             return
         }
         let replies = syncReply.fragmentReplies
         let rejected = Set(zip(fragments, replies).filter { !$0.1.isAccepted }.map(\.0.uuid))
-        let state: ChangeSet.State
+        // A repeated change set's reply carries the scope's current values, not its merge's result:
+        // what others did since is not a drop (and what its first merge dropped is not known).
+        let drops = syncReply.repeated ? [] : Self.drops(fragments: fragments, replies: replies)
+        var state: ChangeSet.State
         if rejected.isEmpty {
             state = .completed
         } else {
@@ -475,6 +531,8 @@ public final class Session {
             revert(entry, of: subscription, objects: all ? nil : rejected)
             state = all ? .reverted : .partiallyReverted
         }
+        if state == .completed && !drops.isEmpty { state = .partiallyReverted }
+        let rejection = replies.first { !$0.isAccepted }?.error.map(ChangeSet.Rejection.refusedByServer)
         var complete = true
         for (fragment, fragmentReply) in zip(fragments, replies) {
             if let modifications = fragmentReply.modifications, !modifications.isEmpty,
@@ -484,9 +542,31 @@ public final class Session {
         }
         if !complete { requestFetch(subscription) }
         queue.remove(entry)
-        entry.changeSet.settle(state)
+        entry.changeSet.settle(state, rejection: rejection, drops: drops)
         reportSyncStatus()
         pump()
+    }
+
+    /// The elements the accepted fragments inserted or moved in a collection sent with its base that
+    /// the server's merged value (always in `modifications`, Protocol §8.15) left out.
+    static func drops(fragments: [SyncFragment], replies: [FragmentReply]) -> [ChangeSet.Drop] {
+        var drops: [ChangeSet.Drop] = []
+        for (fragment, reply) in zip(fragments, replies) where reply.isAccepted {
+            guard let bases = fragment.bases, let modifications = reply.modifications else { continue }
+            for key in bases.keys.sorted() {
+                guard let base = bases[key], let sent = fragment.properties[key], let merged = modifications[key] else { continue }
+                let kept = Set(Self.uuids(merged))
+                for element in CollectionMerge.placed(base: base, new: Self.uuids(sent)) where !kept.contains(element) {
+                    drops.append(ChangeSet.Drop(object: fragment.uuid, property: key, element: element, reason: .removedConcurrently))
+                }
+            }
+        }
+        return drops
+    }
+
+    private static func uuids(_ value: JSON) -> [UUID] {
+        guard case .array(let elements) = value else { return [] }
+        return elements.compactMap { $0.stringValue.flatMap(UUID.init(wireString:)) }
     }
 
     /// Reverts `entry` locally. Objects a revert brings back into the tree missed the remote changes

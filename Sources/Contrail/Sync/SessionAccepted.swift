@@ -5,9 +5,12 @@ package struct SessionAccepted: Sendable {
     package let token: String
     /// Extra message types the server listed, e.g. `"ScopeDetach"`.
     package let extensions: Set<String>
+    /// The message limits the server advertised (Protocol §8.19); nil from a Jetstream server.
+    package let limits: SessionLimits?
 
-    package init(token: String, extensions: Set<String>) {
+    package init(token: String, extensions: Set<String>, limits: SessionLimits? = nil) {
         self.token = token
         self.extensions = extensions
+        self.limits = limits
     }
 }

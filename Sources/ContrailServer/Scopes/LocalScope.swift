@@ -119,7 +119,7 @@ actor LocalScope: HostedScope {
             throw error
         }
         if isClosed {
-            await writer.close(opened.persistence)
+            // `close()` waited for this load and closed what it opened.
             throw ServerError.stopped
         }
         persistence = opened.persistence
@@ -346,12 +346,18 @@ actor LocalScope: HostedScope {
         get async { exists ? (try? await loadedStore())?.objectCount ?? 0 : 0 }
     }
 
-    /// Writes out and closes the log.
+    /// Writes out and closes the log. A load under way is waited for and its log closed too: a
+    /// server that stopped must hold no scope file, or a server started next on the same data would
+    /// find the log locked and refuse the scope.
     func close() async {
         isClosed = true
         idleTask?.cancel()
         idleTask = nil
         giveSlot()
+        if let loading, let writer {
+            self.loading = nil
+            if case .success(let opened) = await loading.value { await writer.close(opened.persistence) }
+        }
         if let persistence, let writer {
             if let store { writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized()) }
             self.persistence = nil

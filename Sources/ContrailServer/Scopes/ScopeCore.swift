@@ -119,12 +119,18 @@ struct ScopeCore {
             ? [] : store.apply(followUps, atomic: false, maxObjects: limits.maxObjectsPerScope).accepted
         let replies = outcome.replies
         guard !outcome.accepted.isEmpty else {
-            return .unchanged { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) } }
+            let repeated = outcome.repeated
+            return .unchanged { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies,
+                                                                                          repeated: repeated))) } }
         }
         cachedState = nil
         let broadcast = received.map { CanonicalDate.asReceived(outcome.accepted, received: $0) } ?? outcome.accepted
         let text = String(decoding: SyncFragment.serialized(broadcast), as: UTF8.self)
         let followText = followed.isEmpty ? nil : String(decoding: SyncFragment.serialized(followed), as: UTF8.self)
+        // Deleted objects the change set brought back: the sender gets their last state before its
+        // reply (the others have them at the end of the broadcast).
+        let revivedText = outcome.revived.isEmpty ? nil : String(decoding: SyncFragment.serialized(outcome.revived), as: UTF8.self)
+        let originIndex = origin.flatMap { subscribers[ObjectIdentifier($0)]?.scopeIndex }
         let everyone = Array(subscribers.values)
         let others = origin.map { origin in subscribers.filter { $0.key != ObjectIdentifier(origin) }.map(\.value) } ?? everyone
         return .accepted(logged: outcome.accepted + followed) {
@@ -137,6 +143,9 @@ struct ScopeCore {
                     let scopeIndex = subscriber.scopeIndex
                     subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText) }
                 }
+            }
+            if let revivedText, let origin, let originIndex {
+                origin.enqueue { .scopeSync(index: $0, scopeIndex: originIndex, fragments: revivedText) }
             }
             origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
         }

@@ -51,7 +51,8 @@ extension ScopeStore {
         return .object(["root": .string(rootUUID.wireString), "objects": .object(members)])
     }
 
-    /// The snapshot record persisted in the scope's log: the state plus the learnt kinds.
+    /// The snapshot record persisted in the scope's log: the state plus the learnt kinds, the ids of
+    /// the change sets applied last and the last state of the objects deleted last (oldest first).
     func snapshotJSON(name: String) -> JSON {
         var kindMembers: [String: JSON] = [:]
         for (key, kind) in kinds {
@@ -63,6 +64,11 @@ extension ScopeStore {
         members["name"] = .string(name)
         members["kinds"] = .object(kindMembers)
         members["changeSets"] = .array(applied.ids.map { .string($0.wireString) })
+        if deleted.count > 0 {
+            members["deleted"] = .array(deleted.all.map { uuid, object in
+                .array([.string(uuid.wireString), .string(object.className), .object(object.properties)])
+            })
+        }
         return .object(members)
     }
 
@@ -90,6 +96,13 @@ extension ScopeStore {
         self.init(rootUUID: root, objects: objects, kinds: kinds)
         if case .array(let changeSets)? = snapshot["changeSets"] {
             for case .string(let text) in changeSets { if let id = UUID(wireString: text) { rememberApplied(id) } }
+        }
+        if case .array(let entries)? = snapshot["deleted"] {
+            for case .array(let entry) in entries {
+                guard entry.count == 3, case .string(let uuidText) = entry[0], let uuid = UUID(wireString: uuidText),
+                      case .string(let className) = entry[1], case .object(let properties) = entry[2] else { return nil }
+                rememberDeleted(uuid, StoredObject(className: className, properties: properties))
+            }
         }
     }
 }

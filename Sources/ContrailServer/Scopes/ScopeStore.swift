@@ -14,11 +14,15 @@ struct ScopeStore: Sendable {
     private(set) var kinds: [KindKey: PropertyKind]
     /// The change sets applied most recently, by id (kept in snapshots and log records).
     private(set) var applied = RecentChangeSets()
+    /// The last state of the objects deleted most recently, to bring one back as the server last had
+    /// it (an `add` of it, or a move of it by a client that knew it).
+    private(set) var deleted = DeletedObjects()
 
     /// A new scope: a root with a fresh UUID and no class name yet (the first fragment naming the
     /// root fills it in).
-    init(rootUUID: UUID = UUID()) {
+    init(rootUUID: UUID = UUID(), deletedCapacity: Int = 10_000) {
         self.rootUUID = rootUUID
+        self.deleted = DeletedObjects(capacity: deletedCapacity)
         self.objects = [rootUUID: StoredObject(className: "", properties: [:])]
         self.kinds = [:]
     }
@@ -50,22 +54,33 @@ struct ScopeStore: Sendable {
     }
 
     /// The reply to a change set applied before (whose first reply may never have arrived): every
-    /// fragment accepted, with the scope's current value of each property it names where that
-    /// differs from what it sends, so the sender ends up where the scope is. Nothing changes.
+    /// fragment of an object the scope holds accepted, with the scope's current value of each
+    /// property it names where that differs from what it sends, so the sender ends up where the
+    /// scope is; a fragment of an object it does not hold rejected. Nothing changes.
     func answerDuplicate(_ fragments: [SyncFragment]) -> SyncOutcome {
         let replies = fragments.map { fragment -> FragmentReply in
-            guard let object = objects[fragment.uuid] else { return FragmentReply() }
+            // An object the scope does not hold now: its fragment may have failed the first time
+            // (the scope had deleted it), and whatever it did is gone now; either way it is not in
+            // the scope, so the sender must not count it as applied.
+            guard let object = objects[fragment.uuid] else {
+                return .rejected(WireErrorBody(message: "ModelObject not found (the change set was applied before; the scope does not hold this object now)"))
+            }
             var modifications: [String: JSON] = [:]
             for (key, sent) in fragment.properties {
                 if let current = object.properties[key], current != sent { modifications[key] = current }
             }
             return FragmentReply(error: nil, modifications: modifications.isEmpty ? nil : modifications)
         }
-        return SyncOutcome(replies: replies, accepted: [])
+        return SyncOutcome(replies: replies, accepted: [], repeated: true)
     }
 
     /// Remembers that the change set `id` was applied (a log replay).
     mutating func rememberApplied(_ id: UUID) { applied.insert(id) }
+
+    /// Remembers the last state of a deleted object (a snapshot restore), unless the scope holds it.
+    mutating func rememberDeleted(_ uuid: UUID, _ object: StoredObject) {
+        if objects[uuid] == nil { deleted.insert(uuid, object) }
+    }
 
     private mutating func applyOnce(_ fragments: [SyncFragment], atomic: Bool, maxObjects: Int) -> SyncOutcome {
         var forced: [Int: WireErrorBody] = [:]
@@ -107,8 +122,16 @@ struct ScopeStore: Sendable {
         guard !accepted.isEmpty else { return SyncOutcome(replies: replies, accepted: []) }
         for (uuid, object) in pass.working { objects[uuid] = object }
         kinds.merge(pass.kinds) { _, new in new }
-        if pass.mayOrphan { collectGarbage() }
-        return SyncOutcome(replies: replies, accepted: accepted)
+        if pass.mayOrphan || !pass.revived.isEmpty { collectGarbage() }
+        // Objects brought back without a fragment of their own (what a revived object referenced)
+        // reach the other replicas as an `add` of their last state, after the change set's fragments.
+        var revived: [SyncFragment] = []
+        for uuid in pass.revived {
+            guard let object = objects[uuid] else { continue }
+            revived.append(SyncFragment(kind: .add, uuid: uuid, className: object.className, properties: object.properties))
+        }
+        for uuid in pass.working.keys where objects[uuid] != nil { deleted.remove(uuid) }
+        return SyncOutcome(replies: replies, accepted: accepted + revived, revived: revived)
     }
 
     /// Removes every object not reachable from the root through reference properties.
@@ -122,6 +145,7 @@ struct ScopeStore: Sendable {
             }
         }
         if reachable.count < objects.count {
+            for (uuid, object) in objects where !reachable.contains(uuid) { deleted.insert(uuid, object) }
             objects = objects.filter { reachable.contains($0.key) }
         }
     }
@@ -164,6 +188,11 @@ struct ScopeStore: Sendable {
         // another collection), so a merged collection drops it instead of refusing it as a dangling
         // reference (§8.4). Only elements the sender never saw must exist.
         let knownToSender = Set(fragments.flatMap { fragment in (fragment.bases ?? [:]).values.flatMap { $0 } })
+        // A merged collection keeps an element the sender knew that the scope deleted meanwhile when
+        // its last state is kept: the move of it into another collection wins over its removal from
+        // the one it left, and the object comes back (revived below).
+        let deleted = self.deleted
+        let existsOrRevivable: (UUID) -> Bool = { uuid in exists(uuid) || (knownToSender.contains(uuid) && deleted[uuid] != nil) }
         // Pass 2: each fragment in message order against the state left by the earlier ones.
         for (index, fragment) in fragments.enumerated() {
             if let error = forced[index] { pass.plans[index].error = error; continue }
@@ -172,8 +201,15 @@ struct ScopeStore: Sendable {
             if let existing = pass.working[fragment.uuid] ?? objects[fragment.uuid] {
                 target = existing
             } else if fragment.kind == .add, pass.temporaries[fragment.uuid] != nil {
-                target = StoredObject(className: fragment.className, properties: [:])
+                // An object the scope deleted comes back as the server last had it (its values stay,
+                // as for an `add` of an object the scope holds), with what it lacks from the sender.
+                let last = deleted[fragment.uuid].flatMap { $0.className == fragment.className ? $0 : nil }
+                target = StoredObject(className: fragment.className, properties: last?.properties ?? [:])
                 pass.plans[index].isNew = true
+                if let last {
+                    pass.plans[index].revived = true
+                    pass.plans[index].values = last.properties
+                }
             } else {
                 pass.plans[index].error = WireErrorBody(message: "ModelObject not found")
                 continue
@@ -186,11 +222,14 @@ struct ScopeStore: Sendable {
             // An `add` of an object the scope already holds (a resend, or an object that came back
             // while another reference kept it) never overwrites: properties the object has keep their
             // values, and the reply tells the sender what they are.
-            let keepsExisting = fragment.kind == .add && !plan.isNew
+            let keepsExisting = fragment.kind == .add && (!plan.isNew || plan.revived)
             for key in fragment.properties.keys.sorted() {
                 guard var value = fragment.properties[key] else { continue }
                 if keepsExisting, let existing = target.properties[key] {
                     if existing != value { plan.modifications[key] = existing }
+                    if plan.revived, kinds[KindKey(className: target.className, property: key)]?.isReference == true {
+                        for uuid in referencedUUIDs(existing) { plan.references.append((key, uuid)) }
+                    }
                     continue
                 }
                 let kindKey = KindKey(className: target.className, property: key)
@@ -209,7 +248,7 @@ struct ScopeStore: Sendable {
                     if let kind, kind != known { localKinds[kindKey] = kind }
                     if kind?.isReference == true {
                         if let base, kind == .collection,
-                           let merged = merge(value, base: base, current: target.properties[key], exists: exists) {
+                           let merged = merge(value, base: base, current: target.properties[key], exists: existsOrRevivable) {
                             // Always sent back: by the time the reply arrives the sender's value may
                             // differ from what it sent (it merged later remote values locally).
                             plan.modifications[key] = merged
@@ -234,7 +273,29 @@ struct ScopeStore: Sendable {
             pass.working[fragment.uuid] = target
             pass.plans[index] = plan
         }
+        reviveReferencedObjects(&pass)
         return pass
+    }
+
+    /// Brings back every deleted object (kept in ``deleted``) that the objects this change set
+    /// writes now reference, and what those reference in turn, as the server last had them. O(the
+    /// objects written and revived).
+    private func reviveReferencedObjects(_ pass: inout ValidationPass) {
+        guard deleted.count > 0 else { return }
+        var stack = Array(pass.working.keys)
+        while let uuid = stack.popLast() {
+            guard let object = pass.working[uuid] else { continue }
+            for key in object.properties.keys.sorted() {
+                let kindKey = KindKey(className: object.className, property: key)
+                guard let kind = pass.kinds[kindKey] ?? kinds[kindKey], kind.isReference, let value = object.properties[key] else { continue }
+                for child in referencedUUIDs(value) where objects[child] == nil && pass.working[child] == nil && pass.temporaries[child] == nil {
+                    guard let last = deleted[child] else { continue }
+                    pass.working[child] = last
+                    pass.revived.append(child)
+                    stack.append(child)
+                }
+            }
+        }
     }
 
     /// The three-way merge of a collection value, without elements that name no object (of the

@@ -7,4 +7,11 @@ struct SyncOutcome: Sendable {
     /// The accepted fragments as they took effect (references lowercased, collections merged,
     /// no `bases`), in message order: what is broadcast and logged.
     var accepted: [SyncFragment]
+    /// The `add`s of deleted objects the change set brought back without a fragment of their own
+    /// (the end of `accepted`): the sender gets them too, before its reply, since it may not know
+    /// them or their last state.
+    var revived: [SyncFragment] = []
+    /// The change set was applied before: the replies carry current values (see
+    /// ``ScopeStore/answerDuplicate(_:)``).
+    var repeated = false
 }

@@ -8,6 +8,8 @@ struct ValidationPass {
     struct Plan {
         var error: WireErrorBody?
         var isNew = false
+        /// An `add` of an object the scope deleted, brought back with its last state.
+        var revived = false
         var className = ""
         /// The values to set (references lowercased, collections merged).
         var values: [String: JSON] = [:]
@@ -26,6 +28,9 @@ struct ValidationPass {
     var kinds: [KindKey: PropertyKind] = [:]
     /// Whether a reference changed, so objects may have lost their last parent.
     var mayOrphan = false
+    /// Deleted objects brought back because a written object references them (no fragment of
+    /// their own), in the order found.
+    var revived: [UUID] = []
 
     init(count: Int) {
         plans = Array(repeating: Plan(), count: count)

@@ -4,9 +4,12 @@
 /// `change` that carries `bases`) use this one function, so both reach the same order.
 ///
 /// The rules, where "the edit" is base → new and "the other side" is base → current:
-/// 1. **Removal wins.** An element either side removed is absent from the result, unless the edit
-///    inserted it (it is in `new` but not in `base`). A move by one side does not bring back an
-///    element the other side removed.
+/// 1. **Removal wins within a collection.** An element either side removed is absent from the
+///    result, unless the edit inserted it (it is in `new` but not in `base`). A move within the
+///    collection by one side does not bring back an element the other side removed from it. An
+///    element moved in from another collection is an insert here, so it stays even when the other
+///    side removed it from the collection it left (the server brings the object back if that removal
+///    deleted it).
 /// 2. **Kept elements keep the other side's order.** Elements the edit left in place (the longest
 ///    run of common elements whose relative order the edit did not change) stay where `current` has them.
 /// 3. **Inserts and moves are placed by their predecessor.** Each element the edit inserted or moved
@@ -67,6 +70,16 @@ public enum CollectionMerge {
             placed.insert(element)
         }
         return result
+    }
+
+    /// The elements the edit base → new inserts or moves (in `new` order): those rule 3 places. A
+    /// merge whose result lacks one of them dropped part of the edit (a concurrent removal won), so
+    /// the sender settles its change set as partially reverted. O((b + n) log n).
+    public static func placed<Element: Hashable>(base: [Element], new: [Element]) -> [Element] {
+        if base == new { return [] }
+        let stable = stableElements(base: base, new: new, newSet: Set(new))
+        var seen: Set<Element> = []
+        return new.filter { !stable.contains($0) && seen.insert($0).inserted }
     }
 
     /// The nearest element before `element` in `new` that is already placed.

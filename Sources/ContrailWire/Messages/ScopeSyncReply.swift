@@ -14,12 +14,17 @@ package struct ScopeSyncReply: Sendable, Equatable {
     package var replyTo: Int
     /// One entry per request fragment, in order.
     package var fragmentReplies: [FragmentReply]
+    /// Contrail extension (Protocol §8.11): the change set was applied before (its id is
+    /// remembered), so this answer carries the scope's current values, not what its merge made.
+    /// Absent (false) from an original server.
+    package var repeated: Bool
 
     /// Creates the message.
-    package init(index: Int, replyTo: Int, fragmentReplies: [FragmentReply]) {
+    package init(index: Int, replyTo: Int, fragmentReplies: [FragmentReply], repeated: Bool = false) {
         self.index = index
         self.replyTo = replyTo
         self.fragmentReplies = fragmentReplies
+        self.repeated = repeated
     }
 
     /// Decodes and validates ("Invalid replyTo", "Invalid fragmentReplies").
@@ -39,13 +44,16 @@ package struct ScopeSyncReply: Sendable, Equatable {
             replies.append(reply)
         }
         fragmentReplies = replies
+        repeated = fields.members["repeated"] == .bool(true)
     }
 
     /// The wire object.
     package var json: JSON {
-        [
+        var members: [String: JSON] = [
             "type": .string(Self.typeName), "index": .int(Int64(index)), "replyTo": .int(Int64(replyTo)),
             "fragmentReplies": .array(fragmentReplies.map(\.json)),
         ]
+        if repeated { members["repeated"] = .bool(true) }
+        return .object(members)
     }
 }

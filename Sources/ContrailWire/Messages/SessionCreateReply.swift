@@ -17,13 +17,17 @@ package struct SessionCreateReply: Sendable, Equatable {
     /// Contrail extension: the extra message types the server understands (`[]` from a Jetstream
     /// server, and on deny).
     package var extensions: [String]
+    /// Contrail extension: the server's message limits (Protocol §8.19); nil from a Jetstream server.
+    package var limits: SessionLimits?
 
     /// Creates the message. Exactly one of `sessionToken` and `error` should be set.
-    package init(index: Int = 0, sessionToken: String? = nil, error: WireErrorBody? = nil, extensions: [String] = []) {
+    package init(index: Int = 0, sessionToken: String? = nil, error: WireErrorBody? = nil, extensions: [String] = [],
+                 limits: SessionLimits? = nil) {
         self.index = index
         self.sessionToken = sessionToken
         self.error = error
         self.extensions = extensions
+        self.limits = limits
     }
 
     /// Decodes and validates: needs a string `sessionToken` or an `error` object (as iOS does).
@@ -33,6 +37,7 @@ package struct SessionCreateReply: Sendable, Equatable {
         sessionToken = try fields.optionalString("sessionToken", "Invalid sessionToken")
         error = try fields.errorBody("error")
         extensions = try fields.strings("extensions", "Invalid extensions")
+        limits = SessionLimits(json: json["limits"])
         guard sessionToken != nil || error != nil else {
             throw fields.failure("Requires sessionToken or error")
         }
@@ -44,6 +49,7 @@ package struct SessionCreateReply: Sendable, Equatable {
         if let sessionToken { members["sessionToken"] = .string(sessionToken) }
         if let error { members["error"] = error.json }
         if !extensions.isEmpty { members["extensions"] = .array(extensions.map(JSON.string)) }
+        if let limits { members["limits"] = limits.json }
         return .object(members)
     }
 }
