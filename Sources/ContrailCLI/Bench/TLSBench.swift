@@ -123,21 +123,7 @@ enum TLSBench {
         for _ in 0..<rounds {
             let cpuStart = processCPUSeconds()
             let start = ContinuousClock.now
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for connection in connections {
-                    group.addTask {
-                        var messages = connection.messages.makeAsyncIterator()
-                        let message = WebSocketMessage.binary(payload)
-                        for _ in 0..<trips {
-                            try await connection.send(message)
-                            guard let echo = try await messages.next(), echo.byteCount == payload.count else {
-                                throw WebSocketBench.BenchError.echoMismatch
-                            }
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
+            try await WebSocketBench.echoWebSocket(connections, payload: payload, trips: trips)
             let seconds = Stopwatch.seconds(ContinuousClock.now - start)
             let cpu = processCPUSeconds() - cpuStart
             if seconds < best.seconds { best.seconds = seconds }

@@ -109,7 +109,7 @@ enum WebSocketBench {
     }
 
     /// Every connection sends `trips` messages one after another, each after the previous echo arrived.
-    private static func echoWebSocket(_ connections: [WebSocketConnection], payload: [UInt8], trips: Int) async throws {
+    static func echoWebSocket(_ connections: [WebSocketConnection], payload: [UInt8], trips: Int) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for connection in connections {
                 group.addTask {
