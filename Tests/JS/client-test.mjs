@@ -150,3 +150,43 @@ test("a handshake that never completes is given up after connectTimeout and trie
   assert.equal(client.status, "online");
   assert.equal(retry.closed, null);
 });
+
+test("a change set over the server's advertised limits is never sent: reverted, settled as rejected, later ones go on", async (t) => {
+  const client = scriptedClient(t);
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const before = ScriptedSocket.made.length;
+  const fetched = client.fetch(scope);
+  const ws = ScriptedSocket.made[before];
+  ws.open();
+  ws.receive({ type: "SessionCreateReply", index: 0, sessionToken: "token-1", limits: { maxMessageBytes: 2000, maxFragmentsPerMessage: 10 } });
+  const fetch = ws.sent.find((m) => m.type === "ScopeFetch");
+  const root = uuid();
+  ws.receive({ type: "ScopeFetchReply", index: 1, replyTo: fetch.index, scopeIndex: 0 },
+             { type: "ScopeState", index: 2, scopeIndex: 0, rootUUID: root, fragments: [{ type: "add", uuid: root, clsName: "Canvas", properties: { name: "old" } }] });
+  await fetched;
+  const sentBefore = ws.sent.length;
+  const settled = next(scope, "settled");
+  scope.root.set("name", "é".repeat(1500));  // 3,000 bytes of UTF-8 in 1,500 UTF-16 units
+  scope.flush();
+  const outcome = await settled;
+  assert.equal(outcome.rejected.length, 1);
+  assert.equal(outcome.rejected[0].error.type, "limit-exceeded");
+  assert.equal(scope.root.properties.name, "old", "the refused edit is reverted");
+  assert.equal(ws.sent.length, sentBefore, "nothing was sent");
+  assert.equal(scope.queue.length, 0);
+  // Positive control: a change set within the limits goes out.
+  scope.root.set("name", "new");
+  scope.flush();
+  assert.equal(ws.sent.at(-1).type, "ScopeSync");
+  assert.equal(ws.sent.at(-1).fragments[0].properties.name, "new");
+});
+
+test("without advertised limits (an original server) a large change set is sent", async (t) => {
+  const client = scriptedClient(t);
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const { ws } = await online(client, scope);
+  scope.root.set("name", "é".repeat(1500));
+  scope.flush();
+  assert.equal(ws.sent.at(-1).type, "ScopeSync");
+  assert.equal(ws.sent.at(-1).fragments[0].properties.name.length, 1500);
+});

@@ -130,6 +130,32 @@ export class Model {
   remove(key, model) { this.set(key, (this.properties[key] ?? []).filter((id) => id !== model.uuid)); }
 }
 
+/**
+ * The message limits a Contrail server advertises in its SessionCreateReply (Protocol §8.19), or null
+ * (an original server, or no valid member). Members that are not positive integers are ignored.
+ */
+function advertisedLimits(limits) {
+  if (!limits || typeof limits !== "object") return null;
+  const positive = (n) => (Number.isInteger(n) && n > 0 ? n : null);
+  const result = { maxMessageBytes: positive(limits.maxMessageBytes), maxFragmentsPerMessage: positive(limits.maxFragmentsPerMessage) };
+  return result.maxMessageBytes === null && result.maxFragmentsPerMessage === null ? null : result;
+}
+
+/** Why the ScopeSync `message` is over the server's `limits`, or null when it is not (or there are none). */
+function overLimits(message, limits) {
+  if (!limits) return null;
+  const fragments = message.fragments.length;
+  if (limits.maxFragmentsPerMessage !== null && fragments > limits.maxFragmentsPerMessage) {
+    return `the change set has ${fragments} fragments, over the server's limit of ${limits.maxFragmentsPerMessage}`;
+  }
+  if (limits.maxMessageBytes === null) return null;
+  // Cheap bound first: UTF-8 takes at most 3 bytes per UTF-16 unit.
+  const text = JSON.stringify([message]);
+  if (text.length * 3 <= limits.maxMessageBytes) return null;
+  const bytes = new TextEncoder().encode(text).length;
+  return bytes > limits.maxMessageBytes ? `the change set is ${bytes} bytes, over the server's limit of ${limits.maxMessageBytes}` : null;
+}
+
 /** Whether `value` is a collection on the wire: an array of UUID strings (Protocol §3.2). */
 const isCollection = (value) => Array.isArray(value) && value.every((x) => typeof x === "string" && UUID_RE.test(x));
 /** What `_heldValue` returns to leave a property alone. */
@@ -578,6 +604,7 @@ export class Client extends Emitter {
     this._WS = WS;
     this._ws = null;
     this._token = null;
+    this._limits = null;   // the server's advertised message limits (Protocol §8.19), null when it sent none
     this._resetSession();
     this._fetched = [];     // {scope, params, resolve, reject}
     this._attempt = 0;
@@ -703,6 +730,7 @@ export class Client extends Emitter {
     if (m.type === "SessionCreateReply") {
       if (typeof m.sessionToken === "string" && m.sessionToken) {
         this._token = m.sessionToken;
+        this._limits = advertisedLimits(m.limits);
         this._online();
         for (const record of this._fetched) this._sendFetch(record);
       } else {
@@ -808,6 +836,15 @@ export class Client extends Emitter {
   _sendChangeSet(scope, entry) {
     if (scope._scopeIndex === null || entry.index !== null) return;  // sent after the fetch reply, or sent
     const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments: entry.fragments, changeSet: entry.id };
+    const refusal = overLimits(message, this._limits);
+    if (refusal) {
+      // Never sent: the server would close the connection, and every new session would send it again.
+      // Reverted and settled as rejected, and the change sets after it go on (Swift: Session.overLimits in
+      // Sources/Contrail/Sync/Session.swift, Protocol §8.19). Settled after this turn, outside the flush that sent it.
+      const error = { type: "limit-exceeded", message: refusal };
+      queueMicrotask(() => scope._settle(entry, entry.fragments.map(() => ({ error }))));
+      return;
+    }
     this._send(message, (reply) => scope._settle(entry, reply.fragmentReplies));
     entry.index = message.index;
   }
