@@ -43,10 +43,13 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
     }
 
     /// `resolve(host:port:passive:)` on a Dispatch global queue, so that the blocking `getaddrinfo` runs
-    /// neither on an event loop nor on Swift's cooperative pool.
+    /// neither on an event loop nor on Swift's cooperative pool. An IP literal is converted at once,
+    /// without the queue: with `AI_NUMERICHOST`, `getaddrinfo` does no lookup and cannot block (and a
+    /// busy machine's queue cannot delay a connect to 127.0.0.1).
     static func resolveInBackground(host: String, port: UInt16, passive: Bool = false) async throws(NetworkError)
         -> [SocketAddress]
     {
+        if let literal = try? resolve(host: host, port: port, passive: passive, numericOnly: true) { return literal }
         let resolved = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(returning: Result { () throws(NetworkError) in
@@ -60,15 +63,18 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
     /// Resolves `host` (a name, an IPv4 literal, or an IPv6 literal with or without brackets) with
     /// `getaddrinfo`, which blocks; call it off the event loop.
     /// - Parameter passive: resolve for `bind` (an empty host then means every interface).
+    /// - Parameter numericOnly: accept IP literals only (`AI_NUMERICHOST`: no lookup, never blocks).
     /// - Throws: `NetworkError.unknownHost` when the name does not resolve.
-    static func resolve(host: String, port: UInt16, passive: Bool = false) throws(NetworkError) -> [SocketAddress] {
+    static func resolve(host: String, port: UInt16, passive: Bool = false, numericOnly: Bool = false) throws(NetworkError)
+        -> [SocketAddress]
+    {
         var name = host
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Platform.streamSocketType
         hints.ai_protocol = Int32(IPPROTO_TCP)
-        hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)
+        hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0) | (numericOnly ? AI_NUMERICHOST : 0)
         var list: UnsafeMutablePointer<addrinfo>?
         let status: Int32 =
             if name.isEmpty && passive {
