@@ -105,6 +105,33 @@ struct ServerSyncTests {
         await server.stop()
     }
 
+    /// A null element is a hole (NaN, or nil in an optional element) among elements of one kind
+    /// (Protocol §3): accepted in a number array, while a string among numbers is still rejected.
+    @Test func nullHolesAreAcceptedInArraysButMixedKindsAreNot() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let (a, _, root) = try await twoClients(server)
+        // Positive control: a plain number array teaches the property its kind.
+        let first = try await a.sync(index: 2, fragments: [Wire.fragment("change", root, "Root", ["numbers": [1, 2]])])
+        #expect(first["fragmentReplies"]?[0] == [:])
+        let holed = try await a.sync(index: 3, fragments: [Wire.fragment("change", root, "Root", ["numbers": [1, .null]])])
+        #expect(holed["fragmentReplies"]?[0] == [:])
+        #expect(await server.state(ofScope: "S")?["objects"]?[root]?["properties"]?["numbers"] == [1, .null])
+        // A string among numbers (the fragment rule) and a string array with a hole (the kind rule) are not.
+        let mixed = try await a.sync(index: 4, fragments: [Wire.fragment("change", root, "Root", ["numbers": [1, "a"]])])
+        #expect(mixed["fragmentReplies"]?[0]?["error"]?["message"]?.stringValue?.contains("not all array value types match") == true)
+        let strings = try await a.sync(index: 5, fragments: [Wire.fragment("change", root, "Root", ["numbers": ["a", .null]])])
+        #expect(strings["fragmentReplies"]?[0]?["error"]?["message"] == "Not valid type at 'numbers', should be array of Number")
+        #expect(await server.state(ofScope: "S")?["objects"]?[root]?["properties"]?["numbers"] == [1, .null])
+        // Only holes leave the kind open: the first element of a kind decides it.
+        let open = try await a.sync(index: 6, fragments: [Wire.fragment("change", root, "Root", ["words": [.null]])])
+        #expect(open["fragmentReplies"]?[0] == [:])
+        let decided = try await a.sync(index: 7, fragments: [Wire.fragment("change", root, "Root", ["words": [.null, "x"]])])
+        #expect(decided["fragmentReplies"]?[0] == [:])
+        let wrong = try await a.sync(index: 8, fragments: [Wire.fragment("change", root, "Root", ["words": [3]])])
+        #expect(wrong["fragmentReplies"]?[0]?["error"]?["message"] == "Not valid type at 'words', should be array of String")
+        await server.stop()
+    }
+
     @Test func invalidFragmentsAreAnsweredAndUnknownScopeIndexRejected() async throws {
         let server = try ContrailServer(options: Wire.options())
         let (a, _, root) = try await twoClients(server)

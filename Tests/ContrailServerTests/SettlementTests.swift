@@ -84,6 +84,43 @@ import Testing
         await client.close(); await server.stop()
     }
 
+    /// A null hole in an array (NaN in `[Double]`) is Contrail's wire rule (Protocol §3); a
+    /// Jetstream server (no extensions) would drop the frame without a reply, so the client refuses
+    /// the change set with the reason instead. Positive controls: a hole-free array goes to the
+    /// Jetstream server, and the holed one to a Contrail server.
+    @Test(arguments: [false, true])
+    func arrayHolesAreRefusedBeforeSendingOnlyToAJetstreamServer(contrailServer: Bool) async throws {
+        ModelRegistry.register(ReadingsBoard.self)
+        let harness = ClientTests()
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await harness.connect(connector, extensions: contrailServer ? ["ScopeDetach"] : [])
+        let scope = Scope(name: "Gauge")
+        let gauge = ReadingsBoard()
+        scope.root = gauge
+        try await harness.fetch(scope, session: session, peer: peer, fragments: [
+            SyncFragment(kind: .change, uuid: harness.rootUUID, className: "ReadingsBoard", properties: ["readings": [1]]),
+        ])
+        let holed = try #require(scope.modify { gauge.readings = [1.5, .nan] })
+        if !contrailServer {
+            #expect(try await holed.settled(timeout: .seconds(30)) == .reverted)
+            #expect(holed.rejection == .unsupportedByJetstream(reason: "Property 'readings': not all array value types match"))
+            #expect(gauge.readings == [1])
+        }
+        let plain = try #require(scope.modify { gauge.readings = [2.5, 3.5] })
+        var sent: [[String: JSON]] = []
+        while sent.count < (contrailServer ? 2 : 1), case .scopeSync(let sync)? = await peer.nextNonPing() {
+            sent.append(sync.fragments[0].properties)
+            await peer.send(.scopeSyncReply(ScopeSyncReply(index: 2 + sent.count, replyTo: sync.index, fragmentReplies: [.accepted])))
+        }
+        #expect(sent == (contrailServer ? [["readings": [1.5, .null]], ["readings": [2.5, 3.5]]] : [["readings": [2.5, 3.5]]]))
+        #expect(try await plain.settled(timeout: .seconds(30)) == .completed)
+        if contrailServer {
+            #expect(try await holed.settled(timeout: .seconds(30)) == .completed)
+        }
+        #expect(gauge.readings == [2.5, 3.5])
+        await client.close()
+    }
+
     @Test func serverRefusalCarriesItsErrorAndAcceptanceCarriesNone() async throws {
         let harness = ClientTests()
         let connector = ScriptedConnector()
@@ -227,4 +264,9 @@ extension ClientLifecycleStateTests {
         #expect(Self.closeAndResume(&machine, id: 13, reason: TransportClosed(code: nil, reason: "reset")) == "backoff(timer 14, attempt 0)")
         #expect(Self.closeAndResume(&machine, id: 15, reason: TransportClosed(code: nil, reason: "reset")) == "backoff(timer 16, attempt 0)")
     }
+}
+
+/// A model with a number array, for the array-hole refusal.
+final class ReadingsBoard: ModelObject {
+    @Property var readings: [Double] = []
 }

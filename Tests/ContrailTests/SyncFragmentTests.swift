@@ -80,7 +80,7 @@ import Testing
          "Property 'a': not a string, number, boolean, array, date, null"),
         (#"{"type":"add","uuid":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","clsName":"S","properties":{"a":[1,"1"]}}"#,
          "Property 'a': not all array value types match"),
-        (#"{"type":"add","uuid":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","clsName":"S","properties":{"a":["x",null]}}"#,
+        (#"{"type":"add","uuid":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","clsName":"S","properties":{"a":[null,1,"1"]}}"#,
          "Property 'a': not all array value types match"),
         (#"{"type":"change","uuid":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","clsName":"S","bases":[]}"#, "Invalid bases"),
         (#"{"type":"change","uuid":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","clsName":"S","bases":{"k":["x"]}}"#,
@@ -91,6 +91,14 @@ import Testing
     func rejectsInvalidFragments(text: String, reason: String) throws {
         let json = try JSON(parsing: text)
         #expect(throws: WireError.invalidFragment(index: nil, reason: reason)) { try SyncFragment(json: json) }
+    }
+
+    /// A null element is a hole (NaN, or nil in an optional element) among elements of one kind
+    /// (Protocol §3); the negative cases are in `rejectsInvalidFragments`.
+    @Test(arguments: [#"["x",null]"#, #"[1.5,null]"#, #"[null,true,null]"#, #"[null]"#, #"[1,2]"#])
+    func acceptsNullHolesInArraysOfOneKind(array: String) throws {
+        let json = try JSON(parsing: #"{"type":"add","uuid":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","clsName":"S","properties":{"a":"# + array + "}}")
+        #expect(try SyncFragment(json: json).properties["a"] == (try JSON(parsing: array)))
     }
 
     @Test func ignoresUnknownFields() throws {

@@ -10,6 +10,10 @@ extension ChangeSet {
         case tooManyFragments(count: Int, limit: Int)
         /// The server refused fragments with this error (the first refused fragment's).
         case refusedByServer(WireErrorBody)
+        /// An original Jetstream server would reject it for `reason` (an array with a `null` hole
+        /// among other values, Protocol §3) by dropping the whole frame without a reply, so the
+        /// client refused it before sending.
+        case unsupportedByJetstream(reason: String)
         /// The server's answer did not fit the change set (not a `ScopeSyncReply`, or not one entry
         /// per fragment), so nothing of it counts.
         case invalidReply
@@ -20,6 +24,7 @@ extension ChangeSet {
             case .messageTooLarge(let bytes, let limit): "message of \(bytes) bytes is over the server's limit of \(limit) bytes"
             case .tooManyFragments(let count, let limit): "\(count) fragments are over the server's limit of \(limit) per message"
             case .refusedByServer(let error): "refused by the server: \(error.message)"
+            case .unsupportedByJetstream(let reason): "a Jetstream server would refuse it: \(reason)"
             case .invalidReply: "the server's reply does not fit the change set"
             }
         }

@@ -467,6 +467,12 @@ public final class Session {
             refuse(entry, of: subscription, rejection)
             return
         }
+        // A Jetstream server (it lists no extensions) drops a frame with a null hole in an array
+        // whole and without a reply (Protocol §3, §5.3): refused here with its reason instead.
+        if serverExtensions.isEmpty, let reason = fragments.lazy.compactMap(\.jetstreamProblem).first {
+            refuse(entry, of: subscription, .unsupportedByJetstream(reason: reason))
+            return
+        }
         inFlight += 1
         entry.index = request(message) {
             [weak self, weak subscription, weak entry] reply in

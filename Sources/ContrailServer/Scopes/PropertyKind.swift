@@ -95,7 +95,8 @@ extension PropertyKind {
                 let list = dangling.map { "'\($0.wireString)'" }.joined(separator: ", ")
                 return .failure(WireErrorBody(message: "No such ModelObjects [\(list)] at '\(key)'"))
             }
-            for element in elements where arrayKind(ofElement: element) != known {
+            // A null element is a hole (NaN, or nil in an optional element): it fits every kind.
+            for element in elements where !element.isNull && arrayKind(ofElement: element) != known {
                 return .failure(WireErrorBody(message: "Not valid type at '\(key)', should be array of \(known.map(\.typeName) ?? "")"))
             }
             return .success(CheckedValue(value: .array(elements), kind: nil, references: []))
@@ -118,6 +119,11 @@ extension PropertyKind {
                 return checked
             }
             let kind = arrayKind(ofElement: first)
+            // One kind besides the null holes (the fragment check says so too; checked here again
+            // so the inferred kind never depends on that).
+            for element in elements where !element.isNull && arrayKind(ofElement: element) != kind {
+                return .failure(WireErrorBody(message: "Not valid type at '\(key)', should be array of \(kind.typeName)"))
+            }
             return .success(CheckedValue(value: .array(elements), kind: kind, references: []))
         }
     }
@@ -160,7 +166,7 @@ extension PropertyKind {
         switch value {
         case .bool: return .boolArray
         case .string: return .stringArray
-        case .null: return .array
+        case .null: return .array  // a hole: callers skip nulls
         default: return .numberArray
         }
     }

@@ -144,6 +144,8 @@ public struct SyncFragment: Sendable, Hashable, Codable {
     }
 
     /// Why `value` is not an acceptable property value, with the server's wording; `nil` if it is.
+    /// A `null` element of an array is a hole (NaN, or nil in an optional element) and may stand
+    /// among elements of one other kind (Protocol §3). O(n) in the elements of an array.
     package static func problem(with value: JSON) -> String? {
         switch value {
         case .null, .bool, .int, .uint, .double, .string:
@@ -155,7 +157,7 @@ public struct SyncFragment: Sendable, Hashable, Codable {
             for element in elements {
                 let kind: Int
                 switch element {
-                case .null: kind = 0
+                case .null: continue
                 case .bool: kind = 1
                 case .int, .uint, .double: kind = 2
                 case .string: kind = 3
@@ -167,6 +169,19 @@ public struct SyncFragment: Sendable, Hashable, Codable {
             }
             return nil
         }
+    }
+
+    /// Why an original Jetstream server would reject this fragment although Contrail accepts it
+    /// (an array with a `null` hole among other values: the original counts null as a kind of its
+    /// own, Protocol §3), with its wording; `nil` if it would not. O(total array elements).
+    package var jetstreamProblem: String? {
+        for (key, value) in properties.sorted(by: { $0.key < $1.key }) {
+            guard case .array(let elements) = value, elements.contains(where: \.isNull),
+                  elements.contains(where: { !$0.isNull })
+            else { continue }
+            return "Property '\(key)': not all array value types match"
+        }
+        return nil
     }
 
     /// Encodes as the wire object.
