@@ -31,6 +31,9 @@ enum ServeCommand {
       --nats-credentials FILE for a NATS that requires authorization: a file of NAME=value lines,
                               CONTRAIL_NATS_USER and CONTRAIL_NATS_PASSWORD, or CONTRAIL_NATS_TOKEN.
                               Without it, those environment variables, if set. Never in the URL.
+      --nats-ca FILE          TLS to NATS (also for nats:// URLs), the server's certificate verified
+                              with this PEM bundle of CA certificates; tls://host:port URLs alone
+                              use the system's roots
       --session-expiry SECS   end sessions idle for this long (default 600)
       --ping-interval SECS    keep-alive ping interval (default 10)
       --max-message-bytes N   largest accepted frame (default 16777216)
@@ -121,6 +124,7 @@ enum ServeCommand {
         var remaining = arguments[...]
         var token = ProcessInfo.processInfo.environment["CONTRAIL_TOKEN"]
         var natsCredentialsFile: String?
+        var natsCA: String?
         var tlsFiles: (certificate: String?, key: String?) = (nil, nil)
         var jwt: JWTVerifier?
         func value(_ flag: String) throws -> String {
@@ -194,6 +198,7 @@ enum ServeCommand {
                     throw CLIError.usage("--nats: \(error)\n\n\(help)")
                 }
             case "--nats-credentials": natsCredentialsFile = try value(flag)
+            case "--nats-ca": natsCA = try value(flag)
             case "--nats-replicas":
                 guard options.cluster != nil else { throw CLIError.usage("--nats-replicas needs --nats first\n\n\(help)") }
                 options.cluster?.replicas = max(1, try number(flag, Int.self))
@@ -211,6 +216,13 @@ enum ServeCommand {
             options.cluster?.credentials = try NATSCredentialsSource.load(file: natsCredentialsFile)
         } else if natsCredentialsFile != nil {
             throw CLIError.usage("--nats-credentials needs --nats\n\n\(help)")
+        }
+        if let natsCA {
+            guard options.cluster != nil else { throw CLIError.usage("--nats-ca needs --nats\n\n\(help)") }
+            guard FileManager.default.isReadableFile(atPath: natsCA) else {
+                throw CLIError.usage("--nats-ca: cannot read '\(natsCA)'")
+            }
+            options.cluster?.tls = TLSClientConfiguration(caBundlePath: natsCA)
         }
         options.tls = try tlsContext(tlsFiles)
         if options.cluster != nil && options.dataDirectory != nil {

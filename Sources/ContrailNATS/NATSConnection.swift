@@ -1,7 +1,8 @@
 import ContrailSupport
 import Foundation
 
-/// A client connection to NATS over a plain TCP socket on the shared event loop: the core protocol
+/// A client connection to NATS over TCP (TLS after the server's `INFO` for `tls://` servers or with
+/// `NATSOptions.tls`) on the shared event loop: the core protocol
 /// with headers (`PUB`/`HPUB`, `SUB`/`UNSUB`, `MSG`/`HMSG`, `PING`/`PONG`, `-ERR`), request/reply over
 /// one wildcard inbox, and reconnection across several servers (subscriptions are restored).
 ///
@@ -316,6 +317,8 @@ public actor NATSConnection {
                 refusal = .authorizationFailed(why)
             } catch .tlsRequired(let server) {
                 refusal = refusal ?? .tlsRequired(server)
+            } catch .tls(let why) {
+                refusal = refusal ?? .tls(why)
             } catch {
                 failure = "\(options.servers[index]): \(error)"
             }
@@ -349,10 +352,21 @@ public actor NATSConnection {
         wakeAllWaiters(.success(()))
     }
 
-    /// TCP connect, `INFO`, `CONNECT` + `PING`, `PONG`. Returns the parser with any bytes after the `PONG`.
+    /// TCP connect, `INFO`, the TLS handshake when wanted, `CONNECT` + `PING`, `PONG`. Returns the parser
+    /// with any bytes after the `PONG`.
     private static func handshake(_ server: NATSServerURL, options: NATSOptions) async throws(NATSError)
         -> (TCPConnection, NATSServerInfo, NATSParser)
     {
+        let wantsTLS = server.isSecure || options.tls != nil
+        var session: TLSSession?
+        if wantsTLS {
+            // Made before connecting: loading the CA bundle blocks, so it happens off the loop.
+            do throws(TLSError) {
+                session = try await TLSSession.client(host: server.host, configuration: options.tls ?? TLSClientConfiguration())
+            } catch {
+                throw .tls(error)
+            }
+        }
         let tcp: TCPConnection
         do {
             tcp = try await TCPConnection.connect(host: server.host, port: server.port, timeout: options.connectTimeout,
@@ -362,7 +376,7 @@ public actor NATSConnection {
         }
         var parser = NATSParser()
         do throws(NATSError) {
-            guard case .info(let json) = try await nextOperation(tcp, &parser) else {
+            guard case .info(let json) = try await nextOperation(tcp, &parser, tls: nil) else {
                 throw .protocolViolation("the server did not start with INFO")
             }
             let info: NATSServerInfo
@@ -370,10 +384,19 @@ public actor NATSConnection {
                 throw .protocolViolation("unreadable INFO: \(error)")
             }
             guard info.headers == true else { throw .connectionFailed("\(server) does not support headers (NATS 2.2 or later needed)") }
-            // The seam for TLS to NATS: a server that requires it would be answered here by
-            // upgrading `tcp` (ContrailTLS) before CONNECT, which then carries the credentials
-            // encrypted. Until then such a server is refused with a typed error.
-            if info.tlsRequired == true { throw .tlsRequired(server.description) }
+            if let session {
+                // The server sent INFO in plaintext and waits for the client's TLS handshake on the same
+                // socket; CONNECT (with the credentials) goes encrypted. Plaintext after INFO would pass
+                // as if it came through TLS: refused.
+                guard info.tlsRequired == true || info.tlsAvailable == true else {
+                    throw .tls(.handshakeFailed("\(server) does not offer TLS"))
+                }
+                guard parser.bufferedByteCount == 0, await tcp.startSecurity(session) else {
+                    throw .protocolViolation("\(server) sent more than INFO before the TLS handshake")
+                }
+            } else if info.tlsRequired == true {
+                throw .tlsRequired(server.description)
+            }
             parser.maxPayload = max(info.maxPayload, 1) + 64 * 1024
             var connect: [String: Any] = [
                 "verbose": false, "pedantic": false, "headers": true, "no_responders": true, "protocol": 1,
@@ -385,10 +408,11 @@ public actor NATSConnection {
             do {
                 try await tcp.send(Array("CONNECT ".utf8) + Array(body) + Array("\r\nPING\r\n".utf8))
             } catch {
+                if let failure = session?.failure { throw .tls(failure) }
                 throw .connectionFailed("\(server): \(error)")
             }
             while true {
-                switch try await nextOperation(tcp, &parser) {
+                switch try await nextOperation(tcp, &parser, tls: session) {
                 case .pong: return (tcp, info, parser)
                 case .error(let message) where Self.isAuthorizationError(message):
                     let given = options.credentials == .none ? "no credentials were given" : "gave \(options.credentials)"
@@ -410,14 +434,25 @@ public actor NATSConnection {
         return lowered.contains("authorization") || lowered.contains("authentication")
     }
 
-    private static func nextOperation(_ tcp: TCPConnection, _ parser: inout NATSParser) async throws(NATSError)
+    /// The next operation of the handshake; a failure of `tls` (the certificate refused, ...) is thrown
+    /// as `.tls` rather than as the broken socket it caused.
+    private static func nextOperation(_ tcp: TCPConnection, _ parser: inout NATSParser, tls: TLSSession?) async throws(NATSError)
         -> NATSParser.Operation
     {
         while true {
             if let operation = try parser.next() { return operation }
             let bytes: [UInt8]?
-            do { bytes = try await tcp.receive() } catch { throw .connectionFailed("reading: \(error)") }
-            guard let bytes else { throw .connectionFailed("the server closed the connection during the handshake") }
+            do { bytes = try await tcp.receive() } catch {
+                if let failure = tls?.failure { throw .tls(failure) }
+                throw .connectionFailed("reading: \(error)")
+            }
+            guard let bytes else {
+                if let tls, !tls.handshakeCompleted {
+                    if let failure = tls.failure { throw .tls(failure) }
+                    throw .tls(.handshakeFailed("the server closed the connection during the TLS handshake"))
+                }
+                throw .connectionFailed("the server closed the connection during the handshake")
+            }
             parser.append(bytes)
         }
     }

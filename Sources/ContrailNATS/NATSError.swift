@@ -30,8 +30,12 @@ public enum NATSError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidCredentials(String)
     /// The server refused the credentials (or their absence); carries its message.
     case authorizationFailed(String)
-    /// The server requires TLS, which this client does not speak to NATS yet.
+    /// The server requires TLS and the connection was not asked for it (a `nats://` URL without
+    /// `NATSOptions.tls`); carries the server.
     case tlsRequired(String)
+    /// TLS to the server failed: its certificate was refused (untrusted, expired, wrong host), the
+    /// handshake failed, or the server does not offer TLS though it was asked for.
+    case tls(TLSError)
 
     /// The JetStream error code (`err_code`), if this is a JetStream API error.
     public var jetStreamErrorCode: Int? {
@@ -59,7 +63,10 @@ public enum NATSError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "\(NATSCredentials.passwordVariable), or \(NATSCredentials.tokenVariable))"
         case .invalidCredentials(let why): "Invalid NATS credentials: \(why)"
         case .authorizationFailed(let why): "The NATS server refused the credentials: \(why)"
-        case .tlsRequired(let server): "The NATS server \(server) requires TLS, which Contrail does not speak to NATS yet"
+        case .tlsRequired(let server):
+            "The NATS server \(server) requires TLS: connect with a tls:// URL (contrail serve --nats tls://..., "
+                + "--nats-ca FILE for a private CA)"
+        case .tls(let error): "TLS to the NATS server failed: \(error)"
         }
     }
 }

@@ -4,6 +4,10 @@ public struct NATSOptions: Sendable {
     public var servers: [NATSServerURL]
     /// The user and password or token sent in `CONNECT` (none by default); on every reconnect too.
     public var credentials: NATSCredentials = .none
+    /// TLS to every server, verified with this configuration (CA bundle, pins) against the URL's host;
+    /// nil: TLS only to `tls://` servers, verified with the system's roots. A server that does not offer
+    /// TLS when it is wanted is refused (no silent downgrade).
+    public var tls: TLSClientConfiguration? = nil
     /// The client name the server shows in its monitoring.
     public var name: String = "contrail"
     /// How long one TCP connect plus the INFO/CONNECT/PING handshake may take.

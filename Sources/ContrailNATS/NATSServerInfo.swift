@@ -16,6 +16,8 @@ public struct NATSServerInfo: Sendable, Decodable, Equatable {
     public var authRequired: Bool?
     /// Whether the server requires TLS before `CONNECT`.
     public var tlsRequired: Bool?
+    /// Whether the server accepts TLS without requiring it (`allow_non_tls`).
+    public var tlsAvailable: Bool?
     /// Other cluster members' client URLs, if any.
     public var connectURLs: [String]?
 
@@ -28,6 +30,7 @@ public struct NATSServerInfo: Sendable, Decodable, Equatable {
         case jetstream
         case authRequired = "auth_required"
         case tlsRequired = "tls_required"
+        case tlsAvailable = "tls_available"
         case connectURLs = "connect_urls"
     }
 }

@@ -67,6 +67,7 @@ actor ClusterLink {
         var natsOptions = NATSOptions(servers: options.servers)
         natsOptions.name = "contrail-serve"
         natsOptions.credentials = options.credentials
+        natsOptions.tls = options.tls
         natsOptions.requestTimeout = options.requestTimeout
         let connection = try await NATSConnection.connect(natsOptions)
         do throws(NATSError) {

@@ -32,7 +32,8 @@ extension ChannelDelegate {
 /// With a `ChannelSecurity` (TLS) the channel drives it between the socket and the delegate: what is
 /// read is decrypted before the delegate sees it, what is written is encrypted when it is flushed
 /// (writes made before the handshake finishes wait for it), and closing sends its closing alert. A
-/// channel without one never touches those paths.
+/// channel without one never touches those paths. A plaintext channel can take one later, once, with
+/// nothing queued either way (`startSecurity`: STARTTLS-style protocols such as NATS).
 ///
 /// Its lifecycle is one state machine (`ChannelLifecycle`): unregistered → active(input, output) →
 /// (failed) → closed, each direction of an active channel moving on its own (reading ⇄ paused → ended;
@@ -40,7 +41,7 @@ extension ChannelDelegate {
 ///
 /// `@unchecked Sendable` invariant: `delegate` is set by the owner's initializer before the channel is
 /// handed to its loop and is otherwise touched only on the loop thread (asserted in debug builds);
-/// everything else that changes is in `state`, under its lock.
+/// everything else that changes (the security layer too) is in `state`, under its lock.
 package final class Channel: EventLoopHandler, @unchecked Sendable {
     /// What became of a write.
     package enum WriteOutcome {
@@ -60,10 +61,9 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     let lowWater: Int
     /// Loop-thread only (see the invariant above).
     package var delegate: (any ChannelDelegate)?
-    /// The record layer (TLS) between socket and delegate, if any; called only under `state`'s lock.
-    private let security: (any ChannelSecurity)?
-
     private struct State {
+        /// The record layer (TLS) between socket and delegate, if any; called only under this lock.
+        var security: (any ChannelSecurity)?
         /// The loop registration id (0: not registered).
         var id: UInt64 = 0
         /// Queued bytes; `out[..<head]` are written.
@@ -88,7 +88,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         var gathering = false
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
-    private let state = SanitizerVisibleMutex(State())
+    private let state: SanitizerVisibleMutex<State>
 
     /// A payload queued by reference (`write(seal:payload:_:)`).
     private struct Held {
@@ -108,7 +108,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     package init(fd: Int32, loop: EventLoop, highWater: Int, security: (any ChannelSecurity)? = nil) {
         self.fd = fd
         self.loop = loop
-        self.security = security
+        self.state = SanitizerVisibleMutex(State(security: security))
         self.highWater = max(1, highWater)
         self.lowWater = max(1, highWater) / 2
     }
@@ -117,16 +117,37 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     package func register() throws(NetworkError) {
         loop.assertOnLoop()
         let id = try loop.register(fd, interest: .read, handler: self)
-        state.withLock { s in
+        let secured = state.withLock { s -> Bool in
             _ = s.lifecycle.handle(.registered)
             s.id = id
             s.registered = .read
-            if let security {
-                security.start()
-                security.takeOutput(into: &s.out)
-            }
+            guard let security = s.security else { return false }
+            security.start()
+            security.takeOutput(into: &s.out)
+            return true
         }
-        if security != nil { _ = flush(gatheringEnds: false) }
+        if secured { _ = flush(gatheringEnds: false) }
+    }
+
+    /// Puts `security` under a registered plaintext channel and starts its handshake (a client's first
+    /// flight is written now). Only with nothing queued to write and nothing read beyond what the owner
+    /// has consumed: bytes the owner still holds from the socket would otherwise pass as plaintext the
+    /// layer never saw. Loop thread only; the owner makes no writes meanwhile.
+    /// - Returns: false (and installs nothing) when the channel already has one, is not active, or has
+    ///   bytes queued.
+    package func startSecurity(_ security: any ChannelSecurity) -> Bool {
+        loop.assertOnLoop()
+        let started = state.withLock { s -> Bool in
+            guard s.security == nil, s.id != 0, case .active = s.lifecycle.state, s.pending == 0, !s.gathering else {
+                return false
+            }
+            s.security = security
+            security.start()
+            security.takeOutput(into: &s.out)
+            return true
+        }
+        if started { _ = flush(gatheringEnds: false) }
+        return started
     }
 
     // MARK: Writing (any thread)
@@ -136,7 +157,6 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     /// - Parameter seal: refuse every later write (the last frame of a protocol).
     @discardableResult
     package func write(seal: Bool = false, payload: OutboundPayload? = nil, _ fill: (inout [UInt8]) -> Void) -> WriteOutcome {
-        if let security { return writeSecured(security, seal: seal, payload: payload, fill) }
         var resume: [CheckedContinuation<Void, Never>] = []
         var closeNow = false
         let outcome = state.withLock { s -> WriteOutcome in
@@ -145,15 +165,10 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
             case .refuseSealed: return .sealed
             default: return .closed
             }
-            if s.head > 0 && s.head >= s.out.count / 2 {
-                s.out.removeSubrange(0..<s.head)
-                for i in s.held.indices { s.held[i].offset -= s.head }
-                s.head = 0
-            }
-            fill(&s.out)
-            if let payload, case let count = payload.count, count > 0 {
-                s.held.append(Held(offset: s.out.count, payload: payload))
-                s.heldPending += count
+            if let security = s.security {
+                appendSecuredLocked(security, &s, payload: payload, fill)
+            } else {
+                appendLocked(&s, payload: payload, fill)
             }
             if !s.registered.contains(.write) && !s.gathering {
                 (resume, closeNow) = flushLocked(&s)
@@ -165,37 +180,35 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         return outcome
     }
 
-    /// `write` through the security layer: the plaintext joins `plain`, encrypted when flushed (large
-    /// payloads straight from their storage once the handshake is done).
-    private func writeSecured(_ security: any ChannelSecurity, seal: Bool, payload: OutboundPayload?,
-                              _ fill: (inout [UInt8]) -> Void) -> WriteOutcome
-    {
-        var resume: [CheckedContinuation<Void, Never>] = []
-        var closeNow = false
-        let outcome = state.withLock { s -> WriteOutcome in
-            switch s.lifecycle.handle(.write(seal: seal), fallback: .refuseClosed) {
-            case .acceptWrite: break
-            case .refuseSealed: return .sealed
-            default: return .closed
-            }
-            fill(&s.plain)
-            if let payload {
-                if payload.count >= Self.directEncryptionSize && security.isEstablished {
-                    encryptLocked(&s)
-                    if !payload.withBytes({ security.send($0) }) { failSecurityLocked(&s) }
-                    security.takeOutput(into: &s.out)
-                } else {
-                    payload.withBytes { s.plain.append(contentsOf: $0) }
-                }
-            }
-            if !s.registered.contains(.write) && !s.gathering {
-                (resume, closeNow) = flushLocked(&s)
-            }
-            return .accepted(pending: s.pending)
+    /// Queues `fill`'s bytes and `payload` (by reference) for the socket.
+    private func appendLocked(_ s: inout State, payload: OutboundPayload?, _ fill: (inout [UInt8]) -> Void) {
+        if s.head > 0 && s.head >= s.out.count / 2 {
+            s.out.removeSubrange(0..<s.head)
+            for i in s.held.indices { s.held[i].offset -= s.head }
+            s.head = 0
         }
-        for waiter in resume { waiter.resume() }
-        if closeNow { closeSoon() }
-        return outcome
+        fill(&s.out)
+        if let payload, case let count = payload.count, count > 0 {
+            s.held.append(Held(offset: s.out.count, payload: payload))
+            s.heldPending += count
+        }
+    }
+
+    /// Queues through the security layer: the plaintext joins `plain`, encrypted when flushed (large
+    /// payloads straight from their storage once the handshake is done).
+    private func appendSecuredLocked(_ security: any ChannelSecurity, _ s: inout State, payload: OutboundPayload?,
+                                     _ fill: (inout [UInt8]) -> Void)
+    {
+        fill(&s.plain)
+        if let payload {
+            if payload.count >= Self.directEncryptionSize && security.isEstablished {
+                encryptLocked(&s)
+                if !payload.withBytes({ security.send($0) }) { failSecurityLocked(&s) }
+                security.takeOutput(into: &s.out)
+            } else {
+                payload.withBytes { s.plain.append(contentsOf: $0) }
+            }
+        }
     }
 
     /// Payloads at least this large are encrypted from their own storage rather than copied first.
@@ -203,7 +216,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
 
     /// Encrypts `plain` into `out` once the handshake is done. With a security layer only.
     private func encryptLocked(_ s: inout State) {
-        guard let security, !s.plain.isEmpty, security.isEstablished else { return }
+        guard let security = s.security, !s.plain.isEmpty, security.isEstablished else { return }
         let ok = s.plain.withUnsafeBytes { security.send($0) }
         if s.plain.capacity > 4 * highWater + 65536 { s.plain = [] } else { s.plain.removeAll(keepingCapacity: true) }
         if !ok { failSecurityLocked(&s) }
@@ -224,7 +237,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     /// Queues the security layer's closing alert after what is written so far (the handshake never
     /// finished: what waits for it is dropped). With a security layer only.
     private func closeSecurityLocked(_ s: inout State) {
-        guard let security else { return }
+        guard let security = s.security else { return }
         if security.isEstablished {
             encryptLocked(&s)
             security.close()
@@ -265,10 +278,10 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
         var resume: [CheckedContinuation<Void, Never>] = []
         var closeNow = false
         state.withLock { s in
-            if security != nil { closeSecurityLocked(&s) }
+            closeSecurityLocked(&s)
             if s.lifecycle.handle(.shutdownOutputWhenFlushed(queueEmpty: s.pending == 0)) == .shutdownOutput {
                 Socket.shutdownOutput(fd)
-            } else if security != nil && !s.registered.contains(.write) && !s.gathering {
+            } else if s.security != nil && !s.registered.contains(.write) && !s.gathering {
                 (resume, closeNow) = flushLocked(&s)
             }
         }
@@ -280,9 +293,9 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
     package func closeWhenFlushed() {
         var resume: [CheckedContinuation<Void, Never>] = []
         let now = state.withLock { s -> Bool in
-            if security != nil { closeSecurityLocked(&s) }
+            closeSecurityLocked(&s)
             if s.lifecycle.handle(.closeWhenFlushed(queueEmpty: s.pending == 0)) == .closeSoon { return true }
-            guard security != nil && !s.registered.contains(.write) && !s.gathering else { return false }
+            guard s.security != nil && !s.registered.contains(.write) && !s.gathering else { return false }
             let closeNow: Bool
             (resume, closeNow) = flushLocked(&s)
             return closeNow
@@ -293,7 +306,7 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
 
     /// Writes what the socket takes. Returns writers to resume and whether to close now.
     private func flushLocked(_ s: inout State) -> ([CheckedContinuation<Void, Never>], Bool) {
-        if security != nil { encryptLocked(&s) }
+        encryptLocked(&s)
         while s.wirePending > 0 {
             let result: Socket.IOResult
             if s.held.isEmpty {
@@ -469,6 +482,8 @@ package final class Channel: EventLoopHandler, @unchecked Sendable {
 
     private func readBurst() {
         let buffer = loop.readBuffer
+        // Set before the channel is registered or by `startSecurity` on this thread: stable for the burst.
+        let security = state.withLock { $0.security }
         for _ in 0..<8 {
             guard let delegate else { return }
             var asked = 0

@@ -3,8 +3,9 @@
 /// ciphertext comes out for the socket. It never touches the socket itself.
 ///
 /// The channel calls every method under its own lock (so from any thread, one call at a time): an
-/// implementation needs no lock of its own for its state.
-package protocol ChannelSecurity: AnyObject {
+/// implementation needs no lock of its own for its state (hence `Sendable`: the channel moves it
+/// between threads only under that lock).
+package protocol ChannelSecurity: AnyObject, Sendable {
     /// Whether the handshake has finished (and the peer has been verified): plaintext can be sent.
     var isEstablished: Bool { get }
     /// Starts the handshake; a client's first flight goes to the output.

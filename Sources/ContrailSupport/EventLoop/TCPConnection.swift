@@ -70,6 +70,19 @@ public final class TCPConnection: @unchecked Sendable {
         }
     }
 
+    /// Puts `security` (TLS) under this plaintext connection and starts its handshake, for protocols that
+    /// upgrade after a plaintext greeting (NATS). The caller has consumed every byte received so far and
+    /// sends nothing meanwhile; later bytes go through `security` both ways.
+    /// - Returns: false when bytes were received and not yet taken by `receive()` (they would pass as
+    ///   plaintext the layer never saw), something is still queued to write, or the connection is closed.
+    package func startSecurity(_ security: any ChannelSecurity) async -> Bool {
+        let started = try? await loop.submit { [inbound, channel] () -> Bool in
+            guard inbound.queuedCount == 0 else { return false }
+            return channel.startSecurity(security)
+        }
+        return started ?? false
+    }
+
     /// Bytes queued for the socket and not yet written.
     public var bufferedByteCount: Int { channel.pendingByteCount }
 
