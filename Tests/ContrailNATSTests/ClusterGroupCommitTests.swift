@@ -40,12 +40,9 @@ struct ClusterGroupCommitTests {
             return try ContrailServer(options: options)
         }
         func replica(_ server: ContrailServer) async throws -> (Client, Deck) {
-            let scope = Scope(name: "Deck")
-            let deck = Deck()
-            scope.root = deck
             var options = ClientOptions()
             options.replyTimeout = .seconds(60)
-            return (try await Client.sync(scope, connector: server.connector(), options: options), deck)
+            return try await deckReplica(server.connector(), options: options)
         }
         let writing = try makeServer()
         let reading = try makeServer()

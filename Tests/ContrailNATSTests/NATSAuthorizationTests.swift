@@ -148,22 +148,16 @@ struct NATSAuthorizationTests {
             options.cluster = cluster
             return try ContrailServer(options: options)
         }
-        func replica(_ server: ContrailServer) async throws -> (Client, Deck) {
-            let scope = Scope(name: "Deck")
-            let deck = Deck()
-            scope.root = deck
-            return (try await Client.sync(scope, connector: server.connector()), deck)
-        }
         let one = try makeServer(.userPassword(user: "alice", password: "wonderland-42"))
         let two = try makeServer(.userPassword(user: "alice", password: "wonderland-42"))
-        let a = try await replica(one)
-        let b = try await replica(two)
+        let a = try await deckReplica(one.connector())
+        let b = try await deckReplica(two.connector())
         a.1.title = "through a locked NATS"
         #expect(await eventually(.seconds(30)) { b.1.title == "through a locked NATS" })
 
         let locked = try makeServer(.userPassword(user: "alice", password: "wrong-password"))
         do {
-            _ = try await replica(locked)
+            _ = try await deckReplica(locked.connector())
             Issue.record("a server with the wrong password opened a session")
         } catch {
             guard case .serverUnavailable(let message)? = error as? SyncError else { Issue.record("\(error)"); return }
@@ -187,14 +181,8 @@ struct NATSAuthorizationTests {
         let fromFile = try await ServeProcess.start(natsURL: nats.url.description, arguments: ["--nats-credentials", file])
         let fromEnvironment = try await ServeProcess.start(natsURL: nats.url.description,
                                                            environment: [NATSCredentials.tokenVariable: "s3cr3t-token-xyz"])
-        func replica(_ server: ServeProcess) async throws -> (Client, Deck) {
-            let scope = Scope(name: "Deck")
-            let deck = Deck()
-            scope.root = deck
-            return (try await Client.sync(scope, url: server.url), deck)
-        }
-        let a = try await replica(fromFile)
-        let b = try await replica(fromEnvironment)
+        let a = try await deckReplica(url: fromFile.url)
+        let b = try await deckReplica(url: fromEnvironment.url)
         a.1.title = "via the CLI"
         #expect(await eventually(.seconds(30)) { b.1.title == "via the CLI" })
         await a.0.close(); await b.0.close()
@@ -202,7 +190,7 @@ struct NATSAuthorizationTests {
         // Negative: a wrong token refuses sessions with the reason (logged without the token).
         let wrong = try await ServeProcess.start(natsURL: nats.url.description, environment: [NATSCredentials.tokenVariable: "not-the-token"],
                                                  quiet: false)
-        await #expect(throws: SyncError.self) { _ = try await replica(wrong) }
+        await #expect(throws: SyncError.self) { _ = try await deckReplica(url: wrong.url) }
         #expect(await wrong.child.waitForOutput(containing: "refused the credentials"))
         #expect(!wrong.child.text.contains("not-the-token"))
         await wrong.kill()

@@ -138,20 +138,14 @@ struct NATSTLSTests {
         let ca = ["--nats-ca", TLSFixtures.path("ca.pem")]
         let one = try await ServeProcess.start(natsURL: "tls://127.0.0.1:\(nats.port)", arguments: ca)
         let two = try await ServeProcess.start(natsURL: "nats://127.0.0.1:\(nats.port)", arguments: ca)
-        func replica(_ server: ServeProcess) async throws -> (Client, Deck) {
-            let scope = Scope(name: "Deck")
-            let deck = Deck()
-            scope.root = deck
-            return (try await Client.sync(scope, url: server.url), deck)
-        }
-        let a = try await replica(one)
-        let b = try await replica(two)
+        let a = try await deckReplica(url: one.url)
+        let b = try await deckReplica(url: two.url)
         a.1.title = "through a TLS NATS"
         #expect(await eventually(.seconds(30)) { b.1.title == "through a TLS NATS" })
         await a.0.close(); await b.0.close()
 
         let untrusted = try await ServeProcess.start(natsURL: "tls://127.0.0.1:\(nats.port)", quiet: false)
-        await #expect(throws: SyncError.self) { _ = try await replica(untrusted) }
+        await #expect(throws: SyncError.self) { _ = try await deckReplica(url: untrusted.url) }
         #expect(await untrusted.child.waitForOutput(containing: "TLS to the NATS server failed"), "\(untrusted.child.text)")
         await untrusted.kill(); await one.kill(); await two.kill(); await nats.stop()
     }
