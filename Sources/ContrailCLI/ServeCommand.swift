@@ -35,6 +35,8 @@ enum ServeCommand {
                               with this PEM bundle of CA certificates; tls://host:port URLs alone
                               use the system's roots
       --session-expiry SECS   end sessions idle for this long (default 600)
+      --max-waiting-bytes N   most memory (estimated) of sessions waiting for their clients to
+                              come back; past it the longest-waiting end first (default 536870912)
       --ping-interval SECS    keep-alive ping interval (default 10)
       --max-message-bytes N   largest accepted frame (default 16777216)
       --max-fragments N       most fragments per ScopeSync (default 10000)
@@ -151,6 +153,7 @@ enum ServeCommand {
             case "--data": options.dataDirectory = URL(filePath: try value(flag), directoryHint: .isDirectory)
             case "--fsync": options.fsync = try fsyncPolicy(try value(flag))
             case "--session-expiry": options.sessionExpiry = try seconds(flag)
+            case "--max-waiting-bytes": options.maxWaitingSessionBytes = try number(flag, Int.self)
             case "--ping-interval": options.pingInterval = try seconds(flag)
             case "--max-message-bytes": options.maxMessageBytes = try number(flag, Int.self)
             case "--max-fragments": options.maxFragmentsPerMessage = try number(flag, Int.self)

@@ -58,7 +58,8 @@ final class ServerCore: Sendable {
         self.throttle = AuthThrottle(initialDelay: options.failedAttemptDelay, maxDelay: options.maxFailedAttemptDelay,
                                      maxWaitingPerSource: options.maxDelayedAttemptsPerSource, clock: clock)
         self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
-        self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry, clock: clock)
+        self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry,
+                                    maxWaitingBytes: options.maxWaitingSessionBytes, clock: clock, log: log)
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }
@@ -258,6 +259,7 @@ final class ServerCore: Sendable {
 
     func unregister(_ connection: ServerConnection) {
         _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+        ticker.connectionClosed()
     }
 
     /// Marks the server stopped and hands back everything to shut down.

@@ -28,6 +28,12 @@ public struct ServerOptions: Sendable {
     public var fsync: FsyncPolicy = .everyRecord
     /// A session expires after this long without any message from its client (closed with 4097).
     public var sessionExpiry: Duration = .seconds(600)
+    /// The most memory that sessions waiting for their client to come back (connection gone, not yet
+    /// expired) may hold together, estimated as ``SessionTicker/waitingSessionOverhead`` per session plus
+    /// its unacknowledged messages. Past it the sessions that have waited longest end first (close code
+    /// 4097 when they resume, logged), so churn of clients that never return cannot grow the server
+    /// without bound. Default 512 MiB (some 60,000 waiting sessions with empty resend buffers).
+    public var maxWaitingSessionBytes = 512 << 20
     /// A new connection must send `SessionCreate` within this time (else closed with 4096).
     public var establishTimeout: Duration = .seconds(10)
     /// The server pings each attached connection about this often (±10 %).

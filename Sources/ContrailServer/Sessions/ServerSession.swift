@@ -2,6 +2,7 @@ import ContrailSupport
 import ContrailWire
 import ContrailWebSocket
 import Foundation
+import Synchronization
 
 /// One client's session on the server: outlives reconnects, found by its token. Handles the
 /// client's messages in arrival order: sequencing (§8.5), acks and resends (§1.6), fetches and
@@ -32,6 +33,10 @@ actor ServerSession {
     /// When the client was last heard from (read by the ``SessionTicker`` for expiry).
     private nonisolated let lastActivity: SanitizerVisibleMutex<ElapsedClock.Instant>
     private var connection: ServerConnection?
+    /// Whether the session is waiting for its client to come back: it had a connection and has none
+    /// now (read by the ``SessionTicker``, which bounds the memory of waiting sessions together).
+    nonisolated var isWaiting: Bool { waiting.load(ordering: .relaxed) }
+    private nonisolated let waiting = Atomic<Bool>(false)
     /// Whether the ticker watches this session for expiry (from the first attach).
     private var watched = false
     private(set) var isEnded = false
@@ -58,6 +63,7 @@ actor ServerSession {
         guard !isEnded else { return (false, nil) }
         let previous = self.connection
         self.connection = connection
+        waiting.store(false, ordering: .relaxed)
         lastActivity.withLock { $0 = core.clock.now }
         if !watched {
             watched = true
@@ -68,7 +74,9 @@ actor ServerSession {
 
     /// Forgets `connection` if it is the current one.
     func detach(_ connection: ServerConnection) {
-        if self.connection === connection { self.connection = nil }
+        guard self.connection === connection else { return }
+        self.connection = nil
+        waiting.store(true, ordering: .relaxed)
     }
 
     /// When the client was last heard from.

@@ -19,6 +19,10 @@ package enum Platform {
         _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Returns the allocator's free pages to the operating system: nothing to do on Darwin, whose
+    /// allocator returns them by itself.
+    package static func releaseFreeMemory() {}
+
     /// `close(2)`.
     @inline(__always) @discardableResult
     package static func close(_ fd: Int32) -> Int32 { Darwin.close(fd) }

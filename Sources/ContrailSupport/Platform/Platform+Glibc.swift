@@ -2,6 +2,7 @@
 // Every module above ContrailSupport reaches the C library through this import, so no other file
 // needs an `#if canImport(...)` of its own.
 @_exported import Glibc
+import CContrailSystem
 
 /// The few C-library calls and constants that differ between platforms, wrapped once per platform
 /// (this file: Linux with Glibc; `Platform+Darwin.swift`: Apple platforms), so call sites have no
@@ -46,6 +47,11 @@ package enum Platform {
         clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
         return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
     }
+
+    /// Returns the allocator's free pages to the operating system (`malloc_trim(0)`, which also
+    /// releases free pages inside the heap, not only at its top). O(free chunks), under each arena's
+    /// lock in turn: call it rarely (after many connections closed), never per message.
+    package static func releaseFreeMemory() { ccontrail_release_free_memory() }
 
     /// The calling thread's `pthread_self()` as a number.
     package static var currentThreadID: UInt { UInt(pthread_self()) }
