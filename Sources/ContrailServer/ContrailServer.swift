@@ -13,7 +13,7 @@ import Foundation
 /// let port = try await server.start()                    // or over WebSocket
 /// ```
 public final class ContrailServer: Sendable {
-    private let core: ServerCore
+    let core: ServerCore
     private let listener = SanitizerVisibleMutex<WebSocketListener?>(nil)
 
     /// Creates a server; creates `options.dataDirectory` if needed. Nothing listens until ``start()``.
