@@ -76,9 +76,7 @@ public final class ContrailServer: Sendable {
     /// user's credentials first. Returns how many sessions ended. O(sessions).
     @discardableResult
     public func revoke(user: String) async -> Int {
-        let count = await core.revoke(user: user)
-        core.log.write("revoked user '\(user)': \(count) session(s) ended")
-        return count
+        await ServerAdmin(core: core).revoke(user: user)
     }
 
     /// A connector making in-memory connections to this server: for tests, the Playground and

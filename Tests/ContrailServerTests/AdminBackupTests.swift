@@ -102,7 +102,7 @@ struct AdminBackupTests {
         let client = ServerTestClient(server: first)
         try await client.createSession(params: ["user": "alice"])
         try await AdminTests.drawCanvas(client, scope: "Cold")
-        try await AdminTests.drawCanvas(client, scope: longName, index: 3)
+        try await AdminTests.drawCanvas(client, scope: longName, index: 3, scopeIndex: 1)
         let cold = try await first.exportScope("Cold")
         await first.stop()
 

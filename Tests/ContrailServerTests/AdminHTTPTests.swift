@@ -36,7 +36,7 @@ struct AdminHTTPTests {
     }
 
     @Test func everyRouteNeedsAnAdminsCredential() async throws {
-        let (server, port) = try await start()
+        let (server, port) = try await Self.start()
         let client = ServerTestClient(server: server)
         try await client.createSession(params: ["token": "root"])
         _ = try await client.fetch("pub-1", index: 1)

@@ -27,11 +27,11 @@ struct AdminTests {
 
     /// A scope with a Canvas root holding two shapes; returns the root's UUID.
     @discardableResult
-    static func drawCanvas(_ client: ServerTestClient, scope: String, index: Int = 1) async throws -> String {
+    static func drawCanvas(_ client: ServerTestClient, scope: String, index: Int = 1, scopeIndex: Int = 0) async throws -> String {
         let (_, state) = try await client.fetch(scope, index: index)
         let root = try #require(state["rootUUID"]?.stringValue)
         let (a, b) = (Wire.uuid(), Wire.uuid())
-        let reply = try await client.sync(index: index + 1, fragments: [
+        let reply = try await client.sync(index: index + 1, scopeIndex: scopeIndex, fragments: [
             Wire.fragment("change", root, "Canvas", ["name": "board", "shapes": Wire.array([a, b])]),
             Wire.fragment("add", a, "Shape", ["x": 10, "color": 1]),
             Wire.fragment("add", b, "Shape", ["x": 20, "color": 2]),

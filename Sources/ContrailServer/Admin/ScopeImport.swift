@@ -8,7 +8,7 @@ import Foundation
 enum ScopeImport {
     /// The fragments that bring `current` to `state`: an `add` of every object it lacks, a `change`
     /// of every object that differs (with `null` for the properties the import does not name), the
-    /// root first. The import's root becomes the scope's root (its UUID is rewritten wherever a
+    /// root first, then the objects in the order the root reaches them. O(objects). The import's root becomes the scope's root (its UUID is rewritten wherever a
     /// value names it); objects not reachable from the root are left out, as the scope would collect them.
     static func fragments(importing state: JSON, over current: ScopeStore) throws(AdminError) -> [SyncFragment] {
         guard case .object = state else { throw .invalidState("not a JSON object") }
@@ -24,11 +24,38 @@ enum ScopeImport {
         guard let imported = ScopeStore(snapshot: remapped) else {
             throw .invalidState("every object needs a UUID key, a \"clsName\" string and a \"properties\" object")
         }
-        return imported.fragments(changedSince: current).map { fragment in
-            guard fragment.kind == .change, let before = current.objects[fragment.uuid] else { return fragment }
-            var properties = fragment.properties
+        // Reachability by value: a state carries no property kinds, so a string (or array element)
+        // naming an object of the import is a reference (the rule the server applies to values).
+        var order = [imported.rootUUID]
+        var seen: Set<UUID> = [imported.rootUUID]
+        var next = 0
+        while next < order.count {
+            let properties = imported.objects[order[next]]?.properties ?? [:]
+            next += 1
+            for value in properties.values {
+                for uuid in referencedUUIDs(value) where imported.objects[uuid] != nil && seen.insert(uuid).inserted {
+                    order.append(uuid)
+                }
+            }
+        }
+        return order.compactMap { uuid -> SyncFragment? in
+            guard let object = imported.objects[uuid] else { return nil }
+            guard let before = current.objects[uuid] else {
+                return SyncFragment(kind: .add, uuid: uuid, className: object.className, properties: object.properties)
+            }
+            guard before != object else { return nil }
+            var properties = object.properties
             for key in before.properties.keys where properties[key] == nil { properties[key] = .null }
-            return SyncFragment(kind: .change, uuid: fragment.uuid, className: fragment.className, properties: properties)
+            return SyncFragment(kind: .change, uuid: uuid, className: object.className, properties: properties)
+        }
+    }
+
+    /// The UUIDs a property value names: a string in UUID form, or such strings in an array.
+    private static func referencedUUIDs(_ value: JSON) -> [UUID] {
+        switch value {
+        case .string(let text) where text.utf8.count == 36: UUID(wireString: text).map { [$0] } ?? []
+        case .array(let elements): elements.flatMap(referencedUUIDs)
+        default: []
         }
     }
 
