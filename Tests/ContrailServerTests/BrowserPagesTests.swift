@@ -96,8 +96,12 @@ extension BrowserTests {
             let demoURL = "http://127.0.0.1:\(rig.port)/demo?scope=\(name)&canvasClass=BrowserCanvas&shapeClass=BrowserShape"
             let (first, _) = try await rig.devTools.openPage(demoURL)
             let (second, secondTarget) = try await rig.devTools.openPage(demoURL)
-            for page in [first, second] { _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched") }
+            for page in [first, second] {
+                try await page.front()
+                _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched")
+            }
             let (inspector, _) = try await rig.devTools.openPage("http://127.0.0.1:\(rig.port)/?scope=\(name)")
+            try await inspector.front()
             let tree = "document.getElementById('tree')"
             _ = try await inspector.waitFor("\(tree).textContent.includes('BrowserShape')")
             // Swift, two demo windows and the inspector; one window closes and the count falls.
@@ -110,9 +114,11 @@ extension BrowserTests {
             #expect(try await inspector.evaluate("\(tree).textContent.includes(String(0x2ecc71ff))") == false)
 
             // A real drag in the demo: one row for the shape with a count, saying who made it.
+            try await first.front()
             let canvas = try await first.rect(of: "#canvas")
             try await first.drag(from: (canvas.left + 90, canvas.top + 90), to: (canvas.left + 300, canvas.top + 200), steps: 12)
             _ = try await first.waitFor("contrailDemo.scope.queue.length === 0 && contrailDemo.scope._pending.size === 0")
+            try await inspector.front()
             let rows = "[...document.querySelectorAll('#changes .changeset')]"
             _ = try await inspector.waitFor("\(rows).some((r) => r.querySelector('.count') && r.textContent.includes('\(green.uuid.uuidString.lowercased().prefix(8))'))")
             let dragRows = try await inspector.evaluate(
@@ -173,7 +179,8 @@ extension BrowserTests {
             var changedObjects = try #require(changed["objects"]?.objectValue)
             let firstID = try #require(ids[0].stringValue)
             changedObjects[firstID] = ["clsName": "BrowserShape", "properties": ["x": 12345, "y": 0, "width": 10, "height": 10, "color": .int(0x3498_dbff)]]
-            _ = try await rig.server.importScope(big, state: ["root": .string(root), "objects": .object(changedObjects)])
+            // (the scope kept its own root: the import's became it)
+            _ = try await rig.server.importScope(big, state: ["root": try #require(changed["root"]), "objects": .object(changedObjects)])
             _ = try await page.waitFor("\(tree).textContent.includes('x: 12345')")
             let rerender = try await page.evaluate("contrailInspector.lastRenderMs").doubleValue ?? -1
             // The page still answers input at once (it is not frozen): a click is handled.
@@ -208,8 +215,9 @@ extension BrowserPage {
         return (try #require(box[0]?.doubleValue), try #require(box[1]?.doubleValue), try #require(box[2]?.doubleValue), try #require(box[3]?.doubleValue))
     }
 
-    /// A real click (press and release) at the centre of the element `selector` picks.
+    /// A real click (press and release) at the centre of the element `selector` picks, scrolled into view first.
     func click(selector: String) async throws {
+        _ = try await evaluate("document.querySelector(\(jsString(selector))).scrollIntoView({block: 'center'})")
         let box = try await rect(of: selector)
         let (x, y) = (box.left + box.width / 2, box.top + box.height / 2)
         try await mouse("mousePressed", x: x, y: y)
@@ -232,6 +240,12 @@ extension BrowserPage {
             _ = try await devTools.call("Input.dispatchKeyEvent", ["type": .string(type), "key": .string(key), "code": .string(code),
                                                                     "windowsVirtualKeyCode": .int(Int64(keyCode))], session: session)
         }
+    }
+
+    /// Makes this the page in front (a page behind others gets no animation frames, which the pages
+    /// and `waitFor` run on).
+    func front() async throws {
+        _ = try await devTools.call("Page.bringToFront", [:], session: session)
     }
 
     /// Resizes the page's viewport, as a window resize does.
