@@ -107,6 +107,7 @@ struct AdminHTTPTests {
             ("GET", "/api/admin/whatever", [], nil, 404),
             ("DELETE", "/api/admin/sessions", [], nil, 405),
             ("GET", "/api/admin/scopes/%ZZ/export", [], nil, 400),
+            ("POST", "/api/admin/users/eve%0Asession%201%20ended/end", [], nil, 400),  // no forged log lines
             ("POST", "/api/admin/scopes/copy/import", Array("{not json".utf8), nil, 400),
             ("POST", "/api/admin/scopes/copy/import", Array(#"{"root":"x"}"#.utf8), nil, 400),
             ("POST", "/api/admin/backup", Array(#"{"name":"../escape"}"#.utf8), nil, 400),

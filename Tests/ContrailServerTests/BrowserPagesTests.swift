@@ -79,6 +79,14 @@ extension BrowserTests {
             #expect(!pill.contains("could not") && !pill.lowercased().contains("scope name"), "the pill shows the connection only: \(pill)")
             _ = try await page.evaluate("new Promise((r) => setTimeout(r, 50))")  // let a stray rejection surface
             #expect(try await page.evaluate("window.__unhandled") == [], "no uncaught promise rejection")
+
+            // Positive control, and an odd URL: a valid name opens, and opening it leaves no scope behind.
+            let odd = "Odd-\(UUID().uuidString.prefix(8))"
+            let (valid, _) = try await rig.devTools.openPage("http://127.0.0.1:\(rig.port)/demo?scope=\(odd)", preload: Self.rejectionCounter)
+            try await valid.front()
+            _ = try await valid.waitFor("window.contrailDemo && contrailDemo.fetched")
+            #expect(try await valid.evaluate("document.getElementById('error').hidden") == true)
+            #expect(!rig.server.scopeExists(odd), "opening a page creates no scope (--create-scopes write)")
         }
     }
 

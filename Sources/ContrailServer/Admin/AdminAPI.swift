@@ -40,7 +40,10 @@ struct AdminAPI: Sendable {
         let raw = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(3)
         var segments: [String] = []
         for part in raw {
-            guard let decoded = String(part).removingPercentEncoding else { return Self.failure(400, "Bad Request", "bad percent-encoding") }
+            guard let decoded = String(part).removingPercentEncoding,
+                  !decoded.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                return Self.failure(400, "Bad Request", "bad percent-encoding, or a control character in the path")
+            }
             segments.append(decoded)
         }
         let method = request.method ?? ""
