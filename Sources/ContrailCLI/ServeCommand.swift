@@ -18,6 +18,8 @@ enum ServeCommand {
       --port PORT             port to listen on (default 3000; 0 picks a free one)
       --data DIR              persist every scope as a log file in DIR (default: in memory only,
                               lost on exit)
+      --backup-dir DIR        where `contrail admin backup` writes backups (one directory each;
+                              default: none, backups over HTTP are refused)
       --fsync POLICY          when accepted change sets are forced to disk: "always" (default;
                               a change set is acknowledged only once its record is synced, with
                               group commit), "interval:200ms" (explicit opt-in to buffered
@@ -151,6 +153,7 @@ enum ServeCommand {
             case "--host": options.host = try value(flag)
             case "--port": options.port = try number(flag, UInt16.self)
             case "--data": options.dataDirectory = URL(filePath: try value(flag), directoryHint: .isDirectory)
+            case "--backup-dir": options.backupDirectory = URL(filePath: try value(flag), directoryHint: .isDirectory)
             case "--fsync": options.fsync = try fsyncPolicy(try value(flag))
             case "--session-expiry": options.sessionExpiry = try seconds(flag)
             case "--max-waiting-bytes": options.maxWaitingSessionBytes = try number(flag, Int.self)

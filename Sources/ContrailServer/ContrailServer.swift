@@ -13,7 +13,7 @@ import Foundation
 /// let port = try await server.start()                    // or over WebSocket
 /// ```
 public final class ContrailServer: Sendable {
-    private let core: ServerCore
+    let core: ServerCore
     private let listener = SanitizerVisibleMutex<WebSocketListener?>(nil)
 
     /// Creates a server; creates `options.dataDirectory` if needed. Nothing listens until ``start()``.
@@ -76,9 +76,7 @@ public final class ContrailServer: Sendable {
     /// user's credentials first. Returns how many sessions ended. O(sessions).
     @discardableResult
     public func revoke(user: String) async -> Int {
-        let count = await core.revoke(user: user)
-        core.log.write("revoked user '\(user)': \(count) session(s) ended")
-        return count
+        await ServerAdmin(core: core).revoke(user: user)
     }
 
     /// A connector making in-memory connections to this server: for tests, the Playground and

@@ -69,7 +69,8 @@ final class ServerCore: Sendable {
     /// Creates and registers a session acting as `identity`, with a fresh token; nil once stopped.
     /// A credential with an expiry ends the session when it passes (the ``ticker`` checks it, on
     /// ``clock``: no timer of its own per session).
-    func makeSession(identity: SessionIdentity) -> ServerSession? {
+    /// `receivesOrigins`: its broadcasts say who made each change set (an admin's inspector).
+    func makeSession(identity: SessionIdentity, receivesOrigins: Bool = false) -> ServerSession? {
         let token = SessionToken.make()
         let number: Int? = state.withLock { state in
             guard !state.isStopped else { return nil }
@@ -77,7 +78,7 @@ final class ServerCore: Sendable {
             return state.nextSessionNumber
         }
         guard let number else { return nil }
-        let session = ServerSession(number: number, token: token, identity: identity, core: self)
+        let session = ServerSession(number: number, token: token, identity: identity, receivesOrigins: receivesOrigins, core: self)
         state.withLock { $0.sessions[token] = session }
         return session
     }
@@ -88,6 +89,27 @@ final class ServerCore: Sendable {
         let sessions = state.withLock { $0.sessions.values.filter { $0.identity.user == user } }
         for session in sessions { await session.expire(reason: .sessionRevoked) }
         return sessions.count
+    }
+
+    /// Every live session, by number. For the admin surface. O(sessions).
+    func liveSessions() -> [ServerSession] {
+        state.withLock { $0.sessions.values.sorted { $0.number < $1.number } }
+    }
+
+    /// The scopes that exist, for the admin surface: by name those a name is known for (every one
+    /// in memory or without a data directory), by file name the files of the data directory no
+    /// scope in memory stands for. Sorted. O(scopes).
+    func existingScopeNames() -> (names: [String], files: [String]) {
+        state.withLock { state in
+            if options.dataDirectory == nil || cluster != nil { return (state.existing.sorted(), []) }
+            let inMemory = state.scopes.keys.filter { state.existing.contains(scopeKey($0)) }
+            return (inMemory.sorted(), state.existing.subtracting(inMemory.map(scopeKey)).sorted())
+        }
+    }
+
+    /// The scope actor for `name` if the server has one now (loaded or not), without making one.
+    func scopeInMemory(named name: String) -> (any HostedScope)? {
+        state.withLock { $0.scopes[name] }
     }
 
     /// The live session with `token`, if any.

@@ -99,6 +99,10 @@ public struct ServerOptions: Sendable {
     /// Serves the web pages (an inspector at `/`, a canvas demo at `/demo`, the JavaScript client at
     /// `/contrail.js`) as plain HTTP GET beside the WebSocket upgrade. `contrail serve` turns it on.
     public var servesPages = false
+    /// Where `POST /api/admin/backup` (`contrail admin backup`) writes backups, each in a directory
+    /// of its own; nil (the default) refuses backups over HTTP. ``ContrailServer/backup(to:)``
+    /// takes any directory. `contrail serve --backup-dir`.
+    public var backupDirectory: URL?
     /// Joins a cluster of servers sharing every scope through NATS JetStream (`contrail serve --nats`);
     /// nil serves alone. With a cluster, scopes live in the cluster's log, not in `dataDirectory`.
     public var cluster: ClusterOptions?

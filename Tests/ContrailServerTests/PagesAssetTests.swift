@@ -18,6 +18,7 @@ import Testing
         ("/demo.js", "demo.js", "text/javascript; charset=utf-8"),
         ("/contrail.js", "contrail.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
+        ("/favicon.ico", "favicon.svg", "image/svg+xml"),  // no 404 on every page load
     ]
 
     @Test func eachFileIsServedByteForByteWithItsTypeAndHeaders() async throws {

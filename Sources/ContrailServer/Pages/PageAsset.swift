@@ -12,6 +12,7 @@ struct PageAsset: Sendable {
     static let html = "text/html; charset=utf-8"
     static let javaScript = "text/javascript; charset=utf-8"
     static let css = "text/css; charset=utf-8"
+    static let svg = "image/svg+xml"
 
     /// The assets by request path (without query); each from the file in `Assets/` named
     /// like its `PackageResources` member (`contrail_js` is `Assets/contrail.js`).
@@ -22,5 +23,7 @@ struct PageAsset: Sendable {
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
+        // Browsers ask for /favicon.ico on every page: the SVG icon, which they accept by its type.
+        "/favicon.ico": PageAsset(contentType: svg, body: PackageResources.favicon_svg),
     ]
 }

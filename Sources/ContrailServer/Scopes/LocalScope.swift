@@ -300,12 +300,72 @@ actor LocalScope: HostedScope {
     /// compacted size. The snapshot is encoded here (O(objects)); the writer does the I/O.
     private func compactIfDue(_ persistence: ScopePersistence, store: ScopeStore, appended: Int) {
         logBytes += appended + 13
-        guard let writer, logBytes > max(1 << 20, compactedBytes * 4) else { return }
+        guard logBytes > max(1 << 20, compactedBytes * 4) else { return }
+        compact(persistence, store: store)
+    }
+
+    /// Submits a compaction of the log to `store`'s snapshot.
+    private func compact(_ persistence: ScopePersistence, store: ScopeStore) {
+        guard let writer else { return }
         let snapshot = store.snapshotJSON(name: name).serialized()
         writer.compact(persistence, snapshot: snapshot)
         compactedBytes = snapshot.count + 29
         logBytes = compactedBytes
     }
+
+    /// Compacts the log now (loading the scope if needed) and reports its size before and after,
+    /// once the new log is in place. O(objects).
+    func compactNow() async throws(AdminError) -> CompactionReport {
+        guard exists else { throw .unknownScope(name) }
+        guard let writer else { throw .noDataDirectory }
+        let store: ScopeStore
+        do throws(ServerError) { store = try await loadedStore() } catch {
+            throw error == .stopped ? .stopped : .storage(error.description)
+        }
+        guard let persistence else { throw .storage("scope '\(name)' is not loaded") }
+        let before = await writer.perform { onWriter in onWriter ? persistence.size : nil }
+        compact(persistence, store: store)
+        let after = await writer.perform { onWriter in onWriter ? persistence.size : nil }
+        guard let before, let after else { throw .stopped }
+        log.write("scope '\(name)': compacted by an administrator, \(before) → \(after) bytes")
+        return CompactionReport(scope: name, bytesBefore: before, bytesAfter: after, objects: store.objectCount)
+    }
+
+    /// Writes the scope into `directory` (see ``HostedScope/backup(into:)``): from memory when
+    /// loaded (the snapshot is taken here, between two change sets, and written once the writer
+    /// has made every earlier record durable), otherwise from its log as the writer thread reads
+    /// it (where a concurrent load would read it too, after). O(objects).
+    func backup(into directory: URL) async throws(AdminError) -> BackupReport.Entry? {
+        guard exists else { return nil }
+        guard let writer, let dataDirectory else { throw .noDataDirectory }
+        if isClosed { throw .stopped }
+        if store == nil, loading != nil {
+            // A load is under way: back up what it loads, in the scope's order.
+            do throws(ServerError) { _ = try await loadedStore() } catch { throw .storage(error.description) }
+        }
+        let name = self.name
+        let file = ScopeFileName.fileName(for: name)
+        let target = directory.appending(path: file, directoryHint: .notDirectory)
+        if let store, let persistence {
+            let snapshot = store.snapshotJSON(name: name).serialized()
+            let failure = await writer.perform { onWriter -> AdminError? in
+                guard onWriter else { return .stopped }
+                if let failed = persistence.failed { return .storage(failed.description) }
+                return ScopeBackup.write(snapshot: snapshot, to: target)
+            }
+            if let failure { throw failure }
+            return BackupReport.Entry(name: name, file: file, objects: store.objectCount)
+        }
+        let source = dataDirectory.appending(path: file, directoryHint: .notDirectory)
+        let copied = await writer.perform { onWriter -> Result<Int?, AdminError> in
+            guard onWriter else { return .failure(.stopped) }
+            return ScopeBackup.copy(log: source, name: name, to: target)
+        }
+        return try copied.get().map { BackupReport.Entry(name: name, file: file, objects: $0) }
+    }
+
+    /// The object count while loaded; nil otherwise.
+    var loadedObjectCount: Int? { store?.objectCount }
 
     /// A write or sync failed: drop the memory state (it holds changes that are not on disk) and
     /// close the log; the next use reloads what the disk has.

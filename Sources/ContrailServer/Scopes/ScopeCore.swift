@@ -133,15 +133,18 @@ struct ScopeCore {
         let originIndex = origin.flatMap { subscribers[ObjectIdentifier($0)]?.scopeIndex }
         let everyone = Array(subscribers.values)
         let others = origin.map { origin in subscribers.filter { $0.key != ObjectIdentifier(origin) }.map(\.value) } ?? everyone
+        let author = origin?.origin
         return .accepted(logged: outcome.accepted + followed) {
             for subscriber in others {
                 let scopeIndex = subscriber.scopeIndex
-                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
+                let told = subscriber.outbox.receivesOrigins ? author : nil
+                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text, origin: told) }
             }
             if let followText {
                 for subscriber in everyone {
                     let scopeIndex = subscriber.scopeIndex
-                    subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText) }
+                    let told = subscriber.outbox.receivesOrigins ? author : nil
+                    subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText, origin: told) }
                 }
             }
             if let revivedText, let origin, let originIndex {

@@ -25,6 +25,7 @@ final class ScopeLogWriter: @unchecked Sendable {
         case after(@Sendable () -> Void)
         case compact(ScopePersistence, [UInt8])
         case close(ScopePersistence, done: @Sendable () -> Void)
+        case perform(@Sendable (_ onWriter: Bool) -> Void)
     }
 
     /// A completion waiting for the group's sync.
@@ -93,6 +94,16 @@ final class ScopeLogWriter: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on the writer thread once every earlier job is done and its records are
+    /// durable under the policy (their completions have run), and returns its result. `body` may
+    /// use any ``ScopePersistence`` of this writer. Once the writer has finished, `body` runs on
+    /// the caller's task instead with `false` (it must not touch a log then).
+    func perform<T: Sendable>(_ body: @escaping @Sendable (_ onWriter: Bool) -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            submit(.perform { onWriter in continuation.resume(returning: body(onWriter)) })
+        }
+    }
+
     /// Lets the thread end once the jobs queued so far are done. Later submissions fail.
     func finish() {
         condition.lock()
@@ -120,6 +131,7 @@ final class ScopeLogWriter: @unchecked Sendable {
         case .after(let body): body()
         case .compact: break
         case .close(_, let done): done()
+        case .perform(let body): body(false)
         }
     }
 
@@ -153,6 +165,9 @@ final class ScopeLogWriter: @unchecked Sendable {
                     } catch {
                         log.write("scope '\(persistence.name)': compaction failed, keeping the log: \(error)")
                     }
+                case .perform(let body):
+                    commit(&waiting)
+                    body(true)
                 case .close(let persistence, let done):
                     commit(&waiting)
                     unsynced[ObjectIdentifier(persistence)] = nil

@@ -12,7 +12,8 @@ final class ServerConnection: Sendable {
     /// The connect-time headers, until `run()` takes them (a session outlives its need for them).
     private let connectHeaders: SanitizerVisibleMutex<[(String, String)]>
     /// The client's address (``ClientAddress``): what failed credentials count against and the log names.
-    private let peer: String
+    /// The client's address (``ClientAddress``), as the log names it.
+    let peer: String
     private let core: ServerCore
     private let closed = Atomic<Bool>(false)
     /// The wait before a delayed denial, cancelled when the connection is closed (server stop).
@@ -164,14 +165,17 @@ final class ServerConnection: Sendable {
             await close(code: JetstreamCloseCode.denied, reason: error.closeReason())
             return nil
         }
-        guard let session = core.makeSession(identity: identity) else {
+        // The inspector asks who made each change set (params {"contrailOrigins": true}); only an
+        // admin is told.
+        let origins = identity.isAdmin && create.params["contrailOrigins"] == .bool(true)
+        guard let session = core.makeSession(identity: identity, receivesOrigins: origins) else {
             await close(code: 1001, reason: "server is stopping")
             return nil
         }
         let user = identity == .unrestricted ? "" : " for user '\(identity.user)'"
         core.log.write("session \(session.number) created\(user) from \(peer) (client version \(create.version))")
         let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(
-            sessionToken: session.token, extensions: [ScopeDetach.typeName],
+            sessionToken: session.token, extensions: [ScopeDetach.typeName] + (origins ? ["ScopeSyncOrigin"] : []),
             limits: SessionLimits(maxMessageBytes: core.limits.maxMessageBytes,
                                   maxFragmentsPerMessage: core.limits.maxFragmentsPerMessage))))])
         do { try await transport.send(reply) } catch { return session }

@@ -41,7 +41,7 @@ actor ServerSession {
     private var watched = false
     private(set) var isEnded = false
 
-    init(number: Int, token: String, identity: SessionIdentity, core: ServerCore) {
+    init(number: Int, token: String, identity: SessionIdentity, receivesOrigins: Bool = false, core: ServerCore) {
         self.number = number
         self.token = token
         self.identity = identity
@@ -49,7 +49,9 @@ actor ServerSession {
         self.core = core
         self.lastActivity = SanitizerVisibleMutex(core.clock.now)
         let limits = core.limits
-        self.outbox = SessionOutbox(limitBytes: limits.maxResendBytes) { [token] in
+        let origin = JSON.object(["session": .int(Int64(number)), "user": .string(identity.user)]).serialized(sortedKeys: true)
+        self.outbox = SessionOutbox(limitBytes: limits.maxResendBytes, origin: String(decoding: origin, as: UTF8.self),
+                                    receivesOrigins: receivesOrigins) { [token] in
             core.expireSession(token: token, reason: .limitExceeded(
                 "Resend buffer is full (\(limits.maxResendBytes) bytes unacknowledged); start a new session"))
         }
@@ -108,6 +110,13 @@ actor ServerSession {
             core.releaseScope(named: scope.name)
         }
         await connection?.close(code: JetstreamCloseCode.expired, reason: reason?.closeReason() ?? "")
+    }
+
+    /// What the admin surface lists of this session: its identity, its client's address (nil while
+    /// no connection is attached), the scopes it fetched and the bytes waiting for acknowledgement.
+    func adminInfo() -> AdminSession {
+        AdminSession(number: number, user: identity.user, isAdmin: identity.isAdmin, address: connection?.peer,
+                     scopes: scopes.all.map(\.name), bytesQueued: outbox.unackedBytes)
     }
 
     /// Stops timers without closing anything (server stop).

@@ -166,7 +166,7 @@ const changes = (entry, id, key) => key in (entry.originals.get(id) ?? {});
 /**
  * A named tree with a root object, kept in step with the server once a Client fetched it.
  * Events: "change" {model, key, value, previous, remote}, "insert"/"remove" {model, key, item} for
- * collections, "attach"/"detach" {model}, "state" after a full state, "changeset" {fragments, remote},
+ * collections, "attach"/"detach" {model}, "state" after a full state, "changeset" {fragments, remote, origin},
  * "settled" {fragments, rejected}.
  *
  * Its bookkeeping follows the Swift client's rules (README, Design; Convergence in the documentation
@@ -469,7 +469,7 @@ export class Scope extends Emitter {
    * applyState, which flush first). Returns true when the scope must be fetched again (a change to an
    * object out of this replica's tree, or a reference to an object it does not hold).
    */
-  _applyRemote(fragments, rootUUID = null) {
+  _applyRemote(fragments, rootUUID = null, origin = null) {
     this.flush();
     let stale = false;
     this._remote = true;
@@ -501,7 +501,7 @@ export class Scope extends Emitter {
     } finally {
       this._remote = false;
     }
-    this.emit("changeset", { fragments, remote: true, state: Boolean(rootUUID) });
+    this.emit("changeset", { fragments, remote: true, state: Boolean(rootUUID), origin });
     if (rootUUID) {
       this._attached = true;
       this.emit("state", { root: this.root });
@@ -767,7 +767,7 @@ export class Client extends Emitter {
       }
     } else if (m.type === "ScopeSync") {
       const scope = this._scopesByIndex.get(m.scopeIndex);
-      if (scope && Array.isArray(m.fragments) && m.fragments.length) scope._applyRemote(m.fragments);
+      if (scope && Array.isArray(m.fragments) && m.fragments.length) scope._applyRemote(m.fragments, null, m.origin ?? null);
     }
   }
 
