@@ -73,9 +73,8 @@ struct PageServer: Sendable {
     /// read. O(sessions + scopes).
     func overview(for identity: SessionIdentity = .unrestricted) async -> JSON {
         let (_, scopes) = core.inspection()
-        var connected = 0
         let live = core.liveSessions()
-        for session in live where await session.adminInfo().address != nil { connected += 1 }
+        let connected = live.count { !$0.isWaiting }
         var entries: [JSON] = []
         for scope in scopes where identity.may(.read, scope.name) {
             let objects = await scope.objectCount
