@@ -14,9 +14,12 @@ import Foundation
 /// It applies what `Scope.apply` applies for remote fragments (references resolved within the
 /// record in any order, the whole record decoded before anything changes, nothing recorded as
 /// outgoing), without what a restore does not need: no change set is built or published and no old
-/// values are kept. Changes to unknown objects and unknown properties are skipped; a value of the
-/// wrong type, a malformed fragment or an unknown class throws and changes nothing but the root's
-/// identity.
+/// values are kept. Changes to unknown objects are skipped; a value of the wrong type or a
+/// malformed fragment throws and changes nothing but the root's identity. A record that holds what
+/// the app does not understand (an object of an unknown class, a property its class does not
+/// declare) or values of an earlier `modelVersion` is left to the general path (`prepare` returns
+/// nil), which keeps the one and migrates the other; a class of a newer `modelVersion` than the
+/// app's throws `FragmentLogError.newerModel`.
 @MainActor
 struct LogReplay {
     /// The record's root UUID.
@@ -51,10 +54,15 @@ struct LogReplay {
     private var successor: [Int] = []
     /// The property index matched last in the current `properties` object (-1 before the first).
     private var previousName = -1
+    /// The model versions the record was written with (`"versions"`, before `fragments`), by class name.
+    private var versions: [String: Int] = [:]
     private let scope: Scope
     private let cache: LogReplayCache
     private let offset: Int
     private let payloadSize: Int
+
+    /// Thrown while reading a record this type leaves to the general path.
+    private struct NeedsGeneralPath: Error {}
 
     /// A property value to store.
     private struct Write {
@@ -108,6 +116,8 @@ struct LogReplay {
                         }
                     case "seq", "settled":
                         guard try parser.parseValue(p) == .null else { return nil }  // a pending change set or a marker
+                    case "versions":
+                        replay.versions = FragmentLogEntry.versions(from: try parser.parseValue(p))
                     default:
                         _ = try parser.parseValue(p)
                     }
@@ -118,6 +128,9 @@ struct LogReplay {
             parser.skipWhitespace(p)
             if parser.position < parser.count { throw JSONError.unexpected(p[parser.position], at: parser.position) }
             guard sawFragments else { throw FragmentLogError.badRecord(offset: offset, reason: "no fragments") }
+            try replay.checkDeferred()
+        } catch is NeedsGeneralPath {
+            return nil
         } catch let error as JSONError {
             throw .badRecord(offset: offset, reason: "\(error)")
         } catch let error as FragmentLogError {
@@ -321,14 +334,24 @@ struct LogReplay {
 
     /// The fragment's object: the scope's or one the record created, and for an `add` of an object
     /// neither holds, a new one of `className`. `nil` for a change to an object not (yet) known.
-    private mutating func resolve(kind: SyncFragment.Kind, uuid: UUID, className: String) throws(ModelError) -> ModelObject? {
-        if let known = cache.object(for: uuid) { return known }
-        guard kind == .add else { return createdIndex[uuid].map { created[$0].object } }
+    private mutating func resolve(kind: SyncFragment.Kind, uuid: UUID, className: String) throws -> ModelObject? {
+        if let known = cache.object(for: uuid) {
+            if !versions.isEmpty { try check(type(of: known), className: className) }
+            return known
+        }
+        guard kind == .add else {
+            if let index = createdIndex[uuid] { return created[index].object }
+            // A change of an object the general path keeps (an unknown class) is the general path's too.
+            if !scope.unknown.objects.isEmpty, scope.unknown.objects[uuid] != nil { throw NeedsGeneralPath() }
+            return nil
+        }
         let type: ModelObject.Type
         if let known = lastClassType, className == lastClassName {
             type = known
         } else {
+            guard scope.knowsClass(className) else { throw NeedsGeneralPath() }  // kept as it is, there
             type = try ModelRegistry.modelClass(named: className)
+            try check(type, className: className)
             if className == lastClassName { lastClassType = type }
         }
         if created.isEmpty {  // about as many adds as fit (each takes 100 bytes or more)
@@ -341,7 +364,32 @@ struct LogReplay {
         return object
     }
 
-    /// Reads a `properties` object into `writes` (unknown and unsynced properties are skipped).
+    /// Leaves the record to the general path when a fragment read out of order names a property
+    /// its object's class does not sync.
+    private func checkDeferred() throws {
+        for (uuid, properties) in deferred {
+            guard case .object(let members) = properties,
+                  let object = createdIndex[uuid].map({ created[$0].object }) ?? cache.object(for: uuid) else { continue }
+            let info = object.info
+            for name in members.keys where info.indexByName[name].map({ !info.properties[$0].isSynced }) ?? true {
+                throw NeedsGeneralPath()
+            }
+        }
+    }
+
+    /// Refuses a class the record holds in a newer model version than the app's, and leaves one of
+    /// an older version (to migrate) to the general path.
+    private func check(_ type: ModelObject.Type, className: String) throws {
+        let recorded = versions[className] ?? 0
+        guard recorded != type.modelVersion else { return }
+        if recorded > type.modelVersion {
+            throw FragmentLogError.newerModel(className: className, version: recorded, supported: type.modelVersion)
+        }
+        throw NeedsGeneralPath()
+    }
+
+    /// Reads a `properties` object into `writes`; a property the class does not sync sends the record
+    /// to the general path, which keeps it.
     private mutating func readProperties(of object: ModelObject, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws {
         parser.skipWhitespace(p)
         if parser.position < parser.count, p[parser.position] == UInt8(ascii: "n") {
@@ -378,7 +426,10 @@ struct LogReplay {
                 parser.position = keyStart
                 let name = try parser.parseKey(p)
                 let info = namesInfo.unsafelyUnwrapped  // set above
-                index = info.indexByName[name].flatMap { info.properties[$0].isSynced ? $0 : nil }
+                guard let synced = info.indexByName[name].flatMap({ info.properties[$0].isSynced ? $0 : nil }) else {
+                    throw NeedsGeneralPath()
+                }
+                index = synced
             }
             let value: JSON
             if parser.position < parser.count, p[parser.position] == UInt8(ascii: "-") || p[parser.position] &- UInt8(ascii: "0") < 10 {
