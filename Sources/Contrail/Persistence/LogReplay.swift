@@ -61,6 +61,9 @@ struct LogReplay {
     private let offset: Int
     private let payloadSize: Int
 
+    /// Whether classes are checked against the record's model versions (some class has one).
+    private var checksVersions: Bool { !versions.isEmpty || ModelRegistry.hasModelVersions }
+
     /// Thrown while reading a record this type leaves to the general path.
     private struct NeedsGeneralPath: Error {}
 
@@ -89,6 +92,9 @@ struct LogReplay {
     /// handles (see the type's description). O(payload size).
     static func prepare(payload: UnsafeRawBufferPointer, offset: Int, cache: LogReplayCache) throws(FragmentLogError) -> LogReplay? {
         let scope = cache.scope
+        // A scope that keeps what its app does not understand restores through the general path:
+        // references to unknown objects there are kept beside the values (Protocol §8.23).
+        guard scope.unknown.isEmpty else { return nil }
         var replay = LogReplay(cache: cache, offset: offset, payloadSize: payload.count)
         replay.writes.reserveCapacity(payload.count / 40)  // a property value takes 30 bytes or more
         var parser = JSONParser(bytes: payload, limits: JSONLimits())
@@ -336,7 +342,7 @@ struct LogReplay {
     /// neither holds, a new one of `className`. `nil` for a change to an object not (yet) known.
     private mutating func resolve(kind: SyncFragment.Kind, uuid: UUID, className: String) throws -> ModelObject? {
         if let known = cache.object(for: uuid) {
-            if !versions.isEmpty { try check(type(of: known), className: className) }
+            if checksVersions { try check(type(of: known), className: className) }
             return known
         }
         guard kind == .add else {

@@ -86,7 +86,9 @@ extension Scope {
             }
             report.appliedFragments += 1
         }
-        // Pass 3: apply.
+        // Pass 3: apply (what the app does not understand first: a key a pending local change set
+        // holds may then let go of a kept reference, Sync's `redirect`).
+        keepUnknown(fragments: fragments, kept: kept, unknownWrites: unknownWrites, isState: applyDefaults)
         var changes: [ChangeSet.Change] = []
         applyingRemote {
             for (object, index, remote) in writes {
@@ -96,7 +98,6 @@ extension Scope {
                 changes.append(ChangeSet.Change(object: object, property: index, old: old, new: value))
             }
         }
-        keepUnknown(fragments: fragments, kept: kept, unknownWrites: unknownWrites, isState: applyDefaults)
         reconcileUnknown(created: created)
         if report.appliedFragments > 0 {
             publish(ChangeSet(fragments: fragments, changes: changes, message: nil, isAtomic: false,

@@ -135,6 +135,9 @@ final class ScopeSubscription {
     /// the reply), and the add remembers that it held a remote value back.
     private func heldValue(_ object: ModelObject, _ index: Int, heldBy holder: ChangeSetQueue.Entry, remote: Any) -> Any? {
         let key = ChangeKey(object, index)
+        let property = object.info.properties[index]
+        // The pending local value wins over a kept remote reference to an unknown object (§8.23).
+        if property.valueKind == .reference { scope.keepUnknown(property.name, nil, of: object.uuid) }
         if holder.holdsThroughAdd(key) {
             holder.heldBackRemoteValues = true
             return nil
