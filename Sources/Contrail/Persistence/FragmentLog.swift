@@ -76,7 +76,7 @@ public final class FragmentLog {
         var restored: [Int: ChangeSet] = [:]
         var failure: FragmentLogError?
         let cache = LogReplayCache(scope: scope)
-        // What a failed restore goes back to: nothing of a log that cannot be read is applied.
+        // What a restore refused for a newer model version goes back to (nothing of it is applied).
         let before = scope.root.map { (uuid: $0.uuid, fragments: scope.snapshot()) }
         let opened: (LogFile, TornTail?)?
         do {
@@ -102,7 +102,9 @@ public final class FragmentLog {
             try? opened?.0.close()
             unsettled.removeAll()
             scope.unsettledRestored.removeAll { changeSet in restored.values.contains { $0 === changeSet } }
-            scope.undoRestore(to: before)
+            // A log of a newer model version is not applied at all; other failures keep what the
+            // records before them restored (the app decides, with the damage reported).
+            if case .newerModel? = failure { scope.undoRestore(to: before) }
             throw failure ?? .notAttached
         }
         report.tornTail = tornTail

@@ -15,11 +15,12 @@ import Foundation
 /// record in any order, the whole record decoded before anything changes, nothing recorded as
 /// outgoing), without what a restore does not need: no change set is built or published and no old
 /// values are kept. Changes to unknown objects are skipped; a value of the wrong type or a
-/// malformed fragment throws and changes nothing but the root's identity. A record that holds what
-/// the app does not understand (an object of an unknown class, a property its class does not
-/// declare) or values of an earlier `modelVersion` is left to the general path (`prepare` returns
-/// nil), which keeps the one and migrates the other; a class of a newer `modelVersion` than the
-/// app's throws `FragmentLogError.newerModel`.
+/// malformed fragment throws and changes nothing but the root's identity. Values of properties a
+/// class does not declare are kept beside their object (Protocol §8.23). A record that holds an
+/// object of an unknown class (or any record, while the scope keeps such objects) or values of an
+/// earlier `modelVersion` is left to the general path (`prepare` returns nil), which keeps the one
+/// and migrates the other; a class of a newer `modelVersion` than the app's throws
+/// `FragmentLogError.newerModel`.
 @MainActor
 struct LogReplay {
     /// The record's root UUID.
@@ -35,6 +36,8 @@ struct LogReplay {
     /// Fragments whose object could not be found when they were read (it is added later in the
     /// record, or the keys came in another order): resolved once the whole record is read.
     private var deferred: [(uuid: UUID, properties: JSON)] = []
+    /// Values of properties their object's class does not sync: kept beside the object (Protocol §8.23).
+    private var unknownValues: [(object: ModelObject, name: String, value: JSON)] = []
     /// The class whose synced property names `nameBytes` holds: UTF-8, one after the other, each
     /// at its range in `nameRanges` by property index (-1..<-1 when not synced). One flat array, so
     /// that comparing a key with a name retains nothing. `namesClass` identifies that class.
@@ -94,7 +97,7 @@ struct LogReplay {
         let scope = cache.scope
         // A scope that keeps what its app does not understand restores through the general path:
         // references to unknown objects there are kept beside the values (Protocol §8.23).
-        guard scope.unknown.isEmpty else { return nil }
+        guard scope.unknown.objects.isEmpty else { return nil }
         var replay = LogReplay(cache: cache, offset: offset, payloadSize: payload.count)
         replay.writes.reserveCapacity(payload.count / 40)  // a property value takes 30 bytes or more
         var parser = JSONParser(bytes: payload, limits: JSONLimits())
@@ -134,7 +137,6 @@ struct LogReplay {
             parser.skipWhitespace(p)
             if parser.position < parser.count { throw JSONError.unexpected(p[parser.position], at: parser.position) }
             guard sawFragments else { throw FragmentLogError.badRecord(offset: offset, reason: "no fragments") }
-            try replay.checkDeferred()
         } catch is NeedsGeneralPath {
             return nil
         } catch let error as JSONError {
@@ -163,10 +165,14 @@ struct LogReplay {
             return created[index].object
         }
         var writes = self.writes
+        var unknownValues = self.unknownValues
         for (uuid, properties) in deferred {
             guard let object = resolver(uuid), case .object(let members) = properties else { continue }
             for (name, wire) in members {
-                guard let index = object.info.indexByName[name], object.info.properties[index].isSynced else { continue }
+                guard let index = object.info.indexByName[name], object.info.properties[index].isSynced else {
+                    unknownValues.append((object, name, wire))
+                    continue
+                }
                 writes.append(Write(object: object, index: index, value: .wire(wire)))
             }
         }
@@ -192,6 +198,7 @@ struct LogReplay {
             }
         }
         if let newRoot { scope.root = newRoot }
+        for kept in unknownValues where kept.object.scope === scope { scope.keepUnknown(kept.name, kept.value, of: kept.object.uuid) }
     }
 
     // MARK: - Reading
@@ -370,17 +377,13 @@ struct LogReplay {
         return object
     }
 
-    /// Leaves the record to the general path when a fragment read out of order names a property
-    /// its object's class does not sync.
-    private func checkDeferred() throws {
-        for (uuid, properties) in deferred {
-            guard case .object(let members) = properties,
-                  let object = createdIndex[uuid].map({ created[$0].object }) ?? cache.object(for: uuid) else { continue }
-            let info = object.info
-            for name in members.keys where info.indexByName[name].map({ !info.properties[$0].isSynced }) ?? true {
-                throw NeedsGeneralPath()
-            }
-        }
+    /// The key of the member that starts at `keyStart` (read again: only for the rare unknown name),
+    /// leaving the parser where it was.
+    private nonisolated func nameOfValue(at keyStart: Int, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws -> String {
+        let position = parser.position
+        defer { parser.position = position }
+        parser.position = keyStart
+        return try parser.parseKey(p)
     }
 
     /// Refuses a class the record holds in a newer model version than the app's, and leaves one of
@@ -394,8 +397,8 @@ struct LogReplay {
         throw NeedsGeneralPath()
     }
 
-    /// Reads a `properties` object into `writes`; a property the class does not sync sends the record
-    /// to the general path, which keeps it.
+    /// Reads a `properties` object into `writes`; values of properties the class does not sync are
+    /// kept beside the object (`unknownValues`).
     private mutating func readProperties(of object: ModelObject, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws {
         parser.skipWhitespace(p)
         if parser.position < parser.count, p[parser.position] == UInt8(ascii: "n") {
@@ -432,10 +435,7 @@ struct LogReplay {
                 parser.position = keyStart
                 let name = try parser.parseKey(p)
                 let info = namesInfo.unsafelyUnwrapped  // set above
-                guard let synced = info.indexByName[name].flatMap({ info.properties[$0].isSynced ? $0 : nil }) else {
-                    throw NeedsGeneralPath()
-                }
-                index = synced
+                index = info.indexByName[name].flatMap { info.properties[$0].isSynced ? $0 : nil }
             }
             let value: JSON
             if parser.position < parser.count, p[parser.position] == UInt8(ascii: "-") || p[parser.position] &- UInt8(ascii: "0") < 10 {
@@ -447,13 +447,16 @@ struct LogReplay {
                     throw invalid("Property '\(try parser.parseKey(p))': \(problem)")
                 }
             }
-            if let index {
-                let offset = doubleOffsets[index]
-                if offset >= 0, let number = value.numberAsDouble {
-                    writes.append(Write(object: object, index: index, value: .double(number, offset: offset)))
-                } else {
-                    writes.append(Write(object: object, index: index, value: .wire(value)))
-                }
+            guard let index else {
+                unknownValues.append((object, try nameOfValue(at: keyStart, &parser, p), value))
+                parser.skipWhitespace(p)
+                continue
+            }
+            let offset = doubleOffsets[index]
+            if offset >= 0, let number = value.numberAsDouble {
+                writes.append(Write(object: object, index: index, value: .double(number, offset: offset)))
+            } else {
+                writes.append(Write(object: object, index: index, value: .wire(value)))
             }
             parser.skipWhitespace(p)
         } while try consume(UInt8(ascii: ","), &parser, p)

@@ -30,7 +30,7 @@ extension Scope {
     /// set holds, Protocol §8.3). With `applyDefaults` (a full state), properties a fragment leaves
     /// out take their defaults and unknown objects the batch does not hold are forgotten.
     func apply(_ fragments: [SyncFragment], applyDefaults: Bool,
-               redirect: ((ModelObject, Int, Any) -> Any?)? = nil) throws(ModelError) -> ApplyReport {
+               redirect: ((ModelObject, Int, Any) -> Any?)? = nil, publishes: Bool = true) throws(ModelError) -> ApplyReport {
         var report = ApplyReport()
         // Pass 1: find or create every added object; objects of unknown classes are only noted.
         var created: [UUID: ModelObject] = [:]
@@ -99,7 +99,7 @@ extension Scope {
             }
         }
         reconcileUnknown(created: created)
-        if report.appliedFragments > 0 {
+        if report.appliedFragments > 0, publishes {
             publish(ChangeSet(fragments: fragments, changes: changes, message: nil, isAtomic: false,
                               origin: .remote, state: .completed, scope: self))
         }

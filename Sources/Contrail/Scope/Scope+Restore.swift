@@ -59,7 +59,7 @@ extension Scope {
         for (name, version) in versions where !knowsClass(name) {
             unknown.versions[name] = max(unknown.versions[name] ?? 0, version)
         }
-        try apply(fragments, applyDefaults: false)
+        try apply(fragments, applyDefaults: false, publishes: false)  // a restore, as the one-pass path: no change set
     }
 
     /// `fragments` with the values of every object whose class is a `ModelMigration` of a newer

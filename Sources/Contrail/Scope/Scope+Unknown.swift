@@ -48,7 +48,9 @@ extension Scope {
             let shown = elements.filter { element in
                 !(element.stringValue.flatMap(UUID.init(wireString:)).map(isUnknown) ?? false)
             }
-            return shown.count == elements.count ? (wire, nil) : (.array(shown), wire)
+            // Spelled out: in a conditional expression `nil` would be read as `JSON.null`.
+            if shown.count == elements.count { return (wire, Optional<JSON>.none) }
+            return (.array(shown), wire)
         }
     }
 
@@ -57,8 +59,9 @@ extension Scope {
         if let value {
             unknown.extras[uuid, default: [:]][name] = value
         } else if unknown.extras[uuid]?[name] != nil {
-            unknown.extras[uuid]?[name] = nil
-            if unknown.extras[uuid]?.isEmpty == true { unknown.extras[uuid] = nil }
+            // `removeValue`: a nil assigned to a `JSON` slot would be read as `JSON.null`.
+            unknown.extras[uuid]?.removeValue(forKey: name)
+            if unknown.extras[uuid]?.isEmpty == true { unknown.extras.removeValue(forKey: uuid) }
         }
     }
 
@@ -104,7 +107,9 @@ extension Scope {
             for uuid in UnknownState.uuids(in: value) {
                 if unknown.objects[uuid] != nil {
                     if reached.insert(uuid).inserted { unknownStack.append(uuid) }
-                } else if let object = objects[uuid] ?? created[uuid] {
+                } else if let object = objects[uuid] ?? created[uuid] ?? retired[uuid]?.object,
+                          object.host == nil || object.host === self {
+                    // A retired object: the batch took it out of the tree, but an unknown object holds it.
                     held.insert(uuid)
                     stack.append(object)
                 }
@@ -125,7 +130,7 @@ extension Scope {
         if reached.count != unknown.objects.count { unknown.objects = unknown.objects.filter { reached.contains($0.key) } }
         applyingRemote {
             for uuid in held {
-                guard let object = objects[uuid] ?? created[uuid], object.host == nil else { continue }
+                guard let object = objects[uuid] ?? created[uuid] ?? retired[uuid]?.object, object.host == nil else { continue }
                 object.attach(to: self)
             }
             let leaving = released.compactMap { objects[$0] }
