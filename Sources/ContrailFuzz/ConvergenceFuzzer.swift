@@ -300,12 +300,16 @@ package final class ConvergenceFuzzer {
 
     /// How the local change sets of every converged run settled, by state (`drops`: the
     /// elements of partially reverted change sets that the server's merge left out), for the
-    /// campaign's summary.
+    /// campaign's summary; with `mixedVersions`, also the objects of unknown classes the replicas
+    /// that lack `FuzzSticker` held at the end (`unknown objects kept`).
     package private(set) var settlements: [String: Int] = [:]
 
     /// Counts how the replicas' local change sets settled; a change set with drops that is not
     /// partially reverted is a failure (it would tell the app a dropped move happened).
     private func countSettlements(_ replicas: [FuzzReplica]) -> FuzzFailure? {
+        for replica in replicas where !replica.scope.unknownClassNames.isEmpty {
+            settlements["unknown objects kept", default: 0] += replica.scope.unknownObjects.count
+        }
         for replica in replicas {
             for changeSet in replica.scope.history where changeSet.origin == .local {
                 settlements[changeSet.state.rawValue, default: 0] += 1
@@ -342,8 +346,11 @@ package final class ConvergenceFuzzer {
         case .failure(let error): return FuzzFailure(kind: .divergent, details: "a fresh fetch failed: \(error)")
         }
         // The server stores what was sent; a replica also shows defaults for what never was.
-        if let server = await host.state(ofScope: Self.scopeName), let difference = StateDifference.serverMismatch(server, reference) {
-            return FuzzFailure(kind: .divergent, details: "a fresh fetch differs from the server:\n" + difference)
+        if var server = await host.state(ofScope: Self.scopeName) {
+            if mixedVersions { server = StateDifference.withoutNulls(server) }
+            if let difference = StateDifference.serverMismatch(server, reference) {
+                return FuzzFailure(kind: .divergent, details: "a fresh fetch differs from the server:\n" + difference)
+            }
         }
         let divergent = replicas.filter { state(of: $0) != reference }
         if TracingTransport.isEnabled {

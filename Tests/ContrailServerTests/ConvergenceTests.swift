@@ -224,6 +224,7 @@ struct ConvergenceTests {
         }
         for failure in failures { print("convergence with mixed versions: \(failure)") }
         #expect(stickers > 20, "the seeds insert stickers the old replicas do not know")
+        #expect(fuzzer.settlements["unknown objects kept", default: 0] > 20, "the old replicas ended holding stickers")
         Self.expectConverged(failures, of: seeds.count)
     }
 
