@@ -102,6 +102,16 @@ struct MixedVersionTests {
         await client.close()
     }
 
+    /// The older app's replica of "MixedLog" with the fragment log at `url` attached (restored from it).
+    func loggedBoard(_ url: URL) throws -> (Scope, Board, FragmentLog, FragmentLog.RestoreReport) {
+        let scope = Scope(name: "MixedLog")
+        let board = Board()
+        scope.root = board
+        let log = FragmentLog(url: url)
+        let report = try log.attach(to: scope)
+        return (scope, board, log, report)
+    }
+
     /// Offline edits of the older app go through its fragment log and a restart, and still leave
     /// the newer app's data in place.
     @Test func aRestartFromTheFragmentLogKeepsWhatTheOlderAppDoesNotKnow() async throws {
@@ -110,11 +120,7 @@ struct MixedVersionTests {
         let url = FileManager.default.temporaryDirectory.appending(path: "contrail-mixed-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: url) }
         do {
-            let scope = Scope(name: "MixedLog")
-            let board = Board()
-            scope.root = board
-            let log = FragmentLog(url: url)
-            try log.attach(to: scope)
+            let (scope, board, log, _) = try loggedBoard(url)
             let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
             await client.close()
             // Offline: a vote and a removal of the only card it sees; then the app quits.
@@ -124,11 +130,7 @@ struct MixedVersionTests {
             try await log.waitUntilDurable()
             try log.close()
         }
-        let scope = Scope(name: "MixedLog")
-        let board = Board()
-        scope.root = board
-        let log = FragmentLog(url: url)
-        let report = try log.attach(to: scope)
+        let (scope, board, log, report) = try loggedBoard(url)
         #expect(report.pendingChangeSets == 2)
         #expect(Set(scope.unknownObjects.map(\.uuid.wireString)) == [person, sticker])
         let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
