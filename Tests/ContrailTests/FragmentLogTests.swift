@@ -337,9 +337,10 @@ import Testing
         #expect(restored.history.filter { $0.origin == .local && $0.state == .syncing }.first?.fragments.first?.properties["name"] == "two")
         try reopened.close()
 
-        // A pending record naming an unknown class: typed error, nothing pending afterwards.
+        // A pending record with a value of the wrong type: typed error, nothing pending afterwards.
+        // (An unknown class is no longer an error: such objects are kept, Protocol §8.23.)
         let (bad, _) = try LogFile.open(at: url)
-        try bad.append(.changeSet, Array(#"{"fragments":[{"type":"add","uuid":"6f7a2c1e-0000-4000-8000-000000000001","clsName":"NoSuchClass","properties":{}}],"root":null,"origin":"local","atomic":false,"seq":99}"#.utf8))
+        try bad.append(.changeSet, Array(#"{"fragments":[{"type":"add","uuid":"6f7a2c1e-0000-4000-8000-000000000001","clsName":"Shape","properties":{"x":"not a number"}}],"root":null,"origin":"local","atomic":false,"seq":99}"#.utf8))
         try bad.close()
         let broken = Scope(name: "Canvas")
         #expect(throws: FragmentLogError.self) { try FragmentLog(url: url).attach(to: broken) }

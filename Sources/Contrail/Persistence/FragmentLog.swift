@@ -76,6 +76,8 @@ public final class FragmentLog {
         var restored: [Int: ChangeSet] = [:]
         var failure: FragmentLogError?
         let cache = LogReplayCache(scope: scope)
+        // What a restore refused for a newer model version goes back to (nothing of it is applied).
+        let before = scope.root.map { (uuid: $0.uuid, fragments: scope.snapshot()) }
         let opened: (LogFile, TornTail?)?
         do {
             // Records are applied as they are read; the writer thread syncs by `fsync` itself.
@@ -100,6 +102,9 @@ public final class FragmentLog {
             try? opened?.0.close()
             unsettled.removeAll()
             scope.unsettledRestored.removeAll { changeSet in restored.values.contains { $0 === changeSet } }
+            // A log of a newer model version is not applied at all; other failures keep what the
+            // records before them restored (the app decides, with the damage reported).
+            if case .newerModel? = failure { scope.undoRestore(to: before) }
             throw failure ?? .notAttached
         }
         report.tornTail = tornTail
@@ -140,7 +145,8 @@ public final class FragmentLog {
     /// taken here, O(objects); errors go to `onError`.
     public func compact() throws(FragmentLogError) {
         guard let writer, let scope else { throw .notAttached }
-        let snapshot = FragmentLogEntry(kind: .snapshot, root: scope.root?.uuid, fragments: scope.snapshot())
+        var snapshot = FragmentLogEntry(kind: .snapshot, root: scope.root?.uuid, fragments: scope.snapshot())
+        snapshot.versions = scope.modelVersions(of: snapshot.fragments)
         let tail = unsettled.sorted { $0.key < $1.key }.map { sequence, pending in
             var kept = pending
             kept.sequence = sequence
@@ -182,6 +188,7 @@ public final class FragmentLog {
         guard let writer, let scope else { throw .notAttached }
         var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: changeSet.fragments, message: changeSet.message,
                                      origin: changeSet.origin.rawValue, isAtomic: changeSet.isAtomic)
+        entry.versions = scope.modelVersions(of: changeSet.fragments)
         if changeSet.origin == .local, changeSet.state == .syncing {
             entry.changeSetID = changeSet.id
             entry.sequence = nextSequence
@@ -233,12 +240,25 @@ public final class FragmentLog {
             }
             return
         }
+        if let newer = scope.newerModel(in: decoded.versions) {
+            throw .newerModel(className: newer.className, version: newer.version, supported: newer.supported)
+        }
         guard decoded.sequence != nil else {
-            // A record in the older layout (fragments before root): replayed as the current layout.
+            // A record in the older layout (fragments before root): replayed as the current layout;
+            // one the one-pass restore leaves alone (unknown classes or properties, an older model
+            // version) is applied as remote fragments.
             let replay = try decoded.encoded().withUnsafeBytes { bytes in
                 Result { () throws(FragmentLogError) in try LogReplay.prepare(payload: bytes, offset: offset, cache: cache) }
             }.get()
-            do throws(ModelError) { try replay?.apply() } catch { throw .apply(offset: offset, error) }
+            do throws(ModelError) {
+                if let replay {
+                    try replay.apply()
+                } else {
+                    try scope.restoreRecord(root: decoded.root, fragments: decoded.fragments, versions: decoded.versions)
+                }
+            } catch {
+                throw .apply(offset: offset, error)
+            }
             return
         }
         do {
@@ -252,7 +272,7 @@ public final class FragmentLog {
             if let sequence = decoded.sequence {
                 unsettled[sequence] = decoded
                 nextSequence = max(nextSequence, sequence + 1)
-                pending[sequence] = try scope.restorePending(decoded.fragments, message: decoded.message,
+                pending[sequence] = try scope.restorePending(scope.migrated(decoded.fragments, versions: decoded.versions), message: decoded.message,
                                                              isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted,
                                                              id: decoded.changeSetID ?? UUID())
             }

@@ -14,12 +14,13 @@ extension Scope {
         flushAtomic = false
         var fragments: [SyncFragment] = []
         var changes: [ChangeSet.Change] = []
+        var touchedReferences = false
         for (object, entry) in building {
             let info = object.info
             let properties = info.properties
             switch entry.kind {
             case .add:
-                fragments.append(object.addFragment())
+                fragments.append(addFragment(of: object))
             case .change:
                 var values: [String: JSON] = [:]
                 var bases: [String: [UUID]] = [:]
@@ -29,10 +30,19 @@ extension Scope {
                     guard let old = entry.originals[index] else { continue }
                     let coder = info.coder(at: index)
                     let oldWire = coder.wireValue(of: old)
-                    let newWire = coder.wireValue(in: object, offset: property.offset)
+                    var newWire = coder.wireValue(in: object, offset: property.offset)
                     guard oldWire != newWire else { continue }
+                    var base = entry.bases[index]
+                    if property.valueKind != .value {
+                        touchedReferences = true
+                        // A value that holds objects of unknown classes goes out whole (§8.23).
+                        if let whole = outgoingWhole(of: object, at: index, oldWire: oldWire, newWire: newWire) {
+                            newWire = whole.value
+                            base = whole.base
+                        }
+                    }
                     values[property.name] = newWire
-                    if let base = entry.bases[index] { bases[property.name] = base }
+                    if let base { bases[property.name] = base }
                     changes.append(ChangeSet.Change(object: object, property: index, old: old, new: new))
                 }
                 guard !values.isEmpty else { continue }
@@ -40,6 +50,7 @@ extension Scope {
                                               properties: values, bases: bases.isEmpty ? nil : bases))
             }
         }
+        if touchedReferences { reconcileUnknown() }
         guard !fragments.isEmpty else { return nil }
         let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: atomic,
                                   origin: .local, state: awaitsSettlement ? .syncing : .completed, scope: self)

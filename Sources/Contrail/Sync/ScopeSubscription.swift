@@ -97,10 +97,16 @@ final class ScopeSubscription {
         let info = object.info
         let resolver: ModelResolver = { [scope] in scope.object(for: $0) }
         var complete = true
+        let isUnknown: (UUID) -> Bool = { [scope] in scope.unknown.objects[$0] != nil }
         scope.applyingRemote {
             for (name, wire) in values {
-                guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
-                guard let value = try? info.decode(wire, at: index, resolver: resolver) else {
+                guard let index = info.indexByName[name], info.properties[index].isSynced else {
+                    scope.keepUnknown(name, wire, of: uuid)  // kept as the server has it (§8.23)
+                    continue
+                }
+                let part = scope.visiblePart(wire, of: info, at: index, isUnknown: isUnknown)
+                if info.properties[index].valueKind != .value { scope.keepUnknown(info.properties[index].name, part.whole, of: uuid) }
+                guard let value = try? info.decode(part.visible, at: index, resolver: resolver) else {
                     complete = false
                     continue
                 }
@@ -111,6 +117,7 @@ final class ScopeSubscription {
                 }
             }
         }
+        scope.reconcileUnknown()
         return complete
     }
 
@@ -128,6 +135,9 @@ final class ScopeSubscription {
     /// the reply), and the add remembers that it held a remote value back.
     private func heldValue(_ object: ModelObject, _ index: Int, heldBy holder: ChangeSetQueue.Entry, remote: Any) -> Any? {
         let key = ChangeKey(object, index)
+        let property = object.info.properties[index]
+        // The pending local value wins over a kept remote reference to an unknown object (§8.23).
+        if property.valueKind == .reference { scope.keepUnknown(property.name, nil, of: object.uuid) }
         if holder.holdsThroughAdd(key) {
             holder.heldBackRemoteValues = true
             return nil

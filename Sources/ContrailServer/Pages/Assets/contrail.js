@@ -118,12 +118,19 @@ export class Model {
   get(key) { return this.properties[key]; }
   /** Sets `key` (a Model is stored as its UUID, an array of Models as UUIDs). */
   set(key, value) { this.scope.set(this, key, value); }
-  /** The models of a collection property, in order. */
-  items(key) { return (this.properties[key] ?? []).map((id) => this.scope.object(id)).filter(Boolean); }
-  /** Inserts `model` into collection `key` at `at` (default: the end). */
+  /**
+   * The models of a collection property, in order: those of the classes the scope knows (all, unless
+   * the scope was given `classes`). The others stay in the collection where they are (Protocol §8.23).
+   */
+  items(key) { return (this.properties[key] ?? []).map((id) => this.scope.object(id)).filter((m) => m && this.scope.knows(m)); }
+  /**
+   * Inserts `model` into collection `key` at `at`, an index into `items(key)` (default: the end):
+   * right before the item now at `at`, so elements of classes the scope does not know keep their place.
+   */
   insert(key, model, at) {
     const list = (this.properties[key] ?? []).slice();
-    list.splice(at ?? list.length, 0, model.uuid);
+    const before = at === undefined ? undefined : this.items(key)[at];
+    list.splice(before ? list.indexOf(before.uuid) : list.length, 0, model.uuid);
     this.set(key, list);
   }
   /** Removes `model` from collection `key`. */
@@ -173,9 +180,12 @@ const changes = (entry, id, key) => key in (entry.originals.get(id) ?? {});
  * catalog); the Swift counterpart of each rule is named where it is implemented.
  */
 export class Scope extends Emitter {
-  constructor(name, { rootClass = "Root", changeInterval = 10 } = {}) {
+  constructor(name, { rootClass = "Root", changeInterval = 10, classes = null } = {}) {
     super();
     this.name = name;
+    // The class names the app knows (null: every class). Objects of the others are kept and written
+    // back as they are, and `items` leaves them out (Protocol §8.23).
+    this.classes = classes ? new Set(classes) : null;
     this.changeInterval = changeInterval;
     this.objects = new Map();  // uuid → Model, the objects in the tree
     this.root = new Model(this, uuid(), rootClass);
@@ -195,6 +205,9 @@ export class Scope extends Emitter {
     this._scopeIndex = null;
     this._attached = false;     // true once a full state arrived: edits before it wait, then go out
   }
+
+  /** Whether the app knows `model`'s class (the `classes` option); unknown ones are kept, never dropped. */
+  knows(model) { return !this.classes || this.classes.has(model.clsName); }
 
   /** The model with `id`: in the tree, created and not yet attached, or out of the tree and still held. */
   object(id) { return this.objects.get(id) ?? this._created.get(id) ?? this._retired.get(id); }
