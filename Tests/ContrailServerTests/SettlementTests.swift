@@ -239,16 +239,16 @@ import Testing
 
 extension ClientLifecycleStateTests {
     /// Resumes a machine after a close on transport `id` (backoff timer `id + 1`, transport `id + 2`),
-    /// confirmed by the server; returns the backoff attempt the close started.
-    static func closeAndResume(_ machine: inout Machine, id: Int, reason: TransportClosed, confirm: Bool = true) -> String? {
+    /// healthy for long enough when `healthy`; returns the backoff attempt the close started.
+    static func closeAndResume(_ machine: inout Machine, id: Int, reason: TransportClosed, healthy: Bool = true) -> String? {
         let actions = spell(machine.handle(.connectionClosed(id: id, reason)))
         _ = machine.handle(.backoffElapsed(timer: id + 1))
         _ = machine.handle(.transportOpened(id: id + 2, FakeConnection("c\(id + 2)")))
-        if confirm { _ = machine.handle(.resumeConfirmed) }
+        if healthy { _ = machine.handle(.sessionHealthy(id: id + 2)) }
         return actions.first { $0.hasPrefix("backoff") }
     }
 
-    @Test func theSameCloseAgainAndAgainBacksOffThoughEveryResumeIsConfirmed() {
+    @Test func theSameCloseAgainAndAgainBacksOffThoughEveryConnectionWasHealthy() {
         var (machine, _) = connected()
         let tooBig = TransportClosed(code: 1009, reason: "message too big")
         #expect(Self.closeAndResume(&machine, id: 1, reason: tooBig) == "backoff(timer 2, attempt 0)")
@@ -263,6 +263,9 @@ extension ClientLifecycleStateTests {
         // A dropped connection (no close code) is not a repeated refusal.
         #expect(Self.closeAndResume(&machine, id: 13, reason: TransportClosed(code: nil, reason: "reset")) == "backoff(timer 14, attempt 0)")
         #expect(Self.closeAndResume(&machine, id: 15, reason: TransportClosed(code: nil, reason: "reset")) == "backoff(timer 16, attempt 0)")
+        // Without a healthy spell, even different reasons back off further (issue 28).
+        #expect(Self.closeAndResume(&machine, id: 17, reason: TransportClosed(code: nil, reason: "reset"), healthy: false) == "backoff(timer 18, attempt 0)")
+        #expect(Self.closeAndResume(&machine, id: 19, reason: TransportClosed(code: 4098, reason: "other"), healthy: false) == "backoff(timer 20, attempt 1)")
     }
 }
 
