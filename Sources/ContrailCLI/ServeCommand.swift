@@ -123,7 +123,8 @@ enum ServeCommand {
                 FileHandle.standardError.write(Data("contrail serve: inspector \(http)://\(options.host):\(port)/, demo \(http)://\(options.host):\(port)/demo\n".utf8))
             }
         }
-        let reloadLog: @Sendable (String) -> Void = json ? { line in server.log("tls.reload", line) } : OperatorLog.standardError
+        var reloadLog = OperatorLog.standardError
+        if json { reloadLog = { line in server.log("tls.reload", line) } }
         let reloader = options.tls.map { CertificateReloader($0, log: reloadLog) }
         await waitForTermination()
         reloader?.stop()

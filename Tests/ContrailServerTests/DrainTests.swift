@@ -29,7 +29,9 @@ struct DrainTests {
         scope.root = board
         let client = try await Client.sync(scope, url: url, options: Self.fastReconnect)
         for index in 0..<30 {
-            board.cards.append(Card(text: "c\(index)"))
+            let card = Card()
+            card.text = "c\(index)"
+            board.cards.append(card)
             await ChangeDelivery.main.drain()
             if index == 10 {
                 // Change sets 0...10 are in flight or acknowledged; 11...29 are made while it drains
@@ -59,7 +61,7 @@ struct DrainTests {
     }
 
     @Test func drainClosesSessionsWith4099AndRefusesNewOnes() async throws {
-        let (doomed, doomedPort) = try await startPageServer { options in options.servesMetrics = true }
+        let (doomed, doomedPort) = try await startPageServer { @Sendable options in options.servesMetrics = true }
         let (other, otherPort) = try await startPageServer()
         let connector = FailoverConnector(urls: ["ws://127.0.0.1:\(doomedPort)/", "ws://127.0.0.1:\(otherPort)/"])
         let scope = Scope(name: "Board")

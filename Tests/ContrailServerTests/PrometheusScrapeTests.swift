@@ -47,7 +47,7 @@ struct PrometheusScrapeTests {
     }
 
     @Test func aRealPrometheusScrapesTheMetricsWithTheAdminToken() async throws {
-        let (server, port) = try await startPageServer { options in
+        let (server, port) = try await startPageServer { @Sendable options in
             options.servesMetrics = true
             options.sessionHook = { params, headers in
                 JWTVerifier.token(params: params, headers: headers) == "prometheus-admin" ? .allowEverything : .deny()
@@ -56,7 +56,7 @@ struct PrometheusScrapeTests {
         let scope = Scope(name: "Scraped")
         let board = Board()
         scope.root = board
-        let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", params: ["token": "prometheus-admin"])
+        let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: ClientOptions(sessionParams: ["token": "prometheus-admin"]))
         let changeSet = scope.modify { board.score = 1 }
         #expect(await changeSet?.settled() == .completed)
 

@@ -1,4 +1,5 @@
 import Contrail
+import ContrailSupport
 import ContrailTestSupport
 import Foundation
 import Testing
@@ -46,26 +47,30 @@ import Testing
         /// Keeps later sessions open for `duration` of virtual time.
         func hold(for duration: Duration) { state.withLock { $0.holdFor = duration } }
 
-        /// Whether a session is held; ends it once it has been held long enough at `now`.
-        func releaseIfDue(now: Duration) async -> Bool {
-            let (held, due) = state.withLock { state -> (Bool, ScriptedPeer?) in
-                guard let held = state.held, let holdFor = state.holdFor else { return (false, nil) }
-                guard now - held.since >= holdFor else { return (true, nil) }
+        /// Where the held session stands at `now`.
+        enum Hold { case none, justStarted, held }
+
+        /// Whether a session is held (and since when); ends it once it has been held long enough at `now`.
+        func releaseIfDue(now: Duration) async -> Hold {
+            let (hold, due) = state.withLock { state -> (Hold, ScriptedPeer?) in
+                guard let held = state.held, let holdFor = state.holdFor else { return (.none, nil) }
+                guard now - held.since >= holdFor else { return (now == held.since ? .justStarted : .held, nil) }
                 state.held = nil
-                return (true, held.peer)
+                return (.held, held.peer)
             }
             await due?.close(code: JetstreamCloseCode.expired, reason: Self.reason)
-            return held
+            return hold
         }
     }
 
-    /// Moves virtual time on in 10 ms steps for `duration`: while the server holds a session, freely
-    /// (ending it when due); otherwise only once the client waits on its backoff (or its health
-    /// timer), so that time never runs ahead of it.
+    /// Moves virtual time on in 10 ms steps for `duration`, only once the client waits on its
+    /// backoff, or on its health timer (once, when a held session has just started): time never runs
+    /// ahead of the client. While the server holds a session (the client idles online) it moves
+    /// freely, and ends the session when due.
     static func run(_ clock: TestClock, _ server: EndingServer, for duration: Duration) async {
         let end = clock.now.offset + duration
         while clock.now.offset < end {
-            if await !server.releaseIfDue(now: clock.now.offset) {
+            if await server.releaseIfDue(now: clock.now.offset) != .held {
                 await clock.waitForSleepers(1, dueWithin: .seconds(11), timeout: .seconds(30))
             }
             clock.advance(by: .milliseconds(10))

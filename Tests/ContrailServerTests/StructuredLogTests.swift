@@ -8,7 +8,7 @@ import Testing
 /// scope; the text format stays the default; never a token or a hook parameter in either.
 @MainActor
 @Suite struct StructuredLogTests {
-    static let secret = "s3cret-token-do-not-log"
+    nonisolated static let secret = "s3cret-token-do-not-log"
 
     /// Runs a session with a token (and one with a wrong token) against a server logging in `format`.
     static func lines(_ format: ServerLogFormat) async throws -> [String] {
@@ -25,7 +25,7 @@ import Testing
         let scope = Scope(name: "LoggedBoard")
         let board = Board()
         scope.root = board
-        let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", params: ["token": .string(secret)])
+        let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: ClientOptions(sessionParams: ["token": .string(secret)]))
         let changeSet = scope.modify { board.score = 7 }
         #expect(await changeSet?.settled() == .completed)
         var wrong = ClientOptions(sessionParams: ["token": .string(secret + "-but-wrong")])

@@ -141,9 +141,10 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
     package let restartSessionOnFatalError: Bool
     private var nextID = 0
     /// The server's last close of a live connection (code and reason), and how many closes in a row
-    /// it was the same without a keep-alive interval of calm between them: a connection the server
-    /// ends for the same reason again and again (a message it will not take, resent on every
-    /// resume) backs off at least that far, and the close is recorded as the client's error.
+    /// it was the same without a keep-alive interval of calm or a healthy spell between them: a
+    /// connection the server ends for the same reason again and again (a message it will not take,
+    /// resent on every resume) has that close recorded as the client's error (and backs off, as
+    /// every loss before a healthy spell does).
     private var lastClose: TransportClosed?
     private var repeatedCloses = 0
 
@@ -239,10 +240,9 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
                 return [.connectionLost(session), .recordError(Self.error(reason)), .serverUnavailable]
                     + backoff(session, failures: failures, renew: true)
             }
-            let repeats = countRepeat(reason)
             var actions: [Action] = [.connectionLost(session)]
-            if repeats > 0 { actions.append(.recordError(Self.error(reason))) }
-            return actions + backoff(session, failures: max(failures, repeats), renew: fatal)
+            if countRepeat(reason) > 0 { actions.append(.recordError(Self.error(reason))) }
+            return actions + backoff(session, failures: failures, renew: fatal)
         case (_, .connectionClosed(let id, _)):
             return late(event, id: id)
 
@@ -255,6 +255,8 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
 
         case (.connected(let session, let id, let connection, _), .sessionHealthy(let healthy)) where healthy == id:
             state = .connected(session: session, id: id, connection: connection, failures: 0)
+            lastClose = nil
+            repeatedCloses = 0
             return []
         case (_, .sessionHealthy(let id)):
             return late(event, id: id)

@@ -1,4 +1,5 @@
 import Contrail
+import ContrailSupport
 import Foundation
 
 /// `contrail bench reconnect [--clients N]` (not in `all`: it restarts a server twice): how hard N
@@ -80,12 +81,8 @@ enum ReconnectBench {
         let clients = (0..<count).map { _ in
             Client(connector: RecordingConnector(inner: WebSocketConnector(url: url), attempts: attempts), options: options)
         }
-        for batch in stride(from: 0, to: count, by: 50) {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for client in clients[batch..<min(count, batch + 50)] { group.addTask { @MainActor in _ = try await client.connect() } }
-                try await group.waitForAll()
-            }
-        }
+        let connects = clients.map { client in Task { @MainActor in _ = try await client.connect() } }
+        for connect in connects { try await connect.value }
         let start = ContinuousClock.now
         // SIGTERM (a drain); the main actor, which the clients need meanwhile, never blocks on it.
         first.process.terminate()

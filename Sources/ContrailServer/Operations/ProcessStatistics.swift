@@ -23,7 +23,7 @@ struct ProcessStatistics: Sendable {
            let line = limits.split(separator: "\n").first(where: { $0.hasPrefix("Max open files") })
         {
             // "Max open files            1024                 524288               files"
-            let fields = line.dropFirst("Max open files".count).split(separator: " ")
+            let fields = line.dropFirst("Max open files".count).split(whereSeparator: \.isWhitespace)
             statistics.maxDescriptors = fields.first.flatMap { Int($0) }
         }
         return statistics
@@ -32,6 +32,6 @@ struct ProcessStatistics: Sendable {
     /// The number of a `Name:   1234 kB` line.
     static func kilobytes(named name: String, in text: String) -> Int? {
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name) }) else { return nil }
-        return line.dropFirst(name.count).split(separator: " ").first.flatMap { Int($0) }
+        return line.dropFirst(name.count).split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) }
     }
 }
