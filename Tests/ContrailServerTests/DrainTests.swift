@@ -105,7 +105,7 @@ struct DrainTests {
                 #expect(core.metrics.sessionsRefused(.draining) == 1)
             } else {
                 // Positive control: while serving, the connection waits for its SessionCreate.
-                try await client.send(#"[{"type":"SessionCreate","index":0,"version":"0.2.0","params":{}}]"#)
+                try await client.send(#"{"type":"SessionCreate","index":0,"version":"0.2.0","params":{}}"#)
                 let reply = try await frames.next()
                 #expect(reply?.contains("sessionToken") == true)
                 await client.close(code: 1000, reason: "")
