@@ -114,7 +114,7 @@ public final class ContrailServer: Sendable {
         let timeout = timeout ?? core.options.drainTimeout
         let work = Task { [self] in
             if core.advance(.drain) {
-                core.log.write("server.draining", "draining: refusing new sessions, telling \(core.gauges().sessions) session(s) to reconnect elsewhere")
+                core.log.write("server.draining", "draining: refusing new sessions, telling \(core.gauges().connections) connection(s) to reconnect elsewhere")
             }
             await shutDown(closing: JetstreamCloseCode.draining, reason: WireErrorBody.serverDraining.closeReason(), as: .drained)
         }
