@@ -48,7 +48,8 @@ public final class ContrailServer: Sendable {
         let pages = options.servesPages ? PageServer(core: core) : nil
         let responder: HTTPResponder = { request in
             if let answer = await routes.respond(to: request) { return answer }
-            return await pages?.respond(to: request) ?? .error(status: 404, reason: "Not Found")
+            // Without pages, any other request is what it was before there were routes: not an upgrade.
+            return await pages?.respond(to: request) ?? .error(status: 400, reason: "Bad Request")
         }
         let log = core.log
         let listener = listener.withLock { current in

@@ -98,8 +98,11 @@ import Testing
 
     @Test func metricsAreServedOnlyWhenAskedForAndHealthAlways() async throws {
         let (server, port) = try await startPageServer { @Sendable options in options.servesPages = false }
-        #expect(try await PagesHTTP.request(port: port, path: "/metrics").status == 404)
-        #expect(try await PagesHTTP.request(port: port, path: "/").status == 404, "pages off")
+        #expect(try await PagesHTTP.request(port: port, path: "/metrics").status == 400, "not served: not an upgrade")
+        #expect(try await PagesHTTP.request(port: port, path: "/").status == 400, "pages off")
+        let (withPages, pagesPort) = try await startPageServer()
+        #expect(try await PagesHTTP.request(port: pagesPort, path: "/metrics").status == 404, "pages on, metrics off")
+        await withPages.stop()
         let health = try await PagesHTTP.request(port: port, path: "/healthz")
         #expect(health.status == 200 && health.text == "ok\n")
         #expect(try await PagesHTTP.request(port: port, path: "/readyz").text == "ready\n")
