@@ -21,6 +21,8 @@ final class ServerCore: Sendable {
     let ticker: SessionTicker
     /// ``ServerOptions/clock``, which every server timer and timeout reads.
     let clock: ElapsedClock
+    /// The counters and histograms of `/metrics`.
+    let metrics: ServerMetrics
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -33,7 +35,7 @@ final class ServerCore: Sendable {
         var holders: [String: Int] = [:]
         var connections: [ObjectIdentifier: ServerConnection] = [:]
         var nextSessionNumber = 1
-        var isStopped = false
+        var phase = ServerPhase()
     }
 
     /// What a session's fetch of a scope name comes to.
@@ -52,17 +54,31 @@ final class ServerCore: Sendable {
         self.options = options
         self.limits = options.limits
         self.clock = ElapsedClock(options.clock)
-        self.log = ServerLog(sink: options.log)
-        self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
+        self.log = ServerLog(sink: options.log, format: options.logFormat)
+        self.metrics = ServerMetrics()
+        self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log, metrics: metrics)
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
         self.throttle = AuthThrottle(initialDelay: options.failedAttemptDelay, maxDelay: options.maxFailedAttemptDelay,
                                      maxWaitingPerSource: options.maxDelayedAttemptsPerSource, clock: clock)
-        self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
+        self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log, format: options.logFormat)) }
         self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry,
                                     maxWaitingBytes: options.maxWaitingSessionBytes, clock: clock, log: log)
     }
 
-    var isStopped: Bool { state.withLock { $0.isStopped } }
+    var isStopped: Bool { phase == .stopped }
+
+    /// Where the server stands (``ServerPhase``).
+    var phase: ServerPhase.State { state.withLock { $0.phase.state } }
+
+    /// Moves the phase on; whether the event changed it (``ServerPhase/Action/proceed``).
+    func advance(_ event: ServerPhase.Event) -> Bool {
+        state.withLock { $0.phase.handle(event, fallback: .ignore) } == .proceed
+    }
+
+    /// Whether new connections and sessions are refused: draining or stopped.
+    private static func refusing(_ state: State) -> Bool {
+        state.phase.state == .draining || state.phase.state == .stopped
+    }
 
     // MARK: Sessions
 
@@ -73,7 +89,7 @@ final class ServerCore: Sendable {
     func makeSession(identity: SessionIdentity, receivesOrigins: Bool = false) -> ServerSession? {
         let token = SessionToken.make()
         let number: Int? = state.withLock { state in
-            guard !state.isStopped else { return nil }
+            guard !Self.refusing(state) else { return nil }
             defer { state.nextSessionNumber += 1 }
             return state.nextSessionNumber
         }
@@ -150,11 +166,11 @@ final class ServerCore: Sendable {
     private func makeScope(_ name: String, exists: Bool) -> any HostedScope {
         if let cluster {
             return ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log,
-                                idleTimeout: options.scopeIdleTimeout)
+                                idleTimeout: options.scopeIdleTimeout, metrics: metrics)
         }
         return LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
                           slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,
-                          procedures: options.procedures, root: options.roots[name], exists: exists,
+                          procedures: options.procedures, root: options.roots[name], exists: exists, metrics: metrics,
                           create: { [weak self] in
                               guard let self else { return .limitExceeded("server is stopping") }
                               return self.createScope(named: name)
@@ -165,7 +181,7 @@ final class ServerCore: Sendable {
     /// limit. Nil once stopped.
     func declareScope(named name: String) -> (any HostedScope)? {
         state.withLock { state in
-            if state.isStopped { return nil }
+            if state.phase.state == .stopped { return nil }
             state.existing.insert(scopeKey(name))
             if let scope = state.scopes[name] { return scope }
             let scope = makeScope(name, exists: true)
@@ -181,7 +197,7 @@ final class ServerCore: Sendable {
     /// exists once this server holds it (the cluster's log keeps nothing until a write).
     func holdScope(named name: String) -> ScopeAccess {
         state.withLock { state in
-            if state.isStopped { return .stopped }
+            if state.phase.state == .stopped { return .stopped }
             let key = scopeKey(name)
             var exists = state.existing.contains(key)
             if !exists {
@@ -260,7 +276,7 @@ final class ServerCore: Sendable {
     /// into memory). Nil for a scope that does not exist, or once stopped.
     func existingScope(named name: String) -> (any HostedScope)? {
         state.withLock { state in
-            guard !state.isStopped, state.existing.contains(scopeKey(name)) else { return nil }
+            guard state.phase.state != .stopped, state.existing.contains(scopeKey(name)) else { return nil }
             if let scope = state.scopes[name] { return scope }
             let scope = makeScope(name, exists: true)
             state.scopes[name] = scope
@@ -270,12 +286,12 @@ final class ServerCore: Sendable {
 
     // MARK: Connections
 
-    /// Registers a live connection; false once stopped.
-    func register(_ connection: ServerConnection) -> Bool {
+    /// Registers a live connection; the phase that refuses it (draining or stopped) otherwise.
+    func register(_ connection: ServerConnection) -> ServerPhase.State? {
         state.withLock { state in
-            guard !state.isStopped else { return false }
+            guard !Self.refusing(state) else { return state.phase.state }
             state.connections[ObjectIdentifier(connection)] = connection
-            return true
+            return nil
         }
     }
 
@@ -284,11 +300,25 @@ final class ServerCore: Sendable {
         ticker.connectionClosed()
     }
 
+    /// The live sessions and connections, for a drain (which closes the connections and leaves the
+    /// rest to ``stopAll()``).
+    func liveConnections() -> [ServerConnection] {
+        state.withLock { Array($0.connections.values) }
+    }
+
+    /// What a scrape counts: sessions (live, resumable), connections, scopes in memory, and the
+    /// sessions' outboxes (for the resend-buffer bytes). O(sessions).
+    func gauges() -> (sessions: Int, connections: Int, scopes: Int, outboxes: [SessionOutbox]) {
+        state.withLock { state in
+            (state.sessions.count, state.connections.count, state.scopes.count, state.sessions.values.map(\.outbox))
+        }
+    }
+
     /// Marks the server stopped and hands back everything to shut down.
     func stopAll() -> (sessions: [ServerSession], scopes: [any HostedScope], connections: [ServerConnection]) {
         ticker.stop()
         return state.withLock { state in
-            state.isStopped = true
+            _ = state.phase.handle(.stop, fallback: .ignore)
             defer {
                 state.sessions = [:]
                 state.connections = [:]

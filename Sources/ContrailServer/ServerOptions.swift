@@ -103,6 +103,14 @@ public struct ServerOptions: Sendable {
     /// of its own; nil (the default) refuses backups over HTTP. ``ContrailServer/backup(to:)``
     /// takes any directory. `contrail serve --backup-dir`.
     public var backupDirectory: URL?
+    /// Serves `/metrics` (Prometheus text format, names prefixed `contrail_`) beside the pages;
+    /// with authentication on (a ``sessionHook``) it takes an admin's bearer token, as the
+    /// inspector's overview. `/healthz` and `/readyz` are always served. `contrail serve --metrics`.
+    public var servesMetrics = false
+    /// How long ``ContrailServer/drain(timeout:)`` may take by default (`contrail serve
+    /// --drain-timeout`, what SIGTERM runs); past it the process may exit: acknowledged change
+    /// sets are durable already.
+    public var drainTimeout: Duration = .seconds(10)
     /// Joins a cluster of servers sharing every scope through NATS JetStream (`contrail serve --nats`);
     /// nil serves alone. With a cluster, scopes live in the cluster's log, not in `dataDirectory`.
     public var cluster: ClusterOptions?
@@ -119,6 +127,9 @@ public struct ServerOptions: Sendable {
     public var clock: any Clock<Duration> = ContinuousClock()
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError
+    /// The shape of the lines ``log`` receives: text (the default) or one JSON object per line with
+    /// `time`, `level`, `event`, `session` and `scope` (`contrail serve --log-format json`).
+    public var logFormat: ServerLogFormat = .text
 
     /// The defaults: loopback, a free port, in memory.
     public init() {}

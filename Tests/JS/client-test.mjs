@@ -229,3 +229,27 @@ test("an app that knows fewer classes keeps the others and the values it does no
   ws.receive({ type: "ScopeSync", index: 3, scopeIndex: 0, fragments: [{ type: "change", uuid: person, clsName: "Person", properties: { name: "Grace" } }] });
   assert.equal(scope.object(person).get("name"), "Grace");
 });
+
+test("a drain (close 4099) opens a new session; the backoff starts over only after a healthy spell", async (t) => {
+  const client = scriptedClient(t, { backoff: { min: 1, max: 1, healthyAfter: 40 } });
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const { ws } = await online(client, scope);
+  const before = ScriptedSocket.made.length;
+  ws.drop(4099, JSON.stringify({ message: "Server is draining", type: "server-draining" }));
+  assert.equal(client._attempt, 1);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const next = ScriptedSocket.made[before];
+  assert.ok(next, "reconnected");
+  assert.ok(!next.url.toLowerCase().includes("sessiontoken"), `a new session, not a resume: ${next.url}`);
+  next.open();
+  assert.equal(next.sent[0].type, "SessionCreate");
+  next.receive({ type: "SessionCreateReply", index: 0, sessionToken: "token-2" });
+  const fetch = next.sent.find((m) => m.type === "ScopeFetch");
+  assert.ok(fetch, "the scope is fetched again");
+  next.receive({ type: "ScopeFetchReply", index: 1, replyTo: fetch.index, scopeIndex: 0 },
+               { type: "ScopeState", index: 2, scopeIndex: 0, rootUUID: scope.root.uuid, fragments: [{ type: "add", uuid: scope.root.uuid, clsName: "Canvas", properties: {} }] });
+  assert.equal(client.status, "online");
+  assert.equal(client._attempt, 1, "online again, but not yet forgiven");
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  assert.equal(client._attempt, 0, "healthy for longer than healthyAfter: the backoff starts over");
+});

@@ -327,7 +327,6 @@ public final class Session {
             prune(ack: ping.ack)
             if ping.resendMissing {
                 isHolding = false
-                client?.resumeConfirmed()
                 let now = timeline.elapsed
                 for message in resendBuffer {
                     connection?.send(message)

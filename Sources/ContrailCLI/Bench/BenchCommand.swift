@@ -1,9 +1,9 @@
 import Foundation
 
-/// `contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|reconnect|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke] [--grants]
+    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -11,6 +11,9 @@ enum BenchCommand {
       --json   one JSON object per line: {"name","value","unit","baseline","ratio"}
       --smoke  tiny iteration counts: proves the code paths, figures are meaningless
       --sessions N  sessions for `connections`
+      `reconnect` (not in `all`) holds --clients N sessions (default 1000) on a `contrail serve`,
+      restarts it (SIGTERM, a second down) and measures the clients' peak connect rate against
+      the same restart with jitter 0.
       `tls` compares echo over wss:// with ws:// (and the handshake) in the same run; it needs
       OpenSSL 3 (libssl.so.3) at run time.
       --grants sync's server gives each session an identity with a dozen grants (patterns included),
@@ -21,6 +24,7 @@ enum BenchCommand {
         var options = BenchOptions()
         var suites: [String] = []
         var sessions = 10_000
+        var clients = 1_000
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             switch argument {
@@ -32,11 +36,17 @@ enum BenchCommand {
                     throw CLIError.usage("--sessions needs a positive number\n\(usage)")
                 }
                 sessions = number
+            case "--clients":
+                guard let value = rest.popFirst(), let number = Int(value), number > 0 else {
+                    throw CLIError.usage("--clients needs a positive number\n\(usage)")
+                }
+                clients = number
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "--grants": options.grants = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "json", "websocket", "tls", "sync", "durability", "cluster", "connections": suites.append(argument)
+            case "model", "scope", "json", "websocket", "tls", "sync", "durability", "cluster", "connections", "reconnect":
+                suites.append(argument)
             case "all": suites += ["model", "scope", "json", "websocket", "tls", "sync", "durability"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
@@ -57,6 +67,7 @@ enum BenchCommand {
             case "durability": figures = try await DurabilityBench.run(options)
             case "cluster": figures = try await ClusterBench.run(options)
             case "connections": figures = try await ConnectionsBench.run(options, sessions: sessions)
+            case "reconnect": figures = try await ReconnectBench.run(options, clients: clients)
             default: figures = []
             }
             for figure in figures { report(figure, json: options.json) }

@@ -180,7 +180,7 @@ enum ConnectionsBench {
     }
 
     /// Raises this process's descriptor limit (soft and hard, as root may) to at least `wanted`.
-    private static func raiseDescriptorLimit(to wanted: Int) throws {
+    static func raiseDescriptorLimit(to wanted: Int) throws {
         var limit = rlimit()
         getrlimit(descriptorLimitResource, &limit)
         guard limit.rlim_cur < rlim_t(wanted) else { return }

@@ -71,7 +71,7 @@ struct ServerAdmin: Sendable {
         guard !fragments.isEmpty else { return 0 }
         let errors = try await ScopeImport.apply(fragments, to: scope)
         guard errors.isEmpty else { throw .importRejected(errors) }
-        core.log.write("scope '\(name)': imported by an administrator (\(fragments.count) fragments)")
+        core.log.write("admin.scope_imported", scope: name, "scope '\(name)': imported by an administrator (\(fragments.count) fragments)")
         return fragments.count
     }
 
@@ -114,14 +114,14 @@ struct ServerAdmin: Sendable {
         }
         let report = BackupReport(directory: directory, created: created, scopes: entries)
         if let failure = await writer.perform({ onWriter in onWriter ? ScopeBackup.writeManifest(report) : .stopped }) { throw failure }
-        core.log.write("backup of \(entries.count) scope(s) written to \(directory.path(percentEncoded: false))")
+        core.log.write("admin.backup_written", "backup of \(entries.count) scope(s) written to \(directory.path(percentEncoded: false))")
         return report
     }
 
     /// Ends every session of `user` (``ContrailServer/revoke(user:)``); how many. O(sessions).
     func revoke(user: String) async -> Int {
         let count = await core.revoke(user: user)
-        core.log.write("revoked user '\(user)': \(count) session(s) ended")
+        core.log.write("user.revoked", "revoked user '\(user)': \(count) session(s) ended")
         return count
     }
 

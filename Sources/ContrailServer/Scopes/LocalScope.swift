@@ -57,7 +57,7 @@ actor LocalScope: HostedScope {
 
     init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
          idleTimeout: Duration, clock: ElapsedClock, log: ServerLog, procedures: [ServerProcedure] = [], root: ScopeRoot? = nil,
-         exists: Bool = true, create: @escaping @Sendable () -> WireErrorBody? = { nil }) {
+         exists: Bool = true, metrics: ServerMetrics? = nil, create: @escaping @Sendable () -> WireErrorBody? = { nil }) {
         self.exists = exists
         self.create = create
         self.declaredRoot = root
@@ -70,7 +70,7 @@ actor LocalScope: HostedScope {
         self.clock = clock
         self.lastUse = clock.now
         self.log = log
-        self.core = ScopeCore(name: name, limits: limits, procedures: procedures)
+        self.core = ScopeCore(name: name, limits: limits, procedures: procedures, metrics: metrics)
     }
 
     /// Takes a slot for loading, unless this scope holds one already.
@@ -128,7 +128,7 @@ actor LocalScope: HostedScope {
         unwritten = nil
         logBytes = opened.size
         compactedBytes = opened.size
-        log.write("scope '\(name)': loaded \(opened.store.objectCount) objects")
+        log.write("scope.loaded", scope: name, "scope '\(name)': loaded \(opened.store.objectCount) objects")
         startIdleTimer()
         return loaded
     }
@@ -159,7 +159,7 @@ actor LocalScope: HostedScope {
         core.storeReplaced()
         giveSlot()
         await writer.close(persistence)
-        log.write("scope '\(name)': unloaded after \(timeout) unused")
+        log.write("scope.unloaded", scope: name, "scope '\(name)': unloaded after \(timeout) unused")
         return true
     }
 
@@ -192,7 +192,7 @@ actor LocalScope: HostedScope {
         do {
             store = try await loadedStore()
         } catch {
-            log.write("scope '\(name)': \(error)")
+            log.write("scope.error", level: .error, scope: name, "scope '\(name)': \(error)")
             let reason = if case .tooManyOpenScopes(let limit) = error {
                 WireErrorBody.limitExceeded("Server holds the maximum of \(limit) open scopes; try again later")
             } else {
@@ -286,13 +286,13 @@ actor LocalScope: HostedScope {
             return false
         }
         if let refusal = create() {
-            log.write("scope '\(name)': not created: \(refusal.message)")
+            log.write("scope.refused", level: .warning, scope: name, "scope '\(name)': not created: \(refusal.message)")
             let replies = Array(repeating: FragmentReply.rejected(refusal), count: message.fragments.count)
             outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
             return false
         }
         exists = true
-        log.write("scope '\(name)': created by its first write")
+        log.write("scope.created", scope: name, "scope '\(name)': created by its first write")
         return true
     }
 
@@ -327,7 +327,7 @@ actor LocalScope: HostedScope {
         compact(persistence, store: store)
         let after = await writer.perform { onWriter in onWriter ? persistence.size : nil }
         guard let before, let after else { throw .stopped }
-        log.write("scope '\(name)': compacted by an administrator, \(before) → \(after) bytes")
+        log.write("admin.scope_compacted", scope: name, "scope '\(name)': compacted by an administrator, \(before) → \(after) bytes")
         return CompactionReport(scope: name, bytesBefore: before, bytesAfter: after, objects: store.objectCount)
     }
 
@@ -371,7 +371,7 @@ actor LocalScope: HostedScope {
     /// close the log; the next use reloads what the disk has.
     private func storageFailed(_ failed: ScopePersistence, _ error: ServerError) async {
         guard persistence === failed else { return }
-        log.write("scope '\(name)': \(error)")
+        log.write("scope.error", level: .error, scope: name, "scope '\(name)': \(error)")
         persistence = nil
         store = nil
         core.storeReplaced()

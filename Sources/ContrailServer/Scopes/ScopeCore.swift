@@ -31,14 +31,17 @@ struct ScopeCore {
     let name: String
     private let limits: ServerLimits
     private let procedures: [ServerProcedure]
+    /// Where applied change sets and broadcasts are counted (nil: nowhere).
+    private let metrics: ServerMetrics?
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     /// The `fragments` text of the current full state, until the next change.
     private var cachedState: String?
 
-    init(name: String, limits: ServerLimits, procedures: [ServerProcedure]) {
+    init(name: String, limits: ServerLimits, procedures: [ServerProcedure], metrics: ServerMetrics? = nil) {
         self.name = name
         self.limits = limits
         self.procedures = procedures
+        self.metrics = metrics
     }
 
     /// The number of subscribed sessions.
@@ -80,6 +83,7 @@ struct ScopeCore {
         guard !fragments.isEmpty else { return {} }
         let text = String(decoding: SyncFragment.serialized(fragments), as: UTF8.self)
         let everyone = Array(subscribers.values)
+        metrics?.fannedOut(everyone.count)
         return {
             for subscriber in everyone {
                 let scopeIndex = subscriber.scopeIndex
@@ -106,6 +110,7 @@ struct ScopeCore {
                     store.objects[$0]?.properties[$1]
                 }
             } catch {
+                if origin != nil { metrics?.changeSetRefused(fragments: message.fragments.count) }
                 let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage(error.description)),
                                     count: message.fragments.count)
                 return .refused { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) } }
@@ -118,6 +123,10 @@ struct ScopeCore {
         let followed = outcome.accepted.isEmpty || followUps.isEmpty
             ? [] : store.apply(followUps, atomic: false, maxObjects: limits.maxObjectsPerScope).accepted
         let replies = outcome.replies
+        if let metrics, origin != nil {
+            let rejected = replies.reduce(0) { $0 + ($1.error == nil ? 0 : 1) }
+            metrics.changeSetApplied(accepted: replies.count - rejected, rejected: rejected, repeated: outcome.repeated)
+        }
         guard !outcome.accepted.isEmpty else {
             let repeated = outcome.repeated
             return .unchanged { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies,
@@ -134,6 +143,7 @@ struct ScopeCore {
         let everyone = Array(subscribers.values)
         let others = origin.map { origin in subscribers.filter { $0.key != ObjectIdentifier(origin) }.map(\.value) } ?? everyone
         let author = origin?.origin
+        metrics?.fannedOut(others.count + (followText == nil ? 0 : everyone.count))
         return .accepted(logged: outcome.accepted + followed) {
             for subscriber in others {
                 let scopeIndex = subscriber.scopeIndex

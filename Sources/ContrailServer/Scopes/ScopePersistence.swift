@@ -59,7 +59,7 @@ final class ScopePersistence: @unchecked Sendable {
             }
         }
         if let tail = recovery.truncatedTail {
-            serverLog.write("scope '\(name)': cut a torn tail of \(tail.discardedBytes) bytes at offset \(tail.offset) (\(tail.reason))")
+            serverLog.write("scope.torn_tail", level: .warning, scope: name, "scope '\(name)': cut a torn tail of \(tail.discardedBytes) bytes at offset \(tail.offset) (\(tail.reason))")
         }
         let store: ScopeStore?
         do throws(ServerError) {
@@ -130,7 +130,7 @@ final class ScopePersistence: @unchecked Sendable {
         }
         if hasPrevious { reason += "; the previous generation is \(previous)" }
         reason += "; `contrail log verify` says what can be saved. The scope is refused until an operator repairs or removes it"
-        serverLog.write("scope '\(name)': refused: \(reason)")
+        serverLog.write("scope.damaged", level: .error, scope: name, "scope '\(name)': refused: \(reason)")
         return ServerError.persistence(scope: name, reason: reason)
     }
 

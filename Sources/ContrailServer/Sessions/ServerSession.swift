@@ -102,7 +102,8 @@ actor ServerSession {
         isEnded = true
         core.ticker.forget(self)
         core.removeSession(token: token)
-        core.log.write("session \(number) ended: \(reason?.message ?? "expired")")
+        core.metrics.sessionClosed(Self.closeReason(reason))
+        core.log.write("session.ended", session: number, "session \(number) ended: \(reason?.message ?? "expired")")
         let connection = self.connection
         self.connection = nil
         for scope in scopes.all {
@@ -117,6 +118,16 @@ actor ServerSession {
     func adminInfo() -> AdminSession {
         AdminSession(number: number, user: identity.user, isAdmin: identity.isAdmin, address: connection?.peer,
                      scopes: scopes.all.map(\.name), bytesQueued: outbox.unackedBytes)
+    }
+
+    /// The metrics label of an expiry's reason.
+    private static func closeReason(_ reason: WireErrorBody?) -> ServerMetrics.CloseReason {
+        switch reason?.type {
+        case nil: .expired
+        case WireErrorBody.sessionRevoked.type: .revoked
+        case WireErrorBody.credentialExpired.type: .credentialExpired
+        default: .resendOverflow
+        }
     }
 
     /// Stops timers without closing anything (server stop).
@@ -182,7 +193,7 @@ actor ServerSession {
             outbox.acknowledge(ping.ack)
             return .proceed
         case .message(.sessionCreate):
-            core.log.write("session \(number): ignored a SessionCreate on an established session")
+            core.log.write("session.ignored_message", level: .warning, session: number, "session \(number): ignored a SessionCreate on an established session")
             return .proceed
         case .message(.scopeFetch(let fetch)):
             guard accept(sequenced: fetch.index) else { return sequenceVerdict(fetch.index) }
@@ -198,7 +209,8 @@ actor ServerSession {
             return .proceed
         case .invalidSync(let index, let reasons):
             guard accept(sequenced: index) else { return sequenceVerdict(index) }
-            core.log.write("session \(number): ScopeSync \(index) has invalid fragments")
+            core.log.write("sync.rejected", level: .warning, session: number, "session \(number): ScopeSync \(index) has invalid fragments")
+            core.metrics.changeSetRefused(fragments: reasons.count)
             let replies = reasons.map { reason in
                 FragmentReply.rejected(reason.map { WireErrorBody(message: $0) }
                     ?? .couldNotApplySyncMessage("other fragments of this message are invalid"))
@@ -227,7 +239,7 @@ actor ServerSession {
         if index > lastClientIndex + 1, resendRequestedAt != lastClientIndex {
             // Something was lost: ask the client to resend everything after our last index.
             resendRequestedAt = lastClientIndex
-            core.log.write("session \(number): got message \(index) after \(lastClientIndex); asked for a resend")
+            core.log.write("session.resend_requested", level: .warning, session: number, "session \(number): got message \(index) after \(lastClientIndex); asked for a resend")
             outbox.enqueueResendRequest()
         }
         return .proceed  // lower: a duplicate, ignored
@@ -235,18 +247,18 @@ actor ServerSession {
 
     private func handleFetch(_ fetch: ScopeFetch) async {
         if let problem = ScopeName.problem(with: fetch.name) {
-            core.log.write("session \(number): fetch refused: \(problem.message)")
+            core.log.write("fetch.refused", level: .warning, session: number, "session \(number): fetch refused: \(problem.message)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: problem))) }
             return
         }
         guard identity.may(.read, fetch.name) else {
             let denial = WireErrorBody.forbidden("User '\(identity.user)' may not read scope '\(fetch.name)'")
-            core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
+            core.log.write("fetch.denied", level: .warning, session: number, scope: fetch.name, "session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
             return
         }
         if let denial = await core.options.fetchHook(fetch.name, fetch.params, identity) {
-            core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
+            core.log.write("fetch.denied", level: .warning, session: number, scope: fetch.name, "session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
             return
         }
@@ -256,7 +268,7 @@ actor ServerSession {
             (scopeIndex, scope) = existing
         } else if scopes.count >= core.limits.maxScopesPerSession {
             let limit = core.limits.maxScopesPerSession
-            core.log.write("session \(number): fetch of '\(fetch.name)' refused: the session holds \(limit) scopes")
+            core.log.write("fetch.refused", level: .warning, session: number, scope: fetch.name, "session \(number): fetch of '\(fetch.name)' refused: the session holds \(limit) scopes")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: .limitExceeded(
                 "Session holds the maximum of \(limit) scopes")))) }
             return
@@ -265,14 +277,14 @@ actor ServerSession {
             switch core.holdScope(named: fetch.name) {
             case .stopped: return  // the connection closes
             case .refused(let error):
-                core.log.write("session \(number): fetch of '\(fetch.name)' refused: \(error.message)")
+                core.log.write("fetch.refused", level: .warning, session: number, scope: fetch.name, "session \(number): fetch of '\(fetch.name)' refused: \(error.message)")
                 outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: error))) }
                 return
             case .scope(let held): named = held
             }
             scope = named
             scopeIndex = scopes.add(named, writable: identity.may(.write, fetch.name))
-            core.log.write("session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
+            core.log.write("scope.fetched", session: number, scope: fetch.name, "session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
         }
         await scope.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: fetch.index)
     }
@@ -302,7 +314,8 @@ actor ServerSession {
 
     /// Answers every fragment of `sync` with `error`.
     private func reject(_ sync: ScopeSync, _ error: WireErrorBody) {
-        core.log.write("session \(number): ScopeSync \(sync.index) rejected: \(error.message)")
+        core.log.write("sync.rejected", level: .warning, session: number, "session \(number): ScopeSync \(sync.index) rejected: \(error.message)")
+        core.metrics.changeSetRefused(fragments: sync.fragments.count)
         let replies = Array(repeating: FragmentReply.rejected(error), count: sync.fragments.count)
         outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: sync.index, fragmentReplies: replies))) }
     }
@@ -313,11 +326,11 @@ actor ServerSession {
         let replyTo = detach.index
         guard let scope = scopes.remove(index: detach.scopeIndex) else {
             let error = WireErrorBody.scopeIndexNotFound(detach.scopeIndex)
-            core.log.write("session \(number): ScopeDetach \(replyTo) rejected: \(error.message)")
+            core.log.write("detach.rejected", level: .warning, session: number, "session \(number): ScopeDetach \(replyTo) rejected: \(error.message)")
             outbox.enqueue { .message(.scopeDetachReply(ScopeDetachReply(index: $0, replyTo: replyTo, error: error))) }
             return
         }
-        core.log.write("session \(number): detached '\(scope.name)' (scope \(detach.scopeIndex))")
+        core.log.write("scope.detached", session: number, scope: scope.name, "session \(number): detached '\(scope.name)' (scope \(detach.scopeIndex))")
         core.releaseScope(named: scope.name)
         let outbox = self.outbox
         await scope.unsubscribe(outbox) {

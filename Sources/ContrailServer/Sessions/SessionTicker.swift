@@ -112,7 +112,7 @@ final class SessionTicker: Sendable {
             guard !spared.contains(ObjectIdentifier(session)) else { continue }
             ended.append(session)
         }
-        log.write("\(ended.count) sessions waiting for their clients ended, longest-waiting first: together they held more than \(maxWaitingBytes >> 20) MiB")
+        log.write("session.waiting_bound", level: .warning, "\(ended.count) sessions waiting for their clients ended, longest-waiting first: together they held more than \(maxWaitingBytes >> 20) MiB")
         let reason = WireErrorBody.limitExceeded("The server holds too many sessions waiting for their clients; start a new session")
         for session in ended {
             forget(session)

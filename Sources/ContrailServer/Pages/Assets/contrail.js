@@ -20,6 +20,8 @@
 export const VERSION = "0.2.0";
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const FATAL_CLOSE = new Set([4096, 4097]);
+// Protocol §8.22: the server is draining and keeps no session; a new one (on any server) at once.
+const DRAINING_CLOSE = 4099;
 /** Where the pages keep their token (sessionStorage: this tab only). */
 const PAGE_TOKEN_KEY = "contrail-token";
 
@@ -605,7 +607,7 @@ function normalize(value) {
  * "online", "offline" (reconnecting), "denied", "closed". Events: "status", "error".
  */
 export class Client extends Emitter {
-  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
+  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000, healthyAfter: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
     super();
     this.url = url;
     this.params = params;
@@ -699,7 +701,7 @@ export class Client extends Emitter {
   _closed(code, reason) {
     this._ws = null;
     if (!this._started || this.status === "denied") return;
-    if (FATAL_CLOSE.has(code) && this._token !== null) {
+    if ((FATAL_CLOSE.has(code) || code === DRAINING_CLOSE) && this._token !== null) {
       // The session is gone (expired or unknown token): a new one, every scope fetched again,
       // and every unsettled change set sent again after its scope's fetch reply.
       this._resetSession();
@@ -786,7 +788,10 @@ export class Client extends Emitter {
 
   /** Online: (re)sends every held or unacknowledged message in index order and starts pinging. */
   _online() {
-    this._attempt = 0;
+    // The backoff starts over only once the connection has stayed up a while (issue 28): a server
+    // that ends sessions right after they open is backed off from like one that cannot be reached.
+    const ws = this._ws;
+    this._later(this.backoff.healthyAfter ?? 10_000, () => { if (ws === this._ws && this.status === "online") this._attempt = 0; });
     this._setStatus("online");
     for (const x of this._unacked) this._raw(x);
     this._schedulePing();
