@@ -95,6 +95,7 @@ public final class ContrailServer: Sendable {
         for session in sessions { await session.shutDown() }
         for connection in connections { await connection.close(code: 1001, reason: "server is stopping") }
         for scope in scopes { await scope.close() }
+        await core.presence.stop()
         core.logWriter?.finish()
         await core.cluster?.close()
         core.log.write("stopped")

@@ -21,6 +21,8 @@ final class ServerCore: Sendable {
     let ticker: SessionTicker
     /// ``ServerOptions/clock``, which every server timer and timeout reads.
     let clock: ElapsedClock
+    /// Every scope's presence (§8.20).
+    let presence: PresenceHub
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -59,6 +61,7 @@ final class ServerCore: Sendable {
                                      maxWaitingPerSource: options.maxDelayedAttemptsPerSource, clock: clock)
         self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
         self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry, clock: clock)
+        self.presence = PresenceHub(clock: clock, limits: limits, timeout: options.presenceTimeout, log: log, cluster: cluster)
     }
 
     var isStopped: Bool { state.withLock { $0.isStopped } }

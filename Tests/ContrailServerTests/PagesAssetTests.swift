@@ -18,6 +18,8 @@ import Testing
         ("/demo.js", "demo.js", "text/javascript; charset=utf-8"),
         ("/contrail.js", "contrail.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
+        ("/contrail-presence.js", "contrail-presence.js", "text/javascript; charset=utf-8"),
+        ("/demo-presence.js", "demo-presence.js", "text/javascript; charset=utf-8"),
     ]
 
     @Test func eachFileIsServedByteForByteWithItsTypeAndHeaders() async throws {

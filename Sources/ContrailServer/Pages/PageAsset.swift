@@ -22,5 +22,7 @@ struct PageAsset: Sendable {
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
+        "/contrail-presence.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_presence_js),
+        "/demo-presence.js": PageAsset(contentType: javaScript, body: PackageResources.demo_presence_js),
     ]
 }

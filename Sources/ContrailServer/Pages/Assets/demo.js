@@ -2,6 +2,7 @@
 // of Shape {x, y, width, height, color}, the model of the README and the Playground. Apps whose model
 // classes are named otherwise pass ?canvasClass=NAME&shapeClass=NAME.
 import { Client, Scope, pageToken } from "/contrail.js";
+import { showPresence } from "/demo-presence.js";
 
 const PALETTE = [0xe74c3cff, 0x3498dbff, 0x2ecc71ff, 0xf1c40fff, 0x9b59b6ff, 0x1f2430ff];
 const query = new URLSearchParams(location.search);
@@ -43,6 +44,7 @@ function draw() {
         context.strokeRect((p.x ?? 0) - 2, (p.y ?? 0) - 2, (p.width ?? 100) + 4, (p.height ?? 100) + 4);
       }
     }
+    others.draw(context);
   });
 }
 
@@ -106,6 +108,9 @@ for (const color of PALETTE) {
   palette.append(swatch);
 }
 
+// Every other window's pointer and selected shape, with its name (demo-presence.js).
+const others = showPresence({ client, scope, canvas, point, selected: () => selected, redraw: draw });
+
 const status = document.getElementById("status");
 client.on("status", (s) => { status.textContent = s; status.className = s; });
 for (const type of ["change", "attach", "detach", "state"]) scope.on(type, draw);
@@ -116,4 +121,4 @@ let fetched = false;
 ready.then(() => { fetched = true; });
 ready.catch((error) => { status.textContent = `error: ${error.message}`; });
 // For tests and the console: drive the demo and read its state.
-window.contrailDemo = { client, scope, ready, get fetched() { return fetched; }, addShape, state: () => JSON.stringify(scope.stateJSON()) };
+window.contrailDemo = { client, scope, ready, presence: others.presence, get fetched() { return fetched; }, addShape, state: () => JSON.stringify(scope.stateJSON()) };
