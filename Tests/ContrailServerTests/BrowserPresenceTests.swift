@@ -38,7 +38,8 @@ import Testing
         let ada = try await devTools.openPage(url + "&name=Ada")
         let bo = try await devTools.openPage(url + "&name=Bo")
         for page in [ada, bo] { _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched") }
-        scope.presence.onChange(self) { _ in }   // the Swift client watches too
+        let watcher = NSObject()
+        scope.presence.onChange(watcher) { _ in }   // the Swift client watches too
 
         // Ada adds a shape (it is selected) and moves her mouse over the canvas.
         let shapeID = try #require(try await ada.evaluate(
@@ -71,5 +72,6 @@ import Testing
         _ = try await devTools.call("Target.closeTarget", ["targetId": try #require(adaTarget["targetId"])])
         _ = try await bo.waitFor("![...contrailDemo.presence.peers.values()].some((p) => p.value.name === 'Ada')")
         #expect(await eventually(.seconds(60)) { !scope.presence.peers.contains { $0.value["name"] == "Ada" } })
+        withExtendedLifetime(watcher) {}
     }
 }

@@ -25,8 +25,9 @@ struct PresenceClientTests {
         let server = try ContrailServer(options: Wire.options())
         let (clientA, a) = try await replica(server)
         let (clientB, b) = try await replica(server)
+        let watcher = NSObject()
         var events: [PresenceEvent] = []
-        let token = b.presence.onChange(self) { events.append($0) }
+        let token = b.presence.onChange(watcher) { events.append($0) }
         try a.presence.publish(["name": "Ada", "cursor": [1, 2]])
         #expect(await eventually { b.presence.peers.first?.value == ["name": "Ada", "cursor": [1, 2]] })
         let peer = try #require(b.presence.peers.first)
@@ -52,8 +53,9 @@ struct PresenceClientTests {
         let server = try ContrailServer(options: Wire.options())
         let (clientA, a) = try await replica(server)
         let (clientB, b) = try await replica(server)
+        let watcher = NSObject()
         var seen: [JSON] = []
-        b.presence.onChange(self) { seen.append($0.peer.value) }
+        b.presence.onChange(watcher) { seen.append($0.peer.value) }
         try a.presence.publish(["x": 0])
         #expect(await eventually { b.presence.peers.first?.value == ["x": 0] })
         for x in 1...200 { try a.presence.publish(["x": .int(Int64(x))]) }
@@ -75,8 +77,9 @@ struct PresenceClientTests {
         _ = try log.attach(to: scope)
         let client = try await Client.sync(scope, connector: server.connector())
         let (clientB, b) = try await replica(server)
+        let watcher = NSObject()
         var changeSets = 0
-        scope.onChanges(self) { _ in changeSets += 1 }
+        scope.onChanges(watcher) { _ in changeSets += 1 }
         let history = scope.history.count
         try scope.presence.publish(["note": "presence-marker-51c2"])
         #expect(await eventually { b.presence.peers.first?.value == ["note": "presence-marker-51c2"] })

@@ -44,9 +44,10 @@ struct PresenceServerTests {
         return message
     }
 
-    /// Advances `clock` a step at a time (each once something sleeps on it) until `body` returns;
-    /// at most `limit` of virtual time.
+    /// Advances `clock` a step at a time (each once something sleeps on it), running `each` before
+    /// every step, until `body` returns; at most `limit` of virtual time.
     private func advancing<T: Sendable>(_ clock: TestClock, step: Duration = .milliseconds(250), limit: Duration = .seconds(300),
+                                        each: () async throws -> Void = {},
                                         _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let done = Atomic<Bool>(false)
         let task = Task {
@@ -55,6 +56,7 @@ struct PresenceServerTests {
         }
         var moved = Duration.zero
         while !done.load(ordering: .sequentiallyConsistent), moved < limit {
+            try await each()
             _ = await clock.waitForSleepers(1, dueWithin: step, timeout: .milliseconds(50))
             clock.advance(by: step)
             moved += step
@@ -135,13 +137,14 @@ struct PresenceServerTests {
         _ = try await peers(a)
         try await b.send(Self.presence(nil))
         let peerA = try #require(try await peers(b)["peers"]?[0]?["peer"])
-        // Nothing comes from a (its connection is up, but silent: a dead link not noticed yet).
-        let left = try await advancing(clock) { try await b.next() }
+        // Nothing comes from a (its connection is up, but silent: a dead link not noticed yet); b pings.
+        let ping = #"{"type":"Ping","index":0,"ack":2,"resendMissing":false}"#
+        let left = try await advancing(clock, each: { try await b.send(ping) }) { try await b.next() }
         #expect(left["type"] == "PresencePeers" && left["peers"] == [["peer": peerA, "value": .null]])
         #expect(clock.now.offset >= .seconds(4), "not before the timeout")
         // a is heard again (a ping): it is shown again at the next sweep.
-        try await a.send(#"{"type":"Ping","index":0,"ack":2,"resendMissing":false}"#)
-        let back = try await advancing(clock) { try await b.next() }
+        try await a.send(ping)
+        let back = try await advancing(clock, each: { try await b.send(ping) }) { try await b.next() }
         #expect(back["peers"] == [["peer": peerA, "value": ["name": "Ada"]]])
         await server.stop()
     }

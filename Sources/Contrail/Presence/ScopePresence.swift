@@ -17,10 +17,15 @@
 public final class ScopePresence {
     /// What this replica publishes; nil: nothing (it still sees the others once active).
     public private(set) var value: JSON?
-    /// The other sessions with a value, by id. Empty while not connected.
-    public private(set) var peers: [PresencePeer] = []
-    /// Whether this replica takes part: set by the first ``publish(_:)``, ``clear()``,
-    /// ``onChange(_:_:)`` or ``events()``. Until then no presence goes over the wire for the scope.
+    /// The other sessions with a value, by id. Empty while not connected. Reading it makes
+    /// presence active (this replica asks the server for its peers).
+    public var peers: [PresencePeer] {
+        activate()
+        return current
+    }
+    private var current: [PresencePeer] = []
+    /// Whether this replica takes part: set by the first ``publish(_:)``, ``clear()``, read of
+    /// ``peers``, ``onChange(_:_:)`` or ``events()``. Until then no presence goes over the wire for the scope.
     public private(set) var isActive = false
     /// The longest value the server relays, in bytes of JSON (the server's advertised limit; 4096
     /// until a server says otherwise).
@@ -69,8 +74,8 @@ public final class ScopePresence {
     public func events() -> AsyncStream<PresenceEvent> {
         activate()
         let stream = observers.stream(startingWith: nil, bufferingPolicy: .bufferingNewest(256))
-        return AsyncStream(bufferingPolicy: .bufferingNewest(256)) { [peers] continuation in
-            for peer in peers { continuation.yield(.joined(peer)) }
+        return AsyncStream(bufferingPolicy: .bufferingNewest(256)) { [current] continuation in
+            for peer in current { continuation.yield(.joined(peer)) }
             let forward = Task {
                 for await event in stream { continuation.yield(event) }
                 continuation.finish()
@@ -90,11 +95,11 @@ public final class ScopePresence {
     /// Applies the server's `entries` (a value: joined or changed; nil: left). With `replace`, they
     /// are the whole set: every peer not among them leaves. O(peers + entries).
     func apply(_ entries: [(id: String, user: String?, value: JSON?)], replace: Bool) {
-        var byID = Dictionary(uniqueKeysWithValues: peers.map { ($0.id, $0) })
+        var byID = Dictionary(uniqueKeysWithValues: current.map { ($0.id, $0) })
         var happened: [PresenceEvent] = []
         if replace {
             let named = Set(entries.map(\.id))
-            for peer in peers where !named.contains(peer.id) {
+            for peer in current where !named.contains(peer.id) {
                 byID[peer.id] = nil
                 happened.append(.left(peer))
             }
@@ -113,7 +118,7 @@ public final class ScopePresence {
             }
         }
         guard !happened.isEmpty else { return }
-        peers = byID.values.sorted { $0.id < $1.id }
+        current = byID.values.sorted { $0.id < $1.id }
         for event in happened { observers.notify(event) }
     }
 

@@ -63,8 +63,9 @@ actor PresenceHub {
         var member = room.members[key]
             ?? PresenceRoom.Member(session: session, outbox: session.outbox, scopeIndex: scopeIndex, attachment: attachment)
         let subscribes = room.members[key] == nil || member.attachment != attachment || member.scopeIndex != scopeIndex
+            || member.timedOut
         if member.timedOut {
-            // Heard again: back, shown afresh.
+            // Heard again: back, shown afresh, and told who is here (it was sent nothing while silent).
             member.timedOut = false
             member.shown = nil
             member.lastShown = nil
@@ -223,6 +224,9 @@ actor PresenceHub {
                 room.members[key]?.timedOut = silent
                 if silent {
                     log.write("session \(member.session.number): silent for \(timeout); its presence in '\(scope)' is shown as gone")
+                } else {
+                    member.outbox.enqueueUnsequenced(.message(.presencePeers(PresencePeers(
+                        scopeIndex: member.scopeIndex, replace: true, peers: room.snapshot(for: key)))))
                 }
                 if member.shown != nil {
                     var entry = member.entry

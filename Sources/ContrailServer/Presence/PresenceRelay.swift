@@ -89,7 +89,11 @@ final class PresenceRelay: Sendable {
             }
             guard case .string(let peer)? = json["peer"] else { continue }
             let user = json["user"]?.stringValue
-            let value = json["value"].flatMap { $0.isNull ? nil : $0 }
+            let value: JSON?
+            switch json["value"] {
+            case nil, .null?: value = nil   // left
+            case let present?: value = present
+            }
             await hub.relayed(PresencePeers.Entry(peer: peer, user: user, value: value), server: server, scope: scope)
         }
         await subscription.unsubscribe()

@@ -61,10 +61,11 @@ struct PresenceRoom {
         return entries.sorted { $0.peer < $1.peer }
     }
 
-    /// Queues `entries` for every member but `except`. O(members).
+    /// Queues `entries` for every member but `except` and the silent ones (they get a snapshot
+    /// when heard again: nothing piles up for a dead connection). O(members).
     func send(_ entries: [PresencePeers.Entry], except: ObjectIdentifier?) {
         guard !entries.isEmpty else { return }
-        for (key, member) in members where key != except {
+        for (key, member) in members where key != except && !member.timedOut {
             member.outbox.enqueueUnsequenced(.message(.presencePeers(PresencePeers(scopeIndex: member.scopeIndex, peers: entries))))
         }
     }

@@ -71,7 +71,11 @@ package struct PresencePeers: Sendable, Equatable {
             case .string(let name)?: user = name
             default: throw fields.failure("Invalid peers")
             }
-            let value = element["value"].flatMap { $0.isNull ? nil : $0 }
+            let value: JSON?
+            switch element["value"] {
+            case nil, .null?: value = nil   // left
+            case let present?: value = present
+            }
             peers.append(Entry(peer: peer, user: user, value: value))
         }
         self.peers = peers
