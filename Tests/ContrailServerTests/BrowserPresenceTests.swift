@@ -33,15 +33,25 @@ import Testing
         await devTools.close(); await browser.stop(); await client?.close(); await server.stop()
     }
 
+    private func front(_ page: BrowserPage) async throws {
+        _ = try await page.devTools.call("Page.bringToFront", session: page.session)
+    }
+
     private func run(_ devTools: DevTools, port: UInt16, name: String, swift scope: Scope) async throws {
         let url = "http://127.0.0.1:\(port)/demo?scope=\(name)&canvasClass=BrowserCanvas&shapeClass=BrowserShape"
         let ada = try await devTools.openPage(url + "&name=Ada")
         let bo = try await devTools.openPage(url + "&name=Bo")
-        for page in [ada, bo] { _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched") }
+        // A page in the background gets no animation frames (waitFor and the canvas run on them):
+        // the page worked on is brought to the front first.
+        for page in [ada, bo] {
+            try await front(page)
+            _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched")
+        }
         let watcher = NSObject()
         scope.presence.onChange(watcher) { _ in }   // the Swift client watches too
 
         // Ada adds a shape (it is selected) and moves her mouse over the canvas.
+        try await front(ada)
         let shapeID = try #require(try await ada.evaluate(
             "contrailDemo.addShape({x: 60, y: 50, width: 160, height: 120, color: 0x3498dbff}).uuid").stringValue)
         let rect = try await ada.evaluate("(() => { const r = document.getElementById('canvas').getBoundingClientRect(); return [r.left, r.top, r.width / 800, r.height / 500]; })()")
@@ -54,6 +64,7 @@ import Testing
             [...contrailDemo.presence.peers.values()].find((p) => p.value.name === 'Ada' && p.value.selected === '\(shapeID)'
               && Array.isArray(p.value.pointer) && Math.abs(p.value.pointer[0] - 420) <= 2 && Math.abs(p.value.pointer[1] - 300) <= 2)
             """
+        try await front(bo)
         let seen = try await bo.waitFor("!!(\(adaThere))", result: "(\(adaThere)).value")
         let colour = try #require(seen["color"]?.stringValue)
         // The pointer's arrow is filled in Ada's colour on Bo's canvas, under her pointer.
