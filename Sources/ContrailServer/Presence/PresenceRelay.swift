@@ -87,14 +87,8 @@ final class PresenceRelay: Sendable {
                 await hub.relayAll(scope: scope)
                 continue
             }
-            guard case .string(let peer)? = json["peer"] else { continue }
-            let user = json["user"]?.stringValue
-            let value: JSON?
-            switch json["value"] {
-            case nil, .null?: value = nil   // left
-            case let present?: value = present
-            }
-            await hub.relayed(PresencePeers.Entry(peer: peer, user: user, value: value), server: server, scope: scope)
+            guard let entry = PresencePeers.Entry(json: json) else { continue }
+            await hub.relayed(entry, server: server, scope: scope)
         }
         await subscription.unsubscribe()
     }
@@ -116,8 +110,8 @@ final class PresenceRelay: Sendable {
 
     /// Relays one of this server's peers in `scope` to the other servers.
     func publish(_ entry: PresencePeers.Entry, scope: String) {
-        var members: [String: JSON] = ["server": .string(serverID), "peer": .string(entry.peer), "value": entry.value ?? .null]
-        if let user = entry.user { members["user"] = .string(user) }
+        guard case .object(var members) = entry.json else { return }
+        members["server"] = .string(serverID)
         commands.yield(.publish(subject: Self.subject(prefix: prefix, scope: scope), payload: JSON.object(members).serialized()))
     }
 

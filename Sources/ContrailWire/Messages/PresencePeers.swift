@@ -26,6 +26,22 @@ package struct PresencePeers: Sendable, Equatable {
             self.value = value
         }
 
+        /// Reads `{"peer":…,"user"?:…,"value":…}`: nil unless `peer` is a string and `user`, when
+        /// present, too; a missing or `null` value is nil (left).
+        package init?(json: JSON) {
+            guard case .string(let peer)? = json["peer"] else { return nil }
+            switch json["user"] {
+            case nil, .null?: user = nil
+            case .string(let name)?: user = name
+            default: return nil
+            }
+            switch json["value"] {
+            case nil, .null?: value = nil
+            case let present?: value = present
+            }
+            self.peer = peer
+        }
+
         /// The wire object.
         package var json: JSON {
             var members: [String: JSON] = ["peer": .string(peer), "value": value ?? .null]
@@ -64,19 +80,8 @@ package struct PresencePeers: Sendable, Equatable {
         var peers: [Entry] = []
         peers.reserveCapacity(elements.count)
         for element in elements {
-            guard case .string(let peer)? = element["peer"] else { throw fields.failure("Invalid peers") }
-            let user: String?
-            switch element["user"] {
-            case nil, .null?: user = nil
-            case .string(let name)?: user = name
-            default: throw fields.failure("Invalid peers")
-            }
-            let value: JSON?
-            switch element["value"] {
-            case nil, .null?: value = nil   // left
-            case let present?: value = present
-            }
-            peers.append(Entry(peer: peer, user: user, value: value))
+            guard let entry = Entry(json: element) else { throw fields.failure("Invalid peers") }
+            peers.append(entry)
         }
         self.peers = peers
     }
