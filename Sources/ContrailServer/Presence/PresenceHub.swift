@@ -29,8 +29,8 @@ actor PresenceHub {
     /// The scopes each session is a member of, for its disconnect.
     private var joined: [ObjectIdentifier: Set<String>] = [:]
     private var sweeper: Task<Void, Never>?
-    /// Sessions whose oversized values were logged (one line per session).
-    private var loggedOversize: Set<ObjectIdentifier> = []
+    /// Oversized values dropped (the first and every 1000th are logged).
+    private var oversized = 0
     private var isStopped = false
 
     init(clock: ElapsedClock, limits: ServerLimits, timeout: Duration, log: ServerLog, cluster: ClusterLink?) {
@@ -53,8 +53,9 @@ actor PresenceHub {
         if let value, value.encodedSizeLowerBound > limits.maxPresenceBytes
             || (value.encodedSizeUpperBound > limits.maxPresenceBytes && value.serialized().count > limits.maxPresenceBytes)
         {
-            if loggedOversize.insert(key).inserted {
-                log.write("session \(session.number): presence value in '\(scope)' over \(limits.maxPresenceBytes) bytes dropped")
+            oversized += 1
+            if oversized % 1000 == 1 {
+                log.write("session \(session.number): presence value in '\(scope)' over \(limits.maxPresenceBytes) bytes dropped (\(oversized) so far)")
             }
             return
         }
@@ -91,6 +92,7 @@ actor PresenceHub {
     func leave(scope: String, session: ServerSession) {
         let key = ObjectIdentifier(session)
         joined[key]?.remove(scope)
+        if joined[key]?.isEmpty == true { joined[key] = nil }
         remove(key, from: scope)
     }
 
@@ -104,10 +106,7 @@ actor PresenceHub {
             joined[key]?.remove(scope)
             remove(key, from: scope)
         }
-        if joined[key]?.isEmpty == true {
-            joined[key] = nil
-            loggedOversize.remove(key)
-        }
+        if joined[key]?.isEmpty == true { joined[key] = nil }
     }
 
     /// Stops the sweep and the relay (server stop).
