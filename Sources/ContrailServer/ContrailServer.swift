@@ -156,6 +156,7 @@ public final class ContrailServer: Sendable {
         for session in sessions { await session.shutDown() }
         for connection in connections { await connection.close(code: code, reason: reason) }
         for scope in scopes { await scope.close() }
+        await core.presence.stop()
         core.logWriter?.finish()
         await core.cluster?.close()
     }

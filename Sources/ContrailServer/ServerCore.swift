@@ -23,6 +23,8 @@ final class ServerCore: Sendable {
     let clock: ElapsedClock
     /// The counters and histograms of `/metrics`.
     let metrics: ServerMetrics
+    /// Every scope's presence (§8.20).
+    let presence: PresenceHub
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -63,6 +65,7 @@ final class ServerCore: Sendable {
         self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log, format: options.logFormat)) }
         self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry,
                                     maxWaitingBytes: options.maxWaitingSessionBytes, clock: clock, log: log)
+        self.presence = PresenceHub(clock: clock, limits: limits, timeout: options.presenceTimeout, log: log, cluster: cluster)
     }
 
     var isStopped: Bool { phase == .stopped }

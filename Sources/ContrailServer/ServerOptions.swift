@@ -49,6 +49,16 @@ public struct ServerOptions: Sendable {
     /// `limit-exceeded` reason, and its client starts a new one and refetches. This bounds what a
     /// slow or absent reader costs the server.
     public var maxResendBytes = 16 << 20
+    /// The longest presence value relayed (Protocol §8.20), in bytes of its JSON; a longer one is
+    /// dropped (a Contrail client refuses it before sending: the limit is advertised).
+    public var maxPresenceBytes = 4_096
+    /// The most presence changes per second shown per session and scope; changes in between wait,
+    /// the latest replacing the earlier (advertised, so a Contrail client throttles to it too).
+    public var presenceUpdatesPerSecond = 10
+    /// A session from which nothing came (pings count) for this long is shown as gone from every
+    /// scope's presence until it is heard again; in a cluster, a peer another server stopped
+    /// refreshing leaves after it too. Keep it above the clients' ping interval (10 s).
+    public var presenceTimeout: Duration = .seconds(30)
     /// With a data directory, a scope unused (no fetch or sync) for this long writes a snapshot,
     /// closes its log file and leaves memory; its next use reloads it. Subscriptions stay.
     public var scopeIdleTimeout: Duration = .seconds(60)
@@ -137,6 +147,7 @@ public struct ServerOptions: Sendable {
     var limits: ServerLimits {
         ServerLimits(maxMessageBytes: maxMessageBytes, maxFragmentsPerMessage: maxFragmentsPerMessage,
                      maxObjectsPerScope: maxObjectsPerScope, maxResendBytes: maxResendBytes,
-                     maxScopesPerSession: maxScopesPerSession)
+                     maxScopesPerSession: maxScopesPerSession, maxPresenceBytes: maxPresenceBytes,
+                     presenceUpdatesPerSecond: presenceUpdatesPerSecond)
     }
 }

@@ -19,6 +19,8 @@ import Testing
         ("/contrail.js", "contrail.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
         ("/favicon.ico", "favicon.svg", "image/svg+xml"),  // no 404 on every page load
+        ("/contrail-presence.js", "contrail-presence.js", "text/javascript; charset=utf-8"),
+        ("/demo-presence.js", "demo-presence.js", "text/javascript; charset=utf-8"),
     ]
 
     @Test func eachFileIsServedByteForByteWithItsTypeAndHeaders() async throws {

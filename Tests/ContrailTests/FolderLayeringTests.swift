@@ -3,7 +3,7 @@ import Testing
 
 /// The folders inside `Sources/Contrail` point one way, as the modules do:
 ///
-///     Sync → Persistence → Scope (with Procedures) → Values → Model (with Observation)
+///     Sync → Persistence → Scope (with Procedures) → Presence, Values → Model (with Observation)
 ///
 /// - **Model and Observation know neither Scope nor the wire.** A model object belongs to a
 ///   `ModelObjectHost` (the base class `Scope` overrides), which it reports its sets, attaches,
@@ -18,6 +18,8 @@ import Testing
 ///   change sets and applies fragments; whether another layer settles its change sets is a
 ///   neutral flag (`awaitsSettlement`) that Sync sets. Procedures (constraints checked on a
 ///   flush) sit with it.
+/// - **Presence knows Model and Observation only.** A scope's ephemeral peers and value
+///   (`ScopePresence`): the scope holds it, the sync layer carries it, it records nothing.
 /// - **Persistence knows Scope and below, not Sync.** A fragment log restores a scope and records
 ///   its change sets; it does not know whether anything syncs them.
 /// - **Sync knows everything below it**, and nothing below knows Sync.
@@ -32,10 +34,11 @@ struct FolderLayeringTests {
         "Model": ["Model", "Observation"],
         "Observation": ["Model", "Observation"],
         "Values": ["Values", "Model", "Observation"],
-        "Scope": ["Scope", "Procedures", "Values", "Model", "Observation"],
-        "Procedures": ["Scope", "Procedures", "Values", "Model", "Observation"],
-        "Persistence": ["Persistence", "Scope", "Procedures", "Values", "Model", "Observation"],
-        "Sync": ["Sync", "Persistence", "Scope", "Procedures", "Values", "Model", "Observation"],
+        "Presence": ["Presence", "Model", "Observation"],
+        "Scope": ["Scope", "Presence", "Procedures", "Values", "Model", "Observation"],
+        "Procedures": ["Scope", "Presence", "Procedures", "Values", "Model", "Observation"],
+        "Persistence": ["Persistence", "Scope", "Presence", "Procedures", "Values", "Model", "Observation"],
+        "Sync": ["Sync", "Persistence", "Scope", "Presence", "Procedures", "Values", "Model", "Observation"],
     ]
 
     /// Folders whose files may not name `ContrailWire` types nor import it.

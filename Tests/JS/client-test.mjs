@@ -3,18 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, Scope, VERSION, uuid } from "../../Sources/ContrailServer/Pages/Assets/contrail.js";
-import { next } from "./harness.mjs";
-
-/** A WebSocket the test drives: `open()`, `receive(message)`, `drop(code)`; what the client sent is in `sent`. */
-class ScriptedSocket {
-  static made = [];
-  constructor(url) { this.url = url; this.readyState = 0; this.sent = []; this.closed = null; ScriptedSocket.made.push(this); }
-  send(text) { this.sent.push(JSON.parse(text)); }
-  close(code, reason) { this.readyState = 3; this.closed = { code, reason }; }
-  open() { this.readyState = 1; this.onopen?.(); }
-  receive(...messages) { this.onmessage?.({ data: JSON.stringify(messages.length === 1 ? messages[0] : messages) }); }
-  drop(code, reason = "") { this.readyState = 3; this.onclose?.({ code, reason }); }
-}
+import { next, ScriptedSocket } from "./harness.mjs";
 
 /** A client on a scripted socket, closed when the test ends, with quick reconnects. */
 function scriptedClient(t, options = {}) {

@@ -50,6 +50,10 @@ public final class Scope: ModelObjectHost {
     /// who settles them.
     package var awaitsSettlement = false
 
+    /// Who else is in the scope and what this replica shows them: ephemeral values that are never
+    /// recorded (Protocol §8.20; they travel once a session syncs the scope).
+    public private(set) lazy var presence = ScopePresence()
+
     /// Upper bound of `history` and of the undo stack (older change sets are dropped from memory, not from a log).
     public var historyLimit = 1000
 

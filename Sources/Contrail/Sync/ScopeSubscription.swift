@@ -27,6 +27,11 @@ final class ScopeSubscription {
     /// UUIDs the local root had before it took over the server's root UUID.
     private var rootAliases: [UUID: UUID] = [:]
     private var changeToken: ObservationToken?
+    /// Presence (Protocol §8.20): when this replica's value last went out (the client's throttle).
+    var presenceSentAt: Duration?
+    /// A send the throttle deferred.
+    var presenceFlush: Task<Void, Never>?
+    private var presenceToken: ObservationToken?
 
     init(scope: Scope, params: [String: JSON], mode: SyncMode) {
         self.scope = scope
@@ -45,6 +50,20 @@ final class ScopeSubscription {
     func stopListening() {
         changeToken?.cancel()
         changeToken = nil
+    }
+
+    /// Calls `onChange` when the scope's presence value changes or becomes active.
+    func listenToPresence(_ onChange: @escaping @MainActor () -> Void) {
+        presenceToken = scope.presence.localChanges.add(self) { onChange() }
+    }
+
+    /// Stops carrying the scope's presence: its peers leave (the scope was detached or removed).
+    func stopPresence() {
+        presenceToken?.cancel()
+        presenceToken = nil
+        presenceFlush?.cancel()
+        presenceFlush = nil
+        scope.presence.removeAllPeers()
     }
 
     /// The fragments to send for `entry`, with old root UUIDs replaced by the server's.

@@ -30,11 +30,11 @@ public final class Session {
     private var sentAt: [Int: (time: Duration, ticks: Int)] = [:]
     /// How often each request's reply timed out.
     private var strikes: [Int: Int] = [:]
-    private var connection: Connection?
+    private(set) var connection: Connection?
     /// After a resume, new messages wait until the server's resend frame (§8.5).
-    private var isHolding = false
-    private var subscriptions: [ScopeSubscription] = []
-    private var byScopeIndex: [Int: ScopeSubscription] = [:]
+    private(set) var isHolding = false
+    private(set) var subscriptions: [ScopeSubscription] = []
+    private(set) var byScopeIndex: [Int: ScopeSubscription] = [:]
     private var paused: [Message]?
     /// How many `pauseIncoming()` calls wait for their `resumeIncoming()`.
     private var pauseDepth = 0
@@ -46,14 +46,14 @@ public final class Session {
     private let syncStatusObservers = ObserverList<SyncStatus>()
     private var lastSyncStatus = SyncStatus.synced
     /// The Contrail extensions the server listed in its `SessionCreateReply` (none for Jetstream).
-    private var serverExtensions: Set<String> = []
+    private(set) var serverExtensions: Set<String> = []
     /// The message limits the server advertised (Protocol §8.19): a change set over them is refused
     /// here, before it is sent. Nil for a Jetstream server.
-    private var serverLimits: SessionLimits?
+    private(set) var serverLimits: SessionLimits?
 
     /// The client's clock (`ClientOptions.clock`): reply deadlines and the waits of `fetch`,
     /// `sync` and `detach` run on it.
-    private let timeline: ElapsedClock
+    let timeline: ElapsedClock
 
     init(client: Client, token: String) {
         self.client = client
@@ -85,6 +85,7 @@ public final class Session {
                 guard let self, let subscription else { return }
                 self.enqueue(changeSet, in: subscription)
             }
+            listenToPresence(subscription)
             // Change sets a fragment log restored unacknowledged go out first, once the scope is fetched.
             for changeSet in scope.restoredPending { _ = subscription.queue.append(changeSet) }
             scope.restoredPending.removeAll()
@@ -253,6 +254,7 @@ public final class Session {
         // Messages held by `pauseIncoming` belong to the old wire session (its numbering, its scope
         // indices): the refetch below supersedes them.
         if paused != nil { paused = [] }
+        dropPresence()
         byScopeIndex.removeAll()
         for subscription in subscriptions {
             subscription.scopeIndex = nil
@@ -266,6 +268,7 @@ public final class Session {
     func connectionLost() {
         connection = nil
         isHolding = false
+        dropPresence()
     }
 
     /// The client was closed: the session ends, waiting callers fail, and its scopes' later edits
@@ -274,6 +277,7 @@ public final class Session {
     func clientClosed() {
         isClosed = true
         connection = nil
+        dropPresence()
         for subscription in subscriptions {
             subscription.stopListening()
             subscription.attached.resolve(.failure(.closed))
@@ -333,6 +337,7 @@ public final class Session {
                     if sentAt[message.index] != nil { sentAt[message.index] = (now, 0) }
                 }
                 pump()
+                resendPresence()
             }
         case .scopeFetchReply(let reply):
             settleRequest(reply.replyTo, with: message)
@@ -349,6 +354,7 @@ public final class Session {
                 subscription.wasAttached = true
                 subscription.failedRefetches = 0
                 subscription.attached.resolve(.success(()))
+                sendPresence(subscription, subscribing: true)
             } catch {
                 // Refused whole (an empty state never resets a replica); a fetch awaiting it throws,
                 // and `Client.lastError` says so also when none does (a state the server pushed).
@@ -363,7 +369,9 @@ public final class Session {
             } else if !sync.fragments.isEmpty {
                 subscription.missedRemote = true
             }
-        case .sessionCreate, .sessionCreateReply, .scopeFetch, .scopeDetach:
+        case .presencePeers(let peers):
+            receivePresence(peers)
+        case .sessionCreate, .sessionCreateReply, .scopeFetch, .scopeDetach, .presence:
             break
         }
         return true
@@ -594,6 +602,7 @@ public final class Session {
 
     private func remove(_ subscription: ScopeSubscription) {
         subscription.stopListening()
+        subscription.stopPresence()
         subscriptions.removeAll { $0 === subscription }
         if let index = subscription.scopeIndex { byScopeIndex[index] = nil }
     }

@@ -25,5 +25,7 @@ struct PageAsset: Sendable {
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
         // Browsers ask for /favicon.ico on every page: the SVG icon, which they accept by its type.
         "/favicon.ico": PageAsset(contentType: svg, body: PackageResources.favicon_svg),
+        "/contrail-presence.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_presence_js),
+        "/demo-presence.js": PageAsset(contentType: javaScript, body: PackageResources.demo_presence_js),
     ]
 }

@@ -37,6 +37,14 @@ actor ServerSession {
     /// now (read by the ``SessionTicker``, which bounds the memory of waiting sessions together).
     nonisolated var isWaiting: Bool { waiting.load(ordering: .relaxed) }
     private nonisolated let waiting = Atomic<Bool>(false)
+    /// Counts the connections attached, so presence knows which one subscribed (§8.20).
+    private var attachment = 0
+    /// The session's id in other sessions' presence (§8.20): random, never derived from the token.
+    nonisolated let presenceID = UUID().uuidString.lowercased()
+    /// The user shown with the session's presence: the identity's, when the server authenticates.
+    nonisolated var presenceUser: String? {
+        identity == .unrestricted || identity.user.isEmpty ? nil : identity.user
+    }
     /// Whether the ticker watches this session for expiry (from the first attach).
     private var watched = false
     private(set) var isEnded = false
@@ -66,6 +74,7 @@ actor ServerSession {
         let previous = self.connection
         self.connection = connection
         waiting.store(false, ordering: .relaxed)
+        attachment += 1
         lastActivity.withLock { $0 = core.clock.now }
         if !watched {
             watched = true
@@ -74,11 +83,13 @@ actor ServerSession {
         return (true, previous === connection ? nil : previous)
     }
 
-    /// Forgets `connection` if it is the current one.
-    func detach(_ connection: ServerConnection) {
+    /// Forgets `connection` if it is the current one; the session leaves the presence it
+    /// subscribed through it.
+    func detach(_ connection: ServerConnection) async {
         guard self.connection === connection else { return }
         self.connection = nil
         waiting.store(true, ordering: .relaxed)
+        await core.presence.disconnected(self, attachment: attachment)
     }
 
     /// When the client was last heard from.
@@ -106,6 +117,7 @@ actor ServerSession {
         core.log.write("session.ended", session: number, "session \(number) ended: \(reason?.message ?? "expired")")
         let connection = self.connection
         self.connection = nil
+        await core.presence.disconnected(self, attachment: nil)
         for scope in scopes.all {
             await scope.unsubscribe(outbox)
             core.releaseScope(named: scope.name)
@@ -206,6 +218,15 @@ actor ServerSession {
         case .message(.scopeDetach(let detach)):
             guard accept(sequenced: detach.index) else { return sequenceVerdict(detach.index) }
             await handleDetach(detach)
+            return .proceed
+        case .message(.presence(let update)):
+            // Unsequenced and never answered. Only a fetched scope (read access) has an index.
+            guard let scope = scopes[update.scopeIndex] else {
+                core.log.write("presence.ignored", level: .warning, session: number, "session \(number): Presence for unknown scope index \(update.scopeIndex) ignored")
+                return .proceed
+            }
+            await core.presence.publish(update.value, scope: scope.name, scopeIndex: update.scopeIndex, from: self,
+                                        attachment: attachment)
             return .proceed
         case .invalidSync(let index, let reasons):
             guard accept(sequenced: index) else { return sequenceVerdict(index) }
@@ -331,6 +352,7 @@ actor ServerSession {
             return
         }
         core.log.write("scope.detached", session: number, scope: scope.name, "session \(number): detached '\(scope.name)' (scope \(detach.scopeIndex))")
+        await core.presence.leave(scope: scope.name, session: self)
         core.releaseScope(named: scope.name)
         let outbox = self.outbox
         await scope.unsubscribe(outbox) {

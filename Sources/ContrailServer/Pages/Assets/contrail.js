@@ -40,7 +40,7 @@ const copy = (v) => (Array.isArray(v) ? v.slice() : v);
 const refsOf = (v) => (typeof v === "string" && UUID_RE.test(v) ? [v] : Array.isArray(v) ? v.filter((x) => typeof x === "string" && UUID_RE.test(x)) : []);
 
 /** Minimal event emitter: `on(type, fn)` returns a function that removes the listener. */
-class Emitter {
+export class Emitter {
   #listeners = new Map();
   on(type, fn) {
     if (!this.#listeners.has(type)) this.#listeners.set(type, new Set());
@@ -620,6 +620,8 @@ export class Client extends Emitter {
     this._ws = null;
     this._token = null;
     this._limits = null;   // the server's advertised message limits (Protocol §8.19), null when it sent none
+    this.extensions = new Set();   // the Contrail extensions the server lists (§8.12); contrail-presence.js reads them
+    this.serverLimits = {};        // the server's advertised limits as sent (§8.19, §8.20)
     this._resetSession();
     this._fetched = [];     // {scope, params, resolve, reject}
     this._attempt = 0;
@@ -746,6 +748,8 @@ export class Client extends Emitter {
       if (typeof m.sessionToken === "string" && m.sessionToken) {
         this._token = m.sessionToken;
         this._limits = advertisedLimits(m.limits);
+        this.extensions = new Set(Array.isArray(m.extensions) ? m.extensions : []);
+        this.serverLimits = m.limits && typeof m.limits === "object" ? m.limits : {};
         this._online();
         for (const record of this._fetched) this._sendFetch(record);
       } else {
@@ -765,6 +769,7 @@ export class Client extends Emitter {
       }
       return;
     }
+    if (m.type === "PresencePeers" && m.index === 0) { this.emit("presence", m); return; }  // §8.20: contrail-presence.js
     if (!Number.isInteger(m.index) || m.index <= this._serverIndex) return;
     if (m.index !== this._serverIndex + 1) { this._forceReconnect(); return; }
     this._serverIndex = m.index;
@@ -779,6 +784,7 @@ export class Client extends Emitter {
         scope._applyRemote(m.fragments ?? [], m.rootUUID);
         const record = this._fetched.find((r) => r.scope === scope);
         record?.resolve(scope);
+        this.emit("attached", scope);
       }
     } else if (m.type === "ScopeSync") {
       const scope = this._scopesByIndex.get(m.scopeIndex);
@@ -813,6 +819,11 @@ export class Client extends Emitter {
     for (const waiter of this._replies.values()) {
       if (now - waiter.at > this.replyTimeout) { this._forceReconnect(); return; }
     }
+  }
+
+  /** Sends an unsequenced message (index 0: never buffered or resent) while online; dropped otherwise. */
+  sendUnsequenced(message) {
+    if (this.status === "online") this._raw(message);
   }
 
   _send(message, handler) {

@@ -6,6 +6,7 @@
 // canvas and selection, `demo.onDraw(fn)` to paint over the shapes (fn gets the 2D context, after
 // every redraw) and `demo.onSelect(fn)` to follow the selection.
 import { Client, Scope, pageToken } from "/contrail.js";
+import { showPresence } from "/demo-presence.js";
 
 const PALETTE = [0xe74c3cff, 0x3498dbff, 0x2ecc71ff, 0xf1c40fff, 0x9b59b6ff, 0x1f2430ff];
 const query = new URLSearchParams(location.search);
@@ -52,6 +53,7 @@ function draw() {
     }
     document.getElementById("empty-hint").hidden = !fetched || all.length > 0;
     for (const hook of drawHooks) hook(context);
+    others.draw(context);
   });
 }
 
@@ -161,6 +163,8 @@ new ResizeObserver(() => {
   frame = 0;
   draw();
 }).observe(stage);
+// Every other window's pointer and selected shape, with its name (demo-presence.js).
+const others = showPresence({ client, scope, canvas, point, selected: () => selected, redraw: draw });
 
 const status = document.getElementById("status");
 client.on("status", (s) => { status.textContent = s; status.className = s; });
@@ -187,4 +191,4 @@ export const demo = {
   onSelect(hook) { selectHooks.push(hook); },
 };
 // For tests and the console: drive the demo and read its state.
-window.contrailDemo = { client, scope, ready, get fetched() { return fetched; }, addShape, state: () => JSON.stringify(scope.stateJSON()), demo };
+window.contrailDemo = { client, scope, ready, presence: others.presence, get fetched() { return fetched; }, addShape, state: () => JSON.stringify(scope.stateJSON()), demo };
