@@ -55,7 +55,7 @@ actor PresenceHub {
         {
             oversized += 1
             if oversized % 1000 == 1 {
-                log.write("session \(session.number): presence value in '\(scope)' over \(limits.maxPresenceBytes) bytes dropped (\(oversized) so far)")
+                log.write("presence.dropped", level: .warning, session: session.number, scope: scope, "session \(session.number): presence value in '\(scope)' over \(limits.maxPresenceBytes) bytes dropped (\(oversized) so far)")
             }
             return
         }
@@ -222,7 +222,7 @@ actor PresenceHub {
                 guard silent != member.timedOut else { continue }
                 room.members[key]?.timedOut = silent
                 if silent {
-                    log.write("session \(member.session.number): silent for \(timeout); its presence in '\(scope)' is shown as gone")
+                    log.write("presence.silent", session: member.session.number, scope: scope, "session \(member.session.number): silent for \(timeout); its presence in '\(scope)' is shown as gone")
                 } else {
                     member.outbox.enqueueUnsequenced(.message(.presencePeers(PresencePeers(
                         scopeIndex: member.scopeIndex, replace: true, peers: room.snapshot(for: key)))))
