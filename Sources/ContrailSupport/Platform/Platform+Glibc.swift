@@ -38,6 +38,12 @@ package enum Platform {
     @inline(__always)
     package static func syncData(_ fd: Int32) -> Int32 { fdatasync(fd) }
 
+    /// Allocates `length` bytes of `fd` from `offset` and extends its size over them (they read as
+    /// zeros): `fallocate(2)` with no flags. False when the file system refuses (no support, no space).
+    package static func preallocate(_ fd: Int32, offset: Int, length: Int) -> Bool {
+        fallocate(fd, 0, off_t(offset), off_t(length)) == 0
+    }
+
     /// Nanoseconds since an arbitrary fixed point from `CLOCK_MONOTONIC_COARSE` (a few nanoseconds per
     /// call, a few milliseconds of resolution).
     @inline(__always)
