@@ -21,6 +21,7 @@ struct PageAsset: Sendable {
         "/demo": PageAsset(contentType: html, body: PackageResources.demo_html),
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
+        "/contrail-store.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_store_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
     ]
 }

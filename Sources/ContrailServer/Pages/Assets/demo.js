@@ -2,6 +2,7 @@
 // of Shape {x, y, width, height, color}, the model of the README and the Playground. Apps whose model
 // classes are named otherwise pass ?canvasClass=NAME&shapeClass=NAME.
 import { Client, Scope, pageToken } from "/contrail.js";
+import { ScopeStore } from "/contrail-store.js";
 
 const PALETTE = [0xe74c3cff, 0x3498dbff, 0x2ecc71ff, 0xf1c40fff, 0x9b59b6ff, 0x1f2430ff];
 const query = new URLSearchParams(location.search);
@@ -111,9 +112,19 @@ client.on("status", (s) => { status.textContent = s; status.className = s; });
 for (const type of ["change", "attach", "detach", "state"]) scope.on(type, draw);
 scope.on("detach", ({ model }) => { if (model === selected) selected = null; });
 
-const ready = client.fetch(scope).then(() => { draw(); return true; });
+// The canvas is kept in this browser (IndexedDB, contrail-store.js): shapes drawn offline are shown and
+// sent after a reload. ?persist=0 keeps them in memory only. A store that cannot be used is said below
+// the canvas; the demo then goes on without it.
+const storeNote = Object.assign(document.createElement("p"), { className: "hint", id: "store-status" });
+document.querySelector("main").append(storeNote);
+let store = null, storeError = null;
+const reportStore = (error) => { storeError = error; storeNote.textContent = `not kept in this browser: ${error.message}`; };
+const stored = query.get("persist") === "0" ? Promise.resolve()
+  : ScopeStore.open(scope, { onError: reportStore }).then((opened) => { store = opened; draw(); }, reportStore);
+const ready = stored.then(() => client.fetch(scope)).then(() => { draw(); return true; });
 let fetched = false;
 ready.then(() => { fetched = true; });
 ready.catch((error) => { status.textContent = `error: ${error.message}`; });
 // For tests and the console: drive the demo and read its state.
-window.contrailDemo = { client, scope, ready, get fetched() { return fetched; }, addShape, state: () => JSON.stringify(scope.stateJSON()) };
+window.contrailDemo = { client, scope, ready, stored, get fetched() { return fetched; }, get store() { return store; }, get storeError() { return storeError; },
+                        addShape, state: () => JSON.stringify(scope.stateJSON()) };
