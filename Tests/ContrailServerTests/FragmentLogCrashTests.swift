@@ -330,6 +330,30 @@ import Testing
         }
     }
 
+    /// A log a SIGKILL left keeps its preallocated, zeroed tail: it restores with no torn tail, and
+    /// `contrail log verify` calls it clean; the same file with a damaged record is not.
+    @Test func aKilledLogsPreallocatedTailIsCleanAndDamageIsNot() async throws {
+        try await Self.withOnlineShelf { binary, logURL, _, _ in
+            // Small edits (--burst): a kill does not land inside a record's one write.
+            _ = try await Self.runChild(binary, log: logURL, seed: 7, kill: .afterStates(20), arguments: ["--burst"])
+            let path = logURL.path(percentEncoded: false)
+            let bytes = try [UInt8](Data(contentsOf: logURL))
+            let records = try LogFile.read(at: logURL).records
+            let end = try #require(records.last.map { $0.offset + 13 + $0.payload.count })
+            #expect(bytes.count % LogFile.appendPreallocation == 0 && bytes.count > end, "preallocated: \(bytes.count) bytes, records end at \(end)")
+            let verify = try ChildProcess(binary, ["log", "verify", path])
+            #expect(await verify.waitForExit(timeout: .seconds(60)) && verify.termination == .exited(0), "verify: \(verify.text)")
+            #expect(verify.text.contains("clean"))
+
+            var damaged = bytes
+            damaged[records[0].offset + 20] ^= 0x10  // inside the snapshot: damage, never a torn tail
+            try Data(damaged).write(to: logURL)
+            let refused = try ChildProcess(binary, ["log", "verify", path])
+            #expect(await refused.waitForExit(timeout: .seconds(60)) && refused.termination == .exited(1), "verify: \(refused.text)")
+            #expect(refused.text.contains("damaged at offset \(records[0].offset)"), "\(refused.text)")
+        }
+    }
+
     /// Kills that land in the middle of writing a large record: the next start cuts the torn
     /// record off exactly where the last intact one ended, reports it (typed, with its offset),
     /// restores every change set that was synced before, and the server ends with all of them.

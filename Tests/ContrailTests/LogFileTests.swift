@@ -305,9 +305,10 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
         }
     }
 
-    @Test func zeroFilledTailIsATornTail() throws {
+    @Test func zeroFilledTailAfterTheSyncedPartEndsTheRecords() throws {
         try withTemporaryDirectory { directory in
-            // A crash after the file grew but before its data reached the disk leaves zeros.
+            // A crash after the file grew (or was preallocated) but before the unsynced data reached
+            // the disk leaves zeros: no record is there, nothing is cut, the next append goes there.
             let url = directory.appendingPathComponent("zeros.log")
             let offsets = try makeLog(at: url, [bytes("kept"), bytes("lost")])
             var damaged = try fileBytes(url)
@@ -316,9 +317,11 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
             try writeBytes(damaged, to: url)
             let (log, recovery) = try LogFile.open(at: url)
             #expect(recovery.records.map(\.payload) == [bytes("kept")])
-            #expect(recovery.truncatedTail?.offset == offsets[1])
-            #expect(recovery.truncatedTail?.discardedBytes == damaged.count - offsets[1])
+            #expect(recovery.truncatedTail == nil)
+            #expect(try fileBytes(url) == damaged, "nothing cut")
+            #expect(try log.append(.changeSet, bytes("next")) == offsets[1])
             try log.close()
+            #expect(try LogFile.read(at: url).records.map(\.payload) == [bytes("kept"), bytes("next")])
         }
     }
 

@@ -39,9 +39,10 @@ package enum Platform {
     package static func syncData(_ fd: Int32) -> Int32 { fdatasync(fd) }
 
     /// Allocates `length` bytes of `fd` from `offset` and extends its size over them (they read as
-    /// zeros): `fallocate(2)` with no flags. False when the file system refuses (no support, no space).
+    /// zeros): `posix_fallocate(3)`, which is `fallocate(2)` where the file system has it. False
+    /// when it refuses (no space, say).
     package static func preallocate(_ fd: Int32, offset: Int, length: Int) -> Bool {
-        fallocate(fd, 0, off_t(offset), off_t(length)) == 0
+        posix_fallocate(fd, off_t(offset), off_t(length)) == 0
     }
 
     /// Nanoseconds since an arbitrary fixed point from `CLOCK_MONOTONIC_COARSE` (a few nanoseconds per
