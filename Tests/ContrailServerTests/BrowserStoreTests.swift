@@ -138,7 +138,7 @@ import Testing
             _ = try await page.waitFor("contrailDemo.client.status !== 'online'")
             let b = try #require(try await page.evaluate("contrailDemo.addShape({x: 60, y: 200}).uuid").stringValue)
             let c = try #require(try await page.evaluate("contrailDemo.addShape({x: 300, y: 200}).uuid").stringValue)
-            _ = try await page.evaluate("contrailDemo.scope.object('\(a)').set('color', 0x3498dbff)")
+            _ = try await page.evaluate("contrailDemo.scope.modify(() => contrailDemo.scope.object('\(a)').set('color', 0x3498dbff))")
             #expect(try await page.evaluate("contrailDemo.scope.queue.length") == .int(3), "three change sets wait")
             _ = try await page.evaluate("contrailDemo.store.close()")  // saved, and released for the next page
             // The applied change set, unsettled in the store as if its reply never came.
@@ -187,7 +187,7 @@ import Testing
             try await waitUntilSynced(page, store: false)
             await rig.stopServer()
             _ = try await page.waitFor("contrailDemo.client.status !== 'online'")
-            _ = try await page.evaluate("contrailDemo.addShape({x: 60, y: 200})")
+            _ = try await page.evaluate("contrailDemo.addShape({x: 60, y: 200}).uuid")
             #expect(try await page.evaluate("contrailDemo.scope.queue.length") == .int(1))
             _ = try await page.devTools.call("Page.navigate", ["url": .string(rig.demoURL("&persist=0"))], session: page.session)
             #expect(await eventually(.seconds(60)) { (try? await page.evaluate("typeof window.contrailDemo")) == .string("undefined") })
