@@ -173,6 +173,8 @@ test("a damaged or foreign record is a StoreError 'damaged', the scope untouched
   const idb = new FakeIndexedDB();
   idb.setRecord("Canvas", text);
   assert.deepEqual((await open(new Scope("Canvas"), idb)).restored, { objects: 1, changeSets: 1 });
+  // A scope already fetched is not overwritten by a restore (open it before the fetch).
+  await assert.rejects(open(attachedScope(), idb, { locks: new FakeLocks() }), /already fetched or edited: restore it first/);
   // ScopeStore.clear removes a record.
   await ScopeStore.clear("Canvas", { indexedDB: idb });
   assert.equal(idb.record("Canvas"), undefined);

@@ -103,24 +103,24 @@ export class ScopeStore {
   static async open(scope, { database = "contrail", key = scope.name, maxLength = 16 << 20, saveDelay = 20, onError = null, lockTimeout = 5_000,
                              indexedDB = globalThis.indexedDB, locks = globalThis.navigator?.locks } = {}) {
     const release = await ScopeStore.#lock(locks, `contrail-store:${database}:${key}`, lockTimeout);
+    let db = null;
     try {
-      const db = await openDatabase(indexedDB, database);
+      db = await openDatabase(indexedDB, database);
       let text;
       try {
         text = await done(db.transaction(OBJECT_STORE, "readonly").objectStore(OBJECT_STORE).get(key));
       } catch (error) {
-        db.close();
         throw new StoreError("failed", `reading the stored copy of scope '${scope.name}' failed: ${error?.message ?? error}`, error);
       }
       let restored = null;
       if (text !== undefined) {
-        let saved;
-        try { saved = decodeRecord(text, scope.name); } catch (error) { db.close(); throw error; }
+        const saved = decodeRecord(text, scope.name);
         scope._restore(saved);
         restored = { objects: Object.keys(saved.objects).length, changeSets: saved.queue.length };
       }
       return new ScopeStore(scope, db, key, { maxLength, saveDelay, onError, release, restored });
     } catch (error) {
+      db?.close();
       release();
       throw error;
     }
