@@ -91,10 +91,20 @@ import Testing
         try #require(loaded, "\(url) loaded")
     }
 
-    /// The demo on `page` once fetched, its store open and nothing waiting to be sent.
+    /// The demo on `page` once fetched, its store open and nothing waiting to be sent; when it does
+    /// not get there, the error says where the page stands.
     private func waitUntilSynced(_ page: BrowserPage, store: Bool = true) async throws {
-        _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched \(store ? "&& contrailDemo.store" : "")"
-            + " && contrailDemo.scope.queue.length === 0 && contrailDemo.scope._pending.size === 0")
+        do {
+            _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched \(store ? "&& contrailDemo.store" : "")"
+                + " && contrailDemo.scope.queue.length === 0 && contrailDemo.scope._pending.size === 0")
+        } catch {
+            let state = try? await page.evaluate("""
+                JSON.stringify(window.contrailDemo ? { href: location.href, status: contrailDemo.client.status, fetched: contrailDemo.fetched,
+                  store: Boolean(contrailDemo.store), storeError: String(contrailDemo.storeError?.message), queue: contrailDemo.scope.queue.length,
+                  pending: contrailDemo.scope._pending.size, lastError: String(contrailDemo.store?.lastError?.message) } : { href: location.href })
+                """)
+            throw TestFailure("\(error); the page: \(state?.stringValue ?? "unreadable")")
+        }
     }
 
     /// Runs `script` with `db`, the demo origin's IndexedDB database "contrail" (its store "scopes").
