@@ -17,6 +17,7 @@ import Testing
         ("/demo", "demo.html", "text/html; charset=utf-8"),
         ("/demo.js", "demo.js", "text/javascript; charset=utf-8"),
         ("/contrail.js", "contrail.js", "text/javascript; charset=utf-8"),
+        ("/contrail-store.js", "contrail-store.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
         ("/favicon.ico", "favicon.svg", "image/svg+xml"),  // no 404 on every page load
         ("/contrail-presence.js", "contrail-presence.js", "text/javascript; charset=utf-8"),

@@ -80,8 +80,10 @@ public final class FragmentLog {
         let before = scope.root.map { (uuid: $0.uuid, fragments: scope.snapshot()) }
         let opened: (LogFile, TornTail?)?
         do {
-            // Records are applied as they are read; the writer thread syncs by `fsync` itself.
-            opened = try LogFile.open(at: url, fsync: .never) { kind, offset, payload in
+            // Records are applied as they are read; the writer thread syncs by `fsync` itself. The
+            // file is preallocated ahead of the appends, which then never grow it (on ext4 a growing
+            // write can wait behind the writer thread's sync; see LogWriter).
+            opened = try LogFile.open(at: url, fsync: .never, preallocation: LogFile.appendPreallocation) { kind, offset, payload in
                 guard failure == nil else { return }
                 do throws(FragmentLogError) {
                     if let replay = try LogReplay.prepare(payload: payload, offset: offset, cache: cache) {
@@ -120,6 +122,10 @@ public final class FragmentLog {
         token = scope.onChanges(self) { [weak self] changeSet in self?.record(changeSet) }
         return report
     }
+
+    /// Where the records end in the file (its logical size: the file itself is longer, preallocated
+    /// ahead of the appends); 0 before `attach(to:)`. For crash tests that watch the file.
+    package var recordsEnd: Int { writer?.size.load(ordering: .relaxed) ?? 0 }
 
     /// A log dropped without `close()` still writes what is queued and closes its file (in the background).
     deinit { writer?.finish() }

@@ -22,6 +22,7 @@ struct PageAsset: Sendable {
         "/demo": PageAsset(contentType: html, body: PackageResources.demo_html),
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
+        "/contrail-store.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_store_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
         // Browsers ask for /favicon.ico on every page: the SVG icon, which they accept by its type.
         "/favicon.ico": PageAsset(contentType: svg, body: PackageResources.favicon_svg),

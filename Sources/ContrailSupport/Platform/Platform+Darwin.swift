@@ -43,6 +43,16 @@ package enum Platform {
     @inline(__always)
     package static func syncData(_ fd: Int32) -> Int32 { fsync(fd) }
 
+    /// Nothing here (no `SCHED_BATCH`): returns false. See the Linux version.
+    @discardableResult
+    package static func yieldOnWakeUp() -> Bool { false }
+
+    /// Extends `fd`'s size by `length` bytes from `offset` (they read as zeros): `ftruncate(2)`,
+    /// which has no block allocation here. False when the file system refuses.
+    package static func preallocate(_ fd: Int32, offset: Int, length: Int) -> Bool {
+        ftruncate(fd, off_t(offset + length)) == 0
+    }
+
     /// Nanoseconds since an arbitrary fixed point from `CLOCK_UPTIME_RAW`.
     @inline(__always)
     package static func coarseMonotonicNanoseconds() -> Int64 {

@@ -39,6 +39,23 @@ package enum Platform {
     @inline(__always)
     package static func syncData(_ fd: Int32) -> Int32 { fdatasync(fd) }
 
+    /// Puts the calling thread in the `SCHED_BATCH` policy: its wake-ups no longer preempt the
+    /// thread that woke it (a background writer woken by every append would otherwise take the
+    /// appending thread's CPU right at the wake-up). Best effort; returns whether it took.
+    @discardableResult
+    package static func yieldOnWakeUp() -> Bool {
+        var parameters = sched_param()
+        parameters.sched_priority = 0
+        return sched_setscheduler(0, 3 /* SCHED_BATCH, behind _GNU_SOURCE in the headers */, &parameters) == 0
+    }
+
+    /// Allocates `length` bytes of `fd` from `offset` and extends its size over them (they read as
+    /// zeros): `posix_fallocate(3)`, which is `fallocate(2)` where the file system has it. False
+    /// when it refuses (no space, say).
+    package static func preallocate(_ fd: Int32, offset: Int, length: Int) -> Bool {
+        posix_fallocate(fd, off_t(offset), off_t(length)) == 0
+    }
+
     /// Nanoseconds since an arbitrary fixed point from `CLOCK_MONOTONIC_COARSE` (a few nanoseconds per
     /// call, a few milliseconds of resolution).
     @inline(__always)

@@ -175,7 +175,8 @@ const changes = (entry, id, key) => key in (entry.originals.get(id) ?? {});
 /**
  * A named tree with a root object, kept in step with the server once a Client fetched it.
  * Events: "change" {model, key, value, previous, remote}, "insert"/"remove" {model, key, item} for
- * collections, "attach"/"detach" {model}, "state" after a full state, "changeset" {fragments, remote, origin},
+ * collections, "attach"/"detach" {model}, "state" after a full state (or a restore from
+ * contrail-store.js, with `restored: true`), "changeset" {fragments, remote, origin},
  * "settled" {fragments, rejected}.
  *
  * Its bookkeeping follows the Swift client's rules (README, Design; Convergence in the documentation
@@ -259,6 +260,51 @@ export class Scope extends Emitter {
       objects[id] = { clsName: m.clsName, properties };
     }
     return { root: this.root.uuid, objects };
+  }
+
+  /**
+   * Internal, for contrail-store.js: the replica once it has a full state (null before), its edits
+   * not yet flushed (`pending`: the values before them) and its unsettled change sets, as plain data.
+   * Swift: the snapshot and pending records of a FragmentLog.
+   */
+  _saved() {
+    if (!this._attached) return null;
+    const models = (entries) => Object.fromEntries([...entries].map(([id, m]) => [id, { clsName: m.clsName, properties: m.properties }]));
+    const reachable = this._reachable();
+    return {
+      root: this.root.uuid,
+      objects: models(this.objects),
+      created: models([...this._created].filter(([id]) => reachable.has(id))),
+      retired: models(this._retired),
+      pending: Object.fromEntries([...this._pending].map(([id, entry]) => [id, entry.original])),
+      queue: this.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: Object.fromEntries(e.originals), added: [...e.added], atomic: e.atomic, heldBack: e.heldBack })),
+    };
+  }
+
+  /**
+   * Internal, for contrail-store.js: takes back what `_saved` returned (checked by the caller), before
+   * the first fetch and any edit. The replica shows it at once (edits go on offline); its change sets
+   * are sent after the fetch with their ids, so a server that applied one answers it as a repeat
+   * (Protocol §8.11), and the full state rebases them like any pending change set.
+   * Swift: FragmentLog.attach with Scope.restorePending.
+   */
+  _restore(saved) {
+    if (this._attached || this.queue.length || this._pending.size || this._created.size) throw new Error(`scope '${this.name}' is already fetched or edited: restore it first`);
+    const model = (id, m) => new Model(this, id, m.clsName, { ...m.properties });
+    this.objects.clear();
+    this.root.uuid = saved.root;
+    this.root.clsName = saved.objects[saved.root].clsName;
+    this.root.properties = { ...saved.objects[saved.root].properties };
+    this.objects.set(saved.root, this.root);
+    for (const [id, m] of Object.entries(saved.objects)) if (id !== saved.root) this.objects.set(id, model(id, m));
+    for (const [id, m] of Object.entries(saved.created)) this._created.set(id, model(id, m));
+    for (const [id, m] of Object.entries(saved.retired)) this._retired.set(id, model(id, m));
+    for (const [id, original] of Object.entries(saved.pending)) if (this.objects.has(id)) this._pending.set(id, { original: { ...original } });
+    this.queue = saved.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: new Map(Object.entries(e.originals)), added: new Set(e.added), atomic: e.atomic, index: null, heldBack: e.heldBack }));
+    this._attached = true;
+    for (const m of this.objects.values()) this.emit("attach", { model: m });
+    this.emit("state", { root: this.root, restored: true });
+    if (this._pending.size || this._created.size) this._schedule();
   }
 
   _emitChange(model, key, value, previous, remote) {

@@ -7,6 +7,7 @@
 // every redraw) and `demo.onSelect(fn)` to follow the selection.
 import { Client, Scope, pageToken } from "/contrail.js";
 import { showPresence } from "/demo-presence.js";
+import { ScopeStore } from "/contrail-store.js";
 
 const PALETTE = [0xe74c3cff, 0x3498dbff, 0x2ecc71ff, 0xf1c40fff, 0x9b59b6ff, 0x1f2430ff];
 const query = new URLSearchParams(location.search);
@@ -179,8 +180,17 @@ function showError(message) {
   error.hidden = false;
 }
 
+// The canvas is kept in this browser (IndexedDB, contrail-store.js): shapes drawn offline are shown and
+// sent after a reload. ?persist=0 keeps them in memory only. A store that cannot be used is said below
+// the canvas; the demo then goes on without it.
+const storeNote = Object.assign(document.createElement("p"), { className: "hint", id: "store-status" });
+document.querySelector("main").append(storeNote);
+let store = null, storeError = null;
+const reportStore = (error) => { storeError = error; storeNote.textContent = `not kept in this browser: ${error.message}`; };
+const stored = query.get("persist") === "0" ? Promise.resolve()
+  : ScopeStore.open(scope, { onError: reportStore }).then((opened) => { store = opened; draw(); }, reportStore);
 let fetched = false;
-const ready = client.fetch(scope).then(() => { fetched = true; draw(); return true; });
+const ready = stored.then(() => client.fetch(scope)).then(() => { fetched = true; draw(); return true; });
 ready.catch((error) => { showError(`Scope '${scopeName.length > 80 ? scopeName.slice(0, 80) + "…" : scopeName}' could not be opened: ${error.message}`); });
 
 /** What other modules extend the page through. */
@@ -191,4 +201,6 @@ export const demo = {
   onSelect(hook) { selectHooks.push(hook); },
 };
 // For tests and the console: drive the demo and read its state.
-window.contrailDemo = { client, scope, ready, presence: others.presence, get fetched() { return fetched; }, addShape, state: () => JSON.stringify(scope.stateJSON()), demo };
+window.contrailDemo = { client, scope, ready, stored, presence: others.presence, get fetched() { return fetched; },
+                        get store() { return store; }, get storeError() { return storeError; },
+                        addShape, state: () => JSON.stringify(scope.stateJSON()), demo };
