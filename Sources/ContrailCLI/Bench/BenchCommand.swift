@@ -1,9 +1,9 @@
 import Foundation
 
-/// `contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|json|websocket|tls|sync|durability|text|cluster|connections|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke] [--grants]
+    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|text|cluster|connections|all] [--json] [--smoke] [--grants]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -12,7 +12,8 @@ enum BenchCommand {
       --smoke  tiny iteration counts: proves the code paths, figures are meaningless
       --sessions N  sessions for `connections`
       `tls` compares echo over wss:// with ws:// (and the handshake) in the same run; it needs
-      OpenSSL 3 (libssl.so.3) at run time.
+      OpenSSL 3 (libssl.so.3) at run time. `text` replays the editing traces of shared/data (or
+      CONTRAIL_EDITING_TRACES) against Yrs through python3 + pycrdt when installed.
       --grants sync's server gives each session an identity with a dozen grants (patterns included),
                so that the sync.* figures show the cost of the grant checks next to a run without
     """
@@ -36,12 +37,12 @@ enum BenchCommand {
             case "--smoke": options.smoke = true
             case "--grants": options.grants = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "json", "websocket", "tls", "sync", "durability", "cluster", "connections": suites.append(argument)
-            case "all": suites += ["model", "scope", "json", "websocket", "tls", "sync", "durability"]
+            case "model", "scope", "json", "websocket", "tls", "sync", "durability", "text", "cluster", "connections": suites.append(argument)
+            case "all": suites += ["model", "scope", "json", "websocket", "tls", "sync", "durability", "text"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
         }
-        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "tls", "sync", "durability"] }
+        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "tls", "sync", "durability", "text"] }
         if !options.json {
             print(pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
         }
@@ -55,6 +56,7 @@ enum BenchCommand {
             case "tls": figures = try await TLSBench.run(options)
             case "sync": figures = try await SyncBench.run(options)
             case "durability": figures = try await DurabilityBench.run(options)
+            case "text": figures = try await TextBench.run(options)
             case "cluster": figures = try await ClusterBench.run(options)
             case "connections": figures = try await ConnectionsBench.run(options, sessions: sessions)
             default: figures = []

@@ -21,6 +21,8 @@ struct PageAsset: Sendable {
         "/demo": PageAsset(contentType: html, body: PackageResources.demo_html),
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
+        "/contrail-text.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_text_js),
+        "/demo-caption.js": PageAsset(contentType: javaScript, body: PackageResources.demo_caption_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
     ]
 }

@@ -194,6 +194,7 @@ export class Scope extends Emitter {
     this._client = null;
     this._scopeIndex = null;
     this._attached = false;     // true once a full state arrived: edits before it wait, then go out
+    this.fragmentHooks = [];    // (fragment) => void, adding extension members to outgoing fragments (contrail-text.js)
   }
 
   /** The model with `id`: in the tree, created and not yet attached, or out of the tree and still held. */
@@ -307,6 +308,7 @@ export class Scope extends Emitter {
     this._pending.clear();
     this._collect(reachable);
     if (!fragments.length) return;
+    for (const hook of this.fragmentHooks) for (const fragment of fragments) hook(fragment);
     const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false };
     this.queue.push(entry);
     this.emit("changeset", { fragments, remote: false });
@@ -731,6 +733,7 @@ export class Client extends Emitter {
       if (typeof m.sessionToken === "string" && m.sessionToken) {
         this._token = m.sessionToken;
         this._limits = advertisedLimits(m.limits);
+        this.extensions = Array.isArray(m.extensions) ? m.extensions : [];  // Protocol §8.12
         this._online();
         for (const record of this._fetched) this._sendFetch(record);
       } else {
@@ -835,7 +838,9 @@ export class Client extends Emitter {
    */
   _sendChangeSet(scope, entry) {
     if (scope._scopeIndex === null || entry.index !== null) return;  // sent after the fetch reply, or sent
-    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments: entry.fragments, changeSet: entry.id };
+    // A server that does not merge shared text (§8.21) gets the plain values only.
+    const fragments = this.extensions?.includes("SharedText") ? entry.fragments : entry.fragments.map(({ text, ...plain }) => plain);
+    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments, changeSet: entry.id };
     const refusal = overLimits(message, this._limits);
     if (refusal) {
       // Never sent: the server would close the connection, and every new session would send it again.

@@ -2,6 +2,7 @@
 // of Shape {x, y, width, height, color}, the model of the README and the Playground. Apps whose model
 // classes are named otherwise pass ?canvasClass=NAME&shapeClass=NAME.
 import { Client, Scope, pageToken } from "/contrail.js";
+import { attachCaption } from "/demo-caption.js";
 
 const PALETTE = [0xe74c3cff, 0x3498dbff, 0x2ecc71ff, 0xf1c40fff, 0x9b59b6ff, 0x1f2430ff];
 const query = new URLSearchParams(location.search);
@@ -111,6 +112,7 @@ client.on("status", (s) => { status.textContent = s; status.className = s; });
 for (const type of ["change", "attach", "detach", "state"]) scope.on(type, draw);
 scope.on("detach", ({ model }) => { if (model === selected) selected = null; });
 
+attachCaption(scope);  // the shared caption under the canvas (demo-caption.js)
 const ready = client.fetch(scope).then(() => { draw(); return true; });
 let fetched = false;
 ready.then(() => { fetched = true; });
