@@ -17,6 +17,8 @@ import Testing
         ("/demo", "demo.html", "text/html; charset=utf-8"),
         ("/demo.js", "demo.js", "text/javascript; charset=utf-8"),
         ("/contrail.js", "contrail.js", "text/javascript; charset=utf-8"),
+        ("/contrail-text.js", "contrail-text.js", "text/javascript; charset=utf-8"),
+        ("/demo-caption.js", "demo-caption.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
     ]
 
