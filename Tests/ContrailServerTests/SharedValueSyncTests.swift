@@ -147,6 +147,23 @@ final class Memo: ModelObject {
         await a.0.close(); await b.0.close(); await server.stop()
     }
 
+    @Test func assigningANewSharedTextTypesItOverTheTextItHeld() async throws {
+        let server = try makeServer()
+        let a = try await replica(server.connector())
+        let b = try await replica(server.connector())
+        try a.2.body.insert("first draft", at: 0)
+        #expect(await converge([a, b]))
+        let held = a.2.body
+        a.2.body = SharedText("final draft")
+        #expect(await converge([a, b]))
+        #expect(b.2.body.text == "final draft", "the assignment is not lost")
+        #expect(a.2.body.text == "final draft" && held.text == "final draft", "the property keeps its text, now holding the new one")
+        try b.2.body.insert("!", at: 11)
+        #expect(await converge([a, b]))
+        #expect(a.2.body.text == "final draft!")
+        await a.0.close(); await b.0.close(); await server.stop()
+    }
+
     @Test func offlineEditsSurviveARestartThroughTheFragmentLogAndTheServerLog() async throws {
         let logURL = FileManager.default.temporaryDirectory.appending(path: "contrail-text-\(UUID().uuidString).log")
         let directory = FileManager.default.temporaryDirectory.appending(path: "contrail-text-data-\(UUID().uuidString)")

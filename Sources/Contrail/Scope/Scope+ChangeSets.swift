@@ -30,7 +30,14 @@ extension Scope {
                     let new = object.value(at: index)
                     guard let old = entry.originals[index] else { continue }
                     let coder = info.coder(at: index)
-                    if let text = new as? SharedText {
+                    if var text = new as? SharedText {
+                        if let before = old as? SharedText, before.storage !== text.storage {
+                            // A whole new text was assigned: it is typed over the text the property
+                            // held, so it merges like any edit, and the property keeps that text.
+                            before.storage.replaceText(with: text.text)
+                            text = SharedText(storage: before.storage, version: text.version + 1, update: nil)
+                            property.storage.restore(text, in: object, offset: property.offset)
+                        }
                         // A shared text sends its operations (§8.21), whatever the plain text did.
                         let operations = text.storage.takeUnsent()
                         guard !operations.isEmpty else { continue }

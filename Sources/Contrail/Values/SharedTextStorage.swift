@@ -25,6 +25,14 @@ final class SharedTextStorage {
         notify(changes, isRemote: false)
     }
 
+    /// Makes the text `text` as a local edit: the common prefix and suffix stay, the middle is
+    /// deleted and typed again (what assigning a whole new `SharedText` to a property does).
+    @MainActor func replaceText(with text: String) {
+        let before = document.text
+        guard text != before, let operations = try? document.replace(with: text) else { return }
+        recordLocal(operations, changes: [.delete(position: 0, count: before.unicodeScalars.count), .insert(position: 0, text: text)])
+    }
+
     /// The local operations not yet in a change set, which are then forgotten here.
     func takeUnsent() -> [TextOperation] {
         defer { unsent = [] }
