@@ -372,6 +372,7 @@ export class SharedTextBinding {
       for (const fragment of fragments) {
         if (fragment.uuid !== this.model.uuid) continue;
         const member = fragment.text?.[this.key];
+        if (!member && !(this.key in (fragment.properties ?? {}))) continue;  // not about this text
         const before = this.doc.text;
         try {
           if (member?.runs) {
