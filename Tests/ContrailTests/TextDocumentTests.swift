@@ -18,6 +18,9 @@ import Testing
         #expect(a.text == "hlo" && b.text == "hlo")
         #expect(try a.apply(deletion).isEmpty, "applying twice changes nothing")
         #expect(try a.apply(operations).isEmpty)
+        let small = a.memoryFootprint
+        try a.insert(String(repeating: "x", count: 1_000), at: 1)
+        #expect(a.memoryFootprint >= small + 4_000, "every character costs its scalar")
     }
 
     @Test func concurrentRunsAtOneSpotDoNotInterleave() throws {

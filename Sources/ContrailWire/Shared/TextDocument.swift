@@ -83,6 +83,15 @@ public final class TextDocument {
         return String(view)
     }
 
+    /// The bytes this document's storage holds: its runs, leaves, characters (deleted ones too)
+    /// and their leaf numbers, by capacity. O(leaves + replicas).
+    public var memoryFootprint: Int {
+        let runs = leaves.reduce(0) { $0 + $1.runs.capacity * MemoryLayout<TextRun>.stride + 64 }
+        let characters = content.reduce(0) { $0 + $1.capacity * MemoryLayout<Unicode.Scalar>.stride }
+        let owners = owner.reduce(0) { $0 + $1.capacity * MemoryLayout<Int32>.stride }
+        return runs + characters + owners + names.reduce(0) { $0 + $1.utf8.count + 48 }
+    }
+
     // MARK: - Local edits
 
     /// Inserts `text` at `position` (in Unicode scalars) as this replica; returns the operation
