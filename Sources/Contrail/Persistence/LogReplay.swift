@@ -277,6 +277,10 @@ struct LogReplay {
                     } else {
                         laterProperties = try parser.parseValue(p)
                     }
+                case .text:
+                    // Shared texts (§8.21): each replaces its plain value's write with plain + operations.
+                    guard case .object(let members) = try parser.parseValue(p) else { throw invalid("Invalid text") }
+                    combineTexts(members, of: object, later: &laterProperties)
                 case .other:
                     _ = try parser.parseValue(p)
                 }
@@ -293,11 +297,27 @@ struct LogReplay {
             break
         case .object(let members)?:
             for (key, value) in members {
+                if case .object(let combined) = value, combined["text"] != nil { continue }  // a shared text, combined above
                 if let problem = SyncFragment.problem(with: value) { throw invalid("Property '\(key)': \(problem)") }
             }
             deferred.append((uuid, .object(members)))
         default:
             throw invalid("Invalid properties")
+        }
+    }
+
+    /// Turns the plain values of shared texts already read (a write of `object`, or `later`
+    /// properties) into `{"plain", "text"}`, which `SharedText` decodes with its operations.
+    private mutating func combineTexts(_ members: [String: JSON], of object: ModelObject?, later: inout JSON?) {
+        for (name, member) in members {
+            if let object, let index = object.info.indexByName[name],
+               let position = writes.lastIndex(where: { $0.object === object && $0.index == index }),
+               case .wire(let plain) = writes[position].value {
+                writes[position] = Write(object: object, index: index, value: .wire(.object(["plain": plain, "text": member])))
+            } else if case .object(var properties)? = later, let plain = properties[name] {
+                properties[name] = .object(["plain": plain, "text": member])
+                later = .object(properties)
+            }
         }
     }
 
@@ -479,7 +499,7 @@ struct LogReplay {
 
     /// The keys of a fragment object.
     private enum FragmentKey {
-        case type, uuid, clsName, properties, other
+        case type, uuid, clsName, properties, text, other
 
         init(_ name: String) {
             switch name {
@@ -487,6 +507,7 @@ struct LogReplay {
             case "uuid": self = .uuid
             case "clsName": self = .clsName
             case "properties": self = .properties
+            case "text": self = .text
             default: self = .other
             }
         }

@@ -77,10 +77,14 @@ extension Scope {
                     visible = part.visible
                     kept.append((fragment.uuid, info.properties[index].name, part.whole))
                 }
-                writes.append((object, index, try info.decode(visible, at: index, resolver: resolver)))
+                // A shared text decodes its operations or state with its plain value (§8.21).
+                let member = fragment.textOperations?[name].map { JSON.object(["plain": visible, "text": $0]) }
+                writes.append((object, index, try info.decode(member ?? visible, at: index, resolver: resolver)))
             }
             if applyDefaults {
-                for property in info.properties where property.isSynced && fragment.properties[property.name] == nil {
+                // A shared text the state leaves out keeps its text (its default is one shared handle).
+                for property in info.properties where property.isSynced && fragment.properties[property.name] == nil
+                    && ObjectIdentifier(property.storage) != ObjectIdentifier(Property<SharedText>.self) {
                     writes.append((object, property.index, property.storage.value(in: info.probe, offset: property.offset)))
                 }
             }

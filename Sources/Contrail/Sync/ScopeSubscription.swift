@@ -129,6 +129,8 @@ final class ScopeSubscription {
                     complete = false
                     continue
                 }
+                // A shared text is not overwritten by a plain value: its operations settle it (§8.21).
+                if value is SharedText { continue }
                 if let next = queue.holder(of: ChangeKey(object, index), after: entry) {
                     if let held = heldValue(object, index, heldBy: next, remote: value) { object.setValue(held, at: index) }
                 } else {
@@ -143,6 +145,8 @@ final class ScopeSubscription {
     /// The write `Scope.apply` should do for a remote value (§8.3): the value itself when no
     /// pending change set holds the key, otherwise what `heldValue(_:_:heldBy:remote:)` says.
     private func redirect(_ object: ModelObject, _ index: Int, _ remote: Any) -> Any? {
+        // A shared text merges remote operations into pending local ones by itself (§8.21).
+        if remote is SharedText { return remote }
         guard let holder = queue.firstHolder(of: ChangeKey(object, index)) else { return remote }
         return heldValue(object, index, heldBy: holder, remote: remote)
     }
@@ -173,6 +177,9 @@ final class ScopeSubscription {
     /// object while it was out of the tree). Nil (keep the local value) when no holder's value is known.
     private func rebase(_ object: ModelObject, _ index: Int, remote: Any, from first: ChangeSetQueue.Entry) -> Any? {
         let property = object.info.properties[index]
+        if let counter = remote as? SharedCounter {
+            return rebaseCounter(object, index, remote: counter, from: first, name: property.name)
+        }
         let isCollection = property.valueKind == .collection
         let theirs = Self.models(remote)
         var byUUID: [UUID: ModelObject] = [:]
@@ -192,6 +199,24 @@ final class ScopeSubscription {
         let resolve: ModelResolver = { [scope] uuid in byUUID[uuid] ?? scope.object(for: uuid) ?? scope.retired[uuid]?.object }
         if isCollection { wire = .array(uuids.filter { resolve($0) != nil }.map { .string($0.wireString) }) }
         return try? object.info.coder(at: index).decode(wire, property: property.name, resolver: resolve)
+    }
+
+    /// A shared counter's pending value (§8.21): the remote total plus every pending change set's
+    /// delta (a change set without one, a plain write, sets the total). Nil when none holds it.
+    private func rebaseCounter(_ object: ModelObject, _ index: Int, remote: SharedCounter, from first: ChangeSetQueue.Entry,
+                               name: String) -> SharedCounter? {
+        var total = remote
+        var held = false
+        for holder in queue.holders(of: ChangeKey(object, index), from: first) {
+            guard let sent = holder.sentValue(of: object, property: index, name: name) else { continue }
+            held = true
+            if let delta = sent.delta {
+                total.add(delta)
+            } else if let value = sent.value.int64Value {
+                total = SharedCounter(value)
+            }
+        }
+        return held ? total : nil
     }
 
     private static func models(_ value: Any?) -> [ModelObject] {

@@ -462,7 +462,16 @@ public final class Session {
     }
 
     private func send(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, scopeIndex: Int) {
-        let fragments = subscription.fragments(of: entry)
+        var fragments = subscription.fragments(of: entry)
+        // A server that does not merge shared values (§8.21) gets their plain values only.
+        if !serverExtensions.contains(SharedMerge.textExtension) || !serverExtensions.contains(SharedMerge.counterExtension) {
+            fragments = fragments.map { fragment in
+                var plain = fragment
+                if !serverExtensions.contains(SharedMerge.textExtension) { plain.textOperations = nil }
+                if !serverExtensions.contains(SharedMerge.counterExtension) { plain.counterDeltas = nil }
+                return plain
+            }
+        }
         let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
         let id = entry.changeSet.id
         let procedure = entry.changeSet.procedure

@@ -1,9 +1,9 @@
 import Foundation
 
-/// `contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|reconnect|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|json|websocket|tls|sync|durability|text|cluster|connections|reconnect|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
+    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|text|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -15,7 +15,8 @@ enum BenchCommand {
       restarts it (SIGTERM, a second down) and measures the clients' peak connect rate against
       the same restart with jitter 0.
       `tls` compares echo over wss:// with ws:// (and the handshake) in the same run; it needs
-      OpenSSL 3 (libssl.so.3) at run time.
+      OpenSSL 3 (libssl.so.3) at run time. `text` replays the editing traces of shared/data (or
+      CONTRAIL_EDITING_TRACES) against Yrs through python3 + pycrdt when installed.
       --grants sync's server gives each session an identity with a dozen grants (patterns included),
                so that the sync.* figures show the cost of the grant checks next to a run without
     """
@@ -45,13 +46,13 @@ enum BenchCommand {
             case "--smoke": options.smoke = true
             case "--grants": options.grants = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "json", "websocket", "tls", "sync", "durability", "cluster", "connections", "reconnect":
+            case "model", "scope", "json", "websocket", "tls", "sync", "durability", "text", "cluster", "connections", "reconnect":
                 suites.append(argument)
-            case "all": suites += ["model", "scope", "json", "websocket", "tls", "sync", "durability"]
+            case "all": suites += ["model", "scope", "json", "websocket", "tls", "sync", "durability", "text"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
         }
-        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "tls", "sync", "durability"] }
+        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "tls", "sync", "durability", "text"] }
         if !options.json {
             print(pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
         }
@@ -65,6 +66,7 @@ enum BenchCommand {
             case "tls": figures = try await TLSBench.run(options)
             case "sync": figures = try await SyncBench.run(options)
             case "durability": figures = try await DurabilityBench.run(options)
+            case "text": figures = try await TextBench.run(options)
             case "cluster": figures = try await ClusterBench.run(options)
             case "connections": figures = try await ConnectionsBench.run(options, sessions: sessions)
             case "reconnect": figures = try await ReconnectBench.run(options, clients: clients)

@@ -23,6 +23,8 @@ struct PageAsset: Sendable {
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
         "/contrail-store.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_store_js),
+        "/contrail-text.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_text_js),
+        "/demo-caption.js": PageAsset(contentType: javaScript, body: PackageResources.demo_caption_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
         // Browsers ask for /favicon.ico on every page: the SVG icon, which they accept by its type.
         "/favicon.ico": PageAsset(contentType: svg, body: PackageResources.favicon_svg),

@@ -26,14 +26,24 @@ public struct SyncFragment: Sendable, Hashable, Codable {
     /// Contrail extension (§8.4): for collection keys of a `change`, the collection as it was
     /// before the local edit, so a server can merge concurrent edits. Omitted from the wire when nil.
     public var bases: [String: [UUID]]?
+    /// Contrail extension (§8.21, `"text"` on the wire): for `SharedText` keys, the operations
+    /// (`TextOperation.json`) of a change, or the whole state (`TextDocument.stateJSON`) in an `add`
+    /// or a full state. `properties` still carries the plain text. Omitted when nil.
+    public var textOperations: [String: JSON]?
+    /// Contrail extension (§8.21, `"counter"` on the wire): for `SharedCounter` keys, how much the
+    /// change added (negative: subtracted). `properties` still carries the plain total. Omitted when nil.
+    public var counterDeltas: [String: Int64]?
 
     /// Creates a fragment.
-    public init(kind: Kind, uuid: UUID, className: String, properties: [String: JSON] = [:], bases: [String: [UUID]]? = nil) {
+    public init(kind: Kind, uuid: UUID, className: String, properties: [String: JSON] = [:], bases: [String: [UUID]]? = nil,
+                textOperations: [String: JSON]? = nil, counterDeltas: [String: Int64]? = nil) {
         self.kind = kind
         self.uuid = uuid
         self.className = className
         self.properties = properties
         self.bases = bases
+        self.textOperations = textOperations
+        self.counterDeltas = counterDeltas
     }
 
     /// Decodes and checks a fragment as the server does at parse time (§3): `type` is add/change,
@@ -91,7 +101,36 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         default:
             throw WireError.invalidFragment(index: nil, reason: "Invalid bases")
         }
-        self.init(kind: kind, uuid: uuid, className: className, properties: properties, bases: bases)
+        var textOperations: [String: JSON]?
+        switch members["text"] {
+        case nil, .null?:
+            break
+        case .object(let values)?:
+            for (key, value) in values where value.objectValue == nil || properties[key] == nil {
+                throw WireError.invalidFragment(index: nil, reason: "Text '\(key)' is not an object beside a plain value")
+            }
+            textOperations = values
+        default:
+            throw WireError.invalidFragment(index: nil, reason: "Invalid text")
+        }
+        var counterDeltas: [String: Int64]?
+        switch members["counter"] {
+        case nil, .null?:
+            break
+        case .object(let values)?:
+            var decoded: [String: Int64] = [:]
+            for (key, value) in values {
+                guard case .int(let delta) = value, properties[key] != nil else {
+                    throw WireError.invalidFragment(index: nil, reason: "Counter '\(key)' is not an integer beside a plain value")
+                }
+                decoded[key] = delta
+            }
+            counterDeltas = decoded
+        default:
+            throw WireError.invalidFragment(index: nil, reason: "Invalid counter")
+        }
+        self.init(kind: kind, uuid: uuid, className: className, properties: properties, bases: bases,
+                  textOperations: textOperations, counterDeltas: counterDeltas)
     }
 
     /// The wire form: always has `properties` (maybe `{}`), the UUID lowercase, `bases` only when set.
@@ -105,6 +144,8 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         if let bases {
             members["bases"] = .object(bases.mapValues { .array($0.map { .string($0.wireString) }) })
         }
+        if let textOperations { members["text"] = .object(textOperations) }
+        if let counterDeltas { members["counter"] = .object(counterDeltas.mapValues { .int($0) }) }
         return .object(members)
     }
 
@@ -139,6 +180,14 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         if let bases {
             writer.writeKey("bases")
             writer.write(.object(bases.mapValues { .array($0.map { .string($0.wireString) }) }))
+        }
+        if let textOperations {
+            writer.writeKey("text")
+            writer.write(.object(textOperations))
+        }
+        if let counterDeltas {
+            writer.writeKey("counter")
+            writer.write(.object(counterDeltas.mapValues { .int($0) }))
         }
         writer.append("}")
     }

@@ -207,6 +207,7 @@ export class Scope extends Emitter {
     this._client = null;
     this._scopeIndex = null;
     this._attached = false;     // true once a full state arrived: edits before it wait, then go out
+    this.fragmentHooks = [];    // (fragment) => void, adding extension members to outgoing fragments (contrail-text.js)
   }
 
   /** Whether the app knows `model`'s class (the `classes` option); unknown ones are kept, never dropped. */
@@ -368,6 +369,7 @@ export class Scope extends Emitter {
     this._pending.clear();
     this._collect(reachable);
     if (!fragments.length) return;
+    for (const hook of this.fragmentHooks) for (const fragment of fragments) hook(fragment);
     const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false };
     this.queue.push(entry);
     this.emit("changeset", { fragments, remote: false });
@@ -794,7 +796,7 @@ export class Client extends Emitter {
       if (typeof m.sessionToken === "string" && m.sessionToken) {
         this._token = m.sessionToken;
         this._limits = advertisedLimits(m.limits);
-        this.extensions = new Set(Array.isArray(m.extensions) ? m.extensions : []);
+        this.extensions = new Set(Array.isArray(m.extensions) ? m.extensions : []);  // Protocol §8.12
         this.serverLimits = m.limits && typeof m.limits === "object" ? m.limits : {};
         this._online();
         for (const record of this._fetched) this._sendFetch(record);
@@ -910,7 +912,9 @@ export class Client extends Emitter {
    */
   _sendChangeSet(scope, entry) {
     if (scope._scopeIndex === null || entry.index !== null) return;  // sent after the fetch reply, or sent
-    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments: entry.fragments, changeSet: entry.id };
+    // A server that does not merge shared text (§8.21) gets the plain values only.
+    const fragments = this.extensions?.has("SharedText") ? entry.fragments : entry.fragments.map(({ text, ...plain }) => plain);
+    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments, changeSet: entry.id };
     const refusal = overLimits(message, this._limits);
     if (refusal) {
       // Never sent: the server would close the connection, and every new session would send it again.

@@ -8,6 +8,7 @@
 import { Client, Scope, pageToken } from "/contrail.js";
 import { showPresence } from "/demo-presence.js";
 import { ScopeStore } from "/contrail-store.js";
+import { attachCaption } from "/demo-caption.js";
 
 const PALETTE = [0xe74c3cff, 0x3498dbff, 0x2ecc71ff, 0xf1c40fff, 0x9b59b6ff, 0x1f2430ff];
 const query = new URLSearchParams(location.search);
@@ -189,6 +190,8 @@ let store = null, storeError = null;
 const reportStore = (error) => { storeError = error; storeNote.textContent = `not kept in this browser: ${error.message}`; };
 const stored = query.get("persist") === "0" ? Promise.resolve()
   : ScopeStore.open(scope, { onError: reportStore }).then((opened) => { store = opened; draw(); }, reportStore);
+
+attachCaption(scope);  // the shared caption under the canvas (demo-caption.js)
 let fetched = false;
 const ready = stored.then(() => client.fetch(scope)).then(() => { fetched = true; draw(); return true; });
 ready.catch((error) => { showError(`Scope '${scopeName.length > 80 ? scopeName.slice(0, 80) + "…" : scopeName}' could not be opened: ${error.message}`); });
