@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "ContrailServer", dependencies: ["ContrailWire", "ContrailTransport", "ContrailWebSocket", "ContrailNATS", "ContrailTLS"],
                 // Assets/package.json tells Node and editors that the `.js` files are ES modules; not served.
                 exclude: ["Pages/Assets/package.json"],
-                resources: [.embedInCode("Pages/Assets/contrail.js"), .embedInCode("Pages/Assets/pages.css"),
+                resources: [.embedInCode("Pages/Assets/contrail.js"), .embedInCode("Pages/Assets/contrail-collections.js"), .embedInCode("Pages/Assets/pages.css"),
                             .embedInCode("Pages/Assets/demo.html"), .embedInCode("Pages/Assets/demo.js"),
                             .embedInCode("Pages/Assets/inspector.html"), .embedInCode("Pages/Assets/inspector.js")]),
         // Models in a library of their own, for the benchmark's cross-module figure.

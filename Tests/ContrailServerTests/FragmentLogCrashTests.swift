@@ -217,7 +217,8 @@ import Testing
     /// pending, restored as made, and sent; the server ends with all of them and a fresh replica
     /// fetches that state. Returns the number of change sets.
     @discardableResult
-    static func finish(_ server: ContrailServer, binary: URL, logURL: URL, seed: UInt64, after previous: Round, startState: JSON) async throws -> Int {
+    static func finish(_ server: ContrailServer, binary: URL, logURL: URL, seed: UInt64, after previous: Round, startState: JSON,
+                       settleWithin: Duration = .seconds(60)) async throws -> Int {
         let last = try await runChild(binary, log: logURL, seed: seed, kill: .never)
         let lastRestored = try #require(last.restored)
         checkRestore(lastRestored, text: last.restoredText, after: previous, startState: startState)
@@ -231,7 +232,7 @@ import Testing
         let pending = scope.history.filter { $0.origin == .local && $0.state == .syncing }
         #expect(pending.count == made)
         let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
-        #expect(await eventually(.seconds(60)) { client.session?.pendingChangeSets == 0 }, "seed \(seed)")
+        #expect(await eventually(settleWithin) { client.session?.pendingChangeSets == 0 }, "seed \(seed)")
         #expect(pending.allSatisfy { $0.state == .completed }, "no restored change set was rejected (seed \(seed)): \(pending.map(\.state))")
         #expect(scope.stateJSON() == restored, "syncing changed nothing locally")
 
@@ -314,6 +315,32 @@ import Testing
             print("crash test, bursts (seed \(seed)): \(rounds) SIGKILLs, \(returned) edits returned from modify before a kill, \(lost) lost, in \(ContinuousClock.now - started)")
             #expect(lost == 0)
             #expect(returned >= 1000, "at least 1,000 returned edits (seed \(seed))")
+        }
+    }
+
+    /// Thousands of pending change sets (their collections logged as edits, Protocol §8.24, and
+    /// compacted along the way) survive SIGKILLs, and all of them settle on the server as made.
+    @Test func thousandsOfPendingChangeSetsSurviveSIGKILLsAndAllSettle() async throws {
+        try await Self.withOnlineShelf { binary, logURL, server, firstState in
+            var startState = firstState
+            let seed = UInt64.random(in: 1...1_000_000)
+            var random = SystemRandomNumberGenerator()
+            var previous = Round()
+            var rounds = 0
+            while Self.step(of: startState) < 2_000 {
+                rounds += 1
+                try #require(rounds <= 100, "2,000 edits within 100 rounds (seed \(seed))")
+                let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds), kill: .afterStates(Int.random(in: 200...900, using: &random)),
+                                                    arguments: ["--burst", "--compact-bytes", "1048576"])
+                let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
+                Self.checkRestore(restored, text: round.restoredText, after: previous, startState: startState)
+                #expect(previous.lastPrinted <= Self.step(of: restored), "nothing printed before the kill is lost (seed \(seed))")
+                previous = round
+                startState = restored
+            }
+            let made = try await Self.finish(server, binary: binary, logURL: logURL, seed: seed, after: previous, startState: startState,
+                                             settleWithin: .seconds(300))
+            #expect(made >= 2_000)
         }
     }
 

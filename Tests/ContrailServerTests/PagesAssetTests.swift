@@ -17,6 +17,7 @@ import Testing
         ("/demo", "demo.html", "text/html; charset=utf-8"),
         ("/demo.js", "demo.js", "text/javascript; charset=utf-8"),
         ("/contrail.js", "contrail.js", "text/javascript; charset=utf-8"),
+        ("/contrail-collections.js", "contrail-collections.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
     ]
 

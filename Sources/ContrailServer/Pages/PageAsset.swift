@@ -21,6 +21,7 @@ struct PageAsset: Sendable {
         "/demo": PageAsset(contentType: html, body: PackageResources.demo_html),
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
+        "/contrail-collections.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_collections_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
     ]
 }

@@ -171,7 +171,7 @@ final class ServerConnection: Sendable {
         let user = identity == .unrestricted ? "" : " for user '\(identity.user)'"
         core.log.write("session \(session.number) created\(user) from \(peer) (client version \(create.version))")
         let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(
-            sessionToken: session.token, extensions: [ScopeDetach.typeName],
+            sessionToken: session.token, extensions: [ScopeDetach.typeName, SyncFragment.collectionOpsExtension],
             limits: SessionLimits(maxMessageBytes: core.limits.maxMessageBytes,
                                   maxFragmentsPerMessage: core.limits.maxFragmentsPerMessage))))])
         do { try await transport.send(reply) } catch { return session }
