@@ -229,8 +229,9 @@ import Testing
         let made = step(of: restored)
         #expect(made == step(of: lastRestored))
         #expect(report.pendingChangeSets == made, "one pending change set per offline step")
+        // The history keeps the last `historyLimit` change sets: past it, the report's count says it.
         let pending = scope.history.filter { $0.origin == .local && $0.state == .syncing }
-        #expect(pending.count == made)
+        if made <= scope.historyLimit { #expect(pending.count == made) }
         let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
         #expect(await eventually(settleWithin) { client.session?.pendingChangeSets == 0 }, "seed \(seed)")
         #expect(pending.allSatisfy { $0.state == .completed }, "no restored change set was rejected (seed \(seed)): \(pending.map(\.state))")

@@ -24,7 +24,7 @@ struct CollectionEditChain {
             for (key, base) in bases {
                 let collection = Key(uuid: fragment.uuid, property: key)
                 if values[collection] == base { chained[key] = base }
-                if let new = Self.uuids(fragment.properties[key]) { values[collection] = new }
+                if let new = fragment.properties[key]?.uuidElements { values[collection] = new }
             }
             guard !chained.isEmpty else { return fragment }
             // Only collections that follow the chain go as edits; the others stay whole with their base.
@@ -58,20 +58,9 @@ struct CollectionEditChain {
                 }
             }
             for key in (resolved.bases ?? [:]).keys {
-                if let new = Self.uuids(resolved.properties[key]) { values[Key(uuid: fragment.uuid, property: key)] = new }
+                if let new = resolved.properties[key]?.uuidElements { values[Key(uuid: fragment.uuid, property: key)] = new }
             }
             return resolved
         }
-    }
-
-    private static func uuids(_ value: JSON?) -> [UUID]? {
-        guard case .array(let elements)? = value else { return nil }
-        var result: [UUID] = []
-        result.reserveCapacity(elements.count)
-        for element in elements {
-            guard case .string(let text) = element, let uuid = UUID(uuidString: text) else { return nil }
-            result.append(uuid)
-        }
-        return result
     }
 }

@@ -48,8 +48,12 @@ enum CollectionsBench {
         observerScope.root = Shelf()
         let observerCounter = FrameCounter()
         let observer = try await Client.sync(observerScope, connector: CountingConnector(base: server.connector(), counter: observerCounter))
-        scope.modify { shelf.left = (0..<count).map { _ in Item() } }
+        // In change sets of at most 5,000 adds (the server takes 10,000 fragments per message).
+        for start in stride(from: 0, to: count, by: 5_000) {
+            scope.modify { shelf.left += (start..<min(count, start + 5_000)).map { _ in Item() } }
+        }
         try await settled(client, within: .seconds(120))
+        guard shelf.left.count == count else { throw SyncBenchError("collections bench: the items were not taken") }
         try await until(.seconds(120)) { (observerScope.root as? Shelf)?.left.count == count }
         let (sentBefore, receivedBefore) = counter.totals
         let observedBefore = observerCounter.totals.received

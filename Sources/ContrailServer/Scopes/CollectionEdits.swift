@@ -11,16 +11,17 @@ struct CollectionEdits {
         let property: String
     }
 
-    /// Fragment index → collection key → the sender's new value, for collections sent as edits.
-    private var sentAsEdits: [Int: [String: [UUID]]] = [:]
-    /// The senders' new values of collections sent whole with a base (a later edit may name one).
-    private var sentWhole: [[UUID]] = []
+    /// Fragment index → collection key → the sender's new value, for collections sent as edits of
+    /// the current value.
+    private var sentOnCurrent: [Int: [String: [UUID]]] = [:]
+    /// The senders' new values of collections sent with a base or as edits (a later edit may name one).
+    private var sentValues: [[UUID]] = []
     /// The value each collection written by the change set had before it (once per key).
     private var priors: [Key: [UUID]] = [:]
     private var writtenTwice: Set<Key> = []
 
     /// Whether the change set wrote no collection.
-    var isEmpty: Bool { sentAsEdits.isEmpty && priors.isEmpty && sentWhole.isEmpty }
+    var isEmpty: Bool { sentOnCurrent.isEmpty && priors.isEmpty && sentValues.isEmpty }
 
     /// Turns every collection edit of `fragments` into an array with its base: the collection's
     /// current value when the edit names it, else a value `recent` kept; when neither is the base,
@@ -36,22 +37,21 @@ struct CollectionEdits {
                 for key in edits.keys.sorted() {
                     guard let edit = edits[key] else { continue }
                     let current = store.collectionValue(uuid, key) ?? []
-                    let base = edit.isBase(current) ? current : recent?.base(of: edit)
+                    let onCurrent = edit.isBase(current)
+                    let base = onCurrent ? current : recent?.base(of: edit)
                     let new = base.flatMap(edit.applied(to:)) ?? edit.appliedLoosely(to: current)
                     resolved.properties[key] = .array(new.map { .string($0.wireString) })
                     resolved.bases = (resolved.bases ?? [:]).merging([key: base ?? current]) { _, new in new }
+                    // Made on the current value, the merge is the edit's own value, which the sender
+                    // holds (it has merged nothing since: anything it received the scope had before,
+                    // so the current value would differ). Otherwise the reply carries the merge.
+                    if onCurrent { sentOnCurrent[index, default: [:]][key] = new }
+                    sentValues.append(new)
                 }
                 fragments[index] = resolved
-                for key in edits.keys {
-                    if case .array(let elements)? = resolved.properties[key] {
-                        sentAsEdits[index, default: [:]][key] = elements.compactMap { $0.stringValue.flatMap(UUID.init(wireString:)) }
-                    }
-                }
             } else if let bases = fragments[index].bases, recent != nil {
                 for key in bases.keys {
-                    if case .array(let elements)? = fragments[index].properties[key] {
-                        sentWhole.append(elements.compactMap { $0.stringValue.flatMap(UUID.init(wireString:)) })
-                    }
+                    if let new = fragments[index].properties[key]?.uuidElements { sentValues.append(new) }
                 }
             }
             for (key, value) in fragments[index].properties {
@@ -62,10 +62,11 @@ struct CollectionEdits {
         }
     }
 
-    /// Drops from `replies` a merged collection equal to what its sender sent as an edit (the sender
-    /// has it already), and keeps the values the change set made in `recent`. O(collection sizes).
+    /// Drops from `replies` a merged collection equal to what its sender sent as an edit of the
+    /// current value (the sender has it already), and keeps the values the change set made in
+    /// `recent`. O(collection sizes).
     func settle(_ replies: inout [FragmentReply], store: ScopeStore, recent: inout RecentCollections?) {
-        for (index, collections) in sentAsEdits where index < replies.count {
+        for (index, collections) in sentOnCurrent where index < replies.count {
             for (key, new) in collections {
                 guard case .array(let merged)? = replies[index].modifications?[key], merged.count == new.count,
                       zip(merged, new).allSatisfy({ $0.stringValue == $1.wireString })
@@ -75,10 +76,7 @@ struct CollectionEdits {
             }
         }
         guard recent != nil else { return }
-        for collections in sentAsEdits.values {
-            for new in collections.values { recent?.insert(new) }
-        }
-        for new in sentWhole { recent?.insert(new) }
+        for new in sentValues { recent?.insert(new) }
         for (key, prior) in priors {
             recent?.insert(prior)
             if let value = store.collectionValue(key.uuid, key.property) { recent?.insert(value) }

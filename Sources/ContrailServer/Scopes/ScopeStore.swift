@@ -84,14 +84,7 @@ struct ScopeStore: Sendable {
     /// The elements of collection `key` of object `uuid`, if the scope holds it as an array of UUIDs
     /// (nil for a missing object or key, or any other value). O(n).
     func collectionValue(_ uuid: UUID, _ key: String) -> [UUID]? {
-        guard case .array(let elements)? = objects[uuid]?.properties[key] else { return nil }
-        var result: [UUID] = []
-        result.reserveCapacity(elements.count)
-        for element in elements {
-            guard case .string(let text) = element, let uuid = UUID(wireString: text) else { return nil }
-            result.append(uuid)
-        }
-        return result
+        objects[uuid]?.properties[key]?.uuidElements
     }
 
     /// Remembers that the change set `id` was applied (a log replay).

@@ -13,14 +13,7 @@ extension SyncFragment {
         guard kind == .change, let bases, !bases.isEmpty else { return self }
         var copy = self
         for (key, base) in bases {
-            guard case .array(let elements)? = properties[key] else { continue }
-            var new: [UUID] = []
-            new.reserveCapacity(elements.count)
-            for element in elements {
-                guard case .string(let text) = element, let uuid = UUID(wireString: text) else { break }
-                new.append(uuid)
-            }
-            guard new.count == elements.count, let edit = CollectionEdit(base: base, new: new),
+            guard let new = properties[key]?.uuidElements, let edit = CollectionEdit(base: base, new: new),
                   2 * (edit.removed.count + edit.placements.count) < base.count + new.count
             else { continue }
             copy.properties[key] = nil
@@ -44,5 +37,20 @@ extension SyncFragment {
             copy.bases = (copy.bases ?? [:]).merging([key: base]) { _, new in new }
         }
         return copy
+    }
+}
+
+extension JSON {
+    /// The elements of an array of UUID strings (a collection's wire value); nil for any other
+    /// value, or an array with another element. O(n).
+    package var uuidElements: [UUID]? {
+        guard case .array(let elements) = self else { return nil }
+        var result: [UUID] = []
+        result.reserveCapacity(elements.count)
+        for element in elements {
+            guard case .string(let text) = element, let uuid = UUID(wireString: text) else { return nil }
+            result.append(uuid)
+        }
+        return result
     }
 }
