@@ -176,7 +176,8 @@ struct CollectionEditTests {
         let moved = SyncFragment(kind: .change, uuid: rootUUID, className: "Board", collectionEdits: ["items": stale]).json
         let second = try await a.sync(index: 4, fragments: [moved])
         let expected = CollectionMerge.merge(base: items, new: [appended] + items, current: items + [appended])
-        #expect(second["fragmentReplies"]?[0] == [:])
+        // Not made on the current value: the merge goes back, as for an array with its base.
+        #expect(second["fragmentReplies"]?[0]?["modifications"]?["items"] == Wire.array(expected.map(\.wireString)))
         let stored = await server.state(ofScope: "S")?["objects"]?[root]?["properties"]?["items"]
         #expect(stored == Wire.array(expected.map(\.wireString)))
         await server.stop()
