@@ -330,8 +330,8 @@ import Testing
             var rounds = 0
             while Self.step(of: startState) < 2_000 {
                 rounds += 1
-                try #require(rounds <= 100, "2,000 edits within 100 rounds (seed \(seed))")
-                let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds), kill: .afterStates(Int.random(in: 200...900, using: &random)),
+                try #require(rounds <= 150, "2,000 edits within 150 rounds (seed \(seed))")
+                let round = try await Self.runChild(binary, log: logURL, seed: seed &+ UInt64(rounds), kill: .afterStates(Int.random(in: 50...300, using: &random)),
                                                     arguments: ["--burst", "--compact-bytes", "1048576"])
                 let restored = try #require(round.restored, "round \(rounds) (seed \(seed)) restored")
                 Self.checkRestore(restored, text: round.restoredText, after: previous, startState: startState)
