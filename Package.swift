@@ -43,7 +43,7 @@ let package = Package(
                 // Assets/package.json tells Node and editors that the `.js` files are ES modules; not served.
                 exclude: ["Pages/Assets/package.json"],
                 resources: [.embedInCode("Pages/Assets/contrail.js"), .embedInCode("Pages/Assets/contrail-store.js"),
-                            .embedInCode("Pages/Assets/pages.css"),
+                            .embedInCode("Pages/Assets/contrail-collections.js"), .embedInCode("Pages/Assets/pages.css"),
                             .embedInCode("Pages/Assets/demo.html"), .embedInCode("Pages/Assets/demo.js"),
                             .embedInCode("Pages/Assets/inspector.html"), .embedInCode("Pages/Assets/inspector.js"),
                             .embedInCode("Pages/Assets/favicon.svg"),

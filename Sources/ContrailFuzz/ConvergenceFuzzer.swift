@@ -131,7 +131,10 @@ package final class ConvergenceFuzzer {
         do {
             let target = try await host.start()
             for index in 0..<count {
-                let replica = FuzzReplica(index: index, connector: FuzzConnector(target, name: "c\(index)"), options: Self.clientOptions)
+                // Odd replicas send whole collections with their bases, even ones edits (§8.24).
+                var options = Self.clientOptions
+                options.sendsCollectionEdits = index % 2 == 0
+                let replica = FuzzReplica(index: index, connector: FuzzConnector(target, name: "c\(index)"), options: options)
                 if mixedVersions, index % 2 == 1 { replica.scope.unknownClassNames = [FuzzSticker.className] }
                 replicas.append(replica)
                 let session = try await replica.client.connect()

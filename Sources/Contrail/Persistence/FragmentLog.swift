@@ -54,6 +54,8 @@ public final class FragmentLog {
     /// back to the scope on restore so the sync layer sends them again.
     private var unsettled: [Int: FragmentLogEntry] = [:]
     private var nextSequence = 1
+    /// The collections the pending records restored so far wrote (used while attaching).
+    private var restoreChain = CollectionEditChain()
     /// The writer ticket of the last compaction queued (no second one until it has run).
     private var compactionTicket = 0
 
@@ -153,10 +155,12 @@ public final class FragmentLog {
         guard let writer, let scope else { throw .notAttached }
         var snapshot = FragmentLogEntry(kind: .snapshot, root: scope.root?.uuid, fragments: scope.snapshot())
         snapshot.versions = scope.modelVersions(of: snapshot.fragments)
+        var chain = CollectionEditChain()
         let tail = unsettled.sorted { $0.key < $1.key }.map { sequence, pending in
             var kept = pending
             kept.sequence = sequence
             kept.isCompacted = true
+            kept.fragments = chain.compacting(pending.fragments)
             return kept
         }
         compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail, position: writer.position()))
@@ -200,10 +204,15 @@ public final class FragmentLog {
             entry.sequence = nextSequence
             nextSequence += 1
         }
-        try writer.append(entry)
         if let sequence = entry.sequence {
+            // Kept whole (a compaction rewrites it); written with its collections as edits (§8.24).
             unsettled[sequence] = entry
+            var written = entry
+            written.fragments = entry.fragments.map { $0.withCollectionEdits() }
+            try writer.append(written)
             watch(changeSet, sequence: sequence)
+        } else {
+            try writer.append(entry)
         }
         if writer.size.load(ordering: .relaxed) > compactionThreshold,
            writer.writtenTicket.load(ordering: .acquiring) >= compactionTicket {
@@ -276,6 +285,8 @@ public final class FragmentLog {
                 }
             }
             if let sequence = decoded.sequence {
+                var decoded = decoded
+                decoded.fragments = restoreChain.resolving(decoded.fragments) { scope.collectionElements($0, $1) }
                 unsettled[sequence] = decoded
                 nextSequence = max(nextSequence, sequence + 1)
                 pending[sequence] = try scope.restorePending(scope.migrated(decoded.fragments, versions: decoded.versions), message: decoded.message,

@@ -114,6 +114,15 @@ extension Scope {
         _ = try? applyState(rootUUID: before.uuid, fragments: before.fragments)
     }
 
+    /// The UUIDs of the models collection property `name` of object `uuid` holds, or nil when the
+    /// scope has no such object or property. O(n).
+    func collectionElements(_ uuid: UUID, _ name: String) -> [UUID]? {
+        guard let object = objects[uuid] ?? (uuid == root?.uuid ? root : nil) else { return nil }
+        let info = object.info
+        guard let index = info.indexByName[name] else { return nil }
+        return info.properties[index].storage.models(of: object.value(at: index)).map(\.uuid)
+    }
+
     /// Makes room for `additional` more attached objects (a restore about to attach them). O(objects).
     func reserveObjects(_ additional: Int) {
         objects.reserveCapacity(objects.count + additional)

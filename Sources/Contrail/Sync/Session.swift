@@ -472,14 +472,18 @@ public final class Session {
                 return plain
             }
         }
+        // Collections go as edits of their bases to a server that takes them (§8.24); the whole
+        // fragments stay for settling the reply.
+        let edits = options.sendsCollectionEdits && serverExtensions.contains(SyncFragment.collectionOpsExtension)
+        let sent = edits ? fragments.map { $0.withCollectionEdits() } : fragments
         let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
         let id = entry.changeSet.id
         let procedure = entry.changeSet.procedure
         let message = { (index: Int) -> Message in
-            .scopeSync(ScopeSync(index: index, scopeIndex: scopeIndex, fragments: fragments,
+            .scopeSync(ScopeSync(index: index, scopeIndex: scopeIndex, fragments: sent,
                                  atomic: procedure == nil ? atomic : true, procedure: procedure, changeSetID: id))
         }
-        if let rejection = Self.overLimits(serverLimits, fragments: fragments, message: message(nextIndex)) {
+        if let rejection = Self.overLimits(serverLimits, fragments: sent, message: message(nextIndex)) {
             refuse(entry, of: subscription, rejection)
             return
         }
@@ -570,7 +574,8 @@ public final class Session {
     }
 
     /// The elements the accepted fragments inserted or moved in a collection sent with its base that
-    /// the server's merged value (always in `modifications`, Protocol §8.15) left out.
+    /// the server's merged value (in `modifications`, Protocol §8.15; absent when it is what a
+    /// collection sent as an edit made, §8.24) left out.
     static func drops(fragments: [SyncFragment], replies: [FragmentReply]) -> [ChangeSet.Drop] {
         var drops: [ChangeSet.Drop] = []
         for (fragment, reply) in zip(fragments, replies) where reply.isAccepted {

@@ -70,7 +70,7 @@ actor LocalScope: HostedScope {
         self.clock = clock
         self.lastUse = clock.now
         self.log = log
-        self.core = ScopeCore(name: name, limits: limits, procedures: procedures, metrics: metrics)
+        self.core = ScopeCore(name: name, limits: limits, procedures: procedures, metrics: metrics, keepsRecentCollections: true)
     }
 
     /// Takes a slot for loading, unless this scope holds one already.

@@ -36,12 +36,17 @@ struct ScopeCore {
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     /// The `fragments` text of the current full state, until the next change.
     private var cachedState: String?
+    /// Collection values an edit may name as its base besides the current one (§8.24); nil in a
+    /// cluster, where every server must resolve an edit alike.
+    private var recentCollections: RecentCollections?
 
-    init(name: String, limits: ServerLimits, procedures: [ServerProcedure], metrics: ServerMetrics? = nil) {
+    init(name: String, limits: ServerLimits, procedures: [ServerProcedure], metrics: ServerMetrics? = nil,
+         keepsRecentCollections: Bool = false) {
         self.name = name
         self.limits = limits
         self.procedures = procedures
         self.metrics = metrics
+        if keepsRecentCollections { recentCollections = RecentCollections() }
     }
 
     /// The number of subscribed sessions.
@@ -102,6 +107,13 @@ struct ScopeCore {
     mutating func apply(_ message: ScopeSync, to store: inout ScopeStore, from origin: SessionOutbox?,
                         identity: SessionIdentity? = nil, received: [SyncFragment]? = nil) -> ChangeSet {
         let replyTo = message.index
+        // Collection edits (§8.24) become arrays with their bases, so that what follows is the
+        // merge of §8.4, unchanged (a repeat is answered with current values instead).
+        var message = message
+        var edits = CollectionEdits()
+        if !(message.changeSetID.map(store.wasApplied) ?? false) {
+            edits.resolve(&message.fragments, in: store, recent: recentCollections)
+        }
         var followUps: [SyncFragment] = []
         if let procedure = message.procedure {
             do throws(ProcedureError) {
@@ -122,7 +134,9 @@ struct ScopeCore {
         // same log record.
         let followed = outcome.accepted.isEmpty || followUps.isEmpty
             ? [] : store.apply(followUps, atomic: false, maxObjects: limits.maxObjectsPerScope).accepted
-        let replies = outcome.replies
+        var trimmed = outcome.replies
+        if !edits.isEmpty { edits.settle(&trimmed, store: store, recent: &recentCollections) }
+        let replies = trimmed
         if let metrics, origin != nil {
             let rejected = replies.reduce(0) { $0 + ($1.error == nil ? 0 : 1) }
             metrics.changeSetApplied(accepted: replies.count - rejected, rejected: rejected, repeated: outcome.repeated)
@@ -144,7 +158,7 @@ struct ScopeCore {
         let others = origin.map { origin in subscribers.filter { $0.key != ObjectIdentifier(origin) }.map(\.value) } ?? everyone
         let author = origin?.origin
         metrics?.fannedOut(others.count + (followText == nil ? 0 : everyone.count))
-        return .accepted(logged: outcome.accepted + followed) {
+        return .accepted(logged: edits.compacted(outcome.accepted) + followed) {
             for subscriber in others {
                 let scopeIndex = subscriber.scopeIndex
                 let told = subscriber.outbox.receivesOrigins ? author : nil

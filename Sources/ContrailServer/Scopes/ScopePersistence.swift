@@ -108,7 +108,11 @@ final class ScopePersistence: @unchecked Sendable {
                     fragments.append(fragment)
                 }
                 let id = json["changeSet"]?.stringValue.flatMap(UUID.init(wireString:))
-                _ = store?.apply(fragments, atomic: false, maxObjects: .max, changeSetID: id)
+                // Collections written as edits (§8.24) are edits of the values this replay has reached.
+                guard let current = store, let replayed = CollectionEdits.replayed(fragments, onto: current) else {
+                    throw ServerError.persistence(scope: name, reason: "change set at offset \(record.offset) does not fit its collections")
+                }
+                _ = store?.apply(replayed, atomic: false, maxObjects: .max, changeSetID: id)
             }
         }
         return (store, recordedName)

@@ -69,9 +69,22 @@ struct ScopeStore: Sendable {
             for (key, sent) in fragment.properties {
                 if let current = object.properties[key], current != sent { modifications[key] = current }
             }
+            // A collection sent as an edit (§8.24) gets its current value: the edit's result is not known here.
+            for key in (fragment.collectionEdits ?? [:]).keys {
+                if let current = object.properties[key] { modifications[key] = current }
+            }
             return FragmentReply(error: nil, modifications: modifications.isEmpty ? nil : modifications)
         }
         return SyncOutcome(replies: replies, accepted: [], repeated: true)
+    }
+
+    /// Whether the change set `id` was applied (it is among the recent ones kept).
+    func wasApplied(_ id: UUID) -> Bool { applied.contains(id) }
+
+    /// The elements of collection `key` of object `uuid`, if the scope holds it as an array of UUIDs
+    /// (nil for a missing object or key, or any other value). O(n).
+    func collectionValue(_ uuid: UUID, _ key: String) -> [UUID]? {
+        objects[uuid]?.properties[key]?.uuidElements
     }
 
     /// Remembers that the change set `id` was applied (a log replay).

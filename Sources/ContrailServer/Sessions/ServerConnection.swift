@@ -188,7 +188,9 @@ final class ServerConnection: Sendable {
         let user = identity == .unrestricted ? "" : " for user '\(identity.user)'"
         core.log.write("session.created", session: session.number, "session \(session.number) created\(user) from \(peer) (client version \(create.version))")
         let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(
-            sessionToken: session.token, extensions: [ScopeDetach.typeName, PresenceUpdate.typeName, SharedMerge.counterExtension, SharedMerge.textExtension] + (origins ? ["ScopeSyncOrigin"] : []),
+            sessionToken: session.token,
+            extensions: [ScopeDetach.typeName, PresenceUpdate.typeName, SharedMerge.counterExtension, SharedMerge.textExtension,
+                         SyncFragment.collectionOpsExtension] + (origins ? ["ScopeSyncOrigin"] : []),
             limits: SessionLimits(maxMessageBytes: core.limits.maxMessageBytes,
                                   maxFragmentsPerMessage: core.limits.maxFragmentsPerMessage,
                                   maxPresenceBytes: core.limits.maxPresenceBytes,

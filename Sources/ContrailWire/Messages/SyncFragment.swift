@@ -33,10 +33,16 @@ public struct SyncFragment: Sendable, Hashable, Codable {
     /// Contrail extension (§8.21, `"counter"` on the wire): for `SharedCounter` keys, how much the
     /// change added (negative: subtracted). `properties` still carries the plain total. Omitted when nil.
     public var counterDeltas: [String: Int64]?
+    /// Contrail extension (§8.24): collection keys of a `change` sent as an edit of the base the
+    /// sender saw instead of a whole array (such a key is in neither `properties` nor `bases`).
+    /// `"collectionOps"` on the wire; omitted when nil. Sent only to a server that lists the
+    /// `collectionOps` extension.
+    public var collectionEdits: [String: CollectionEdit]?
 
     /// Creates a fragment.
     public init(kind: Kind, uuid: UUID, className: String, properties: [String: JSON] = [:], bases: [String: [UUID]]? = nil,
-                textOperations: [String: JSON]? = nil, counterDeltas: [String: Int64]? = nil) {
+                textOperations: [String: JSON]? = nil, counterDeltas: [String: Int64]? = nil,
+                collectionEdits: [String: CollectionEdit]? = nil) {
         self.kind = kind
         self.uuid = uuid
         self.className = className
@@ -44,6 +50,7 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         self.bases = bases
         self.textOperations = textOperations
         self.counterDeltas = counterDeltas
+        self.collectionEdits = collectionEdits
     }
 
     /// Decodes and checks a fragment as the server does at parse time (§3): `type` is add/change,
@@ -129,8 +136,24 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         default:
             throw WireError.invalidFragment(index: nil, reason: "Invalid counter")
         }
+        var edits: [String: CollectionEdit]?
+        switch members["collectionOps"] {
+        case nil, .null?:
+            break
+        case .object(let values)? where kind == .change:
+            var decoded: [String: CollectionEdit] = [:]
+            for (key, value) in values {
+                guard properties[key] == nil, bases?[key] == nil else {
+                    throw WireError.invalidFragment(index: nil, reason: "Collection operations '\(key)' beside a value")
+                }
+                decoded[key] = try CollectionEdit(json: value, key: key)
+            }
+            edits = decoded
+        default:
+            throw WireError.invalidFragment(index: nil, reason: "Invalid collectionOps")
+        }
         self.init(kind: kind, uuid: uuid, className: className, properties: properties, bases: bases,
-                  textOperations: textOperations, counterDeltas: counterDeltas)
+                  textOperations: textOperations, counterDeltas: counterDeltas, collectionEdits: edits)
     }
 
     /// The wire form: always has `properties` (maybe `{}`), the UUID lowercase, `bases` only when set.
@@ -146,6 +169,9 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         }
         if let textOperations { members["text"] = .object(textOperations) }
         if let counterDeltas { members["counter"] = .object(counterDeltas.mapValues { .int($0) }) }
+        if let collectionEdits {
+            members["collectionOps"] = .object(collectionEdits.mapValues(\.json))
+        }
         return .object(members)
     }
 
@@ -188,6 +214,10 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         if let counterDeltas {
             writer.writeKey("counter")
             writer.write(.object(counterDeltas.mapValues { .int($0) }))
+        }
+        if let collectionEdits {
+            writer.writeKey("collectionOps")
+            writer.write(.object(collectionEdits.mapValues(\.json)))
         }
         writer.append("}")
     }

@@ -16,6 +16,8 @@
 //   canvas.on("change", (e) => console.log(e.model.uuid, e.key, e.value));
 //   canvas.modify(() => { const s = canvas.create("Shape", { x: 10, y: 20 }); canvas.root.insert("shapes", s); });
 
+import { COLLECTION_OPS, stableElements, withCollectionEdits } from "./contrail-collections.js";
+
 /** Protocol version sent in SessionCreate. */
 export const VERSION = "0.2.0";
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -90,22 +92,6 @@ export function mergeCollection(base, next, current) {
     placed.add(e);
   }
   return result;
-}
-
-function stableElements(base, next, nextSet) {
-  const basePos = new Map();
-  base.forEach((e, i) => { if (nextSet.has(e) && !basePos.has(e)) basePos.set(e, i); });
-  const seq = next.filter((e) => basePos.has(e)).map((e) => [e, basePos.get(e)]);
-  const tails = [], parents = new Array(seq.length).fill(-1);
-  seq.forEach((item, i) => {
-    let lo = 0, hi = tails.length;
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (seq[tails[mid]][1] < item[1]) lo = mid + 1; else hi = mid; }
-    if (lo > 0) parents[i] = tails[lo - 1];
-    if (lo === tails.length) tails.push(i); else tails[lo] = i;
-  });
-  const stable = new Set();
-  for (let c = tails.length ? tails[tails.length - 1] : -1; c >= 0; c = parents[c]) stable.add(seq[c][0]);
-  return stable;
 }
 
 /** One object of a scope: a UUID, a class name and wire values by property name. */
@@ -912,8 +898,10 @@ export class Client extends Emitter {
    */
   _sendChangeSet(scope, entry) {
     if (scope._scopeIndex === null || entry.index !== null) return;  // sent after the fetch reply, or sent
-    // A server that does not merge shared text (§8.21) gets the plain values only.
-    const fragments = this.extensions?.has("SharedText") ? entry.fragments : entry.fragments.map(({ text, ...plain }) => plain);
+    // A server that does not merge shared text (§8.21) gets the plain values only; collections go as
+    // edits of their bases to a server that takes them (§8.24); entry.fragments stay whole.
+    let fragments = this.extensions?.has("SharedText") ? entry.fragments : entry.fragments.map(({ text, ...plain }) => plain);
+    if (this.extensions?.has(COLLECTION_OPS)) fragments = fragments.map(withCollectionEdits);
     const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments, changeSet: entry.id };
     const refusal = overLimits(message, this._limits);
     if (refusal) {
