@@ -110,7 +110,7 @@ final class ScopePersistence: @unchecked Sendable {
                 let id = json["changeSet"]?.stringValue.flatMap(UUID.init(wireString:))
                 // Collections written as edits (§8.24) are edits of the values this replay has reached.
                 guard let current = store, let replayed = CollectionEdits.replayed(fragments, onto: current) else {
-                    throw ServerError.persistence(scope: name, reason: "change set at offset \(record.offset) does not fit its collections")
+                    throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "change set at offset \(record.offset) does not fit its collections")
                 }
                 _ = store?.apply(replayed, atomic: false, maxObjects: .max, changeSetID: id)
             }
