@@ -114,9 +114,11 @@ extension Scope {
         _ = try? applyState(rootUUID: before.uuid, fragments: before.fragments)
     }
 
-    /// The UUIDs of the models collection property `name` of object `uuid` holds, or nil when the
-    /// scope has no such object or property. O(n).
+    /// The UUIDs collection property `name` of object `uuid` holds on the wire (with the elements of
+    /// unknown classes it keeps, §8.23, as a logged edit's base has them), or nil when the scope has
+    /// no such object or property. O(n).
     func collectionElements(_ uuid: UUID, _ name: String) -> [UUID]? {
+        if let whole = unknown.extras[uuid]?[name] { return UnknownState.uuids(in: whole) }
         guard let object = objects[uuid] ?? (uuid == root?.uuid ? root : nil) else { return nil }
         let info = object.info
         guard let index = info.indexByName[name] else { return nil }

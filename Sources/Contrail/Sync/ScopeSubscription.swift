@@ -166,6 +166,16 @@ final class ScopeSubscription {
             return nil
         }
         holder.setOriginal(key, remote)
+        if property.valueKind == .collection, scope.unknown.extras[object.uuid]?[property.name] != nil {
+            // The kept whole value (§8.23) follows the pending edits too: the last one holding the key
+            // sent the whole collection, hidden elements included, and a reply to an edit the server
+            // applied to its current value does not send it back (§8.24).
+            if let last = queue.holders(of: key, from: holder).last,
+               let sent = last.sentValue(of: object, property: index, name: property.name)?.value {
+                let hidden = UnknownState.uuids(in: sent).contains { scope.unknown.objects[$0] != nil }
+                scope.keepUnknown(property.name, hidden ? sent : nil, of: object.uuid)
+            }
+        }
         return rebase(object, index, remote: remote, from: holder)
     }
 
