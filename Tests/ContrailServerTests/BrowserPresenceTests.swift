@@ -54,7 +54,7 @@ import Testing
         try await front(ada)
         let shapeID = try #require(try await ada.evaluate(
             "contrailDemo.addShape({x: 60, y: 50, width: 160, height: 120, color: 0x3498dbff}).uuid").stringValue)
-        let rect = try await ada.evaluate("(() => { const r = document.getElementById('canvas').getBoundingClientRect(); return [r.left, r.top, r.width / 800, r.height / 500]; })()")
+        let rect = try await ada.evaluate("(() => { const r = document.getElementById('canvas').getBoundingClientRect(); const c = document.getElementById('canvas'); return [r.left, r.top, r.width / c.width, r.height / c.height]; })()")
         let (left, top) = (try #require(rect[0]?.doubleValue), try #require(rect[1]?.doubleValue))
         let (scaleX, scaleY) = (try #require(rect[2]?.doubleValue), try #require(rect[3]?.doubleValue))
         try await ada.mouse("mouseMoved", x: left + 420 * scaleX, y: top + 300 * scaleY)
