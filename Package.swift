@@ -44,7 +44,8 @@ let package = Package(
                 exclude: ["Pages/Assets/package.json"],
                 resources: [.embedInCode("Pages/Assets/contrail.js"), .embedInCode("Pages/Assets/pages.css"),
                             .embedInCode("Pages/Assets/demo.html"), .embedInCode("Pages/Assets/demo.js"),
-                            .embedInCode("Pages/Assets/inspector.html"), .embedInCode("Pages/Assets/inspector.js")]),
+                            .embedInCode("Pages/Assets/inspector.html"), .embedInCode("Pages/Assets/inspector.js"),
+                            .embedInCode("Pages/Assets/contrail-query.js"), .embedInCode("Pages/Assets/demo-list.js")]),
         // Models in a library of their own, for the benchmark's cross-module figure.
         .target(name: "ContrailBenchModels", dependencies: ["Contrail"]),
         // The convergence fuzzer, shared by `contrail fuzz` and the tests (not a product).

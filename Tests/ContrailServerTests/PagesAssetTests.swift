@@ -18,6 +18,8 @@ import Testing
         ("/demo.js", "demo.js", "text/javascript; charset=utf-8"),
         ("/contrail.js", "contrail.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
+        ("/contrail-query.js", "contrail-query.js", "text/javascript; charset=utf-8"),
+        ("/demo-list.js", "demo-list.js", "text/javascript; charset=utf-8"),
     ]
 
     @Test func eachFileIsServedByteForByteWithItsTypeAndHeaders() async throws {

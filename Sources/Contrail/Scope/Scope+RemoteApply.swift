@@ -109,5 +109,6 @@ extension Scope {
         objects[root.uuid] = nil
         root.uuid = uuid
         objects[uuid] = root
+        queryHub?.changed(root)  // its uuid orders it among equal keys
     }
 }

@@ -21,6 +21,8 @@ struct PageAsset: Sendable {
         "/demo": PageAsset(contentType: html, body: PackageResources.demo_html),
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
+        "/contrail-query.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_query_js),
+        "/demo-list.js": PageAsset(contentType: javaScript, body: PackageResources.demo_list_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
     ]
 }

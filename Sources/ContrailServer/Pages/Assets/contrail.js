@@ -246,6 +246,15 @@ export class Scope extends Emitter {
     return { root: this.root.uuid, objects };
   }
 
+  /**
+   * A live query over this scope's objects of class `clsName` (filter, sort, `{window}`): see
+   * contrail-query.js, which provides it once imported (`import "/contrail-query.js"`).
+   */
+  query(clsName, filter, sort, options) {
+    if (!Scope.queryImplementation) throw new Error('scope.query needs: import "/contrail-query.js"');
+    return new Scope.queryImplementation(this, clsName, filter, sort, options);
+  }
+
   _emitChange(model, key, value, previous, remote) {
     this.emit("change", { model, key, value, previous, remote });
     if (Array.isArray(value) || Array.isArray(previous)) {
