@@ -275,8 +275,8 @@ struct LiveQueryTests {
         // A remote batch that changes two objects and adds one: one delivery.
         let c = UUID()
         try scope.apply([
-            SyncFragment(kind: .change, uuid: a.uuid, className: "QTask", properties: ["priority": .number(9)]),
-            SyncFragment(kind: .add, uuid: c, className: "QTask", properties: ["title": .string("c"), "priority": .number(0)]),
+            SyncFragment(kind: .change, uuid: a.uuid, className: "QTask", properties: ["priority": .int(9)]),
+            SyncFragment(kind: .add, uuid: c, className: "QTask", properties: ["title": .string("c"), "priority": .int(0)]),
             SyncFragment(kind: .change, uuid: board.uuid, className: "QBoard",
                          properties: ["tasks": .array([a, b].map { .string($0.uuid.uuidString.lowercased()) } + [.string(c.uuidString.lowercased())])]),
         ])
@@ -298,7 +298,7 @@ struct LiveQueryTests {
         let count = watcher.received.count
         try scope.applyState(rootUUID: board.uuid, fragments: [
             SyncFragment(kind: .add, uuid: board.uuid, className: "QBoard", properties: ["tasks": .array([.string(b.uuid.uuidString.lowercased())])]),
-            SyncFragment(kind: .add, uuid: b.uuid, className: "QTask", properties: ["title": .string("b"), "priority": .number(2)]),
+            SyncFragment(kind: .add, uuid: b.uuid, className: "QTask", properties: ["title": .string("b"), "priority": .int(2)]),
         ])
         await ChangeDelivery.main.drain()
         #expect(Self.titles(query) == ["b"])
@@ -310,7 +310,7 @@ struct LiveQueryTests {
     /// One query of the property test and its oracle.
     struct Probe {
         let query: LiveQuery<QTask>
-        let filter: (QTask) -> Bool
+        let filter: @MainActor (QTask) -> Bool
         let before: (QTask, QTask) -> Bool
         var contents: [ObjectIdentifier]
         var received: [QueryChanges] = []
@@ -379,7 +379,7 @@ struct LiveQueryTests {
         var localSets: [ChangeSet] = []
         scope.onChanges(sink) { if $0.origin == .local { localSets.append($0) } }
 
-        func probe(_ filter: @escaping (QTask) -> Bool, _ before: @escaping (QTask, QTask) -> Bool,
+        func probe(_ filter: @escaping @MainActor (QTask) -> Bool, _ before: @escaping (QTask, QTask) -> Bool,
                    _ sort: [QuerySort<QTask>], window: Range<Int>?) -> Probe {
             let query: LiveQuery<QTask>
             switch sort.count {

@@ -33,9 +33,9 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
 
     private weak var host: ModelObjectHost?
     private let hub: QueryHub
-    private let filter: (Model) -> Bool
-    private let firstKey: ((Model) -> QueryKeyComponent)?
-    private let restKeys: [(Model) -> QueryKeyComponent]
+    private let filter: @MainActor (Model) -> Bool
+    private let firstKey: (@MainActor (Model) -> QueryKeyComponent)?
+    private let restKeys: [@MainActor (Model) -> QueryKeyComponent]
     private let less: (Entry, Entry) -> Bool
     private var tree: OrderStatisticTree<Entry>
     /// The entry of every object in `tree`, by object.
@@ -65,7 +65,7 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
         }
     }
 
-    init(host: ModelObjectHost, hub: QueryHub, objects: some Sequence<ModelObject>, filter: @escaping (Model) -> Bool,
+    init(host: ModelObjectHost, hub: QueryHub, objects: some Sequence<ModelObject>, filter: @escaping @MainActor (Model) -> Bool,
          sort: [QuerySort<Model>], window: Range<Int>?) {
         self.host = host
         self.hub = hub
@@ -93,8 +93,8 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
         for weak in buffers { weak.buffer?.finish() }
     }
 
-    private static func entry(_ model: Model, firstKey: ((Model) -> QueryKeyComponent)?,
-                              restKeys: [(Model) -> QueryKeyComponent]) -> Entry {
+    private static func entry(_ model: Model, firstKey: (@MainActor (Model) -> QueryKeyComponent)?,
+                              restKeys: [@MainActor (Model) -> QueryKeyComponent]) -> Entry {
         Entry(first: firstKey?(model) ?? .null, rest: restKeys.map { $0(model) }, uuid: model.uuid, object: model)
     }
 

@@ -34,7 +34,7 @@ final class OrderStatisticTree<Element> {
     /// The most elements of a leaf and the most children of an inner node.
     let capacity: Int
     /// A node narrower than this (other than the root) is merged with or refilled from a sibling.
-    private var minimum: Int { capacity / 4 }
+    private var minimum: Int { max(2, capacity / 4) }
     /// The order: a strict total order on the elements held.
     let less: (Element, Element) -> Bool
     private(set) var root: Node

@@ -45,31 +45,28 @@ enum QueryKeyComponent {
 
     /// A reader of `keyPath`'s value as a component.
     @MainActor
-    static func reader<Model, Value: Comparable>(_ keyPath: KeyPath<Model, Value>) -> (Model) -> QueryKeyComponent {
-        let convert = converter(for: Value.self)
-        return { convert($0[keyPath: keyPath]) }
+    static func reader<Model, Value: Comparable>(_ keyPath: KeyPath<Model, Value>) -> @MainActor (Model) -> QueryKeyComponent {
+        { @MainActor in component($0[keyPath: keyPath]) }
     }
 
     /// A reader of an optional `keyPath`'s value: `null` for nil.
     @MainActor
-    static func optionalReader<Model, Value: Comparable>(_ keyPath: KeyPath<Model, Value?>) -> (Model) -> QueryKeyComponent {
-        let convert = converter(for: Value.self)
-        return { model in model[keyPath: keyPath].map(convert) ?? .null }
+    static func optionalReader<Model, Value: Comparable>(_ keyPath: KeyPath<Model, Value?>) -> @MainActor (Model) -> QueryKeyComponent {
+        { @MainActor model in model[keyPath: keyPath].map { component($0) } ?? .null }
     }
 
-    /// Turns a value of type `Value` into a component: unboxed for the common types (the type is
-    /// checked once, here, not per value).
-    static func converter<Value: Comparable>(for type: Value.Type) -> (Value) -> QueryKeyComponent {
-        if Value.self == Double.self { return { .double(unsafeBitCast($0, to: Double.self)) } }
-        if Value.self == Int.self { return { .int(Int64(unsafeBitCast($0, to: Int.self))) } }
-        if Value.self == String.self { return { .string(unsafeBitCast($0, to: String.self)) } }
-        if Value.self == Date.self { return { .double(unsafeBitCast($0, to: Date.self).timeIntervalSinceReferenceDate) } }
-        if Value.self == Float.self { return { .double(Double(unsafeBitCast($0, to: Float.self))) } }
-        if Value.self == Int64.self { return { .int(unsafeBitCast($0, to: Int64.self)) } }
-        if Value.self == Int32.self { return { .int(Int64(unsafeBitCast($0, to: Int32.self))) } }
-        if Value.self == UInt64.self { return { .unsigned(unsafeBitCast($0, to: UInt64.self)) } }
-        if Value.self == UInt.self { return { .unsigned(UInt64(unsafeBitCast($0, to: UInt.self))) } }
-        return { .other(ComparableBox($0)) }
+    /// `value` as a component: unboxed for the common types (a compare of type metadata each).
+    static func component<Value: Comparable>(_ value: Value) -> QueryKeyComponent {
+        if Value.self == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
+        if Value.self == Int.self { return .int(Int64(unsafeBitCast(value, to: Int.self))) }
+        if Value.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
+        if Value.self == Date.self { return .double(unsafeBitCast(value, to: Date.self).timeIntervalSinceReferenceDate) }
+        if Value.self == Float.self { return .double(Double(unsafeBitCast(value, to: Float.self))) }
+        if Value.self == Int64.self { return .int(unsafeBitCast(value, to: Int64.self)) }
+        if Value.self == Int32.self { return .int(Int64(unsafeBitCast(value, to: Int32.self))) }
+        if Value.self == UInt64.self { return .unsigned(unsafeBitCast(value, to: UInt64.self)) }
+        if Value.self == UInt.self { return .unsigned(UInt64(unsafeBitCast(value, to: UInt.self))) }
+        return .other(ComparableBox(value))
     }
 }
 

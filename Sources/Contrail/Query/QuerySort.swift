@@ -11,7 +11,7 @@ import Foundation
 @MainActor
 public struct QuerySort<Model: ModelObject> {
     /// Reads the key of one object.
-    let key: (Model) -> QueryKeyComponent
+    let key: @MainActor (Model) -> QueryKeyComponent
     /// Whether larger keys come first.
     let isDescending: Bool
 
