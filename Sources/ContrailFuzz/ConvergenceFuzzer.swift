@@ -55,6 +55,8 @@ package final class ConvergenceFuzzer {
     package var steps: ClosedRange<Int> = 20...80
     /// Whether runs restart the server.
     package var restarts = true
+    /// Called with each replica's scope before it first connects (a test opens live queries on it).
+    package var replicaOpened: (@MainActor (Scope) -> Void)?
 
     package init(server: Server) {
         self.server = server
@@ -130,6 +132,7 @@ package final class ConvergenceFuzzer {
             for index in 0..<count {
                 let replica = FuzzReplica(index: index, connector: FuzzConnector(target, name: "c\(index)"), options: Self.clientOptions)
                 replicas.append(replica)
+                replicaOpened?(replica.scope)
                 let session = try await replica.client.connect()
                 try await session.fetch(replica.scope)
             }

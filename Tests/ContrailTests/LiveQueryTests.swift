@@ -1,4 +1,5 @@
 @testable import Contrail
+import ContrailTestSupport
 import Foundation
 import Observation
 import Synchronization
@@ -333,27 +334,6 @@ struct LiveQueryTests {
         return Array(all[min(all.count, window.lowerBound)..<min(all.count, window.upperBound)])
     }
 
-    /// `old` with `changes` applied as a table view applies a batch update; nil when they do not
-    /// describe a valid batch.
-    static func applying(_ changes: QueryChanges, to old: [ObjectIdentifier], new: [ObjectIdentifier]) -> [ObjectIdentifier]? {
-        guard changes.oldCount == old.count, changes.newCount == new.count else { return nil }
-        let sources = Set(changes.moved.map(\.from)), targets = Set(changes.moved.map(\.to))
-        guard sources.count == changes.moved.count, targets.count == changes.moved.count,
-              sources.isDisjoint(with: changes.removed), targets.isDisjoint(with: changes.inserted),
-              changes.updated.allSatisfy({ $0 < old.count && !changes.removed.contains($0) && !sources.contains($0) }),
-              changes.removed.allSatisfy({ $0 < old.count }), changes.inserted.allSatisfy({ $0 < new.count }) else { return nil }
-        var result: [ObjectIdentifier?] = Array(repeating: nil, count: new.count)
-        for index in changes.inserted { result[index] = new[index] }
-        for move in changes.moved { result[move.to] = old[move.from] }
-        var rest = old.indices.filter { !changes.removed.contains($0) && !sources.contains($0) }.map { old[$0] }[...]
-        for index in result.indices where result[index] == nil {
-            guard let next = rest.popFirst() else { return nil }
-            result[index] = next
-        }
-        guard rest.isEmpty else { return nil }
-        return result.map { $0! }
-    }
-
     /// The values of every task, to find the ones a turn changed.
     static func values(_ scope: Scope) -> [ObjectIdentifier: String] {
         var result: [ObjectIdentifier: String] = [:]
@@ -484,7 +464,7 @@ struct LiveQueryTests {
                 collectors[index].received.removeAll()
                 #expect(deliveries.count <= 1, "seed \(seed) step \(step) query \(index): \(deliveries.count) deliveries in one turn")
                 if let changes = deliveries.first {
-                    let applied = Self.applying(changes, to: probe.contents, new: actual)
+                    let applied = changes.replayed(on: probe.contents, new: actual)
                     #expect(applied == actual, "seed \(seed) step \(step) query \(index): \(changes) does not turn the old contents into the new")
                     // Every object that stayed in the contents and changed is reported.
                     let moved = Set(changes.moved.map(\.from))

@@ -9,13 +9,13 @@ const query = demo.scope.query(shapeClass, () => true, ["color", "x", "y"]);
 
 const aside = document.createElement("aside");
 aside.id = "shape-list";
-aside.style.cssText = "position: absolute; top: 64px; right: 16px; width: 190px; max-height: 480px; overflow: auto;"
-  + " background: #fff; border: 1px solid #ccd; border-radius: 6px; padding: 6px 10px; font-size: 12px;";
+aside.style.cssText = "display: inline-block; vertical-align: top; margin-left: 12px; width: 190px; max-height: 480px;"
+  + " overflow: auto; background: #fff; border: 1px solid #ccd; border-radius: 6px; padding: 6px 10px; font-size: 12px;";
 const heading = document.createElement("b");
 const list = document.createElement("ol");
 list.style.cssText = "margin: 6px 0 0; padding-left: 20px;";
 aside.append(heading, list);
-document.body.append(aside);
+document.getElementById("canvas").after(aside);   // beside the canvas, or below it in a narrow window
 
 /** `rgba(…)` of a 0xRRGGBBAA wire colour. */
 function css(rgba) {
