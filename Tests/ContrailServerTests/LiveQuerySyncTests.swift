@@ -11,6 +11,7 @@ import Testing
 @MainActor
 struct LiveQuerySyncTests {
     /// Two queries on one replica and what went wrong with them.
+    @MainActor
     final class Checker {
         let scope: Scope
         let even: LiveQuery<FuzzItem>
@@ -68,6 +69,7 @@ struct LiveQuerySyncTests {
         }
     }
 
+    @MainActor
     final class Checkers {
         var all: [Checker] = []
     }
