@@ -29,7 +29,7 @@ import Observation
 /// O(log n) without one.
 @MainActor
 public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollection, Observable {
-    typealias Entry = QueryEntry<Model>
+    typealias Entry = QueryEntry
 
     private weak var host: ModelObjectHost?
     private let hub: QueryHub
@@ -40,8 +40,8 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
     private var tree: OrderStatisticTree<Entry>
     /// The entry of every object in `tree`, by object.
     private var members: [ObjectIdentifier: Entry]
-    /// The window's objects (nil without a window).
-    private var shown: [Model]?
+    /// The window's objects, all of class `Model` (nil without a window).
+    private var shown: [ModelObject]?
     /// The window `shown` holds.
     private var appliedWindow: Range<Int>?
     /// What the last `update` found, for `deliver`.
@@ -112,8 +112,8 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
     /// The object at `position` of the window (or of all matches). O(1) in a window, O(log n) without.
     public subscript(position: Int) -> Model {
         registrar.access(self, keyPath: \.observedContents)
-        if let shown { return shown[position] }
-        return tree[position].object
+        if let shown { return unsafeDowncast(shown[position], to: Model.self) }
+        return unsafeDowncast(tree[position].object, to: Model.self)
     }
 
     /// The number of objects that pass the filter, in the window or not (the length of the list a
@@ -254,7 +254,7 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
     /// The changes of a windowed query (or one whose window moved): when no object left or joined
     /// before the window's end, only updates inside it; otherwise the window is read again and
     /// compared with what it showed. O(changed) or O(log n + window).
-    private func windowChanges(from oldShown: [Model], stayed: [Item], moving: [Item], windowMoved: Bool) -> QueryChanges {
+    private func windowChanges(from oldShown: [ModelObject], stayed: [Item], moving: [Item], windowMoved: Bool) -> QueryChanges {
         let end = appliedWindow?.upperBound ?? Int.max
         let reachesWindow = windowMoved || moving.contains { item in
             (item.old != nil && item.oldIndex < end) || (item.new != nil && item.newIndex < end)

@@ -2,7 +2,7 @@ import Foundation
 
 /// One object in a live query's order: its sort keys as they were when it was placed, its uuid
 /// (which breaks ties, so the order is total and the same on every replica) and the object.
-struct QueryEntry<Model: AnyObject> {
+struct QueryEntry {
     /// The first sort key (`null` for a query without sort criteria).
     var first: QueryKeyComponent
     /// The further sort keys, if any (empty: no allocation).
@@ -10,9 +10,11 @@ struct QueryEntry<Model: AnyObject> {
     /// The uuid's bytes as two big-endian numbers: compared, they order as the uuid strings do.
     var high: UInt64
     var low: UInt64
-    let object: Model
+    /// The object (of the query's class: a query downcasts it). Not generic, so that the order's
+    /// code is specialised once, in this module, instead of copying entries through value witnesses.
+    let object: ModelObject
 
-    init(first: QueryKeyComponent, rest: [QueryKeyComponent], uuid: UUID, object: Model) {
+    init(first: QueryKeyComponent, rest: [QueryKeyComponent], uuid: UUID, object: ModelObject) {
         self.first = first
         self.rest = rest
         (high, low) = withUnsafeBytes(of: uuid.uuid) { bytes in
