@@ -346,7 +346,7 @@ struct LiveQueryTests {
     @Test("random edits, remote batches, undo, revert, full states and window moves: every delivery matches re-filtering, re-sorting and diffing",
           arguments: 0..<12)
     func propertyAgainstOracle(seed: Int) async throws {
-        var random = SeededRandom(seed: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+        var random = SeededGenerator(seed: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1)
         let (scope, board) = Self.board((0..<30).map { Self.task("t\($0)", priority: $0 % 7, rank: Double($0 % 5)) })
         // A second replica whose change sets reach the first as remote batches.
         let remote = Scope(name: "tasks")
@@ -486,22 +486,5 @@ struct LiveQueryTests {
         }
         withExtendedLifetime(collectors) {}
         collectors.removeAll()
-    }
-}
-
-/// A small deterministic generator for the property test (SplitMix64).
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
