@@ -42,9 +42,13 @@ let package = Package(
         .target(name: "ContrailServer", dependencies: ["ContrailWire", "ContrailTransport", "ContrailWebSocket", "ContrailNATS", "ContrailTLS"],
                 // Assets/package.json tells Node and editors that the `.js` files are ES modules; not served.
                 exclude: ["Pages/Assets/package.json"],
-                resources: [.embedInCode("Pages/Assets/contrail.js"), .embedInCode("Pages/Assets/pages.css"),
+                resources: [.embedInCode("Pages/Assets/contrail.js"), .embedInCode("Pages/Assets/contrail-store.js"),
+                            .embedInCode("Pages/Assets/contrail-collections.js"), .embedInCode("Pages/Assets/pages.css"),
                             .embedInCode("Pages/Assets/demo.html"), .embedInCode("Pages/Assets/demo.js"),
                             .embedInCode("Pages/Assets/inspector.html"), .embedInCode("Pages/Assets/inspector.js"),
+                            .embedInCode("Pages/Assets/favicon.svg"),
+                            .embedInCode("Pages/Assets/contrail-presence.js"), .embedInCode("Pages/Assets/demo-presence.js"),
+                            .embedInCode("Pages/Assets/contrail-text.js"), .embedInCode("Pages/Assets/demo-caption.js"),
                             .embedInCode("Pages/Assets/contrail-query.js"), .embedInCode("Pages/Assets/demo-list.js")]),
         // Models in a library of their own, for the benchmark's cross-module figure.
         .target(name: "ContrailBenchModels", dependencies: ["Contrail"]),

@@ -1,5 +1,12 @@
 #include "CContrailSystem.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+void ccontrail_release_free_memory(void) { malloc_trim(0); }
+#else
+void ccontrail_release_free_memory(void) {}
+#endif
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <string.h>

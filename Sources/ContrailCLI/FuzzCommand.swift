@@ -6,7 +6,7 @@ enum FuzzCommand {
     static let usage = """
     usage: contrail fuzz convergence [--seeds N] [--start S] [--websocket | --child-server]
                                      [--steps MIN-MAX] [--shrink] [--timeout SECONDS] [--no-restarts]
-                                     [--replay FILE]
+                                     [--mixed-versions] [--replay FILE]
       Runs N seeded convergence runs (default 1000, seeds S..S+N-1, default S = 1): 2-5 clients on one
       scope make random edits, switch modes, pause, drop connections, undo and redo while the server
       restarts; then every replica must equal the server and a fresh fetch, nothing may stay pending,
@@ -15,6 +15,7 @@ enum FuzzCommand {
       --child-server   the server is `contrail serve` in a child process, SIGKILLed at each restart
       --timeout        how long a run may take to settle at the end (default 20)
       --no-restarts    never restart the server
+      --mixed-versions every second client does not know the class FuzzSticker, which the others insert
       --replay FILE    replays one run printed after a failure (CONTRAIL_FUZZ_TRACE=1 prints its frames)
     Exit status 1 when any seed failed.
     usage: contrail fuzz peer --url ws://HOST:PORT/ --scope NAME [--seed N]
@@ -32,6 +33,7 @@ enum FuzzCommand {
         var steps: ClosedRange<Int>?
         var timeout = 20
         var restarts = true
+        var mixedVersions = false
         var replay: String?
         var rest = arguments.dropFirst()
         func number(_ flag: String) throws -> UInt64 {
@@ -47,6 +49,7 @@ enum FuzzCommand {
             case "--child-server": server = .childProcess(executable: CommandLine.arguments[0])
             case "--shrink": shrink = true
             case "--no-restarts": restarts = false
+            case "--mixed-versions": mixedVersions = true
             case "--replay":
                 guard let path = rest.popFirst() else { throw CLIError.usage("--replay needs a file\n\(usage)") }
                 replay = path
@@ -61,6 +64,7 @@ enum FuzzCommand {
         let fuzzer = ConvergenceFuzzer(server: server)
         fuzzer.settleTimeout = .seconds(timeout)
         fuzzer.restarts = restarts
+        fuzzer.mixedVersions = mixedVersions
         if let steps { fuzzer.steps = steps }
         if let replay {
             // A shrunk run as printed after FAIL: {"clients": N, "operations": [...]}.

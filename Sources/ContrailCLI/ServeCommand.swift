@@ -11,13 +11,18 @@ enum ServeCommand {
 
     Runs a Jetstream-compatible sync server over WebSocket. Scopes are schema-agnostic and are
     created on their first write (see --create-scopes), or up front with --scope. Logs one line per session and per error to stderr. Stop it
-    with Ctrl-C (SIGINT) or SIGTERM: logs are written out before it exits.
+    with Ctrl-C (SIGINT) or SIGTERM: it drains (refuses new sessions, tells every client to reconnect
+    to another server with close code 4099, writes out and syncs every log) and exits within
+    --drain-timeout; a second signal exits at once. /healthz and /readyz answer probes (readyz: 503
+    while starting, draining, or cut off from NATS).
 
       --host ADDRESS          address to bind (default 127.0.0.1; serve TLS, or put TLS in front
                               of the server, before exposing it beyond loopback)
       --port PORT             port to listen on (default 3000; 0 picks a free one)
       --data DIR              persist every scope as a log file in DIR (default: in memory only,
                               lost on exit)
+      --backup-dir DIR        where `contrail admin backup` writes backups (one directory each;
+                              default: none, backups over HTTP are refused)
       --fsync POLICY          when accepted change sets are forced to disk: "always" (default;
                               a change set is acknowledged only once its record is synced, with
                               group commit), "interval:200ms" (explicit opt-in to buffered
@@ -35,6 +40,8 @@ enum ServeCommand {
                               with this PEM bundle of CA certificates; tls://host:port URLs alone
                               use the system's roots
       --session-expiry SECS   end sessions idle for this long (default 600)
+      --max-waiting-bytes N   most memory (estimated) of sessions waiting for their clients to
+                              come back; past it the longest-waiting end first (default 536870912)
       --ping-interval SECS    keep-alive ping interval (default 10)
       --max-message-bytes N   largest accepted frame (default 16777216)
       --max-fragments N       most fragments per ScopeSync (default 10000)
@@ -90,6 +97,12 @@ enum ServeCommand {
       --procedures FILE       procedures clients may call, with their constraints (JSON:
                               {"procedures": [{"name": "Canvas.rename", "constraints": [...]}]},
                               optionally with scope roots: "roots": {"Canvas": {"clsName": "Canvas"}})
+      --metrics               serve Prometheus metrics at /metrics (with --token-file or --jwt-key,
+                              only to an admin's Authorization: Bearer token)
+      --log-format FORMAT     "text" (default) or "json": one JSON object per line with time,
+                              level, event, session and scope (never a token or a hook parameter)
+      --drain-timeout SECS    how long a drain may take before the process exits anyway
+                              (default 10)
       --quiet                 do not log
       -h, --help              show this help
     """
@@ -106,14 +119,29 @@ enum ServeCommand {
         let server = try ContrailServer(options: options)
         let port = try await server.start()
         let (ws, http) = options.tls == nil ? ("ws", "http") : ("wss", "https")
-        FileHandle.standardError.write(Data("contrail serve: listening on \(ws)://\(options.host):\(port)/\n".utf8))
-        if options.servesPages {
-            FileHandle.standardError.write(Data("contrail serve: inspector \(http)://\(options.host):\(port)/, demo \(http)://\(options.host):\(port)/demo\n".utf8))
+        let json = options.logFormat == .json
+        if !json {
+            // In JSON the server's own `server.listening` line says it; every line there is an object.
+            FileHandle.standardError.write(Data("contrail serve: listening on \(ws)://\(options.host):\(port)/\n".utf8))
+            if options.servesPages {
+                FileHandle.standardError.write(Data("contrail serve: inspector \(http)://\(options.host):\(port)/, demo \(http)://\(options.host):\(port)/demo\n".utf8))
+            }
         }
-        let reloader = options.tls.map { CertificateReloader($0, log: OperatorLog.standardError) }
+        var reloadLog = OperatorLog.standardError
+        if json { reloadLog = { line in server.log("tls.reload", line) } }
+        let reloader = options.tls.map { CertificateReloader($0, log: reloadLog) }
         await waitForTermination()
         reloader?.stop()
-        await server.stop()
+        // A second signal, or a drain that overruns its bound (a stuck disk), ends the process at once:
+        // every acknowledged change set is durable already.
+        let watchdog = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "contrail.serve.drain"))
+        let bound = options.drainTimeout.components
+        watchdog.schedule(deadline: .now() + .seconds(Int(bound.seconds) + 2))
+        watchdog.setEventHandler { exit(1) }
+        watchdog.resume()
+        for number in [SIGINT, SIGTERM] { signal(number, SIG_DFL) }
+        let finished = await server.drain()
+        if !finished { exit(1) }
     }
 
     /// The options from the arguments; nil when help was asked for.
@@ -149,8 +177,10 @@ enum ServeCommand {
             case "--host": options.host = try value(flag)
             case "--port": options.port = try number(flag, UInt16.self)
             case "--data": options.dataDirectory = URL(filePath: try value(flag), directoryHint: .isDirectory)
+            case "--backup-dir": options.backupDirectory = URL(filePath: try value(flag), directoryHint: .isDirectory)
             case "--fsync": options.fsync = try fsyncPolicy(try value(flag))
             case "--session-expiry": options.sessionExpiry = try seconds(flag)
+            case "--max-waiting-bytes": options.maxWaitingSessionBytes = try number(flag, Int.self)
             case "--ping-interval": options.pingInterval = try seconds(flag)
             case "--max-message-bytes": options.maxMessageBytes = try number(flag, Int.self)
             case "--max-fragments": options.maxFragmentsPerMessage = try number(flag, Int.self)
@@ -206,6 +236,14 @@ enum ServeCommand {
             case "--tls-key": tlsFiles.key = try value(flag)
             case "--no-pages": options.servesPages = false
             case "--quiet": options.log = nil
+            case "--metrics": options.servesMetrics = true
+            case "--log-format":
+                let text = try value(flag)
+                guard let format = ServerLogFormat(rawValue: text) else {
+                    throw CLIError.usage("--log-format: '\(text)' is not text or json\n\n\(help)")
+                }
+                options.logFormat = format
+            case "--drain-timeout": options.drainTimeout = try seconds(flag)
             case "--procedures": (options.procedures, options.roots) = try declarations(file: try value(flag))
             default: throw CLIError.usage("contrail serve: unknown option '\(flag)'\n\n\(help)")
             }

@@ -9,8 +9,8 @@ import Foundation
 /// fetch), prints `torn OFFSET BYTES` if it cut off a record a kill interrupted, `restored STATE`, then makes `count` change sets of random adds, moves between
 /// collections, removals and value changes as a synced scope with no server, so every one stays
 /// pending in the log. Every change set also sets `Shelf.step` to K (one more than the last,
-/// across restarts). After each it prints `state K STATE`, and `durable K` once the log says its
-/// record is on disk. A test kills it (SIGKILL) at any point and checks what the log restores.
+/// across restarts). After each it prints `state K STATE`, and `durable K END` once the log says
+/// its record is on disk (END: where the log's records end in the file, which is longer: preallocated). A test kills it (SIGKILL) at any point and checks what the log restores.
 /// STATE is `Scope.stateJSON()` as sorted-key JSON on one line, with a title over 1,000 characters
 /// (some are 2 MB, so that a kill can land in the middle of writing one) given as its length.
 /// With `--title-bytes N` every change set also sets a title of N bytes: every record is large,
@@ -75,7 +75,7 @@ enum TestClientCommand {
             }
             emit("state \(step) \(state(of: scope))")
             try await log.waitUntilDurable()
-            emit("durable \(step)")
+            emit("durable \(step) \(log.recordsEnd)")
         }
         try log.close()
     }

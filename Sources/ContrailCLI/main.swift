@@ -5,6 +5,8 @@ usage: contrail <command> [arguments]
 
 commands:
   serve            run a Contrail sync server (see contrail serve --help)
+  admin            sessions, scopes, export/import, compaction and backups of a running server
+                   (see contrail admin --help)
   bench            run the benchmarks (see contrail bench --help)
   log              inspect or replay a fragment log file (see contrail log --help)
   autobahn-client  run every Autobahn test case against AUTOBAHN_URL (conformance testee)
@@ -18,6 +20,7 @@ do {
     switch arguments.first {
     case "bench": try await BenchCommand.run(Array(arguments.dropFirst()))
     case "serve": try await ServeCommand.run(Array(arguments.dropFirst()))
+    case "admin": try await AdminCommand.run(Array(arguments.dropFirst()))
     case "log": try await LogCommand.run(Array(arguments.dropFirst()))
     case "autobahn-client": try await AutobahnClientCommand.run(Array(arguments.dropFirst()))
     case "echo-server": try await EchoServerCommand.run(Array(arguments.dropFirst()))

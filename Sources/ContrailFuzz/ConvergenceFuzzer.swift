@@ -57,6 +57,9 @@ package final class ConvergenceFuzzer {
     package var restarts = true
     /// Called with each replica's scope before it first connects (a test opens live queries on it).
     package var replicaOpened: (@MainActor (Scope) -> Void)?
+    /// Whether the replicas stand for two versions of the app: every second one does not know
+    /// `FuzzSticker` (it keeps the stickers the others insert as unknown objects, Protocol §8.23).
+    package var mixedVersions = false
 
     package init(server: Server) {
         self.server = server
@@ -116,7 +119,7 @@ package final class ConvergenceFuzzer {
 
     /// Replays `operations` with `clients` clients; nil when everything converged.
     package func run(_ operations: [FuzzOperation], clients count: Int) async -> FuzzFailure? {
-        ModelRegistry.register(FuzzBoard.self)
+        ModelRegistry.register(FuzzBoard.self, FuzzSticker.self)
         let host = FuzzServerHost(kind: hostKind)
         var replicas: [FuzzReplica] = []
         let failure = await run(operations, clients: count, host: host, replicas: &replicas)
@@ -130,7 +133,11 @@ package final class ConvergenceFuzzer {
         do {
             let target = try await host.start()
             for index in 0..<count {
-                let replica = FuzzReplica(index: index, connector: FuzzConnector(target, name: "c\(index)"), options: Self.clientOptions)
+                // Odd replicas send whole collections with their bases, even ones edits (§8.24).
+                var options = Self.clientOptions
+                options.sendsCollectionEdits = index % 2 == 0
+                let replica = FuzzReplica(index: index, connector: FuzzConnector(target, name: "c\(index)"), options: options)
+                if mixedVersions, index % 2 == 1 { replica.scope.unknownClassNames = [FuzzSticker.className] }
                 replicas.append(replica)
                 replicaOpened?(replica.scope)
                 let session = try await replica.client.connect()
@@ -246,7 +253,8 @@ package final class ConvergenceFuzzer {
         case .addScore(let value):
             board.score += value
         case .insert(let list, let at, let label):
-            let item = FuzzItem()
+            let sticker = mixedVersions && label % 3 == 0 && replica.scope.unknownClassNames.isEmpty
+            let item = sticker ? FuzzSticker() : FuzzItem()
             item.label = "l\(label)"
             var items = replica.list(list)
             items.insert(item, at: at % (items.count + 1))
@@ -298,12 +306,16 @@ package final class ConvergenceFuzzer {
 
     /// How the local change sets of every converged run settled, by state (`drops`: the
     /// elements of partially reverted change sets that the server's merge left out), for the
-    /// campaign's summary.
+    /// campaign's summary; with `mixedVersions`, also the objects of unknown classes the replicas
+    /// that lack `FuzzSticker` held at the end (`unknown objects kept`).
     package private(set) var settlements: [String: Int] = [:]
 
     /// Counts how the replicas' local change sets settled; a change set with drops that is not
     /// partially reverted is a failure (it would tell the app a dropped move happened).
     private func countSettlements(_ replicas: [FuzzReplica]) -> FuzzFailure? {
+        for replica in replicas where !replica.scope.unknownClassNames.isEmpty {
+            settlements["unknown objects kept", default: 0] += replica.scope.unknownObjects.count
+        }
         for replica in replicas {
             for changeSet in replica.scope.history where changeSet.origin == .local {
                 settlements[changeSet.state.rawValue, default: 0] += 1
@@ -324,7 +336,7 @@ package final class ConvergenceFuzzer {
         }
         let settled = await eventually(settleTimeout) {
             replicas.allSatisfy { $0.client.status == .online && $0.session?.pendingChangeSets == 0 }
-                && Set(replicas.map { $0.scope.stateJSON() }).count == 1
+                && Set(replicas.map { self.state(of: $0) }).count == 1
         }
         if !settled {
             let stuck = replicas.filter { $0.client.status != .online || $0.session?.pendingChangeSets != 0 }
@@ -340,10 +352,13 @@ package final class ConvergenceFuzzer {
         case .failure(let error): return FuzzFailure(kind: .divergent, details: "a fresh fetch failed: \(error)")
         }
         // The server stores what was sent; a replica also shows defaults for what never was.
-        if let server = await host.state(ofScope: Self.scopeName), let difference = StateDifference.serverMismatch(server, reference) {
-            return FuzzFailure(kind: .divergent, details: "a fresh fetch differs from the server:\n" + difference)
+        if var server = await host.state(ofScope: Self.scopeName) {
+            if mixedVersions { server = StateDifference.withoutNulls(server) }
+            if let difference = StateDifference.serverMismatch(server, reference) {
+                return FuzzFailure(kind: .divergent, details: "a fresh fetch differs from the server:\n" + difference)
+            }
         }
-        let divergent = replicas.filter { $0.scope.stateJSON() != reference }
+        let divergent = replicas.filter { state(of: $0) != reference }
         if TracingTransport.isEnabled {
             TracingTransport.trace("fresh fetch: \(reference)")
             for replica in replicas {
@@ -354,7 +369,7 @@ package final class ConvergenceFuzzer {
         }
         if !divergent.isEmpty {
             return FuzzFailure(kind: .divergent, details: divergent.map { replica in
-                "c\(replica.index) differs from a fresh fetch:\n" + StateDifference.describe(replica.scope.stateJSON(), reference)
+                "c\(replica.index) differs from a fresh fetch:\n" + StateDifference.describe(state(of: replica), reference)
             }.joined(separator: "\n"))
         }
         let present = Set((reference["objects"]?.objectValue ?? [:]).keys.compactMap { UUID(uuidString: $0) })
@@ -382,6 +397,14 @@ package final class ConvergenceFuzzer {
         return countSettlements(replicas)
     }
 
+    /// A replica's state, compared with the others'. With mixed versions, without null values: a
+    /// full state leaves out a null reference (Protocol §3.4), so a replica that keeps an object it
+    /// does not know has no key where one that knows its class shows `null`.
+    private func state(of replica: FuzzReplica) -> JSON {
+        let state = replica.scope.stateJSON()
+        return mixedVersions ? StateDifference.withoutNulls(state) : state
+    }
+
     /// What a new client fetches.
     private func freshState(host: FuzzServerHost) async -> Result<JSON, SyncError> {
         guard let target = host.connector else { return .failure(.closed) }
@@ -390,7 +413,7 @@ package final class ConvergenceFuzzer {
         do {
             let session = try await replica.client.connect()
             try await session.fetch(replica.scope)
-            state = .success(replica.scope.stateJSON())
+            state = .success(self.state(of: replica))
         } catch {
             state = .failure(error)
         }

@@ -11,7 +11,7 @@ package final class FuzzBoard: ModelObject {
 }
 
 /// An item: scalars, a nested collection of notes, and a reference to another item.
-package final class FuzzItem: ModelObject {
+package class FuzzItem: ModelObject {
     @Property package var label = ""
     @Property package var votes = 0
     @Property package var notes: [FuzzNote] = []
@@ -21,4 +21,10 @@ package final class FuzzItem: ModelObject {
 /// A note nested in an item.
 package final class FuzzNote: ModelObject {
     @Property package var text = ""
+}
+
+/// An item of a class only some replicas know (`ConvergenceFuzzer.mixedVersions`): the others keep
+/// it as an unknown object, in the collections and references that hold it.
+package final class FuzzSticker: FuzzItem {
+    @Property package var shine = 0
 }

@@ -2,6 +2,17 @@ import Contrail
 
 /// Where two scope states (in `Scope.stateJSON()`'s shape) differ, one line per difference.
 enum StateDifference {
+    /// `state` (`Scope.stateJSON()`'s shape) with every property whose value is `null` left out.
+    static func withoutNulls(_ state: JSON) -> JSON {
+        guard case .object(var members) = state, case .object(let objects)? = members["objects"] else { return state }
+        members["objects"] = .object(objects.mapValues { object in
+            guard case .object(var fields) = object, case .object(let properties)? = fields["properties"] else { return object }
+            fields["properties"] = .object(properties.filter { $0.value != .null })
+            return .object(fields)
+        })
+        return .object(members)
+    }
+
     static func describe(_ mine: JSON, _ theirs: JSON) -> String {
         var lines: [String] = []
         if mine["root"] != theirs["root"] { lines.append("root: \(mine["root"] ?? .null) vs \(theirs["root"] ?? .null)") }

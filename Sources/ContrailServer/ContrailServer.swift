@@ -13,8 +13,10 @@ import Foundation
 /// let port = try await server.start()                    // or over WebSocket
 /// ```
 public final class ContrailServer: Sendable {
-    private let core: ServerCore
+    let core: ServerCore
     private let listener = SanitizerVisibleMutex<WebSocketListener?>(nil)
+    /// The one shutdown (``stop()`` or ``drain(timeout:)``), once begun.
+    private let shutdown = SanitizerVisibleMutex<Task<Void, Never>?>(nil)
 
     /// Creates a server; creates `options.dataDirectory` if needed. Nothing listens until ``start()``.
     public init(options: ServerOptions = .init()) throws(ServerError) {
@@ -42,20 +44,25 @@ public final class ContrailServer: Sendable {
     public func start() async throws(ServerError) -> UInt16 {
         guard !core.isStopped else { throw .stopped }
         let options = core.options
-        var pages: HTTPResponder?
-        if options.servesPages {
-            let server = PageServer(core: core)
-            pages = { request in await server.respond(to: request) }
+        let routes = OperationsRoutes(core: core)
+        let pages = options.servesPages ? PageServer(core: core) : nil
+        let responder: HTTPResponder = { request in
+            if let answer = await routes.respond(to: request) { return answer }
+            // Without pages, any other request is what it was before there were routes: not an upgrade.
+            return await pages?.respond(to: request) ?? .error(status: 400, reason: "Bad Request")
         }
+        let log = core.log
         let listener = listener.withLock { current in
             if let current { return current }
             let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes,
-                                            httpResponder: pages, tls: options.tls)
+                                            httpResponder: responder, tls: options.tls,
+                                            log: { line in log.write("listener", level: .warning, line) })
             current = created
             return created
         }
         let port = try await listener.start { [self] transport, headers, peer in accept(transport, headers: headers, peer: peer) }
-        core.log.write("listening on \(options.host):\(port)")
+        let scheme = options.tls == nil ? "ws" : "wss"
+        if core.advance(.started) { core.log.write("server.listening", "listening on \(scheme)://\(options.host):\(port)/") }
         return port
     }
 
@@ -76,9 +83,7 @@ public final class ContrailServer: Sendable {
     /// user's credentials first. Returns how many sessions ended. O(sessions).
     @discardableResult
     public func revoke(user: String) async -> Int {
-        let count = await core.revoke(user: user)
-        core.log.write("revoked user '\(user)': \(count) session(s) ended")
-        return count
+        await ServerAdmin(core: core).revoke(user: user)
     }
 
     /// A connector making in-memory connections to this server: for tests, the Playground and
@@ -90,14 +95,82 @@ public final class ContrailServer: Sendable {
     /// Closes every connection (code 1001), stops all sessions and writes out and closes every
     /// scope's log. The server accepts nothing afterwards.
     public func stop() async {
+        await shutDown(closing: 1001, reason: "server is stopping", as: .stopped)
+        core.log.write("server.stopped", "stopped")
+    }
+
+    /// Drains the server (what `contrail serve` does on SIGTERM): `/readyz` turns 503 and new
+    /// connections are refused; every session's connection is closed with
+    /// ``JetstreamCloseCode/draining`` (4099, Protocol §8.22), which tells a Contrail client to
+    /// reconnect to another server (or this one, restarted) with a new session, resending what is
+    /// pending; then every scope's log is written out and synced, and the listener closes, as in
+    /// ``stop()``. Returns when done or after `timeout`, whichever comes first (then the rest goes
+    /// on in the background: a process may exit, since every acknowledged change set is already
+    /// durable). Returns whether it finished in time. A second call waits like the first.
+    /// - Parameter timeout: the bound; nil: ``ServerOptions/drainTimeout``.
+    @discardableResult
+    public func drain(timeout: Duration? = nil) async -> Bool {
+        let timeout = timeout ?? core.options.drainTimeout
+        let work = Task { [self] in
+            if core.advance(.drain) {
+                core.log.write("server.draining", "draining: refusing new sessions, telling \(core.gauges().connections) connection(s) to reconnect elsewhere")
+            }
+            await shutDown(closing: JetstreamCloseCode.draining, reason: WireErrorBody.serverDraining.closeReason(), as: .drained)
+        }
+        let clock = core.clock
+        let finished = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await work.value; return true }
+            group.addTask { (try? await clock.sleep(for: timeout)) == nil ? true : false }
+            let first = await group.next() ?? true
+            group.cancelAll()
+            return first
+        }
+        core.log.write("server.drained", level: finished ? .info : .warning,
+                       finished ? "drained: logs written out and synced" : "drain did not finish within \(timeout)")
+        return finished
+    }
+
+    /// What ``stop()`` and ``drain(timeout:)`` share: closes every connection with `code`, ends the
+    /// sessions (counted as `closedAs`), writes out and closes the scopes, then the log writer and
+    /// the cluster link. Once per server: a later call returns when the first is done.
+    private func shutDown(closing code: UInt16, reason: String, as closedAs: ServerMetrics.CloseReason) async {
+        let task = shutdown.withLock { current -> Task<Void, Never> in
+            if let current { return current }
+            let created = Task { [self] in await performShutDown(closing: code, reason: reason, as: closedAs) }
+            current = created
+            return created
+        }
+        await task.value
+    }
+
+    private func performShutDown(closing code: UInt16, reason: String, as closedAs: ServerMetrics.CloseReason) async {
+        if code == JetstreamCloseCode.draining {
+            // Connections first, while the scopes still run: each client hears at once where to go.
+            await withTaskGroup(of: Void.self) { group in
+                for connection in core.liveConnections() { group.addTask { await connection.close(code: code, reason: reason) } }
+            }
+        }
         let (sessions, scopes, connections) = core.stopAll()
+        core.metrics.sessionClosed(closedAs, count: sessions.count)
         if let listener = listener.withLock({ $0 }) { await listener.stop() }
         for session in sessions { await session.shutDown() }
-        for connection in connections { await connection.close(code: 1001, reason: "server is stopping") }
+        for connection in connections { await connection.close(code: code, reason: reason) }
         for scope in scopes { await scope.close() }
+        await core.presence.stop()
         core.logWriter?.finish()
         await core.cluster?.close()
-        core.log.write("stopped")
+    }
+
+    /// What `/metrics` serves (``ServerOptions/servesMetrics``): the Prometheus text format, for an
+    /// app that serves it on an endpoint of its own. O(sessions).
+    public func metricsText() async -> String {
+        await MetricsEndpoint(core: core).text()
+    }
+
+    /// Writes an operator's line through the server's log (``ServerOptions/log`` in
+    /// ``ServerOptions/logFormat``) as event `event` (a dotted name such as `tls.reload`).
+    public func log(_ event: String, _ message: String) {
+        core.log.write(event, message)
     }
 
     /// The state of scope `name` in the shape of `Scope.stateJSON()`

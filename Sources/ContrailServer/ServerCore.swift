@@ -21,6 +21,10 @@ final class ServerCore: Sendable {
     let ticker: SessionTicker
     /// ``ServerOptions/clock``, which every server timer and timeout reads.
     let clock: ElapsedClock
+    /// The counters and histograms of `/metrics`.
+    let metrics: ServerMetrics
+    /// Every scope's presence (§8.20).
+    let presence: PresenceHub
 
     private struct State {
         var sessions: [String: ServerSession] = [:]
@@ -33,7 +37,7 @@ final class ServerCore: Sendable {
         var holders: [String: Int] = [:]
         var connections: [ObjectIdentifier: ServerConnection] = [:]
         var nextSessionNumber = 1
-        var isStopped = false
+        var phase = ServerPhase()
     }
 
     /// What a session's fetch of a scope name comes to.
@@ -52,31 +56,48 @@ final class ServerCore: Sendable {
         self.options = options
         self.limits = options.limits
         self.clock = ElapsedClock(options.clock)
-        self.log = ServerLog(sink: options.log)
-        self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log)
+        self.log = ServerLog(sink: options.log, format: options.logFormat)
+        self.metrics = ServerMetrics()
+        self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log, metrics: metrics)
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
         self.throttle = AuthThrottle(initialDelay: options.failedAttemptDelay, maxDelay: options.maxFailedAttemptDelay,
                                      maxWaitingPerSource: options.maxDelayedAttemptsPerSource, clock: clock)
-        self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log)) }
-        self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry, clock: clock)
+        self.cluster = options.cluster.map { ClusterLink(options: $0, log: ServerLog(sink: options.log, format: options.logFormat)) }
+        self.ticker = SessionTicker(pingInterval: options.pingInterval, expiry: options.sessionExpiry,
+                                    maxWaitingBytes: options.maxWaitingSessionBytes, clock: clock, log: log)
+        self.presence = PresenceHub(clock: clock, limits: limits, timeout: options.presenceTimeout, log: log, cluster: cluster)
     }
 
-    var isStopped: Bool { state.withLock { $0.isStopped } }
+    var isStopped: Bool { phase == .stopped }
+
+    /// Where the server stands (``ServerPhase``).
+    var phase: ServerPhase.State { state.withLock { $0.phase.state } }
+
+    /// Moves the phase on; whether the event changed it (``ServerPhase/Action/proceed``).
+    func advance(_ event: ServerPhase.Event) -> Bool {
+        state.withLock { $0.phase.handle(event, fallback: .ignore) } == .proceed
+    }
+
+    /// Whether new connections and sessions are refused: draining or stopped.
+    private static func refusing(_ state: State) -> Bool {
+        state.phase.state == .draining || state.phase.state == .stopped
+    }
 
     // MARK: Sessions
 
     /// Creates and registers a session acting as `identity`, with a fresh token; nil once stopped.
     /// A credential with an expiry ends the session when it passes (the ``ticker`` checks it, on
     /// ``clock``: no timer of its own per session).
-    func makeSession(identity: SessionIdentity) -> ServerSession? {
+    /// `receivesOrigins`: its broadcasts say who made each change set (an admin's inspector).
+    func makeSession(identity: SessionIdentity, receivesOrigins: Bool = false) -> ServerSession? {
         let token = SessionToken.make()
         let number: Int? = state.withLock { state in
-            guard !state.isStopped else { return nil }
+            guard !Self.refusing(state) else { return nil }
             defer { state.nextSessionNumber += 1 }
             return state.nextSessionNumber
         }
         guard let number else { return nil }
-        let session = ServerSession(number: number, token: token, identity: identity, core: self)
+        let session = ServerSession(number: number, token: token, identity: identity, receivesOrigins: receivesOrigins, core: self)
         state.withLock { $0.sessions[token] = session }
         return session
     }
@@ -87,6 +108,27 @@ final class ServerCore: Sendable {
         let sessions = state.withLock { $0.sessions.values.filter { $0.identity.user == user } }
         for session in sessions { await session.expire(reason: .sessionRevoked) }
         return sessions.count
+    }
+
+    /// Every live session, by number. For the admin surface. O(sessions).
+    func liveSessions() -> [ServerSession] {
+        state.withLock { $0.sessions.values.sorted { $0.number < $1.number } }
+    }
+
+    /// The scopes that exist, for the admin surface: by name those a name is known for (every one
+    /// in memory or without a data directory), by file name the files of the data directory no
+    /// scope in memory stands for. Sorted. O(scopes).
+    func existingScopeNames() -> (names: [String], files: [String]) {
+        state.withLock { state in
+            if options.dataDirectory == nil || cluster != nil { return (state.existing.sorted(), []) }
+            let inMemory = state.scopes.keys.filter { state.existing.contains(scopeKey($0)) }
+            return (inMemory.sorted(), state.existing.subtracting(inMemory.map(scopeKey)).sorted())
+        }
+    }
+
+    /// The scope actor for `name` if the server has one now (loaded or not), without making one.
+    func scopeInMemory(named name: String) -> (any HostedScope)? {
+        state.withLock { $0.scopes[name] }
     }
 
     /// The live session with `token`, if any.
@@ -127,11 +169,11 @@ final class ServerCore: Sendable {
     private func makeScope(_ name: String, exists: Bool) -> any HostedScope {
         if let cluster {
             return ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log,
-                                idleTimeout: options.scopeIdleTimeout)
+                                idleTimeout: options.scopeIdleTimeout, metrics: metrics)
         }
         return LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
                           slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,
-                          procedures: options.procedures, root: options.roots[name], exists: exists,
+                          procedures: options.procedures, root: options.roots[name], exists: exists, metrics: metrics,
                           create: { [weak self] in
                               guard let self else { return .limitExceeded("server is stopping") }
                               return self.createScope(named: name)
@@ -142,7 +184,7 @@ final class ServerCore: Sendable {
     /// limit. Nil once stopped.
     func declareScope(named name: String) -> (any HostedScope)? {
         state.withLock { state in
-            if state.isStopped { return nil }
+            if state.phase.state == .stopped { return nil }
             state.existing.insert(scopeKey(name))
             if let scope = state.scopes[name] { return scope }
             let scope = makeScope(name, exists: true)
@@ -158,7 +200,7 @@ final class ServerCore: Sendable {
     /// exists once this server holds it (the cluster's log keeps nothing until a write).
     func holdScope(named name: String) -> ScopeAccess {
         state.withLock { state in
-            if state.isStopped { return .stopped }
+            if state.phase.state == .stopped { return .stopped }
             let key = scopeKey(name)
             var exists = state.existing.contains(key)
             if !exists {
@@ -237,7 +279,7 @@ final class ServerCore: Sendable {
     /// into memory). Nil for a scope that does not exist, or once stopped.
     func existingScope(named name: String) -> (any HostedScope)? {
         state.withLock { state in
-            guard !state.isStopped, state.existing.contains(scopeKey(name)) else { return nil }
+            guard state.phase.state != .stopped, state.existing.contains(scopeKey(name)) else { return nil }
             if let scope = state.scopes[name] { return scope }
             let scope = makeScope(name, exists: true)
             state.scopes[name] = scope
@@ -247,24 +289,39 @@ final class ServerCore: Sendable {
 
     // MARK: Connections
 
-    /// Registers a live connection; false once stopped.
-    func register(_ connection: ServerConnection) -> Bool {
+    /// Registers a live connection; the phase that refuses it (draining or stopped) otherwise.
+    func register(_ connection: ServerConnection) -> ServerPhase.State? {
         state.withLock { state in
-            guard !state.isStopped else { return false }
+            guard !Self.refusing(state) else { return state.phase.state }
             state.connections[ObjectIdentifier(connection)] = connection
-            return true
+            return nil
         }
     }
 
     func unregister(_ connection: ServerConnection) {
         _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+        ticker.connectionClosed()
+    }
+
+    /// The live sessions and connections, for a drain (which closes the connections and leaves the
+    /// rest to ``stopAll()``).
+    func liveConnections() -> [ServerConnection] {
+        state.withLock { Array($0.connections.values) }
+    }
+
+    /// What a scrape counts: sessions (live, resumable), connections, scopes in memory, and the
+    /// sessions' outboxes (for the resend-buffer bytes). O(sessions).
+    func gauges() -> (sessions: Int, connections: Int, scopes: Int, outboxes: [SessionOutbox]) {
+        state.withLock { state in
+            (state.sessions.count, state.connections.count, state.scopes.count, state.sessions.values.map(\.outbox))
+        }
     }
 
     /// Marks the server stopped and hands back everything to shut down.
     func stopAll() -> (sessions: [ServerSession], scopes: [any HostedScope], connections: [ServerConnection]) {
         ticker.stop()
         return state.withLock { state in
-            state.isStopped = true
+            _ = state.phase.handle(.stop, fallback: .ignore)
             defer {
                 state.sessions = [:]
                 state.connections = [:]

@@ -5,4 +5,6 @@ struct ServerLimits: Sendable {
     var maxObjectsPerScope: Int
     var maxResendBytes: Int
     var maxScopesPerSession: Int
+    var maxPresenceBytes: Int
+    var presenceUpdatesPerSecond: Int
 }

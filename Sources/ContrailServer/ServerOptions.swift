@@ -28,6 +28,12 @@ public struct ServerOptions: Sendable {
     public var fsync: FsyncPolicy = .everyRecord
     /// A session expires after this long without any message from its client (closed with 4097).
     public var sessionExpiry: Duration = .seconds(600)
+    /// The most memory that sessions waiting for their client to come back (connection gone, not yet
+    /// expired) may hold together, estimated as ``SessionTicker/waitingSessionOverhead`` per session plus
+    /// its unacknowledged messages. Past it the sessions that have waited longest end first (close code
+    /// 4097 when they resume, logged), so churn of clients that never return cannot grow the server
+    /// without bound. Default 512 MiB (some 60,000 waiting sessions with empty resend buffers).
+    public var maxWaitingSessionBytes = 512 << 20
     /// A new connection must send `SessionCreate` within this time (else closed with 4096).
     public var establishTimeout: Duration = .seconds(10)
     /// The server pings each attached connection about this often (±10 %).
@@ -43,6 +49,16 @@ public struct ServerOptions: Sendable {
     /// `limit-exceeded` reason, and its client starts a new one and refetches. This bounds what a
     /// slow or absent reader costs the server.
     public var maxResendBytes = 16 << 20
+    /// The longest presence value relayed (Protocol §8.20), in bytes of its JSON; a longer one is
+    /// dropped (a Contrail client refuses it before sending: the limit is advertised).
+    public var maxPresenceBytes = 4_096
+    /// The most presence changes per second shown per session and scope; changes in between wait,
+    /// the latest replacing the earlier (advertised, so a Contrail client throttles to it too).
+    public var presenceUpdatesPerSecond = 10
+    /// A session from which nothing came (pings count) for this long is shown as gone from every
+    /// scope's presence until it is heard again; in a cluster, a peer another server stopped
+    /// refreshing leaves after it too. Keep it above the clients' ping interval (10 s).
+    public var presenceTimeout: Duration = .seconds(30)
     /// With a data directory, a scope unused (no fetch or sync) for this long writes a snapshot,
     /// closes its log file and leaves memory; its next use reloads it. Subscriptions stay.
     public var scopeIdleTimeout: Duration = .seconds(60)
@@ -93,6 +109,18 @@ public struct ServerOptions: Sendable {
     /// Serves the web pages (an inspector at `/`, a canvas demo at `/demo`, the JavaScript client at
     /// `/contrail.js`) as plain HTTP GET beside the WebSocket upgrade. `contrail serve` turns it on.
     public var servesPages = false
+    /// Where `POST /api/admin/backup` (`contrail admin backup`) writes backups, each in a directory
+    /// of its own; nil (the default) refuses backups over HTTP. ``ContrailServer/backup(to:)``
+    /// takes any directory. `contrail serve --backup-dir`.
+    public var backupDirectory: URL?
+    /// Serves `/metrics` (Prometheus text format, names prefixed `contrail_`) beside the pages;
+    /// with authentication on (a ``sessionHook``) it takes an admin's bearer token, as the
+    /// inspector's overview. `/healthz` and `/readyz` are always served. `contrail serve --metrics`.
+    public var servesMetrics = false
+    /// How long ``ContrailServer/drain(timeout:)`` may take by default (`contrail serve
+    /// --drain-timeout`, what SIGTERM runs); past it the process may exit: acknowledged change
+    /// sets are durable already.
+    public var drainTimeout: Duration = .seconds(10)
     /// Joins a cluster of servers sharing every scope through NATS JetStream (`contrail serve --nats`);
     /// nil serves alone. With a cluster, scopes live in the cluster's log, not in `dataDirectory`.
     public var cluster: ClusterOptions?
@@ -109,6 +137,9 @@ public struct ServerOptions: Sendable {
     public var clock: any Clock<Duration> = ContinuousClock()
     /// Receives one line per session event and per error; nil silences the server. Default: stderr.
     public var log: (@Sendable (String) -> Void)? = ServerLog.standardError
+    /// The shape of the lines ``log`` receives: text (the default) or one JSON object per line with
+    /// `time`, `level`, `event`, `session` and `scope` (`contrail serve --log-format json`).
+    public var logFormat: ServerLogFormat = .text
 
     /// The defaults: loopback, a free port, in memory.
     public init() {}
@@ -116,6 +147,7 @@ public struct ServerOptions: Sendable {
     var limits: ServerLimits {
         ServerLimits(maxMessageBytes: maxMessageBytes, maxFragmentsPerMessage: maxFragmentsPerMessage,
                      maxObjectsPerScope: maxObjectsPerScope, maxResendBytes: maxResendBytes,
-                     maxScopesPerSession: maxScopesPerSession)
+                     maxScopesPerSession: maxScopesPerSession, maxPresenceBytes: maxPresenceBytes,
+                     presenceUpdatesPerSecond: presenceUpdatesPerSecond)
     }
 }

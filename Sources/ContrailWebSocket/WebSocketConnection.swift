@@ -59,6 +59,10 @@ public final class WebSocketConnection: @unchecked Sendable {
     private var decoder: FrameDecoder
     private var assembler: MessageAssembler
     private var head: [UInt8] = []
+    /// A plain HTTP request whose body is still arriving (server side, with an `httpResponder`):
+    /// its head and `Content-Length`; the body so far is in `head.body`.
+    private var plainRequest: (head: HTTPHead, length: Int)?
+    private var plainResponder: HTTPResponder?
     /// What went wrong, if anything did (the connection's error unless a close handshake explains it).
     private var failure: WebSocketError?
     private var handshakeTimer: LoopTimer?
@@ -387,6 +391,10 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func handshakeBytes(_ bytes: UnsafeRawBufferPointer) {
+        if plainRequest != nil {
+            receiveBody(Array(bytes))
+            return
+        }
         head.append(contentsOf: bytes)
         let end = head.withUnsafeBytes { Handshake.headEnd(in: $0) }
         // The limit holds however the head arrives: a complete head in one read is measured too.
@@ -404,7 +412,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         let headBytes = Array(head[..<end])
         let rest = Array(head[end...])
         head = []
-        if role == .client { clientHandshake(headBytes) } else { serverHandshake(headBytes) }
+        if role == .client { clientHandshake(headBytes) } else { serverHandshake(headBytes, rest: rest) }
         if lifecycle.state == .open && !rest.isEmpty {
             rest.withUnsafeBytes { frameBytes($0) }
         }
@@ -422,11 +430,11 @@ public final class WebSocketConnection: @unchecked Sendable {
         }
     }
 
-    private func serverHandshake(_ headBytes: [UInt8]) {
+    private func serverHandshake(_ headBytes: [UInt8], rest: [UInt8]) {
         if let responder = options.httpResponder, let plain = try? HTTPHead.parseRequest(headBytes),
             !plain.tokens(for: "Upgrade").contains("websocket")
         {
-            answer(plain, with: responder)
+            startPlainRequest(plain, rest: rest, responder: responder)
             return
         }
         let request: HTTPHead
@@ -460,6 +468,48 @@ public final class WebSocketConnection: @unchecked Sendable {
         }
     }
 
+    /// A plain request: answered at once without a body; with `Content-Length` bytes of body (at
+    /// most `maxMessageSize`: 413 past it), once they have arrived (within the handshake timeout).
+    /// A chunked body is refused with 411.
+    private func startPlainRequest(_ request: HTTPHead, rest: [UInt8], responder: @escaping HTTPResponder) {
+        if request.value(for: "Transfer-Encoding") != nil {
+            reject(HTTPResponse.error(status: 411, reason: "Length Required").serialized(),
+                   .handshakeFailed(status: "HTTP/1.1 411 Length Required (chunked request body)"))
+            return
+        }
+        let declared = request.value(for: "Content-Length") ?? "0"
+        guard let length = Int(declared), length >= 0, declared.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            reject(HTTPResponse.error(status: 400, reason: "Bad Request").serialized(),
+                   .handshakeFailed(status: "HTTP/1.1 400 Bad Request (Content-Length)"))
+            return
+        }
+        guard length <= options.maxMessageSize else {
+            reject(HTTPResponse.error(status: 413, reason: "Content Too Large").serialized(),
+                   .handshakeFailed(status: "HTTP/1.1 413 Content Too Large"))
+            return
+        }
+        guard length > 0 else {
+            answer(request, with: responder)
+            return
+        }
+        plainResponder = responder
+        plainRequest = (request, length)
+        receiveBody(rest)
+    }
+
+    /// Adds bytes to the body of ``plainRequest``; answers once it is complete (bytes past it are ignored).
+    private func receiveBody(_ bytes: [UInt8]) {
+        guard var (request, length) = plainRequest, let responder = plainResponder else { return }
+        request.body.append(contentsOf: bytes.prefix(length - request.body.count))
+        guard request.body.count == length else {
+            plainRequest = (request, length)
+            return
+        }
+        plainRequest = nil
+        plainResponder = nil
+        answer(request, with: responder)
+    }
+
     /// Answers a plain HTTP request through the app's responder (off the loop), then closes. Reading
     /// pauses meanwhile, so nothing else is parsed as a request.
     private func answer(_ request: HTTPHead, with responder: @escaping HTTPResponder) {
@@ -480,6 +530,8 @@ public final class WebSocketConnection: @unchecked Sendable {
         guard lifecycle.state == .connecting else { return }
         failure = error
         head = []
+        plainRequest = nil
+        plainResponder = nil
         channel.write(seal: true) { $0.append(contentsOf: response) }
         // Lingering close: send FIN after the response and keep reading (and discarding) until the client
         // closes or `closeTimeout` passes, so that unread request bytes do not make the kernel reset the

@@ -35,6 +35,7 @@ import Testing
             case .closeConnection(let c, _): "close(\(c))"
             case .sendSessionCreate(let c): "sessionCreate(\(c))"
             case .startHandshakeTimer(let id): "handshakeTimer(\(id))"
+            case .startHealthTimer(let id): "healthTimer(\(id))"
             case .startBackoffTimer(let timer, let attempt): "backoff(timer \(timer), attempt \(attempt))"
             case .cancelTimer: "cancelTimer"
             case .renewSession(let s, _, let c): "renew(\(s), \(c))"
@@ -162,22 +163,63 @@ import Testing
         #expect(Self.spell(machine.handle(.backoffElapsed(timer: 2))) == ["open(3, resume: s)"])
         #expect(machine.status == .connecting && machine.session === session)
         let resumed = machine.handle(.transportOpened(id: 3, FakeConnection("c3")))
-        #expect(Self.spell(resumed) == ["start(c3, 3)", "resume(s, c3)"])
+        #expect(Self.spell(resumed) == ["start(c3, 3)", "resume(s, c3)", "healthTimer(3)"])
         guard case .connected(_, 3, _, 1) = machine.state else { Issue.record("\(machine.state)"); return }
         #expect(machine.status == .online)
     }
 
-    @Test func failedReconnectsBackOffFurtherUntilAResumeIsConfirmed() {
+    @Test func failedReconnectsBackOffFurtherUntilAConnectionWasHealthy() {
         var machine = reconnecting(renew: false)
         #expect(Self.spell(machine.handle(.transportFailed(id: 3, .transport("refused")))) == ["backoff(timer 4, attempt 1)"])
         _ = machine.handle(.backoffElapsed(timer: 4))
         _ = machine.handle(.transportOpened(id: 5, FakeConnection("c5")))
-        // Not confirmed yet: another loss backs off further.
+        // Not healthy yet: another loss backs off further.
         var copy = machine
         #expect(Self.spell(copy.handle(.connectionClosed(id: 5, nil))) == ["lost(s)", "backoff(timer 6, attempt 2)"])
-        // Confirmed: the backoff starts over.
-        #expect(Self.spell(machine.handle(.resumeConfirmed)) == [])
+        // A late health timer of an earlier transport forgives nothing.
+        #expect(Self.spell(machine.handle(.sessionHealthy(id: 3))) == [])
+        guard case .connected(_, 5, _, 2) = machine.state else { Issue.record("\(machine.state)"); return }
+        // Healthy for long enough: the backoff starts over.
+        #expect(Self.spell(machine.handle(.sessionHealthy(id: 5))) == [])
         #expect(Self.spell(machine.handle(.connectionClosed(id: 5, nil))) == ["lost(s)", "backoff(timer 6, attempt 0)"])
+    }
+
+    /// Issue 28: one client opened 502 sessions in 20 s because each accepted handshake reset the
+    /// backoff. Sessions the server ends right after they open back off as failed connects do.
+    @Test func sessionsEndedRightAfterTheyOpenBackOffFurtherAndFurther() {
+        var (machine, _) = connected()
+        var id = 1
+        var attempts: [String] = []
+        for _ in 0..<6 {
+            let closed = Self.spell(machine.handle(.connectionClosed(id: id, TransportClosed(code: JetstreamCloseCode.expired, reason: "limit"))))
+            attempts += closed.filter { $0.hasPrefix("backoff") }
+            _ = machine.handle(.backoffElapsed(timer: id + 1))
+            _ = machine.handle(.transportOpened(id: id + 2, FakeConnection("c\(id + 2)")))
+            let accepted = Self.spell(machine.handle(.handshakeEnded(id: id + 2, .success(accepted))))
+            #expect(accepted == ["cancelTimer", "renew(s, c\(id + 2))", "healthTimer(\(id + 2))"])
+            id += 2
+        }
+        #expect(attempts == (0..<6).map { "backoff(timer \($0 * 2 + 2), attempt \($0))" })
+        // Positive control: once a session stayed up, the next loss starts over.
+        _ = machine.handle(.sessionHealthy(id: id))
+        #expect(Self.spell(machine.handle(.connectionClosed(id: id, nil))).last == "backoff(timer \(id + 1), attempt 0)")
+    }
+
+    @Test func aDrainCloseMovesOnAndOpensANewSession() {
+        var (machine, _) = connected()
+        let drained = TransportClosed(code: JetstreamCloseCode.draining, reason: "draining")
+        let recorded = "record(\(SyncError.closedByServer(code: JetstreamCloseCode.draining, reason: "draining")))"
+        let actions = machine.handle(.connectionClosed(id: 1, drained))
+        #expect(Self.spell(actions) == ["lost(s)", recorded, "serverUnavailable", "backoff(timer 2, attempt 0)"])
+        guard case .waitingToReconnect(_, 1, true, 2) = machine.state else { Issue.record("\(machine.state)"); return }
+        // A server still draining refuses the new connection too: on to the next, backing off further.
+        _ = machine.handle(.backoffElapsed(timer: 2))
+        _ = machine.handle(.transportOpened(id: 3, FakeConnection("c3")))
+        let refused = machine.handle(.connectionClosed(id: 3, drained))
+        #expect(Self.spell(refused) == ["cancelTimer", "close(c3)", recorded, "serverUnavailable", "backoff(timer 4, attempt 1)"])
+        // Positive control: without restart on fatal errors a drain still reconnects (it is not fatal).
+        var (other, _) = connected(restart: false)
+        #expect(Self.spell(other.handle(.connectionClosed(id: 1, drained))).last == "backoff(timer 2, attempt 0)")
     }
 
     @Test func reconnectRequestsDropTheConnection() {
@@ -188,7 +230,7 @@ import Testing
             guard case .waitingToReconnect(_, 1, renew, 2) = machine.state else { Issue.record("\(machine.state)"); return }
             // Requests from messages released later (offline) change nothing.
             #expect(Self.spell(machine.handle(.reconnectRequested(renew: false))) == [])
-            #expect(Self.spell(machine.handle(.resumeConfirmed)) == [])
+            #expect(Self.spell(machine.handle(.sessionHealthy(id: 1))) == [], "late: transport 1 is gone")
             guard case .waitingToReconnect(_, 1, renew, 2) = machine.state else { Issue.record("\(machine.state)"); return }
         }
     }
@@ -208,8 +250,8 @@ import Testing
         #expect(pending.renew && pending.attempt == nil)
         #expect(Self.spell(machine.handle(.transportOpened(id: 3, FakeConnection("c3")))) == ["start(c3, 3)", "sessionCreate(c3)", "handshakeTimer(3)"])
         #expect(machine.session === session, "the session stays public while it is renewed")
-        #expect(Self.spell(machine.handle(.handshakeEnded(id: 3, .success(accepted)))) == ["cancelTimer", "renew(s, c3)"])
-        guard case .connected(_, 3, _, 0) = machine.state else { Issue.record("\(machine.state)"); return }
+        #expect(Self.spell(machine.handle(.handshakeEnded(id: 3, .success(accepted)))) == ["cancelTimer", "renew(s, c3)", "healthTimer(3)"])
+        guard case .connected(_, 3, _, 1) = machine.state else { Issue.record("\(machine.state)"); return }
     }
 
     @Test func fatalCloseWithoutRestartStops() {

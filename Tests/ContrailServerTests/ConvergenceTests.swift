@@ -200,6 +200,34 @@ struct ConvergenceTests {
         Self.expectConverged(failures, of: 12)
     }
 
+    /// Two app versions on one scope: every second replica does not know `FuzzSticker`, which the
+    /// others insert into the collections and link and pin. The old replicas keep the stickers
+    /// (and the notes under them) as unknown objects, edit the collections around them, and every
+    /// replica must still equal a fresh fetch by a replica that knows every class (Protocol §8.23).
+    @Test func seededRunsConvergeWithAClassSomeReplicasDoNotKnow() async {
+        let fuzzer = ConvergenceFuzzer(server: .inMemory)
+        fuzzer.mixedVersions = true
+        fuzzer.settleTimeout = .seconds(10)
+        fuzzer.steps = 20...50
+        var failures: [ConvergenceFuzzer.Counterexample] = []
+        var stickers = 0
+        let seeds: ClosedRange<UInt64> = 1...100
+        for seed in seeds {
+            let plan = fuzzer.plan(seed: seed)
+            if plan.clients > 1 {
+                stickers += plan.operations.filter { operation in
+                    guard case .edit(let client, .insert(_, _, let label)) = operation else { return false }
+                    return label % 3 == 0 && client % plan.clients % 2 == 0
+                }.count
+            }
+            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
+        }
+        for failure in failures { print("convergence with mixed versions: \(failure)") }
+        #expect(stickers > 20, "the seeds insert stickers the old replicas do not know")
+        #expect(fuzzer.settlements["unknown objects kept", default: 0] > 20, "the old replicas ended holding stickers")
+        Self.expectConverged(failures, of: seeds.count)
+    }
+
     /// No divergence and no lost insert; at most one run that did not settle (or start) within its
     /// timeout on a loaded machine.
     static func expectConverged(_ failures: [ConvergenceFuzzer.Counterexample], of count: Int) {

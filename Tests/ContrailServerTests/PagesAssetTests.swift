@@ -17,9 +17,16 @@ import Testing
         ("/demo", "demo.html", "text/html; charset=utf-8"),
         ("/demo.js", "demo.js", "text/javascript; charset=utf-8"),
         ("/contrail.js", "contrail.js", "text/javascript; charset=utf-8"),
+        ("/contrail-store.js", "contrail-store.js", "text/javascript; charset=utf-8"),
+        ("/contrail-text.js", "contrail-text.js", "text/javascript; charset=utf-8"),
+        ("/demo-caption.js", "demo-caption.js", "text/javascript; charset=utf-8"),
+        ("/contrail-collections.js", "contrail-collections.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
         ("/contrail-query.js", "contrail-query.js", "text/javascript; charset=utf-8"),
         ("/demo-list.js", "demo-list.js", "text/javascript; charset=utf-8"),
+        ("/favicon.ico", "favicon.svg", "image/svg+xml"),  // no 404 on every page load
+        ("/contrail-presence.js", "contrail-presence.js", "text/javascript; charset=utf-8"),
+        ("/demo-presence.js", "demo-presence.js", "text/javascript; charset=utf-8"),
     ]
 
     @Test func eachFileIsServedByteForByteWithItsTypeAndHeaders() async throws {

@@ -54,6 +54,13 @@ final class ServerProcess: Sendable {
         await child.waitForOutput(containing: text, timeout: timeout)
     }
 
+    /// Sends SIGTERM (a drain) and waits (bounded by `timeout`) until the child has exited; how it ended.
+    func terminate(within timeout: Duration = .seconds(60)) async -> ChildProcess.Termination? {
+        child.signal(SIGTERM)
+        _ = await child.waitForExit(timeout: timeout)
+        return child.termination
+    }
+
     /// Sends SIGKILL and waits (bounded) until the child is gone.
     func kill() async throws {
         await child.kill()

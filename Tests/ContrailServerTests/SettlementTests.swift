@@ -239,30 +239,34 @@ import Testing
 
 extension ClientLifecycleStateTests {
     /// Resumes a machine after a close on transport `id` (backoff timer `id + 1`, transport `id + 2`),
-    /// confirmed by the server; returns the backoff attempt the close started.
-    static func closeAndResume(_ machine: inout Machine, id: Int, reason: TransportClosed, confirm: Bool = true) -> String? {
+    /// healthy for long enough when `healthy`; returns the close's actions (the error it recorded,
+    /// if any, and the backoff it started).
+    static func closeAndResume(_ machine: inout Machine, id: Int, reason: TransportClosed, healthy: Bool) -> [String] {
         let actions = spell(machine.handle(.connectionClosed(id: id, reason)))
         _ = machine.handle(.backoffElapsed(timer: id + 1))
         _ = machine.handle(.transportOpened(id: id + 2, FakeConnection("c\(id + 2)")))
-        if confirm { _ = machine.handle(.resumeConfirmed) }
-        return actions.first { $0.hasPrefix("backoff") }
+        if healthy { _ = machine.handle(.sessionHealthy(id: id + 2)) }
+        return actions.filter { !$0.hasPrefix("lost") }
     }
 
-    @Test func theSameCloseAgainAndAgainBacksOffThoughEveryResumeIsConfirmed() {
+    @Test func theSameCloseAgainAndAgainIsRecordedAndBacksOff() {
         var (machine, _) = connected()
         let tooBig = TransportClosed(code: 1009, reason: "message too big")
-        #expect(Self.closeAndResume(&machine, id: 1, reason: tooBig) == "backoff(timer 2, attempt 0)")
-        #expect(Self.closeAndResume(&machine, id: 3, reason: tooBig) == "backoff(timer 4, attempt 1)")
-        #expect(Self.closeAndResume(&machine, id: 5, reason: tooBig) == "backoff(timer 6, attempt 2)")
+        let recorded = "record(\(SyncError.closedByServer(code: 1009, reason: "message too big")))"
+        #expect(Self.closeAndResume(&machine, id: 1, reason: tooBig, healthy: false) == ["backoff(timer 2, attempt 0)"])
+        #expect(Self.closeAndResume(&machine, id: 3, reason: tooBig, healthy: false) == [recorded, "backoff(timer 4, attempt 1)"])
+        #expect(Self.closeAndResume(&machine, id: 5, reason: tooBig, healthy: false) == [recorded, "backoff(timer 6, attempt 2)"])
         #expect(machine.status == .online)
-        // Positive controls: another reason starts over, and so does a keep-alive interval of calm.
-        #expect(Self.closeAndResume(&machine, id: 7, reason: TransportClosed(code: 4098, reason: "bad")) == "backoff(timer 8, attempt 0)")
-        #expect(Self.closeAndResume(&machine, id: 9, reason: TransportClosed(code: 4098, reason: "bad")) == "backoff(timer 10, attempt 1)")
+        // Positive controls: a healthy spell starts over, and so does a keep-alive interval of calm
+        // for the record (the backoff stands until the connection is healthy).
+        #expect(Self.closeAndResume(&machine, id: 7, reason: tooBig, healthy: true) == [recorded, "backoff(timer 8, attempt 3)"])
+        #expect(Self.closeAndResume(&machine, id: 9, reason: tooBig, healthy: false) == ["backoff(timer 10, attempt 0)"])
         _ = machine.handle(.keepAliveTick)
-        #expect(Self.closeAndResume(&machine, id: 11, reason: TransportClosed(code: 4098, reason: "bad")) == "backoff(timer 12, attempt 0)")
+        #expect(Self.closeAndResume(&machine, id: 11, reason: tooBig, healthy: false) == ["backoff(timer 12, attempt 1)"])
         // A dropped connection (no close code) is not a repeated refusal.
-        #expect(Self.closeAndResume(&machine, id: 13, reason: TransportClosed(code: nil, reason: "reset")) == "backoff(timer 14, attempt 0)")
-        #expect(Self.closeAndResume(&machine, id: 15, reason: TransportClosed(code: nil, reason: "reset")) == "backoff(timer 16, attempt 0)")
+        let reset = TransportClosed(code: nil, reason: "reset")
+        #expect(Self.closeAndResume(&machine, id: 13, reason: reset, healthy: false) == ["backoff(timer 14, attempt 2)"])
+        #expect(Self.closeAndResume(&machine, id: 15, reason: reset, healthy: false) == ["backoff(timer 16, attempt 3)"])
     }
 }
 

@@ -3,7 +3,7 @@ import Testing
 
 /// The folders inside `Sources/Contrail` point one way, as the modules do:
 ///
-///     Sync → Persistence → Scope (with Procedures) → Query, Values → Model (with Observation)
+///     Sync → Persistence → Scope (with Procedures) → Query, Presence, Values → Model (with Observation)
 ///
 /// - **Model and Observation know neither Scope nor the wire.** A model object belongs to a
 ///   `ModelObjectHost` (the base class `Scope` overrides), which it reports its sets, attaches,
@@ -20,6 +20,8 @@ import Testing
 ///   change sets and applies fragments; whether another layer settles its change sets is a
 ///   neutral flag (`awaitsSettlement`) that Sync sets. Procedures (constraints checked on a
 ///   flush) sit with it.
+/// - **Presence knows Model and Observation only.** A scope's ephemeral peers and value
+///   (`ScopePresence`): the scope holds it, the sync layer carries it, it records nothing.
 /// - **Persistence knows Scope and below, not Sync.** A fragment log restores a scope and records
 ///   its change sets; it does not know whether anything syncs them.
 /// - **Sync knows everything below it**, and nothing below knows Sync.
@@ -35,10 +37,11 @@ struct FolderLayeringTests {
         "Observation": ["Model", "Observation"],
         "Query": ["Query", "Model", "Observation"],
         "Values": ["Values", "Model", "Observation"],
-        "Scope": ["Scope", "Procedures", "Query", "Values", "Model", "Observation"],
-        "Procedures": ["Scope", "Procedures", "Query", "Values", "Model", "Observation"],
-        "Persistence": ["Persistence", "Scope", "Procedures", "Query", "Values", "Model", "Observation"],
-        "Sync": ["Sync", "Persistence", "Scope", "Procedures", "Query", "Values", "Model", "Observation"],
+        "Presence": ["Presence", "Model", "Observation"],
+        "Scope": ["Scope", "Presence", "Procedures", "Query", "Values", "Model", "Observation"],
+        "Procedures": ["Scope", "Presence", "Procedures", "Query", "Values", "Model", "Observation"],
+        "Persistence": ["Persistence", "Scope", "Presence", "Procedures", "Query", "Values", "Model", "Observation"],
+        "Sync": ["Sync", "Persistence", "Scope", "Presence", "Procedures", "Query", "Values", "Model", "Observation"],
     ]
 
     /// Folders whose files may not name `ContrailWire` types nor import it.

@@ -90,9 +90,10 @@ import Testing
             }
             #expect(reason.isEmpty || message.contains(reason), "\(message)")
         }
-        let (_, unknownClass) = try restore([#"{"root":null,"fragments":[{"type":"add","uuid":"\#(Self.shapeID)","clsName":"NoSuchClass"}]}"#])
-        guard case .failure(.apply) = unknownClass else {
-            Issue.record("expected an apply error for an unknown class, got \(unknownClass)")
+        // An object of an unknown class is kept (Protocol §8.23), but a root must be made.
+        let (_, unknownRoot) = try restore([#"{"root":"\#(Self.shapeID)","fragments":[{"type":"add","uuid":"\#(Self.shapeID)","clsName":"NoSuchClass"}]}"#])
+        guard case .failure(.apply(_, .unknownClass("NoSuchClass"))) = unknownRoot else {
+            Issue.record("expected an apply error for a root of an unknown class, got \(unknownRoot)")
             return
         }
     }

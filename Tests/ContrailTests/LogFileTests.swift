@@ -305,9 +305,10 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
         }
     }
 
-    @Test func zeroFilledTailIsATornTail() throws {
+    @Test func zeroFilledTailAfterTheSyncedPartEndsTheRecords() throws {
         try withTemporaryDirectory { directory in
-            // A crash after the file grew but before its data reached the disk leaves zeros.
+            // A crash after the file grew (or was preallocated) but before the unsynced data reached
+            // the disk leaves zeros: no record is there, nothing is cut, the next append goes there.
             let url = directory.appendingPathComponent("zeros.log")
             let offsets = try makeLog(at: url, [bytes("kept"), bytes("lost")])
             var damaged = try fileBytes(url)
@@ -316,9 +317,11 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
             try writeBytes(damaged, to: url)
             let (log, recovery) = try LogFile.open(at: url)
             #expect(recovery.records.map(\.payload) == [bytes("kept")])
-            #expect(recovery.truncatedTail?.offset == offsets[1])
-            #expect(recovery.truncatedTail?.discardedBytes == damaged.count - offsets[1])
+            #expect(recovery.truncatedTail == nil)
+            #expect(try fileBytes(url) == damaged, "nothing cut")
+            #expect(try log.append(.changeSet, bytes("next")) == offsets[1])
             try log.close()
+            #expect(try LogFile.read(at: url).records.map(\.payload) == [bytes("kept"), bytes("next")])
         }
     }
 
@@ -532,6 +535,83 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
         }
         #expect(logError { try writer.flush() } == .diskFull(path: "/dev/full"))
         #expect(writer.buffered == 20 && writer.writtenEnd == 0)  // kept for a retry
+    }
+
+    // MARK: Preallocation
+
+    /// Appends `payloads` to a log preallocated in 64 KiB chunks (syncing after the first
+    /// `syncFirst`), and returns the file's bytes and its synced-length side file as a crash would
+    /// leave them (taken while the log is open: a zeroed tail after the records), the records'
+    /// offsets and where they end. The log is closed afterwards.
+    private func preallocatedLog(at url: URL, _ payloads: [[UInt8]], syncFirst: Int? = nil) throws -> (crashed: [UInt8], offsets: [Int], end: Int) {
+        let (log, _) = try LogFile.open(at: url, fsync: .never, preallocation: 64 << 10)
+        var offsets: [Int] = []
+        for (index, payload) in payloads.enumerated() {
+            offsets.append(try log.append(.changeSet, payload))
+            if index + 1 == syncFirst { try log.sync() }
+        }
+        try log.flush()
+        let crashed = try fileBytes(url)
+        let sidePath = url.path + ".synced"
+        let side = FileManager.default.contents(atPath: sidePath)
+        let end = log.size
+        try log.close()
+        // The side file as it was at the crash (the close recorded a longer synced length).
+        if let side { try side.write(to: URL(fileURLWithPath: sidePath)) } else { try? FileManager.default.removeItem(atPath: sidePath) }
+        return (crashed, offsets, end)
+    }
+
+    @Test func appendsToAPreallocatedLogNeverGrowTheFileAndCloseTrimsIt() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("pre.log")
+            let payloads = (0..<50).map { bytes("record \($0) " + String(repeating: "x", count: $0 * 37)) }
+            let (crashed, offsets, end) = try preallocatedLog(at: url, payloads)
+            // While open: one 64 KiB chunk holds them all, zeros after the records.
+            #expect(crashed.count == 64 << 10)
+            #expect(end < crashed.count && crashed[end...].allSatisfy { $0 == 0 })
+            // Closed: trimmed to the records (and the closing sync marker).
+            #expect(try fileBytes(url).count < crashed.count)
+            #expect(try LogFile.read(at: url).records.map(\.payload) == payloads)
+            // Opened as a crash leaves it: every record, no torn tail, the file left as it is, and the
+            // next append lands right after the last record, inside the preallocated part.
+            try writeBytes(crashed, to: url)
+            let (log, recovery) = try LogFile.open(at: url, fsync: .never, preallocation: 64 << 10)
+            #expect(recovery.records.map(\.payload) == payloads && recovery.records.map(\.offset) == offsets)
+            #expect(recovery.truncatedTail == nil)
+            #expect(try fileBytes(url).count == 64 << 10)
+            #expect(try log.append(.changeSet, bytes("after the crash")) == end)
+            try log.close()
+            #expect(try LogFile.read(at: url).records.map(\.payload) == payloads + [bytes("after the crash")])
+            #expect(try LogFile.read(at: url).truncatedTail == nil)
+        }
+    }
+
+    @Test func aZeroedTailThatWasSyncedIsDamageAndAShortZeroRunStaysATornTail() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("synced.log")
+            let payloads = (0..<20).map { bytes("record \($0)") }
+            // Synced after 10 records (a marker names that length): zeros from record 5 on lost synced records.
+            let (crashed, offsets, _) = try preallocatedLog(at: url, payloads, syncFirst: 10)
+            var zeroed = crashed
+            for index in offsets[5]..<zeroed.count { zeroed[index] = 0 }
+            try writeBytes(zeroed, to: url)
+            let error = logError { _ = try LogFile.read(at: url) }
+            #expect(isCorruptRecord(error, at: offsets[5]), "\(String(describing: error))")
+            #expect(logError { _ = try LogFile.open(at: url, fsync: .never) } != nil)
+            #expect(try fileBytes(url) == zeroed, "the damaged file is left as it was")
+            // Zeros only after the synced part: the unsynced records are simply not there (a crash
+            // before their write reached the disk), nothing is damaged.
+            var unsynced = crashed
+            for index in offsets[15]..<unsynced.count { unsynced[index] = 0 }
+            try writeBytes(unsynced, to: url)
+            let recovery = try LogFile.read(at: url)
+            #expect(recovery.records.map(\.payload) == Array(payloads[..<15]) && recovery.truncatedTail == nil)
+            // Fewer zeros than a record header after the last record: possibly the start of a cut
+            // record, a torn tail as without preallocation.
+            let short = Array(crashed[..<offsets[19]]) + [0, 0, 0, 0, 0]
+            try writeBytes(short, to: url)
+            #expect(try LogFile.read(at: url).truncatedTail?.offset == offsets[19])
+        }
     }
 
     @Test func errorsDescribeThemselves() {

@@ -182,12 +182,25 @@ import Testing
         }
     }
 
-    @Test func unknownClassInABatchIsATypedError() async throws {
+    /// An object of a class no model class is registered for is kept as it is while something
+    /// references it (Protocol §8.23), and forgotten with the last reference, as the server drops it.
+    @Test func unknownClassInABatchIsKeptWhileReferenced() async throws {
         let scope = Scope(name: "s")
-        scope.root = Canvas()
-        #expect(throws: ModelError.unknownClass("Hexagon")) {
-            try scope.apply([SyncFragment(kind: .add, uuid: UUID(), className: "Hexagon", properties: [:])])
-        }
+        let canvas = Canvas()
+        scope.root = canvas
+        let hexagon = UUID()
+        let report = try scope.apply([
+            SyncFragment(kind: .add, uuid: hexagon, className: "Hexagon", properties: ["sides": 6]),
+            SyncFragment(kind: .change, uuid: canvas.uuid, className: "Canvas", properties: ["hexagon": .string(hexagon.wireString)]),
+        ])
+        #expect(report.appliedFragments == 2)
+        #expect(scope.unknownObjects.map(\.uuid) == [hexagon])
+        #expect(scope.unknownObjects.first?.properties == ["sides": 6])
+        try scope.apply([SyncFragment(kind: .change, uuid: canvas.uuid, className: "Canvas", properties: ["hexagon": .null])])
+        #expect(scope.unknownObjects.isEmpty)
+        // Unreferenced from the start: not kept (a server refuses such an add, "No parents").
+        try scope.apply([SyncFragment(kind: .add, uuid: UUID(), className: "Hexagon", properties: [:])])
+        #expect(scope.unknownObjects.isEmpty)
     }
 
     @Test func changeForUnknownObjectIsSkippedAndReported() async throws {

@@ -3,18 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, Scope, VERSION, uuid } from "../../Sources/ContrailServer/Pages/Assets/contrail.js";
-import { next } from "./harness.mjs";
-
-/** A WebSocket the test drives: `open()`, `receive(message)`, `drop(code)`; what the client sent is in `sent`. */
-class ScriptedSocket {
-  static made = [];
-  constructor(url) { this.url = url; this.readyState = 0; this.sent = []; this.closed = null; ScriptedSocket.made.push(this); }
-  send(text) { this.sent.push(JSON.parse(text)); }
-  close(code, reason) { this.readyState = 3; this.closed = { code, reason }; }
-  open() { this.readyState = 1; this.onopen?.(); }
-  receive(...messages) { this.onmessage?.({ data: JSON.stringify(messages.length === 1 ? messages[0] : messages) }); }
-  drop(code, reason = "") { this.readyState = 3; this.onclose?.({ code, reason }); }
-}
+import { next, ScriptedSocket } from "./harness.mjs";
 
 /** A client on a scripted socket, closed when the test ends, with quick reconnects. */
 function scriptedClient(t, options = {}) {
@@ -189,4 +178,67 @@ test("without advertised limits (an original server) a large change set is sent"
   scope.flush();
   assert.equal(ws.sent.at(-1).type, "ScopeSync");
   assert.equal(ws.sent.at(-1).fragments[0].properties.name.length, 1500);
+});
+
+test("an app that knows fewer classes keeps the others and the values it does not know (Protocol §8.23)", async (t) => {
+  const client = scriptedClient(t);
+  const scope = new Scope("Board", { rootClass: "Board", classes: ["Board", "Card"] });
+  const before = ScriptedSocket.made.length;
+  const fetched = client.fetch(scope);
+  const ws = ScriptedSocket.made[before];
+  ws.open();
+  ws.receive({ type: "SessionCreateReply", index: 0, sessionToken: "token-1" });
+  const root = uuid(), person = uuid(), card = uuid(), sticker = uuid();
+  ws.receive({ type: "ScopeFetchReply", index: 1, replyTo: 1, scopeIndex: 0 },
+             { type: "ScopeState", index: 2, scopeIndex: 0, rootUUID: root, fragments: [
+               { type: "change", uuid: root, clsName: "Board", properties: { title: "plan", owner: person, tags: ["a", "b"], cards: [card, sticker] } },
+               { type: "add", uuid: person, clsName: "Person", properties: { name: "Ada" } },
+               { type: "add", uuid: card, clsName: "Card", properties: { text: "first", note: "from v2" } },
+               { type: "add", uuid: sticker, clsName: "Sticker", properties: { label: "hot" } },
+             ] });
+  await fetched;
+  // The app sees the card only; the sticker stays in place when it inserts before the card.
+  assert.deepEqual(scope.root.items("cards").map((m) => m.uuid), [card]);
+  const added = scope.create("Card", { text: "new" });
+  scope.modify(() => scope.root.insert("cards", added, 1));
+  const sync = ws.sent.at(-1);
+  const change = sync.fragments.find((f) => f.uuid === root);
+  assert.deepEqual(change.properties.cards, [card, sticker, added.uuid]);
+  assert.deepEqual(change.bases, { cards: [card, sticker] });
+  scope.modify(() => scope.root.insert("cards", scope.create("Card", {}), 0));
+  assert.deepEqual(ws.sent.at(-1).fragments.find((f) => f.uuid === root).properties.cards.slice(1), [card, sticker, added.uuid]);
+  // Nothing it does not know is dropped: the whole state, the owner, the tags, the note.
+  const state = scope.stateJSON();
+  assert.equal(state.objects[person].properties.name, "Ada");
+  assert.equal(state.objects[sticker].clsName, "Sticker");
+  assert.equal(state.objects[card].properties.note, "from v2");
+  assert.deepEqual(state.objects[root].properties.tags, ["a", "b"]);
+  assert.equal(state.objects[root].properties.owner, person);
+  // A remote change of an object of a class it does not know reaches it too.
+  ws.receive({ type: "ScopeSync", index: 3, scopeIndex: 0, fragments: [{ type: "change", uuid: person, clsName: "Person", properties: { name: "Grace" } }] });
+  assert.equal(scope.object(person).get("name"), "Grace");
+});
+
+test("a drain (close 4099) opens a new session; the backoff starts over only after a healthy spell", async (t) => {
+  const client = scriptedClient(t, { backoff: { min: 1, max: 1, healthyAfter: 40 } });
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const { ws } = await online(client, scope);
+  const before = ScriptedSocket.made.length;
+  ws.drop(4099, JSON.stringify({ message: "Server is draining", type: "server-draining" }));
+  assert.equal(client._attempt, 1);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const next = ScriptedSocket.made[before];
+  assert.ok(next, "reconnected");
+  assert.ok(!next.url.toLowerCase().includes("sessiontoken"), `a new session, not a resume: ${next.url}`);
+  next.open();
+  assert.equal(next.sent[0].type, "SessionCreate");
+  next.receive({ type: "SessionCreateReply", index: 0, sessionToken: "token-2" });
+  const fetch = next.sent.find((m) => m.type === "ScopeFetch");
+  assert.ok(fetch, "the scope is fetched again");
+  next.receive({ type: "ScopeFetchReply", index: 1, replyTo: fetch.index, scopeIndex: 0 },
+               { type: "ScopeState", index: 2, scopeIndex: 0, rootUUID: scope.root.uuid, fragments: [{ type: "add", uuid: scope.root.uuid, clsName: "Canvas", properties: {} }] });
+  assert.equal(client.status, "online");
+  assert.equal(client._attempt, 1, "online again, but not yet forgiven");
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  assert.equal(client._attempt, 0, "healthy for longer than healthyAfter: the backoff starts over");
 });

@@ -58,3 +58,14 @@ export function steps(t) {
     try { await fn(); } catch (error) { failed = name; throw error; }
   });
 }
+
+/** A WebSocket the test drives: `open()`, `receive(message)`, `drop(code)`; what the client sent is in `sent`. */
+export class ScriptedSocket {
+  static made = [];
+  constructor(url) { this.url = url; this.readyState = 0; this.sent = []; this.closed = null; ScriptedSocket.made.push(this); }
+  send(text) { this.sent.push(JSON.parse(text)); }
+  close(code, reason) { this.readyState = 3; this.closed = { code, reason }; }
+  open() { this.readyState = 1; this.onopen?.(); }
+  receive(...messages) { this.onmessage?.({ data: JSON.stringify(messages.length === 1 ? messages[0] : messages) }); }
+  drop(code, reason = "") { this.readyState = 3; this.onclose?.({ code, reason }); }
+}

@@ -24,6 +24,10 @@ static inline long long ccontrail_descriptor_limit(void) {
     return (long long)limit.rlim_cur;
 }
 
+/// Returns the allocator's free pages to the system: glibc's `malloc_trim(0)` (which the Glibc module
+/// does not export), nothing elsewhere.
+void ccontrail_release_free_memory(void);
+
 /// ThreadSanitizer's happens-before annotations (`__tsan_acquire`/`__tsan_release`), for locks it
 /// cannot see; no-ops, and `ccontrail_tsan_active()` false, unless the TSan runtime is linked.
 int ccontrail_tsan_active(void);

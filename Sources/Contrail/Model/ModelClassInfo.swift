@@ -76,7 +76,13 @@ final class ModelClassInfo {
         for property in properties { table[property.offset] = UInt16(property.index + 1) }
         indexByOffset = table
         self.options = properties.map(\.options)
-        indexByName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
+        var byName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
+        // Earlier wire names read into the property that has them now; a current name wins.
+        for (current, previous) in type.previousPropertyWireNames {
+            guard let index = byName[current] else { continue }
+            for name in previous where byName[name] == nil { byName[name] = index }
+        }
+        indexByName = byName
         probe._tracking?.info = self
     }
 

@@ -64,6 +64,20 @@ open class ModelObject: @MainActor Identifiable, Observable {
     /// Computed properties whose observers fire when a dependency changes.
     open class var compositeProperties: [CompositeProperty] { [] }
 
+    /// The wire names the class had in earlier versions of the app: fragments and fragment logs
+    /// that name one are read as this class, which is written under `className` from then on.
+    open class var previousWireNames: [String] { [] }
+
+    /// Earlier wire names of properties, by the property's current name (`["color": ["colour"]]`):
+    /// a value stored or sent under an earlier name is read into the property.
+    open class var previousPropertyWireNames: [String: [String]] { [:] }
+
+    /// The version of the shape of the class's values, raised when a property's values change shape
+    /// (a `String` that becomes `[String]`). A fragment log records it with the objects it holds: an
+    /// older version's values go through the class's `ModelMigration.migrate(_:from:)` when restored,
+    /// and a log written by a newer version is refused (`FragmentLogError.newerModel`), never applied in part.
+    open class var modelVersion: Int { 0 }
+
     /// The wire name of the object's class.
     public var className: String { info.className }
 
@@ -295,7 +309,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
         }
         var kept = Set<ObjectIdentifier>()
         stack = subtree.filter { object in
-            object === scope.hostRoot || object.tracking.parents.contains { link in
+            object === scope.hostRoot || scope.keepsAttached(object) || object.tracking.parents.contains { link in
                 guard let parent = link.parent, parent.info.properties[link.property].isSynced else { return false }
                 return parent.host === scope && !inSubtree.contains(ObjectIdentifier(parent))
             }

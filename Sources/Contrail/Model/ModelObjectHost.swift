@@ -42,4 +42,9 @@ public class ModelObjectHost {
 
     /// A link into the host was refused by the one-host rule; the set was undone.
     func refuseLink(_ error: ScopeMembershipError) {}
+
+    /// Whether the host keeps `object` attached whatever its parents say: something the host holds
+    /// outside the model tree refers to it (a scope keeps objects of classes its app does not know,
+    /// and what they refer to).
+    func keepsAttached(_ object: ModelObject) -> Bool { false }
 }

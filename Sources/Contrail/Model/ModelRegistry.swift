@@ -11,6 +11,8 @@ import Foundation
 @MainActor
 public enum ModelRegistry {
     private static var classes: [String: ModelObject.Type] = [:]
+    /// Classes by the wire names they had before (`previousWireNames`); a current name wins.
+    private static var previousNames: [String: ModelObject.Type] = [:]
     /// Whether making a class whose `@Property` options cannot be matched traps (debug builds only;
     /// release builds never trap). Tests of the refusal turn it off; nothing else should.
     package static var trapsOnOptionsMismatch = true
@@ -37,9 +39,15 @@ public enum ModelRegistry {
     /// The class registered under `name`; throws `ModelError.unknownClass` for none, and
     /// `.propertyOptionsMismatch` for a refused class.
     public static func modelClass(named name: String) throws(ModelError) -> ModelObject.Type {
-        guard let type = classes[name] else { throw .unknownClass(name) }
+        guard let type = classes[name] ?? previousNames[name] else { throw .unknownClass(name) }
         try ModelClassInfo.of(type).checkOptions()
         return type
+    }
+
+    /// Whether a class is registered under `name` (its wire name or one of its `previousWireNames`).
+    /// A scope keeps objects of any other class as they are, without making them (issue 26).
+    public static func isRegistered(_ name: String) -> Bool {
+        classes[name] != nil || previousNames[name] != nil
     }
 
     /// A new instance of the class registered under `className`, with the given UUID.
@@ -47,8 +55,14 @@ public enum ModelRegistry {
         try modelClass(named: className).init(uuid: uuid)
     }
 
+    /// Whether a registered class has a `modelVersion` other than 0 (until one has, a fragment log
+    /// records no versions and migrates nothing).
+    static private(set) var hasModelVersions = false
+
     static func registerReachable(from info: ModelClassInfo) {
         classes[info.className] = info.type
+        if info.type.modelVersion != 0 { hasModelVersions = true }
+        for name in info.type.previousWireNames where name != info.className { previousNames[name] = info.type }
         for property in info.properties {
             for type in property.storage.modelTypes where classes[type.className] == nil {
                 _ = ModelClassInfo.of(type)

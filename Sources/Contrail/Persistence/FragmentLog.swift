@@ -54,6 +54,8 @@ public final class FragmentLog {
     /// back to the scope on restore so the sync layer sends them again.
     private var unsettled: [Int: FragmentLogEntry] = [:]
     private var nextSequence = 1
+    /// The collections the pending records restored so far wrote (used while attaching).
+    private var restoreChain = CollectionEditChain()
     /// The writer ticket of the last compaction queued (no second one until it has run).
     private var compactionTicket = 0
 
@@ -76,10 +78,14 @@ public final class FragmentLog {
         var restored: [Int: ChangeSet] = [:]
         var failure: FragmentLogError?
         let cache = LogReplayCache(scope: scope)
+        // What a restore refused for a newer model version goes back to (nothing of it is applied).
+        let before = scope.root.map { (uuid: $0.uuid, fragments: scope.snapshot()) }
         let opened: (LogFile, TornTail?)?
         do {
-            // Records are applied as they are read; the writer thread syncs by `fsync` itself.
-            opened = try LogFile.open(at: url, fsync: .never) { kind, offset, payload in
+            // Records are applied as they are read; the writer thread syncs by `fsync` itself. The
+            // file is preallocated ahead of the appends, which then never grow it (on ext4 a growing
+            // write can wait behind the writer thread's sync; see LogWriter).
+            opened = try LogFile.open(at: url, fsync: .never, preallocation: LogFile.appendPreallocation) { kind, offset, payload in
                 guard failure == nil else { return }
                 do throws(FragmentLogError) {
                     if let replay = try LogReplay.prepare(payload: payload, offset: offset, cache: cache) {
@@ -100,6 +106,9 @@ public final class FragmentLog {
             try? opened?.0.close()
             unsettled.removeAll()
             scope.unsettledRestored.removeAll { changeSet in restored.values.contains { $0 === changeSet } }
+            // A log of a newer model version is not applied at all; other failures keep what the
+            // records before them restored (the app decides, with the damage reported).
+            if case .newerModel? = failure { scope.undoRestore(to: before) }
             throw failure ?? .notAttached
         }
         report.tornTail = tornTail
@@ -115,6 +124,10 @@ public final class FragmentLog {
         token = scope.onChanges(self) { [weak self] changeSet in self?.record(changeSet) }
         return report
     }
+
+    /// Where the records end in the file (its logical size: the file itself is longer, preallocated
+    /// ahead of the appends); 0 before `attach(to:)`. For crash tests that watch the file.
+    package var recordsEnd: Int { writer?.size.load(ordering: .relaxed) ?? 0 }
 
     /// A log dropped without `close()` still writes what is queued and closes its file (in the background).
     deinit { writer?.finish() }
@@ -140,11 +153,14 @@ public final class FragmentLog {
     /// taken here, O(objects); errors go to `onError`.
     public func compact() throws(FragmentLogError) {
         guard let writer, let scope else { throw .notAttached }
-        let snapshot = FragmentLogEntry(kind: .snapshot, root: scope.root?.uuid, fragments: scope.snapshot())
+        var snapshot = FragmentLogEntry(kind: .snapshot, root: scope.root?.uuid, fragments: scope.snapshot())
+        snapshot.versions = scope.modelVersions(of: snapshot.fragments)
+        var chain = CollectionEditChain()
         let tail = unsettled.sorted { $0.key < $1.key }.map { sequence, pending in
             var kept = pending
             kept.sequence = sequence
             kept.isCompacted = true
+            kept.fragments = chain.compacting(pending.fragments)
             return kept
         }
         compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail, position: writer.position()))
@@ -182,15 +198,21 @@ public final class FragmentLog {
         guard let writer, let scope else { throw .notAttached }
         var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: changeSet.fragments, message: changeSet.message,
                                      origin: changeSet.origin.rawValue, isAtomic: changeSet.isAtomic)
+        entry.versions = scope.modelVersions(of: changeSet.fragments)
         if changeSet.origin == .local, changeSet.state == .syncing {
             entry.changeSetID = changeSet.id
             entry.sequence = nextSequence
             nextSequence += 1
         }
-        try writer.append(entry)
         if let sequence = entry.sequence {
+            // Kept whole (a compaction rewrites it); written with its collections as edits (§8.24).
             unsettled[sequence] = entry
+            var written = entry
+            written.fragments = entry.fragments.map { $0.withCollectionEdits() }
+            try writer.append(written)
             watch(changeSet, sequence: sequence)
+        } else {
+            try writer.append(entry)
         }
         if writer.size.load(ordering: .relaxed) > compactionThreshold,
            writer.writtenTicket.load(ordering: .acquiring) >= compactionTicket {
@@ -233,12 +255,25 @@ public final class FragmentLog {
             }
             return
         }
+        if let newer = scope.newerModel(in: decoded.versions) {
+            throw .newerModel(className: newer.className, version: newer.version, supported: newer.supported)
+        }
         guard decoded.sequence != nil else {
-            // A record in the older layout (fragments before root): replayed as the current layout.
+            // A record in the older layout (fragments before root): replayed as the current layout;
+            // one the one-pass restore leaves alone (unknown classes or properties, an older model
+            // version) is applied as remote fragments.
             let replay = try decoded.encoded().withUnsafeBytes { bytes in
                 Result { () throws(FragmentLogError) in try LogReplay.prepare(payload: bytes, offset: offset, cache: cache) }
             }.get()
-            do throws(ModelError) { try replay?.apply() } catch { throw .apply(offset: offset, error) }
+            do throws(ModelError) {
+                if let replay {
+                    try replay.apply()
+                } else {
+                    try scope.restoreRecord(root: decoded.root, fragments: decoded.fragments, versions: decoded.versions)
+                }
+            } catch {
+                throw .apply(offset: offset, error)
+            }
             return
         }
         do {
@@ -250,9 +285,11 @@ public final class FragmentLog {
                 }
             }
             if let sequence = decoded.sequence {
+                var decoded = decoded
+                decoded.fragments = restoreChain.resolving(decoded.fragments) { scope.collectionElements($0, $1) }
                 unsettled[sequence] = decoded
                 nextSequence = max(nextSequence, sequence + 1)
-                pending[sequence] = try scope.restorePending(decoded.fragments, message: decoded.message,
+                pending[sequence] = try scope.restorePending(scope.migrated(decoded.fragments, versions: decoded.versions), message: decoded.message,
                                                              isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted,
                                                              id: decoded.changeSetID ?? UUID())
             }

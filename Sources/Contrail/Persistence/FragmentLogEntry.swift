@@ -3,7 +3,7 @@ import Foundation
 /// One record of a ``FragmentLog``, decoded: a snapshot, a change set, or a settle marker.
 ///
 /// The payload is JSON: `{"root", "origin"?, "atomic"?, "message"?, "id"?, "seq"?, "compacted"?,
-/// "settled"?, "fragments"}`, the fragments last so that a reader knows what the record is before
+/// "settled"?, "versions"?, "fragments"}`, the fragments last so that a reader knows what the record is before
 /// it reaches them (`LogReplay` relies on that; this type decodes any key order). Encoding runs on the log's writer thread, so the type is `Sendable`.
 struct FragmentLogEntry: Sendable {
     /// The record kind it is written as.
@@ -21,6 +21,8 @@ struct FragmentLogEntry: Sendable {
     var isCompacted = false
     /// A marker: the change set with this sequence number has settled.
     var settled: Int?
+    /// The `modelVersion` of each class the record holds whose version is not 0, by class name.
+    var versions: [String: Int] = [:]
 
     init(kind: LogRecord.Kind = .changeSet, root: UUID?, fragments: [SyncFragment], message: String? = nil,
          origin: String = "snapshot", isAtomic: Bool = false) {
@@ -64,6 +66,10 @@ struct FragmentLogEntry: Sendable {
             writer.writeKey("settled")
             writer.write(.int(Int64(settled)))
         }
+        if !versions.isEmpty {
+            writer.writeKey("versions")
+            writer.write(.object(versions.mapValues { .int(Int64($0)) }))
+        }
         writer.writeKey("fragments")
         SyncFragment.write(fragments, into: &writer)
         writer.append("}")
@@ -94,5 +100,12 @@ struct FragmentLogEntry: Sendable {
         sequence = json["seq"]?.int64Value.map(Int.init)
         isCompacted = json["compacted"]?.boolValue ?? false
         settled = json["settled"]?.int64Value.map(Int.init)
+        versions = Self.versions(from: json["versions"] ?? .null)
+    }
+
+    /// The versions a record's `"versions"` member names (members that are not integers are ignored).
+    static func versions(from json: JSON) -> [String: Int] {
+        guard case .object(let members) = json else { return [:] }
+        return members.compactMapValues { $0.int64Value.map(Int.init) }
     }
 }

@@ -8,6 +8,9 @@ public enum FragmentLogError: Error, Equatable, CustomStringConvertible {
     case apply(offset: Int, ModelError)
     /// The log is not attached to a scope.
     case notAttached
+    /// A record holds objects of `className` written by a newer version of the app (model version
+    /// `version`; this app reads up to `supported`). Nothing of the log is applied.
+    case newerModel(className: String, version: Int, supported: Int)
 
     /// What went wrong, in words.
     public var description: String {
@@ -16,6 +19,8 @@ public enum FragmentLogError: Error, Equatable, CustomStringConvertible {
         case .badRecord(let offset, let reason): "fragment log record at offset \(offset) is not a change set: \(reason)"
         case .apply(let offset, let error): "fragment log record at offset \(offset) cannot be applied: \(error)"
         case .notAttached: "fragment log is not attached to a scope"
+        case .newerModel(let className, let version, let supported):
+            "fragment log holds '\(className)' objects of model version \(version), written by a newer version of the app (this one reads up to \(supported)); nothing was restored"
         }
     }
 }

@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import Foundation
 import Synchronization
@@ -162,6 +163,8 @@ final class FragmentLogWriter: @unchecked Sendable {
 
     private func run() {
         assert(Thread.current === thread, "the writer loop runs on its own thread")
+        // Woken by every append: its wake-ups must not preempt the appending (main) thread.
+        Platform.yieldOnWakeUp()
         let interval: Duration? = if case .interval(let duration) = policy { duration } else { nil }
         var lastSync = ContinuousClock.now
         while true {

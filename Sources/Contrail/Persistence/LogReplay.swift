@@ -14,9 +14,13 @@ import Foundation
 /// It applies what `Scope.apply` applies for remote fragments (references resolved within the
 /// record in any order, the whole record decoded before anything changes, nothing recorded as
 /// outgoing), without what a restore does not need: no change set is built or published and no old
-/// values are kept. Changes to unknown objects and unknown properties are skipped; a value of the
-/// wrong type, a malformed fragment or an unknown class throws and changes nothing but the root's
-/// identity.
+/// values are kept. Changes to unknown objects are skipped; a value of the wrong type or a
+/// malformed fragment throws and changes nothing but the root's identity. Values of properties a
+/// class does not declare are kept beside their object (Protocol §8.23). A record that holds an
+/// object of an unknown class (or any record, while the scope keeps such objects) or values of an
+/// earlier `modelVersion` is left to the general path (`prepare` returns nil), which keeps the one
+/// and migrates the other; a class of a newer `modelVersion` than the app's throws
+/// `FragmentLogError.newerModel`.
 @MainActor
 struct LogReplay {
     /// The record's root UUID.
@@ -32,6 +36,8 @@ struct LogReplay {
     /// Fragments whose object could not be found when they were read (it is added later in the
     /// record, or the keys came in another order): resolved once the whole record is read.
     private var deferred: [(uuid: UUID, properties: JSON)] = []
+    /// Values of properties their object's class does not sync: kept beside the object (Protocol §8.23).
+    private var unknownValues: [(object: ModelObject, name: String, value: JSON)] = []
     /// The class whose synced property names `nameBytes` holds: UTF-8, one after the other, each
     /// at its range in `nameRanges` by property index (-1..<-1 when not synced). One flat array, so
     /// that comparing a key with a name retains nothing. `namesClass` identifies that class.
@@ -51,10 +57,18 @@ struct LogReplay {
     private var successor: [Int] = []
     /// The property index matched last in the current `properties` object (-1 before the first).
     private var previousName = -1
+    /// The model versions the record was written with (`"versions"`, before `fragments`), by class name.
+    private var versions: [String: Int] = [:]
     private let scope: Scope
     private let cache: LogReplayCache
     private let offset: Int
     private let payloadSize: Int
+
+    /// Whether classes are checked against the record's model versions (some class has one).
+    private var checksVersions: Bool { !versions.isEmpty || ModelRegistry.hasModelVersions }
+
+    /// Thrown while reading a record this type leaves to the general path.
+    private struct NeedsGeneralPath: Error {}
 
     /// A property value to store.
     private struct Write {
@@ -81,6 +95,9 @@ struct LogReplay {
     /// handles (see the type's description). O(payload size).
     static func prepare(payload: UnsafeRawBufferPointer, offset: Int, cache: LogReplayCache) throws(FragmentLogError) -> LogReplay? {
         let scope = cache.scope
+        // A scope that keeps what its app does not understand restores through the general path:
+        // references to unknown objects there are kept beside the values (Protocol §8.23).
+        guard scope.unknown.objects.isEmpty else { return nil }
         var replay = LogReplay(cache: cache, offset: offset, payloadSize: payload.count)
         replay.writes.reserveCapacity(payload.count / 40)  // a property value takes 30 bytes or more
         var parser = JSONParser(bytes: payload, limits: JSONLimits())
@@ -108,6 +125,8 @@ struct LogReplay {
                         }
                     case "seq", "settled":
                         guard try parser.parseValue(p) == .null else { return nil }  // a pending change set or a marker
+                    case "versions":
+                        replay.versions = FragmentLogEntry.versions(from: try parser.parseValue(p))
                     default:
                         _ = try parser.parseValue(p)
                     }
@@ -118,6 +137,8 @@ struct LogReplay {
             parser.skipWhitespace(p)
             if parser.position < parser.count { throw JSONError.unexpected(p[parser.position], at: parser.position) }
             guard sawFragments else { throw FragmentLogError.badRecord(offset: offset, reason: "no fragments") }
+        } catch is NeedsGeneralPath {
+            return nil
         } catch let error as JSONError {
             throw .badRecord(offset: offset, reason: "\(error)")
         } catch let error as FragmentLogError {
@@ -144,10 +165,14 @@ struct LogReplay {
             return created[index].object
         }
         var writes = self.writes
+        var unknownValues = self.unknownValues
         for (uuid, properties) in deferred {
             guard let object = resolver(uuid), case .object(let members) = properties else { continue }
             for (name, wire) in members {
-                guard let index = object.info.indexByName[name], object.info.properties[index].isSynced else { continue }
+                guard let index = object.info.indexByName[name], object.info.properties[index].isSynced else {
+                    unknownValues.append((object, name, wire))
+                    continue
+                }
                 writes.append(Write(object: object, index: index, value: .wire(wire)))
             }
         }
@@ -173,6 +198,7 @@ struct LogReplay {
             }
         }
         if let newRoot { scope.root = newRoot }
+        for kept in unknownValues where kept.object.scope === scope { scope.keepUnknown(kept.name, kept.value, of: kept.object.uuid) }
     }
 
     // MARK: - Reading
@@ -251,6 +277,10 @@ struct LogReplay {
                     } else {
                         laterProperties = try parser.parseValue(p)
                     }
+                case .text:
+                    // Shared texts (§8.21): each replaces its plain value's write with plain + operations.
+                    guard case .object(let members) = try parser.parseValue(p) else { throw invalid("Invalid text") }
+                    combineTexts(members, of: object, later: &laterProperties)
                 case .other:
                     _ = try parser.parseValue(p)
                 }
@@ -267,11 +297,27 @@ struct LogReplay {
             break
         case .object(let members)?:
             for (key, value) in members {
+                if case .object(let combined) = value, combined["text"] != nil { continue }  // a shared text, combined above
                 if let problem = SyncFragment.problem(with: value) { throw invalid("Property '\(key)': \(problem)") }
             }
             deferred.append((uuid, .object(members)))
         default:
             throw invalid("Invalid properties")
+        }
+    }
+
+    /// Turns the plain values of shared texts already read (a write of `object`, or `later`
+    /// properties) into `{"plain", "text"}`, which `SharedText` decodes with its operations.
+    private mutating func combineTexts(_ members: [String: JSON], of object: ModelObject?, later: inout JSON?) {
+        for (name, member) in members {
+            if let object, let index = object.info.indexByName[name],
+               let position = writes.lastIndex(where: { $0.object === object && $0.index == index }),
+               case .wire(let plain) = writes[position].value {
+                writes[position] = Write(object: object, index: index, value: .wire(.object(["plain": plain, "text": member])))
+            } else if case .object(var properties)? = later, let plain = properties[name] {
+                properties[name] = .object(["plain": plain, "text": member])
+                later = .object(properties)
+            }
         }
     }
 
@@ -321,14 +367,24 @@ struct LogReplay {
 
     /// The fragment's object: the scope's or one the record created, and for an `add` of an object
     /// neither holds, a new one of `className`. `nil` for a change to an object not (yet) known.
-    private mutating func resolve(kind: SyncFragment.Kind, uuid: UUID, className: String) throws(ModelError) -> ModelObject? {
-        if let known = cache.object(for: uuid) { return known }
-        guard kind == .add else { return createdIndex[uuid].map { created[$0].object } }
+    private mutating func resolve(kind: SyncFragment.Kind, uuid: UUID, className: String) throws -> ModelObject? {
+        if let known = cache.object(for: uuid) {
+            if checksVersions { try check(type(of: known), className: className) }
+            return known
+        }
+        guard kind == .add else {
+            if let index = createdIndex[uuid] { return created[index].object }
+            // A change of an object the general path keeps (an unknown class) is the general path's too.
+            if !scope.unknown.objects.isEmpty, scope.unknown.objects[uuid] != nil { throw NeedsGeneralPath() }
+            return nil
+        }
         let type: ModelObject.Type
         if let known = lastClassType, className == lastClassName {
             type = known
         } else {
+            guard scope.knowsClass(className) else { throw NeedsGeneralPath() }  // kept as it is, there
             type = try ModelRegistry.modelClass(named: className)
+            try check(type, className: className)
             if className == lastClassName { lastClassType = type }
         }
         if created.isEmpty {  // about as many adds as fit (each takes 100 bytes or more)
@@ -341,7 +397,28 @@ struct LogReplay {
         return object
     }
 
-    /// Reads a `properties` object into `writes` (unknown and unsynced properties are skipped).
+    /// The key of the member that starts at `keyStart` (read again: only for the rare unknown name),
+    /// leaving the parser where it was.
+    private nonisolated func nameOfValue(at keyStart: Int, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws -> String {
+        let position = parser.position
+        defer { parser.position = position }
+        parser.position = keyStart
+        return try parser.parseKey(p)
+    }
+
+    /// Refuses a class the record holds in a newer model version than the app's, and leaves one of
+    /// an older version (to migrate) to the general path.
+    private func check(_ type: ModelObject.Type, className: String) throws {
+        let recorded = versions[className] ?? 0
+        guard recorded != type.modelVersion else { return }
+        if recorded > type.modelVersion {
+            throw FragmentLogError.newerModel(className: className, version: recorded, supported: type.modelVersion)
+        }
+        throw NeedsGeneralPath()
+    }
+
+    /// Reads a `properties` object into `writes`; values of properties the class does not sync are
+    /// kept beside the object (`unknownValues`).
     private mutating func readProperties(of object: ModelObject, _ parser: inout JSONParser, _ p: UnsafePointer<UInt8>) throws {
         parser.skipWhitespace(p)
         if parser.position < parser.count, p[parser.position] == UInt8(ascii: "n") {
@@ -390,13 +467,16 @@ struct LogReplay {
                     throw invalid("Property '\(try parser.parseKey(p))': \(problem)")
                 }
             }
-            if let index {
-                let offset = doubleOffsets[index]
-                if offset >= 0, let number = value.numberAsDouble {
-                    writes.append(Write(object: object, index: index, value: .double(number, offset: offset)))
-                } else {
-                    writes.append(Write(object: object, index: index, value: .wire(value)))
-                }
+            guard let index else {
+                unknownValues.append((object, try nameOfValue(at: keyStart, &parser, p), value))
+                parser.skipWhitespace(p)
+                continue
+            }
+            let offset = doubleOffsets[index]
+            if offset >= 0, let number = value.numberAsDouble {
+                writes.append(Write(object: object, index: index, value: .double(number, offset: offset)))
+            } else {
+                writes.append(Write(object: object, index: index, value: .wire(value)))
             }
             parser.skipWhitespace(p)
         } while try consume(UInt8(ascii: ","), &parser, p)
@@ -419,7 +499,7 @@ struct LogReplay {
 
     /// The keys of a fragment object.
     private enum FragmentKey {
-        case type, uuid, clsName, properties, other
+        case type, uuid, clsName, properties, text, other
 
         init(_ name: String) {
             switch name {
@@ -427,6 +507,7 @@ struct LogReplay {
             case "uuid": self = .uuid
             case "clsName": self = .clsName
             case "properties": self = .properties
+            case "text": self = .text
             default: self = .other
             }
         }

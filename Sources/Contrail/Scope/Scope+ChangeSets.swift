@@ -14,32 +14,67 @@ extension Scope {
         flushAtomic = false
         var fragments: [SyncFragment] = []
         var changes: [ChangeSet.Change] = []
+        var touchedReferences = false
         for (object, entry) in building {
             let info = object.info
             let properties = info.properties
             switch entry.kind {
             case .add:
-                fragments.append(object.addFragment())
+                fragments.append(addFragment(of: object))
             case .change:
                 var values: [String: JSON] = [:]
                 var bases: [String: [UUID]] = [:]
+                var texts: [String: JSON] = [:]
+                var counters: [String: Int64] = [:]
                 for index in entry.touched {
                     let property = properties[index]
                     let new = object.value(at: index)
                     guard let old = entry.originals[index] else { continue }
                     let coder = info.coder(at: index)
+                    if var text = new as? SharedText {
+                        if let before = old as? SharedText, before.storage !== text.storage {
+                            // A whole new text was assigned: it is typed over the text the property
+                            // held, so it merges like any edit, and the property keeps that text.
+                            before.storage.replaceText(with: text.text)
+                            text = SharedText(storage: before.storage, version: text.version + 1, update: nil)
+                            property.storage.restore(text, in: object, offset: property.offset)
+                        }
+                        // A shared text sends its operations (§8.21), whatever the plain text did.
+                        let operations = text.storage.takeUnsent()
+                        guard !operations.isEmpty else { continue }
+                        values[property.name] = text.wireValue()
+                        texts[property.name] = TextOperation.json(operations)
+                        let edit = SharedText(storage: text.storage, version: text.version, update: .toggle(SharedTextEdit(operations)))
+                        changes.append(ChangeSet.Change(object: object, property: index, old: edit, new: edit))
+                        continue
+                    }
                     let oldWire = coder.wireValue(of: old)
-                    let newWire = coder.wireValue(in: object, offset: property.offset)
+                    var newWire = coder.wireValue(in: object, offset: property.offset)
                     guard oldWire != newWire else { continue }
+                    var base = entry.bases[index]
+                    if property.valueKind != .value {
+                        touchedReferences = true
+                        // A value that holds objects of unknown classes goes out whole (§8.23).
+                        if let whole = outgoingWhole(of: object, at: index, oldWire: oldWire, newWire: newWire) {
+                            newWire = whole.value
+                            base = whole.base
+                        }
+                    }
                     values[property.name] = newWire
-                    if let base = entry.bases[index] { bases[property.name] = base }
+                    if let base { bases[property.name] = base }
+                    if let counter = new as? SharedCounter, let before = old as? SharedCounter {
+                        counters[property.name] = counter.value &- before.value
+                    }
                     changes.append(ChangeSet.Change(object: object, property: index, old: old, new: new))
                 }
                 guard !values.isEmpty else { continue }
                 fragments.append(SyncFragment(kind: .change, uuid: object.uuid, className: object.className,
-                                              properties: values, bases: bases.isEmpty ? nil : bases))
+                                              properties: values, bases: bases.isEmpty ? nil : bases,
+                                              textOperations: texts.isEmpty ? nil : texts,
+                                              counterDeltas: counters.isEmpty ? nil : counters))
             }
         }
+        if touchedReferences { reconcileUnknown() }
         guard !fragments.isEmpty else { return nil }
         let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: atomic,
                                   origin: .local, state: awaitsSettlement ? .syncing : .completed, scope: self)

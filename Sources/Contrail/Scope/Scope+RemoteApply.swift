@@ -15,8 +15,11 @@ extension Scope {
     /// Applies fragments received from elsewhere. Objects are created by class name, references to
     /// objects added in the same batch resolve in any order, observers fire as for local changes,
     /// and nothing is recorded as outgoing. The whole batch is validated before anything changes:
-    /// a bad batch throws and leaves the tree as it was. Unknown properties and changes to unknown
-    /// objects are skipped and reported.
+    /// a bad batch throws and leaves the tree as it was. Changes to unknown objects are skipped and
+    /// reported. What the app does not understand is kept, not dropped (Protocol §8.23): objects of
+    /// classes no model class is registered for are held as they are (`unknownObjects`), values of
+    /// properties a class does not declare stay with their object (`unknownValues(of:)`), and a
+    /// reference or collection that holds unknown objects shows the app the known part only.
     @discardableResult
     public func apply(_ fragments: [SyncFragment]) throws(ModelError) -> ApplyReport {
         try apply(fragments, applyDefaults: false)
@@ -24,44 +27,72 @@ extension Scope {
 
     /// `redirect`, when given, sees every write first: it returns the value to store (maybe the
     /// remote one, maybe a merge) or nil to leave the property alone (a key a pending local change
-    /// set holds, Protocol §8.3).
+    /// set holds, Protocol §8.3). With `applyDefaults` (a full state), properties a fragment leaves
+    /// out take their defaults and unknown objects the batch does not hold are forgotten.
     func apply(_ fragments: [SyncFragment], applyDefaults: Bool,
-               redirect: ((ModelObject, Int, Any) -> Any?)? = nil) throws(ModelError) -> ApplyReport {
+               redirect: ((ModelObject, Int, Any) -> Any?)? = nil, publishes: Bool = true) throws(ModelError) -> ApplyReport {
         var report = ApplyReport()
-        // Pass 1: find or create every added object.
+        // Pass 1: find or create every added object; objects of unknown classes are only noted.
         var created: [UUID: ModelObject] = [:]
+        var unknownAdded: [UUID: String] = [:]
         for fragment in fragments where fragment.kind == .add {
             if objects[fragment.uuid] != nil || created[fragment.uuid] != nil { continue }
             if let held = retired[fragment.uuid]?.object, held.className == fragment.className, held.scope == nil {
                 created[fragment.uuid] = held
                 continue
             }
+            guard knowsClass(fragment.className) else {
+                unknownAdded[fragment.uuid] = fragment.className
+                continue
+            }
             created[fragment.uuid] = try ModelRegistry.make(className: fragment.className, uuid: fragment.uuid)
         }
         let resolver: ModelResolver = { [objects] uuid in created[uuid] ?? objects[uuid] }
+        let isUnknown: (UUID) -> Bool = { [unknown] uuid in unknownAdded[uuid] != nil || unknown.objects[uuid] != nil }
+        let mayHideReferences = !unknownAdded.isEmpty || !unknown.objects.isEmpty
         // Pass 2: decode every value (validation; nothing changes yet).
         var writes: [(ModelObject, Int, Any)] = []
+        var kept: [(uuid: UUID, name: String, value: JSON?)] = []
+        var unknownWrites: [(uuid: UUID, className: String, properties: [String: JSON])] = []
         for fragment in fragments {
             guard let object = resolver(fragment.uuid) else {
-                report.unknownObjects.append(fragment.uuid)
+                if isUnknown(fragment.uuid) {
+                    unknownWrites.append((fragment.uuid, fragment.className, fragment.properties))
+                    report.appliedFragments += 1
+                } else {
+                    report.unknownObjects.append(fragment.uuid)
+                }
                 continue
             }
             let info = object.info
             for (name, wire) in fragment.properties.sorted(by: { $0.key < $1.key }) {
                 guard let index = info.indexByName[name], info.properties[index].isSynced else {
                     report.unknownProperties.append("\(object.className).\(name)")
+                    kept.append((fragment.uuid, name, wire))
                     continue
                 }
-                writes.append((object, index, try info.decode(wire, at: index, resolver: resolver)))
+                var visible = wire
+                if info.properties[index].valueKind != .value, mayHideReferences || !unknown.extras.isEmpty {
+                    let part = visiblePart(wire, of: info, at: index, isUnknown: isUnknown)
+                    visible = part.visible
+                    kept.append((fragment.uuid, info.properties[index].name, part.whole))
+                }
+                // A shared text decodes its operations or state with its plain value (§8.21).
+                let member = fragment.textOperations?[name].map { JSON.object(["plain": visible, "text": $0]) }
+                writes.append((object, index, try info.decode(member ?? visible, at: index, resolver: resolver)))
             }
             if applyDefaults {
-                for property in info.properties where property.isSynced && fragment.properties[property.name] == nil {
+                // A shared text the state leaves out keeps its text (its default is one shared handle).
+                for property in info.properties where property.isSynced && fragment.properties[property.name] == nil
+                    && ObjectIdentifier(property.storage) != ObjectIdentifier(Property<SharedText>.self) {
                     writes.append((object, property.index, property.storage.value(in: info.probe, offset: property.offset)))
                 }
             }
             report.appliedFragments += 1
         }
-        // Pass 3: apply.
+        // Pass 3: apply (what the app does not understand first: a key a pending local change set
+        // holds may then let go of a kept reference, Sync's `redirect`).
+        keepUnknown(fragments: fragments, kept: kept, unknownWrites: unknownWrites, isState: applyDefaults)
         var changes: [ChangeSet.Change] = []
         applyingRemote {
             for (object, index, remote) in writes {
@@ -71,11 +102,30 @@ extension Scope {
                 changes.append(ChangeSet.Change(object: object, property: index, old: old, new: value))
             }
         }
-        if report.appliedFragments > 0 {
+        reconcileUnknown(created: created)
+        if report.appliedFragments > 0, publishes {
             publish(ChangeSet(fragments: fragments, changes: changes, message: nil, isAtomic: false,
                               origin: .remote, state: .completed, scope: self))
         }
         return report
+    }
+
+    /// Stores what a batch brought that the app does not understand. A full state (`isState`)
+    /// replaces it: the unknown objects and values it does not hold are forgotten.
+    private func keepUnknown(fragments: [SyncFragment], kept: [(uuid: UUID, name: String, value: JSON?)],
+                             unknownWrites: [(uuid: UUID, className: String, properties: [String: JSON])], isState: Bool) {
+        if isState, !unknown.isEmpty {
+            unknown.objects.removeAll()
+            for fragment in fragments { unknown.extras[fragment.uuid] = nil }
+        }
+        for write in unknownWrites {
+            if unknown.objects[write.uuid] == nil {
+                unknown.objects[write.uuid] = UnknownState.Record(className: write.className, properties: write.properties)
+            } else {
+                unknown.objects[write.uuid]?.properties.merge(write.properties) { _, new in new }
+            }
+        }
+        for entry in kept { keepUnknown(entry.name, entry.value, of: entry.uuid) }
     }
 
     /// Applies a full state (Protocol §3.4): the root takes over `rootUUID`, properties a fragment

@@ -43,6 +43,86 @@ extension Scope {
         return changeSet
     }
 
+    /// Applies a record of a fragment log that the one-pass restore leaves to this general path:
+    /// one that holds what the app does not understand (kept, §8.23) or values of an earlier
+    /// `modelVersion` (migrated first, `migrated(_:versions:)`). A scope without a root gets the
+    /// record's root; nothing is recorded as outgoing. O(fragments).
+    func restoreRecord(root rootUUID: UUID?, fragments: [SyncFragment], versions: [String: Int]) throws(ModelError) {
+        let fragments = migrated(fragments, versions: versions)
+        if let rootUUID {
+            if root == nil, let fragment = fragments.first(where: { $0.uuid == rootUUID }) {
+                root = try ModelRegistry.make(className: fragment.className, uuid: rootUUID)
+            } else {
+                adoptRootUUID(rootUUID)
+            }
+        }
+        for (name, version) in versions where !knowsClass(name) {
+            unknown.versions[name] = max(unknown.versions[name] ?? 0, version)
+        }
+        try apply(fragments, applyDefaults: false, publishes: false)  // a restore, as the one-pass path: no change set
+    }
+
+    /// `fragments` with the values of every object whose class is a `ModelMigration` of a newer
+    /// `modelVersion` than `versions` names (0 when absent) rewritten by its `migrate(_:from:)`.
+    func migrated(_ fragments: [SyncFragment], versions: [String: Int]) -> [SyncFragment] {
+        guard ModelRegistry.hasModelVersions else { return fragments }
+        return fragments.map { fragment in
+            guard knowsClass(fragment.className), let type = try? ModelRegistry.modelClass(named: fragment.className),
+                  let migrating = type as? any ModelMigration.Type,
+                  case let version = versions[fragment.className] ?? 0, version < type.modelVersion else { return fragment }
+            var fragment = fragment
+            migrating.migrate(&fragment.properties, from: version)
+            return fragment
+        }
+    }
+
+    /// The model versions a record of `fragments` is written with: every class of a version other
+    /// than 0 among them, known or kept unknown (`versions` seen in the log). O(fragments) when a
+    /// class has a version; O(1) otherwise.
+    func modelVersions(of fragments: [SyncFragment]) -> [String: Int] {
+        guard ModelRegistry.hasModelVersions || !unknown.versions.isEmpty else { return [:] }
+        var versions: [String: Int] = [:]
+        for fragment in fragments where versions[fragment.className] == nil {
+            if let version = unknown.versions[fragment.className] {
+                versions[fragment.className] = version
+            } else if knowsClass(fragment.className), let type = try? ModelRegistry.modelClass(named: fragment.className),
+                      type.modelVersion != 0 {
+                versions[fragment.className] = type.modelVersion
+            }
+        }
+        return versions
+    }
+
+    /// The first class `versions` names in a newer model version than this app's, as the error
+    /// that refuses the record.
+    func newerModel(in versions: [String: Int]) -> (className: String, version: Int, supported: Int)? {
+        for (name, version) in versions.sorted(by: { $0.key < $1.key }) where version > 0 && knowsClass(name) {
+            guard let type = try? ModelRegistry.modelClass(named: name), version > type.modelVersion else { continue }
+            return (name, version, type.modelVersion)
+        }
+        return nil
+    }
+
+    /// Puts the scope back as it was before a restore that failed: without a root (`before` nil), or
+    /// with the root's identity and the tree of `before` (a snapshot taken then). O(objects).
+    func undoRestore(to before: (uuid: UUID, fragments: [SyncFragment])?) {
+        guard let before else {
+            root = nil
+            unknown = UnknownState()
+            return
+        }
+        _ = try? applyState(rootUUID: before.uuid, fragments: before.fragments)
+    }
+
+    /// The UUIDs of the models collection property `name` of object `uuid` holds, or nil when the
+    /// scope has no such object or property. O(n).
+    func collectionElements(_ uuid: UUID, _ name: String) -> [UUID]? {
+        guard let object = objects[uuid] ?? (uuid == root?.uuid ? root : nil) else { return nil }
+        let info = object.info
+        guard let index = info.indexByName[name] else { return nil }
+        return info.properties[index].storage.models(of: object.value(at: index)).map(\.uuid)
+    }
+
     /// Makes room for `additional` more attached objects (a restore about to attach them). O(objects).
     func reserveObjects(_ additional: Int) {
         objects.reserveCapacity(objects.count + additional)

@@ -50,6 +50,10 @@ public final class Scope: ModelObjectHost {
     /// who settles them.
     package var awaitsSettlement = false
 
+    /// Who else is in the scope and what this replica shows them: ephemeral values that are never
+    /// recorded (Protocol §8.20; they travel once a session syncs the scope).
+    public private(set) lazy var presence = ScopePresence()
+
     /// Upper bound of `history` and of the undo stack (older change sets are dropped from memory, not from a log).
     public var historyLimit = 1000
 
@@ -57,6 +61,11 @@ public final class Scope: ModelObjectHost {
     public internal(set) var history: [ChangeSet] = []
 
     var objects: [UUID: ModelObject] = [:]
+    /// What the scope holds that its app does not understand (`Scope+Unknown.swift`).
+    var unknown = UnknownState()
+    /// Class names this scope treats as unknown although they are registered: a replica standing
+    /// for an app version without them (the fuzzer, tests). Empty in an app.
+    package var unknownClassNames: Set<String> = []
     /// Objects that left the tree, by UUID, while something else keeps them alive (a pending change
     /// set, the undo stack, the app). A remote fragment naming one of them brings back that same
     /// object rather than a twin, so edits made on it stay attached to what the server knows.
@@ -149,6 +158,11 @@ public final class Scope: ModelObjectHost {
 
     override func refuseLink(_ error: ScopeMembershipError) { reportRefusedLink(error) }
 
+    /// Known objects that only what the app does not understand reaches stay (`Scope+Unknown.swift`).
+    override func keepsAttached(_ object: ModelObject) -> Bool {
+        !unknown.held.isEmpty && unknown.held.contains(object.uuid)
+    }
+
     // MARK: - Lookup
 
     /// The attached object with this UUID.
@@ -162,9 +176,11 @@ public final class Scope: ModelObjectHost {
 
     // MARK: - State
 
-    /// The whole tree as `add` fragments in pre-order from the root, each object once.
+    /// The whole tree as `add` fragments in pre-order from the root, each object once, with what
+    /// the scope keeps that its app does not understand (objects of unknown classes, unknown values).
     public func snapshot() -> [SyncFragment] {
         guard let root else { return [] }
+        if !unknown.isEmpty { return snapshotWithUnknown(from: root) }
         var fragments: [SyncFragment] = []
         var seen = Set<ObjectIdentifier>()
         var stack: [ModelObject] = [root]

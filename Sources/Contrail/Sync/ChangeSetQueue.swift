@@ -53,12 +53,13 @@ final class ChangeSetQueue {
         /// the value of its fragment, with the `bases` a collection is merged by (§8.4; nil: a plain
         /// overwrite, as an `add` is for an object the server creates), and the objects its values
         /// name. Nil when it holds no such key.
-        func sentValue(of object: ModelObject, property index: Int, name: String) -> (value: JSON, base: [UUID]?, models: [ModelObject])? {
+        func sentValue(of object: ModelObject, property index: Int, name: String)
+            -> (value: JSON, base: [UUID]?, models: [ModelObject], delta: Int64?)? {
             guard let position = positions[ChangeKey(object, index)] else {
                 guard added.contains(ObjectIdentifier(object)),
                       let fragment = changeSet.fragments.first(where: { $0.kind == .add && $0.uuid == object.uuid }),
                       let value = fragment.properties[name] else { return nil }
-                return (value, nil, [])
+                return (value, nil, [], nil)
             }
             let change = changeSet.changes[position]
             // The root's fragment may still carry the UUID it had before it took over the server's.
@@ -66,7 +67,7 @@ final class ChangeSetQueue {
                 ?? changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && object === changeSet.scope?.root }
             guard let fragment, let value = fragment.properties[name] else { return nil }
             let models = ((change.new as? any PropertyValue)?.models ?? []) + ((change.old as? any PropertyValue)?.models ?? [])
-            return (value, fragment.bases?[name], models)
+            return (value, fragment.bases?[name], models, fragment.counterDeltas?[name])
         }
     }
 

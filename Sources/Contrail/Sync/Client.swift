@@ -204,6 +204,8 @@ public final class Client {
             connection.send(.sessionCreate(SessionCreate(version: options.version, params: options.sessionParams)))
         case .startHandshakeTimer(let id):
             startTimer(after: options.connectTimeout) { $0.handle(.handshakeEnded(id: id, .failure(.timedOut))) }
+        case .startHealthTimer(let id):
+            startTimer(after: options.reconnect.healthyAfter) { $0.handle(.sessionHealthy(id: id)) }
         case .startBackoffTimer(let timer, let attempt):
             startTimer(after: options.reconnect.delay(attempt: attempt)) { $0.handle(.backoffElapsed(timer: timer)) }
         case .cancelTimer:
@@ -291,11 +293,6 @@ public final class Client {
     /// Drops the connection and resumes on a new one (an out-of-order message, a late reply).
     func forceReconnect() {
         handle(.reconnectRequested(renew: false))
-    }
-
-    /// The server answered the resume: the backoff starts over.
-    func resumeConfirmed() {
-        handle(.resumeConfirmed)
     }
 }
 

@@ -15,6 +15,13 @@
 ///                                                 stopped
 /// ```
 ///
+/// Backoff: `failures` (the next delay's exponent) grows with every attempt that fails and every
+/// connection that is lost, and starts over only once a connection stayed up for
+/// `ReconnectPolicy.healthyAfter` (`sessionHealthy`): a server that accepts sessions and ends them
+/// at once (a scope it cannot load, a refusal, a drain) is backed off from exactly like one that
+/// cannot be reached. A close with ``JetstreamCloseCode/draining`` (Protocol §8.22) moves the
+/// connector on to another server and opens a new session there.
+///
 /// Transport ids tell the current transport from late events of an earlier one (those are
 /// ignored); an event that cannot happen in the current state traps in debug builds and does
 /// nothing in release builds.
@@ -25,7 +32,7 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         package var session: Session
         /// What concurrent `connect()` calls wait for; nil when reconnecting an existing session.
         package var attempt: Attempt?
-        /// Backoff attempts since the last confirmed connection (the next delay's exponent).
+        /// Backoff attempts since the last healthy connection (the next delay's exponent).
         package var failures: Int
         /// Whether this connect opens a new wire session (a handshake) rather than resuming.
         package var renew: Bool
@@ -46,8 +53,8 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         case connecting(Pending, id: Int)
         /// `SessionCreate` went out on transport `id`; waiting for the reply (or the connect timeout).
         case handshaking(Pending, id: Int, connection: Connection)
-        /// Online with `session` on transport `id`; `failures` counts back-offs the server has not
-        /// yet confirmed over (a resume is confirmed by the server's resend ping).
+        /// Online with `session` on transport `id`; `failures` counts the back-offs before it, which
+        /// stand until the connection has been healthy for `ReconnectPolicy.healthyAfter`.
         case connected(session: Session, id: Int, connection: Connection, failures: Int)
         /// The connection was lost: waiting out backoff timer `timer` before reconnecting.
         case waitingToReconnect(session: Session, failures: Int, renew: Bool, timer: Int)
@@ -72,8 +79,8 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         /// The session asked to reconnect: an out-of-order message (resume), or a reply that never
         /// came (`renew`: twice for the same request, so open a new session).
         case reconnectRequested(renew: Bool)
-        /// The server answered a resume: the backoff starts over.
-        case resumeConfirmed
+        /// Transport `id` stayed connected for `ReconnectPolicy.healthyAfter`: the backoff starts over.
+        case sessionHealthy(id: Int)
         /// Backoff timer `timer` ran out.
         case backoffElapsed(timer: Int)
         /// A keep-alive interval passed.
@@ -98,6 +105,8 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         case sendSessionCreate(Connection)
         /// Starts the connect timeout of the handshake on transport `id` (replaces any timer).
         case startHandshakeTimer(id: Int)
+        /// Starts the timer after which transport `id` counts as healthy (replaces any timer).
+        case startHealthTimer(id: Int)
         /// Starts backoff timer `timer` for attempt number `attempt` (replaces any timer).
         case startBackoffTimer(timer: Int, attempt: Int)
         /// Cancels the running timer.
@@ -132,10 +141,10 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
     package let restartSessionOnFatalError: Bool
     private var nextID = 0
     /// The server's last close of a live connection (code and reason), and how many closes in a row
-    /// it was the same without a keep-alive interval of calm between them: a connection the server
-    /// ends for the same reason again and again (a message it will not take, resent on every
-    /// resume) backs off as if the resumes had failed, instead of looping (a confirmed resume
-    /// would otherwise start the backoff over).
+    /// it was the same without a keep-alive interval of calm or a healthy spell between them: a
+    /// connection the server ends for the same reason again and again (a message it will not take,
+    /// resent on every resume) has that close recorded as the client's error (and backs off, as
+    /// every loss before a healthy spell does).
     private var lastClose: TransportClosed?
     private var repeatedCloses = 0
 
@@ -192,6 +201,7 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
             }
             state = .connected(session: pending.session, id: id, connection: connection, failures: pending.failures)
             return [.startConnection(connection, id: id), .resumeSession(pending.session, connection)]
+                + healthTimer(id: id, failures: pending.failures)
         case (_, .transportOpened(let id, let connection)):
             // A late transport (the connect it was for ended meanwhile) is closed.
             return late(event, id: id) + [.closeConnection(connection, reason: "client closed")]
@@ -204,12 +214,12 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         case (.handshaking(let pending, let id, let connection), .handshakeEnded(let ended, let result)) where ended == id:
             switch result {
             case .success(let accepted):
-                state = .connected(session: pending.session, id: id, connection: connection, failures: 0)
+                state = .connected(session: pending.session, id: id, connection: connection, failures: pending.failures)
                 var actions: [Action] = [.cancelTimer, .renewSession(pending.session, accepted, connection)]
                 if let attempt = pending.attempt {
                     actions += [.startKeepAlive, .resolveAttempt(attempt, .success(pending.session))]
                 }
-                return actions
+                return actions + healthTimer(id: id, failures: pending.failures)
             case .failure(let error):
                 return [.cancelTimer] + failConnect(pending, error: error, connection: connection)
             }
@@ -225,10 +235,14 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
                 state = .stopped(session: session)
                 return [.connectionLost(session), .recordError(Self.error(reason))]
             }
-            let repeats = countRepeat(reason)
+            if reason?.code == JetstreamCloseCode.draining {
+                // §8.22: the server keeps no session; a new one, preferably on another server.
+                return [.connectionLost(session), .recordError(Self.error(reason)), .serverUnavailable]
+                    + backoff(session, failures: failures, renew: true)
+            }
             var actions: [Action] = [.connectionLost(session)]
-            if repeats > 0 { actions.append(.recordError(Self.error(reason))) }
-            return actions + backoff(session, failures: max(failures, repeats), renew: fatal)
+            if countRepeat(reason) > 0 { actions.append(.recordError(Self.error(reason))) }
+            return actions + backoff(session, failures: failures, renew: fatal)
         case (_, .connectionClosed(let id, _)):
             return late(event, id: id)
 
@@ -239,11 +253,13 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         case (_, .reconnectRequested):
             return []   // messages held by `pauseIncoming` and released offline: already reconnecting
 
-        case (.connected(let session, let id, let connection, _), .resumeConfirmed):
+        case (.connected(let session, let id, let connection, _), .sessionHealthy(let healthy)) where healthy == id:
             state = .connected(session: session, id: id, connection: connection, failures: 0)
+            lastClose = nil
+            repeatedCloses = 0
             return []
-        case (_, .resumeConfirmed):
-            return []   // held messages released offline: the next connection counts
+        case (_, .sessionHealthy(let id)):
+            return late(event, id: id)
 
         // The backoff ran out: reconnect.
         case (.waitingToReconnect(let session, let failures, let renew, let timer), .backoffElapsed(let elapsed)) where elapsed == timer:
@@ -295,6 +311,9 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         case .serverUnavailable:
             actions += [.recordError(error), .serverUnavailable]
             return actions + backoff(session, failures: pending.failures, renew: pending.renew)
+        case .closedByServer(let code, _) where code == JetstreamCloseCode.draining:
+            actions += [.recordError(error), .serverUnavailable]
+            return actions + backoff(session, failures: pending.failures, renew: true)
         case .closedByServer(let code, _) where code == JetstreamCloseCode.denied || code == JetstreamCloseCode.expired:
             return actions + backoff(session, failures: pending.failures, renew: true)
         default:
@@ -313,6 +332,12 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         repeatedCloses = reason == lastClose ? repeatedCloses + 1 : 0
         lastClose = reason
         return repeatedCloses
+    }
+
+    /// The timer that forgives `failures` once transport `id` has been healthy; none when there is
+    /// nothing to forgive.
+    private func healthTimer(id: Int, failures: Int) -> [Action] {
+        failures > 0 ? [.startHealthTimer(id: id)] : []
     }
 
     /// Waits before the next reconnect: attempt `failures` of the backoff policy.

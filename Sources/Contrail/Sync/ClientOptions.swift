@@ -35,6 +35,9 @@ public struct ClientOptions: Sendable {
     /// `SSL_CERT_DIR`) unless `caBundlePath` names a PEM bundle, and the public-key pins if any.
     /// Failures reach the status as `SyncError.transport` naming the `TLSError`.
     public var tls = TLSClientConfiguration()
+    /// Whether collections go as edits to a server that takes them (Protocol §8.24); off, they go
+    /// whole with their bases, as to an original server (the fuzzer mixes both kinds of peer).
+    package var sendsCollectionEdits = true
 
     /// Default options.
     public init() {}

@@ -27,6 +27,11 @@ final class ScopeSubscription {
     /// UUIDs the local root had before it took over the server's root UUID.
     private var rootAliases: [UUID: UUID] = [:]
     private var changeToken: ObservationToken?
+    /// Presence (Protocol §8.20): when this replica's value last went out (the client's throttle).
+    var presenceSentAt: Duration?
+    /// A send the throttle deferred.
+    var presenceFlush: Task<Void, Never>?
+    private var presenceToken: ObservationToken?
 
     init(scope: Scope, params: [String: JSON], mode: SyncMode) {
         self.scope = scope
@@ -45,6 +50,20 @@ final class ScopeSubscription {
     func stopListening() {
         changeToken?.cancel()
         changeToken = nil
+    }
+
+    /// Calls `onChange` when the scope's presence value changes or becomes active.
+    func listenToPresence(_ onChange: @escaping @MainActor () -> Void) {
+        presenceToken = scope.presence.localChanges.add(self) { onChange() }
+    }
+
+    /// Stops carrying the scope's presence: its peers leave (the scope was detached or removed).
+    func stopPresence() {
+        presenceToken?.cancel()
+        presenceToken = nil
+        presenceFlush?.cancel()
+        presenceFlush = nil
+        scope.presence.removeAllPeers()
     }
 
     /// The fragments to send for `entry`, with old root UUIDs replaced by the server's.
@@ -97,13 +116,21 @@ final class ScopeSubscription {
         let info = object.info
         let resolver: ModelResolver = { [scope] in scope.object(for: $0) }
         var complete = true
+        let isUnknown: (UUID) -> Bool = { [scope] in scope.unknown.objects[$0] != nil }
         scope.applyingRemote {
             for (name, wire) in values {
-                guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
-                guard let value = try? info.decode(wire, at: index, resolver: resolver) else {
+                guard let index = info.indexByName[name], info.properties[index].isSynced else {
+                    scope.keepUnknown(name, wire, of: uuid)  // kept as the server has it (§8.23)
+                    continue
+                }
+                let part = scope.visiblePart(wire, of: info, at: index, isUnknown: isUnknown)
+                if info.properties[index].valueKind != .value { scope.keepUnknown(info.properties[index].name, part.whole, of: uuid) }
+                guard let value = try? info.decode(part.visible, at: index, resolver: resolver) else {
                     complete = false
                     continue
                 }
+                // A shared text is not overwritten by a plain value: its operations settle it (§8.21).
+                if value is SharedText { continue }
                 if let next = queue.holder(of: ChangeKey(object, index), after: entry) {
                     if let held = heldValue(object, index, heldBy: next, remote: value) { object.setValue(held, at: index) }
                 } else {
@@ -111,12 +138,15 @@ final class ScopeSubscription {
                 }
             }
         }
+        scope.reconcileUnknown()
         return complete
     }
 
     /// The write `Scope.apply` should do for a remote value (§8.3): the value itself when no
     /// pending change set holds the key, otherwise what `heldValue(_:_:heldBy:remote:)` says.
     private func redirect(_ object: ModelObject, _ index: Int, _ remote: Any) -> Any? {
+        // A shared text merges remote operations into pending local ones by itself (§8.21).
+        if remote is SharedText { return remote }
         guard let holder = queue.firstHolder(of: ChangeKey(object, index)) else { return remote }
         return heldValue(object, index, heldBy: holder, remote: remote)
     }
@@ -128,6 +158,9 @@ final class ScopeSubscription {
     /// the reply), and the add remembers that it held a remote value back.
     private func heldValue(_ object: ModelObject, _ index: Int, heldBy holder: ChangeSetQueue.Entry, remote: Any) -> Any? {
         let key = ChangeKey(object, index)
+        let property = object.info.properties[index]
+        // The pending local value wins over a kept remote reference to an unknown object (§8.23).
+        if property.valueKind == .reference { scope.keepUnknown(property.name, nil, of: object.uuid) }
         if holder.holdsThroughAdd(key) {
             holder.heldBackRemoteValues = true
             return nil
@@ -144,6 +177,9 @@ final class ScopeSubscription {
     /// object while it was out of the tree). Nil (keep the local value) when no holder's value is known.
     private func rebase(_ object: ModelObject, _ index: Int, remote: Any, from first: ChangeSetQueue.Entry) -> Any? {
         let property = object.info.properties[index]
+        if let counter = remote as? SharedCounter {
+            return rebaseCounter(object, index, remote: counter, from: first, name: property.name)
+        }
         let isCollection = property.valueKind == .collection
         let theirs = Self.models(remote)
         var byUUID: [UUID: ModelObject] = [:]
@@ -163,6 +199,24 @@ final class ScopeSubscription {
         let resolve: ModelResolver = { [scope] uuid in byUUID[uuid] ?? scope.object(for: uuid) ?? scope.retired[uuid]?.object }
         if isCollection { wire = .array(uuids.filter { resolve($0) != nil }.map { .string($0.wireString) }) }
         return try? object.info.coder(at: index).decode(wire, property: property.name, resolver: resolve)
+    }
+
+    /// A shared counter's pending value (§8.21): the remote total plus every pending change set's
+    /// delta (a change set without one, a plain write, sets the total). Nil when none holds it.
+    private func rebaseCounter(_ object: ModelObject, _ index: Int, remote: SharedCounter, from first: ChangeSetQueue.Entry,
+                               name: String) -> SharedCounter? {
+        var total = remote
+        var held = false
+        for holder in queue.holders(of: ChangeKey(object, index), from: first) {
+            guard let sent = holder.sentValue(of: object, property: index, name: name) else { continue }
+            held = true
+            if let delta = sent.delta {
+                total.add(delta)
+            } else if let value = sent.value.int64Value {
+                total = SharedCounter(value)
+            }
+        }
+        return held ? total : nil
     }
 
     private static func models(_ value: Any?) -> [ModelObject] {

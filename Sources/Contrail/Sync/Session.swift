@@ -30,11 +30,11 @@ public final class Session {
     private var sentAt: [Int: (time: Duration, ticks: Int)] = [:]
     /// How often each request's reply timed out.
     private var strikes: [Int: Int] = [:]
-    private var connection: Connection?
+    private(set) var connection: Connection?
     /// After a resume, new messages wait until the server's resend frame (§8.5).
-    private var isHolding = false
-    private var subscriptions: [ScopeSubscription] = []
-    private var byScopeIndex: [Int: ScopeSubscription] = [:]
+    private(set) var isHolding = false
+    private(set) var subscriptions: [ScopeSubscription] = []
+    private(set) var byScopeIndex: [Int: ScopeSubscription] = [:]
     private var paused: [Message]?
     /// How many `pauseIncoming()` calls wait for their `resumeIncoming()`.
     private var pauseDepth = 0
@@ -46,14 +46,14 @@ public final class Session {
     private let syncStatusObservers = ObserverList<SyncStatus>()
     private var lastSyncStatus = SyncStatus.synced
     /// The Contrail extensions the server listed in its `SessionCreateReply` (none for Jetstream).
-    private var serverExtensions: Set<String> = []
+    private(set) var serverExtensions: Set<String> = []
     /// The message limits the server advertised (Protocol §8.19): a change set over them is refused
     /// here, before it is sent. Nil for a Jetstream server.
-    private var serverLimits: SessionLimits?
+    private(set) var serverLimits: SessionLimits?
 
     /// The client's clock (`ClientOptions.clock`): reply deadlines and the waits of `fetch`,
     /// `sync` and `detach` run on it.
-    private let timeline: ElapsedClock
+    let timeline: ElapsedClock
 
     init(client: Client, token: String) {
         self.client = client
@@ -85,6 +85,7 @@ public final class Session {
                 guard let self, let subscription else { return }
                 self.enqueue(changeSet, in: subscription)
             }
+            listenToPresence(subscription)
             // Change sets a fragment log restored unacknowledged go out first, once the scope is fetched.
             for changeSet in scope.restoredPending { _ = subscription.queue.append(changeSet) }
             scope.restoredPending.removeAll()
@@ -253,6 +254,7 @@ public final class Session {
         // Messages held by `pauseIncoming` belong to the old wire session (its numbering, its scope
         // indices): the refetch below supersedes them.
         if paused != nil { paused = [] }
+        dropPresence()
         byScopeIndex.removeAll()
         for subscription in subscriptions {
             subscription.scopeIndex = nil
@@ -266,6 +268,7 @@ public final class Session {
     func connectionLost() {
         connection = nil
         isHolding = false
+        dropPresence()
     }
 
     /// The client was closed: the session ends, waiting callers fail, and its scopes' later edits
@@ -274,6 +277,7 @@ public final class Session {
     func clientClosed() {
         isClosed = true
         connection = nil
+        dropPresence()
         for subscription in subscriptions {
             subscription.stopListening()
             subscription.attached.resolve(.failure(.closed))
@@ -327,13 +331,13 @@ public final class Session {
             prune(ack: ping.ack)
             if ping.resendMissing {
                 isHolding = false
-                client?.resumeConfirmed()
                 let now = timeline.elapsed
                 for message in resendBuffer {
                     connection?.send(message)
                     if sentAt[message.index] != nil { sentAt[message.index] = (now, 0) }
                 }
                 pump()
+                resendPresence()
             }
         case .scopeFetchReply(let reply):
             settleRequest(reply.replyTo, with: message)
@@ -350,6 +354,7 @@ public final class Session {
                 subscription.wasAttached = true
                 subscription.failedRefetches = 0
                 subscription.attached.resolve(.success(()))
+                sendPresence(subscription, subscribing: true)
             } catch {
                 // Refused whole (an empty state never resets a replica); a fetch awaiting it throws,
                 // and `Client.lastError` says so also when none does (a state the server pushed).
@@ -364,7 +369,9 @@ public final class Session {
             } else if !sync.fragments.isEmpty {
                 subscription.missedRemote = true
             }
-        case .sessionCreate, .sessionCreateReply, .scopeFetch, .scopeDetach:
+        case .presencePeers(let peers):
+            receivePresence(peers)
+        case .sessionCreate, .sessionCreateReply, .scopeFetch, .scopeDetach, .presence:
             break
         }
         return true
@@ -455,15 +462,28 @@ public final class Session {
     }
 
     private func send(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, scopeIndex: Int) {
-        let fragments = subscription.fragments(of: entry)
+        var fragments = subscription.fragments(of: entry)
+        // A server that does not merge shared values (§8.21) gets their plain values only.
+        if !serverExtensions.contains(SharedMerge.textExtension) || !serverExtensions.contains(SharedMerge.counterExtension) {
+            fragments = fragments.map { fragment in
+                var plain = fragment
+                if !serverExtensions.contains(SharedMerge.textExtension) { plain.textOperations = nil }
+                if !serverExtensions.contains(SharedMerge.counterExtension) { plain.counterDeltas = nil }
+                return plain
+            }
+        }
+        // Collections go as edits of their bases to a server that takes them (§8.24); the whole
+        // fragments stay for settling the reply.
+        let edits = options.sendsCollectionEdits && serverExtensions.contains(SyncFragment.collectionOpsExtension)
+        let sent = edits ? fragments.map { $0.withCollectionEdits() } : fragments
         let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
         let id = entry.changeSet.id
         let procedure = entry.changeSet.procedure
         let message = { (index: Int) -> Message in
-            .scopeSync(ScopeSync(index: index, scopeIndex: scopeIndex, fragments: fragments,
+            .scopeSync(ScopeSync(index: index, scopeIndex: scopeIndex, fragments: sent,
                                  atomic: procedure == nil ? atomic : true, procedure: procedure, changeSetID: id))
         }
-        if let rejection = Self.overLimits(serverLimits, fragments: fragments, message: message(nextIndex)) {
+        if let rejection = Self.overLimits(serverLimits, fragments: sent, message: message(nextIndex)) {
             refuse(entry, of: subscription, rejection)
             return
         }
@@ -554,7 +574,8 @@ public final class Session {
     }
 
     /// The elements the accepted fragments inserted or moved in a collection sent with its base that
-    /// the server's merged value (always in `modifications`, Protocol §8.15) left out.
+    /// the server's merged value (in `modifications`, Protocol §8.15; absent when it is what a
+    /// collection sent as an edit made, §8.24) left out.
     static func drops(fragments: [SyncFragment], replies: [FragmentReply]) -> [ChangeSet.Drop] {
         var drops: [ChangeSet.Drop] = []
         for (fragment, reply) in zip(fragments, replies) where reply.isAccepted {
@@ -595,6 +616,7 @@ public final class Session {
 
     private func remove(_ subscription: ScopeSubscription) {
         subscription.stopListening()
+        subscription.stopPresence()
         subscriptions.removeAll { $0 === subscription }
         if let index = subscription.scopeIndex { byScopeIndex[index] = nil }
     }

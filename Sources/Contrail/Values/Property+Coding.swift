@@ -78,6 +78,13 @@ extension Property: PropertyStorage, PropertyCoding {
     /// Stores `new` and notifies as a local set does, without boxing: what a log restore calls
     /// for the value types it decodes itself.
     @MainActor static func store(typed new: Value, in object: ModelObject, offset: Int, index: Int) {
+        var new = new
+        // A decoded or replayed shared text edits the text it is stored over (§8.21).
+        if Value.self == SharedText.self, let text = new as? SharedText, text.update != nil,
+           let current = withStorage(object, offset, { $0.pointee.value }) as? SharedText,
+           let merged = text.stored(over: current) as? Value {
+            new = merged
+        }
         let old = withStorage(object, offset) { storage in
             let old = storage.pointee.value
             storage.pointee.value = new

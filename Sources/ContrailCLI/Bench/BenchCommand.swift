@@ -1,9 +1,9 @@
 import Foundation
 
-/// `contrail bench [model|scope|query|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|cluster|connections|reconnect|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|query|json|websocket|tls|sync|durability|cluster|connections|all] [--json] [--smoke] [--grants]
+    usage: contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -11,8 +11,14 @@ enum BenchCommand {
       --json   one JSON object per line: {"name","value","unit","baseline","ratio"}
       --smoke  tiny iteration counts: proves the code paths, figures are meaningless
       --sessions N  sessions for `connections`
+      `reconnect` (not in `all`) holds --clients N sessions (default 1000) on a `contrail serve`,
+      restarts it (SIGTERM, a second down) and measures the clients' peak connect rate against
+      the same restart with jitter 0.
       `tls` compares echo over wss:// with ws:// (and the handshake) in the same run; it needs
-      OpenSSL 3 (libssl.so.3) at run time.
+      OpenSSL 3 (libssl.so.3) at run time. `text` replays the editing traces of shared/data (or
+      CONTRAIL_EDITING_TRACES) against Yrs through python3 + pycrdt when installed.
+      `collections`: collection edits (Protocol §8.24): bytes of one append, and offline edits
+      (log and wire bytes per edit, time to settle after reconnecting).
       --grants sync's server gives each session an identity with a dozen grants (patterns included),
                so that the sync.* figures show the cost of the grant checks next to a run without
     """
@@ -21,6 +27,7 @@ enum BenchCommand {
         var options = BenchOptions()
         var suites: [String] = []
         var sessions = 10_000
+        var clients = 1_000
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             switch argument {
@@ -32,16 +39,23 @@ enum BenchCommand {
                     throw CLIError.usage("--sessions needs a positive number\n\(usage)")
                 }
                 sessions = number
+            case "--clients":
+                guard let value = rest.popFirst(), let number = Int(value), number > 0 else {
+                    throw CLIError.usage("--clients needs a positive number\n\(usage)")
+                }
+                clients = number
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "--grants": options.grants = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "cluster", "connections": suites.append(argument)
-            case "all": suites += ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability"]
+            case "model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "cluster",
+                 "connections", "reconnect":
+                suites.append(argument)
+            case "all": suites += ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
         }
-        if suites.isEmpty { suites = ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability"] }
+        if suites.isEmpty { suites = ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections"] }
         if !options.json {
             print(pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
         }
@@ -56,8 +70,11 @@ enum BenchCommand {
             case "tls": figures = try await TLSBench.run(options)
             case "sync": figures = try await SyncBench.run(options)
             case "durability": figures = try await DurabilityBench.run(options)
+            case "text": figures = try await TextBench.run(options)
+            case "collections": figures = try await CollectionsBench.run(options)
             case "cluster": figures = try await ClusterBench.run(options)
             case "connections": figures = try await ConnectionsBench.run(options, sessions: sessions)
+            case "reconnect": figures = try await ReconnectBench.run(options, clients: clients)
             default: figures = []
             }
             for figure in figures { report(figure, json: options.json) }

@@ -18,6 +18,11 @@ import ContrailSupport
 ///   WebSocket layer alone), against the same baseline.
 /// - `connections.KiB/session.nN`: server RSS growth per session, against the RSS growth per connection
 ///   of the plain epoll TCP echo (`PlainTCPEcho`, in a child process too) holding N bare connections.
+/// - `connections.KiB/waiting-dropped.nN`, `connections.KiB/waiting-closed.nN`: the same growth on a fresh
+///   server after the N clients left (dropped their connections, or sent a close frame first), while their
+///   sessions wait for a resume; against the growth per connected session (target: ratio ≤ 1).
+/// - `connections.churn.MiB`: server RSS after 30 s of 500-session rounds that open and drop (with
+///   `--max-waiting-bytes` at 32 MiB), against its RSS at 10 s: flat under churn is a ratio near 1.
 /// - `connections.sync.ms.nN`: the median of 5 `Client.sync` calls with N idle sessions open, against
 ///   the same on the fresh server.
 enum ConnectionsBench {
@@ -49,13 +54,22 @@ enum ConnectionsBench {
         let openSeconds = Stopwatch.seconds(ContinuousClock.now - opened)
         let growth = Double(try server.residentKiB() - before) / Double(count)
         let loaded = try await syncMilliseconds(port: server.port)
+        // Sessions whose clients went away, waiting for a resume: on fresh servers, one per way of leaving.
+        let dropped = try await waitingGrowth(executable, count: count, leaving: .drop)
+        let closed = try await waitingGrowth(executable, count: count, leaving: .closeHandshake)
+        let churn = try await churnResidentMiB(executable)
         if !options.json {
             print("(connections: \(count) sessions opened in \(String(format: "%.1f", openSeconds)) s; server RSS "
-                  + "\(String(format: "%.1f", growth)) KiB per session, WebSocket echo \(String(format: "%.2f", webSocketGrowth)) KiB per connection, plain TCP echo \(String(format: "%.2f", plainGrowth)) KiB per connection)")
+                  + "\(String(format: "%.1f", growth)) KiB per session, WebSocket echo \(String(format: "%.2f", webSocketGrowth)) KiB per connection, plain TCP echo \(String(format: "%.2f", plainGrowth)) KiB per connection; "
+                  + "waiting sessions \(String(format: "%.1f", dropped)) KiB (connection dropped), \(String(format: "%.1f", closed)) KiB (closed with a close frame); "
+                  + "churn: \(churn.sessions) sessions in \(churnSeconds) s, RSS \(churn.atTen) MiB at 10 s, \(churn.atEnd) MiB at the end)")
         }
         return [
             BenchFigure(name: "connections.KiB/websocket.n\(count)", value: webSocketGrowth, unit: "KiB", baseline: plainGrowth),
             BenchFigure(name: "connections.KiB/session.n\(count)", value: growth, unit: "KiB", baseline: plainGrowth),
+            BenchFigure(name: "connections.KiB/waiting-dropped.n\(count)", value: dropped, unit: "KiB", baseline: growth),
+            BenchFigure(name: "connections.KiB/waiting-closed.n\(count)", value: closed, unit: "KiB", baseline: growth),
+            BenchFigure(name: "connections.churn.MiB", value: Double(churn.atEnd), unit: "MiB", baseline: Double(churn.atTen)),
             BenchFigure(name: "connections.sync.ms.n\(count)", value: loaded, unit: "ms", baseline: fresh),
         ]
     }
@@ -70,6 +84,57 @@ enum ConnectionsBench {
         let held = try await blocking { try RawClient.open(count: count, port: child.port, steps: steps(child.port)) }
         defer { held.close() }
         return Double(try child.residentKiB() - before) / Double(count)
+    }
+
+    /// RSS growth per session, in KiB, of a fresh `contrail serve` after `count` sessions were opened
+    /// (as in the connected figure) and their clients then left as `leaving` says, once the server has
+    /// let go of every connection (its descriptor count is back where it was) and its memory has settled.
+    /// The sessions wait for a resume for the server's whole session expiry, so what is measured is what
+    /// a waiting session holds.
+    private static func waitingGrowth(_ executable: URL, count: Int, leaving: RawClient.Leaving) async throws -> Double {
+        let server = try ChildServer.start(executable, arguments: ["serve", "--port", "0", "--quiet", "--no-pages"])
+        defer { server.kill() }
+        let descriptors = try server.openDescriptors()
+        let before = try server.residentKiB()
+        let held = try await blocking { try RawClient.open(count: count, port: server.port, steps: sessionSteps(port: server.port)) }
+        held.leave(leaving)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try server.openDescriptors() > descriptors + 8 {
+            guard ContinuousClock.now < deadline else {
+                throw SyncBenchError("bench connections: the server still holds \(try server.openDescriptors() - descriptors) connections 60 s after their clients left")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        // Then until its memory has settled: no fall of more than 1 % over 3 s (the server returns
+        // freed pages on its session ticker, every 1.25 s by default), at most 30 s.
+        var samples = [try server.residentKiB()]
+        while samples.count < 60, samples.count < 7 || samples[samples.count - 7] - samples[samples.count - 1] > samples[samples.count - 1] / 100 {
+            try await Task.sleep(for: .milliseconds(500))
+            samples.append(try server.residentKiB())
+        }
+        return Double(samples[samples.count - 1] - before) / Double(count)
+    }
+
+    /// How long the churn figure runs.
+    static let churnSeconds = 30
+
+    /// Churn: a fresh `contrail serve --max-waiting-bytes 32 MiB` while rounds of 500 sessions open
+    /// (as in the connected figure) and drop their connections, for ``churnSeconds``; the sessions
+    /// opened and the server's RSS in MiB at 10 s and at the end (flat: ratio ≈ 1).
+    private static func churnResidentMiB(_ executable: URL) async throws -> (sessions: Int, atTen: Int, atEnd: Int) {
+        let server = try ChildServer.start(executable, arguments: ["serve", "--port", "0", "--quiet", "--no-pages",
+                                                                   "--max-waiting-bytes", "\(32 << 20)"])
+        defer { server.kill() }
+        let start = ContinuousClock.now
+        var sessions = 0
+        var atTen: Int?
+        while ContinuousClock.now - start < .seconds(churnSeconds) {
+            let held = try await blocking { try RawClient.open(count: 500, port: server.port, steps: sessionSteps(port: server.port)) }
+            held.leave(.drop)
+            sessions += 500
+            if atTen == nil, ContinuousClock.now - start >= .seconds(10) { atTen = try server.residentKiB() >> 10 }
+        }
+        return (sessions, atTen ?? 0, try server.residentKiB() >> 10)
     }
 
     /// A WebSocket upgrade request for `/`.
@@ -115,7 +180,7 @@ enum ConnectionsBench {
     }
 
     /// Raises this process's descriptor limit (soft and hard, as root may) to at least `wanted`.
-    private static func raiseDescriptorLimit(to wanted: Int) throws {
+    static func raiseDescriptorLimit(to wanted: Int) throws {
         var limit = rlimit()
         getrlimit(descriptorLimitResource, &limit)
         guard limit.rlim_cur < rlim_t(wanted) else { return }
@@ -220,6 +285,11 @@ private struct ChildServer {
         return kib
     }
 
+    /// The number of descriptors the child holds open.
+    func openDescriptors() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count
+    }
+
     /// Ends the child at once (SIGKILL) and reaps it.
     func kill() {
         guard process.isRunning else { return }
@@ -237,11 +307,37 @@ private enum RawClient {
         var until: [UInt8]
     }
 
+    /// How a client leaves: its connection dropped (closed without a WebSocket close frame), or a
+    /// WebSocket close frame (1000) and then the socket closed.
+    enum Leaving: Sendable { case drop, closeHandshake }
+
     /// Open connections; `close()` closes them all.
     final class Held: Sendable {
         let fds: [Int32]
         init(fds: [Int32]) { self.fds = fds }
         func close() { for fd in fds { Glibc.close(fd) } }
+
+        /// Leaves every connection as `leaving` says (each descriptor is closed). A close handshake is
+        /// done as a browser does it: the close frame, then reading until the server closes the TCP
+        /// connection (RFC 6455 §7.1.1: the server closes first), at most 10 s per connection.
+        func leave(_ leaving: Leaving) {
+            if leaving == .closeHandshake {
+                // A masked close frame with code 1000 (all-zero mask).
+                let frame: [UInt8] = [0x88, 0x82, 0, 0, 0, 0, 0x03, 0xE8]
+                for fd in fds { _ = frame.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+                var scratch = [UInt8](repeating: 0, count: 4096)
+                for fd in fds {
+                    while true {
+                        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                        guard poll(&entry, 1, 10_000) > 0 else { break }
+                        let n = read(fd, &scratch, scratch.count)
+                        if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+                        if n <= 0 { break }
+                    }
+                }
+            }
+            close()
+        }
     }
 
     /// Connections opened at once, at most (the rest wait for one of them to finish its script).

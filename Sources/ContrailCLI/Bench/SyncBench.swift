@@ -11,6 +11,10 @@ import Foundation
 ///   run: the transport doing the same number of deliveries at once, without sync.
 /// - `sync.fanout.c100`: fragments per second one server delivers to 99 clients, as a ratio to the
 ///   frames per second a bare WebSocket server pushes to 99 connections.
+/// - `sync.presence.p50/p99.c100`: from a presence change in client A to the presence observer
+///   firing in each of the other 99 clients (Protocol §8.20, the server's throttle raised to 1000
+///   changes a second so that it does not set the pace). Baseline: `sync.latency` of the same
+///   percentile with 100 clients, from the same run: a change set through the same clients and server.
 @MainActor
 enum SyncBench {
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
@@ -27,6 +31,13 @@ enum SyncBench {
                 figures.append(BenchFigure(name: "sync.latency.\(label).c\(clients)",
                                            value: Stopwatch.percentile(samples, p) * 1e6, unit: "us",
                                            baseline: Stopwatch.percentile(baseline, p) * 1e6))
+            }
+            guard clients == 100 else { continue }
+            let presence = try await presenceLatency(clients: clients, rounds: rounds, grants: options.grants)
+            for (label, p) in [("p50", 0.5), ("p99", 0.99)] {
+                figures.append(BenchFigure(name: "sync.presence.\(label).c\(clients)",
+                                           value: Stopwatch.percentile(presence, p) * 1e6, unit: "us",
+                                           baseline: Stopwatch.percentile(samples, p) * 1e6))
             }
         }
         let changeSets = options.iterations(200, smoke: 3)
@@ -64,9 +75,10 @@ enum SyncBench {
         return replicas
     }
 
-    static func makeServer(grants: Bool = false) throws -> ContrailServer {
+    static func makeServer(grants: Bool = false, presenceUpdatesPerSecond: Int = 10) throws -> ContrailServer {
         var options = ServerOptions()
         options.log = nil
+        options.presenceUpdatesPerSecond = presenceUpdatesPerSecond
         if grants {
             // What a JWT with a dozen scope entries gives: the bench scope is matched by the last pattern.
             var entries: [String: ScopeAccess] = ["*-archive": .read, "public.*": .read, "be*h-never": .write]
@@ -95,6 +107,31 @@ enum SyncBench {
             sender.score += 1
             try await arrivals.wait(timeout: .seconds(30))
             samples.append(contentsOf: arrivals.latencies)
+        }
+        for token in tokens { token.cancel() }
+        for replica in replicas { await replica.client.close() }
+        await server.stop()
+        return samples
+    }
+
+    /// Seconds from a presence change in the first client to each other client's presence observer
+    /// firing (a first round, in which they join, is not counted).
+    static func presenceLatency(clients: Int, rounds: Int, grants: Bool = false) async throws -> [Double] {
+        let server = try makeServer(grants: grants, presenceUpdatesPerSecond: 1000)
+        let replicas = try await replicas(clients, port: try await server.start())
+        let arrivals = SyncArrivals()
+        var tokens: [ObservationToken] = []
+        for replica in replicas.dropFirst() {
+            tokens.append(replica.scope.presence.onChange(arrivals) { _ in arrivals.arrived() })
+        }
+        let sender = replicas[0].scope.presence
+        var samples: [Double] = []
+        samples.reserveCapacity(rounds * (clients - 1))
+        for round in 0...rounds {
+            arrivals.expect(clients - 1)
+            try sender.publish(["round": .int(Int64(round)), "cursor": [120, 48]])
+            try await arrivals.wait(timeout: .seconds(30))
+            if round > 0 { samples.append(contentsOf: arrivals.latencies) }
         }
         for token in tokens { token.cancel() }
         for replica in replicas { await replica.client.close() }

@@ -13,6 +13,8 @@ actor ClusterLink {
     let options: ClusterOptions
     private let log: ServerLog
     private var connecting: Task<Result<Handles, NATSError>, Never>?
+    /// The handles of the last connect that succeeded (for ``isConnected``, which must not wait).
+    private var connected: Handles?
     private var isClosed = false
 
     init(options: ClusterOptions, log: ServerLog) {
@@ -35,8 +37,9 @@ actor ClusterLink {
             connecting = task
         }
         let result = await task.value
+        if case .success(let handles) = result { connected = handles }
         if case .failure(let error) = result {
-            log.write("cluster: \(error)")
+            log.write("cluster.error", level: .error, "cluster: \(error)")
             if connecting == task { connecting = nil }
         }
         return try result.get()
@@ -60,6 +63,16 @@ actor ClusterLink {
         case .closed:
             if !isClosed { connecting = nil }
             return "lost its connection to NATS; reconnecting"
+        }
+    }
+
+    /// Whether the connection to NATS is up now, without a round trip or a connect (false before
+    /// the first connect succeeded). For `/metrics`.
+    var isConnected: Bool {
+        get async {
+            guard !isClosed, let connected else { return false }
+            if case .connected = await connected.jetStream.connection.status { return true }
+            return false
         }
     }
 

@@ -20,6 +20,9 @@ public struct ClusterOptions: Sendable {
     public var streamName = "CONTRAIL_SCOPES"
     /// The subject prefix of the scopes' logs (one subject per scope below it).
     public var subjectPrefix = "contrail.scope"
+    /// The subject prefix of presence (Protocol §8.20: one NATS core subject per scope below it,
+    /// never stored). It must not fall under ``subjectPrefix``, which the stream stores.
+    public var presenceSubjectPrefix = "contrail.presence"
     /// The key-value bucket holding the snapshots.
     public var snapshotBucket = "contrail_snapshots"
     /// The deadline of each JetStream call; also how long a server keeps reading for a message it

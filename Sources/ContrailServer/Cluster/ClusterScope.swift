@@ -96,9 +96,12 @@ actor ClusterScope: HostedScope {
     static let awaitedLimit = 4_096
     /// The first wait before reading again for an awaited message (doubling up to `wakeUpRetryLimit`).
     static let wakeUpRetryStart: Duration = .milliseconds(1)
+    /// Publish latency and apply lag are observed here (nil: nowhere).
+    private let metrics: ServerMetrics?
 
     init(name: String, link: ClusterLink, limits: ServerLimits, clock: ElapsedClock, log: ServerLog,
-         idleTimeout: Duration = .seconds(60)) {
+         idleTimeout: Duration = .seconds(60), metrics: ServerMetrics? = nil) {
+        self.metrics = metrics
         self.name = name
         self.idleTimeout = idleTimeout
         self.link = link
@@ -119,7 +122,7 @@ actor ClusterScope: HostedScope {
             let deliver = try inReplica { $0.core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: $0.store) }
             deliver()
         } catch {
-            log.write("scope '\(name)': cluster unavailable: \(error)")
+            log.write("cluster.unavailable", level: .error, scope: name, "scope '\(name)': cluster unavailable: \(error)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo,
                 error: WireErrorBody(message: "Scope could not be loaded: the cluster log is unavailable")))) }
         }
@@ -168,7 +171,7 @@ actor ClusterScope: HostedScope {
                 sequence = try await append(ClusterEntry.batchPayload(batch.map(\.payload)), id: id)
             } catch {
                 guard let origins = origins.removeValue(forKey: id) else { continue }
-                log.write("scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
+                log.write("cluster.append_failed", level: .error, scope: name, "scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
                 for (outbox, message) in origins {
                     let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("the cluster log is unavailable")),
                                         count: message.fragments.count)
@@ -203,6 +206,8 @@ actor ClusterScope: HostedScope {
             if origins[id] == nil { return applied }  // a catch-up applied it (an earlier try was stored)
             let previous = applied
             do throws(NATSError) {
+                let started = ServerMetrics.now()
+                defer { if let metrics { ServerMetrics.observe(metrics.natsPublish, since: started) } }
                 let ack = try await handles.jetStream.publish(subject, payload: payload,
                     headers: NATSHeaders([(ClusterEntry.previousHeader, String(previous))]),
                     messageID: id, expectedLastSubjectSequence: previous)
@@ -423,7 +428,7 @@ actor ClusterScope: HostedScope {
         recentlyApplied = RecentIDs(limit: 4_096)
         idleSince = nil
         phase = .empty
-        log.write("scope '\(name)': unloaded (no session for \(idleTimeout))")
+        log.write("scope.unloaded", scope: name, "scope '\(name)': unloaded (no session for \(idleTimeout))")
     }
 
     /// Whether the replica is in memory and following the log. For tests and the inspector.
@@ -434,7 +439,7 @@ actor ClusterScope: HostedScope {
     /// Logs the failure and keeps trying (100 ms, doubling up to 5 s) until a catch-up succeeds, so
     /// a replica left behind while JetStream was unavailable does not wait for the next message.
     private func catchUpFailed(_ error: NATSError) {
-        log.write("scope '\(name)': catching up: \(error)")
+        log.write("cluster.catch_up_failed", level: .warning, scope: name, "scope '\(name)': catching up: \(error)")
         guard repair == nil else { return }
         let clock = clock
         repair = Task { [weak self] in
@@ -521,7 +526,7 @@ actor ClusterScope: HostedScope {
         let entry: ClusterEntry
         do throws(NATSError) { entry = try ClusterEntry(decoding: message.payload) } catch {
             // Every server skips the same unreadable message.
-            log.write("scope '\(name)': log message \(message.sequence) skipped: \(error)")
+            log.write("cluster.message_skipped", level: .error, scope: name, "scope '\(name)': log message \(message.sequence) skipped: \(error)")
             _ = try? inReplica { $0.applied = message.sequence }
             return
         }
@@ -551,20 +556,20 @@ actor ClusterScope: HostedScope {
         case (_, .loaded):
             _ = try? inReplica { $0.applied = message.sequence }
         default:
-            log.write("scope '\(name)': log message \(message.sequence) before the genesis skipped")
+            log.write("cluster.message_skipped", level: .warning, scope: name, "scope '\(name)': log message \(message.sequence) before the genesis skipped")
         }
     }
 
     /// Notes that the message with this id is applied: no wake-up waits for it any more.
     private func applied(id: String) {
-        awaited[id] = nil
+        if let since = awaited.removeValue(forKey: id) { metrics?.natsApplyLag.observe(clock.now - since) }
         recentlyApplied.insert(id)
     }
 
     /// A replica of `store` at `applied`, with no subscriber yet. Cluster scopes run no procedures
     /// (the log holds no procedure name).
     private func makeReplica(_ store: ScopeStore, applied: UInt64) -> Replica {
-        Replica(store: store, core: ScopeCore(name: name, limits: limits, procedures: []), applied: applied)
+        Replica(store: store, core: ScopeCore(name: name, limits: limits, procedures: [], metrics: metrics), applied: applied)
     }
 
     /// Replaces the local state with a snapshot (`{"seq": n, "state": …}`) newer than what is
@@ -580,7 +585,7 @@ actor ClusterScope: HostedScope {
             phase = .loaded(makeReplica(store, applied: seq))
         case .loaded(var replica) where seq > replica.applied:
             // The subscribed sessions stay, and get what the trimmed messages changed as one broadcast.
-            log.write("scope '\(name)': behind the trimmed log; restored the snapshot at \(seq)")
+            log.write("cluster.snapshot_restored", level: .warning, scope: name, "scope '\(name)': behind the trimmed log; restored the snapshot at \(seq)")
             let missed = store.fragments(changedSince: replica.store)
             let deliver = replica.core.broadcast(missed)
             replica.store = store
@@ -612,7 +617,7 @@ actor ClusterScope: HostedScope {
             }
             lastSnapshot = seq
         } catch {
-            log.write("scope '\(name)': snapshot at \(seq) not written: \(error)")
+            log.write("cluster.snapshot_failed", level: .error, scope: name, "scope '\(name)': snapshot at \(seq) not written: \(error)")
         }
     }
 

@@ -12,6 +12,7 @@ struct PageAsset: Sendable {
     static let html = "text/html; charset=utf-8"
     static let javaScript = "text/javascript; charset=utf-8"
     static let css = "text/css; charset=utf-8"
+    static let svg = "image/svg+xml"
 
     /// The assets by request path (without query); each from the file in `Assets/` named
     /// like its `PackageResources` member (`contrail_js` is `Assets/contrail.js`).
@@ -23,6 +24,14 @@ struct PageAsset: Sendable {
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
         "/contrail-query.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_query_js),
         "/demo-list.js": PageAsset(contentType: javaScript, body: PackageResources.demo_list_js),
+        "/contrail-store.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_store_js),
+        "/contrail-text.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_text_js),
+        "/demo-caption.js": PageAsset(contentType: javaScript, body: PackageResources.demo_caption_js),
+        "/contrail-collections.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_collections_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
+        // Browsers ask for /favicon.ico on every page: the SVG icon, which they accept by its type.
+        "/favicon.ico": PageAsset(contentType: svg, body: PackageResources.favicon_svg),
+        "/contrail-presence.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_presence_js),
+        "/demo-presence.js": PageAsset(contentType: javaScript, body: PackageResources.demo_presence_js),
     ]
 }

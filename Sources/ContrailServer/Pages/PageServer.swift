@@ -4,7 +4,7 @@ import ContrailWebSocket
 /// Answers the plain HTTP requests that reach `contrail serve` beside the WebSocket upgrade (when
 /// ``ServerOptions/servesPages`` is on): the inspector at `/`, the canvas demo at `/demo`, the
 /// JavaScript client at `/contrail.js`, and `/api/overview` (scopes with object and session counts,
-/// the live session count) for the inspector.
+/// the connected session count) for the inspector; every `/api/admin/…` request goes to ``AdminAPI``.
 ///
 /// Pages never carry secrets: the overview holds names and counts only (no session token, no hook
 /// parameter), and the pages' own sessions go through the server's hooks like any client's.
@@ -26,11 +26,12 @@ struct PageServer: Sendable {
 
     /// The response to one request. O(scopes) for the overview, O(1) otherwise.
     func respond(to request: HTTPHead) async -> HTTPResponse {
+        let target = request.path ?? "/"
+        let path = String(target[..<(target.firstIndex(of: "?") ?? target.endIndex)])
+        if path.hasPrefix("/api/admin/") { return await AdminAPI(pages: self).respond(to: request, path: path) }
         guard request.method == "GET" || request.method == "HEAD" else {
             return .error(status: 405, reason: "Method Not Allowed", headers: ["Allow": "GET, HEAD"])
         }
-        let target = request.path ?? "/"
-        let path = String(target[..<(target.firstIndex(of: "?") ?? target.endIndex)])
         if path == "/api/overview" {
             let identity: SessionIdentity
             switch await admin(request) {
@@ -66,10 +67,14 @@ struct PageServer: Sendable {
         return .success(identity)
     }
 
-    /// `{"sessions": n, "scopes": [{"name", "objects", "subscribers"}]}`, scopes sorted by name,
-    /// only those `identity` may read.
+    /// `{"sessions": n, "detached": m, "scopes": [{"name", "objects", "subscribers"}]}`: the sessions
+    /// with a connection now (a closed window's session falls out at once) and those without one,
+    /// which wait for a resume until they expire; scopes sorted by name, only those `identity` may
+    /// read. O(sessions + scopes).
     func overview(for identity: SessionIdentity = .unrestricted) async -> JSON {
-        let (sessions, scopes) = core.inspection()
+        let (_, scopes) = core.inspection()
+        let live = core.liveSessions()
+        let connected = live.count { !$0.isWaiting }
         var entries: [JSON] = []
         for scope in scopes where identity.may(.read, scope.name) {
             let objects = await scope.objectCount
@@ -77,6 +82,6 @@ struct PageServer: Sendable {
             entries.append(.object(["name": .string(scope.name), "objects": .int(Int64(objects)),
                                     "subscribers": .int(Int64(subscribers))]))
         }
-        return .object(["sessions": .int(Int64(sessions)), "scopes": .array(entries)])
+        return .object(["sessions": .int(Int64(connected)), "detached": .int(Int64(live.count - connected)), "scopes": .array(entries)])
     }
 }

@@ -1,4 +1,5 @@
 import ContrailWire
+import Foundation
 
 /// A scope as the server's sessions, its inspector page and its stop see it. Two implementations,
 /// chosen once when the server makes the scope (``ServerCore/scope(named:)``): ``LocalScope`` for a
@@ -40,6 +41,18 @@ protocol HostedScope: Actor {
 
     /// The number of objects (0 if the scope cannot be loaded). For the inspector page.
     var objectCount: Int { get async }
+
+    /// The number of objects if the state is in memory now, nil otherwise (never loads). For the admin surface.
+    var loadedObjectCount: Int? { get async }
+
+    /// Replaces the scope's log with one snapshot record now (``ContrailServer/compactScope(_:)``).
+    func compactNow() async throws(AdminError) -> CompactionReport
+
+    /// Writes the scope's state into `directory` as a log of one snapshot record named like its
+    /// log, as of one point in the scope's order after every change set acknowledged before the
+    /// call, and only once everything before that point is durable (``ContrailServer/backup(to:)``).
+    /// Nil for a scope that does not exist or has no log yet.
+    func backup(into directory: URL) async throws(AdminError) -> BackupReport.Entry?
 
     /// Writes out and closes whatever the scope holds; it loads and accepts nothing afterwards.
     func close() async

@@ -57,7 +57,7 @@ actor LocalScope: HostedScope {
 
     init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
          idleTimeout: Duration, clock: ElapsedClock, log: ServerLog, procedures: [ServerProcedure] = [], root: ScopeRoot? = nil,
-         exists: Bool = true, create: @escaping @Sendable () -> WireErrorBody? = { nil }) {
+         exists: Bool = true, metrics: ServerMetrics? = nil, create: @escaping @Sendable () -> WireErrorBody? = { nil }) {
         self.exists = exists
         self.create = create
         self.declaredRoot = root
@@ -70,7 +70,7 @@ actor LocalScope: HostedScope {
         self.clock = clock
         self.lastUse = clock.now
         self.log = log
-        self.core = ScopeCore(name: name, limits: limits, procedures: procedures)
+        self.core = ScopeCore(name: name, limits: limits, procedures: procedures, metrics: metrics, keepsRecentCollections: true)
     }
 
     /// Takes a slot for loading, unless this scope holds one already.
@@ -128,7 +128,7 @@ actor LocalScope: HostedScope {
         unwritten = nil
         logBytes = opened.size
         compactedBytes = opened.size
-        log.write("scope '\(name)': loaded \(opened.store.objectCount) objects")
+        log.write("scope.loaded", scope: name, "scope '\(name)': loaded \(opened.store.objectCount) objects")
         startIdleTimer()
         return loaded
     }
@@ -159,7 +159,7 @@ actor LocalScope: HostedScope {
         core.storeReplaced()
         giveSlot()
         await writer.close(persistence)
-        log.write("scope '\(name)': unloaded after \(timeout) unused")
+        log.write("scope.unloaded", scope: name, "scope '\(name)': unloaded after \(timeout) unused")
         return true
     }
 
@@ -192,7 +192,7 @@ actor LocalScope: HostedScope {
         do {
             store = try await loadedStore()
         } catch {
-            log.write("scope '\(name)': \(error)")
+            log.write("scope.error", level: .error, scope: name, "scope '\(name)': \(error)")
             let reason = if case .tooManyOpenScopes(let limit) = error {
                 WireErrorBody.limitExceeded("Server holds the maximum of \(limit) open scopes; try again later")
             } else {
@@ -286,13 +286,13 @@ actor LocalScope: HostedScope {
             return false
         }
         if let refusal = create() {
-            log.write("scope '\(name)': not created: \(refusal.message)")
+            log.write("scope.refused", level: .warning, scope: name, "scope '\(name)': not created: \(refusal.message)")
             let replies = Array(repeating: FragmentReply.rejected(refusal), count: message.fragments.count)
             outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
             return false
         }
         exists = true
-        log.write("scope '\(name)': created by its first write")
+        log.write("scope.created", scope: name, "scope '\(name)': created by its first write")
         return true
     }
 
@@ -300,18 +300,78 @@ actor LocalScope: HostedScope {
     /// compacted size. The snapshot is encoded here (O(objects)); the writer does the I/O.
     private func compactIfDue(_ persistence: ScopePersistence, store: ScopeStore, appended: Int) {
         logBytes += appended + 13
-        guard let writer, logBytes > max(1 << 20, compactedBytes * 4) else { return }
+        guard logBytes > max(1 << 20, compactedBytes * 4) else { return }
+        compact(persistence, store: store)
+    }
+
+    /// Submits a compaction of the log to `store`'s snapshot.
+    private func compact(_ persistence: ScopePersistence, store: ScopeStore) {
+        guard let writer else { return }
         let snapshot = store.snapshotJSON(name: name).serialized()
         writer.compact(persistence, snapshot: snapshot)
         compactedBytes = snapshot.count + 29
         logBytes = compactedBytes
     }
 
+    /// Compacts the log now (loading the scope if needed) and reports its size before and after,
+    /// once the new log is in place. O(objects).
+    func compactNow() async throws(AdminError) -> CompactionReport {
+        guard exists else { throw .unknownScope(name) }
+        guard let writer else { throw .noDataDirectory }
+        let store: ScopeStore
+        do throws(ServerError) { store = try await loadedStore() } catch {
+            throw error == .stopped ? .stopped : .storage(error.description)
+        }
+        guard let persistence else { throw .storage("scope '\(name)' is not loaded") }
+        let before = await writer.perform { onWriter in onWriter ? persistence.size : nil }
+        compact(persistence, store: store)
+        let after = await writer.perform { onWriter in onWriter ? persistence.size : nil }
+        guard let before, let after else { throw .stopped }
+        log.write("admin.scope_compacted", scope: name, "scope '\(name)': compacted by an administrator, \(before) → \(after) bytes")
+        return CompactionReport(scope: name, bytesBefore: before, bytesAfter: after, objects: store.objectCount)
+    }
+
+    /// Writes the scope into `directory` (see ``HostedScope/backup(into:)``): from memory when
+    /// loaded (the snapshot is taken here, between two change sets, and written once the writer
+    /// has made every earlier record durable), otherwise from its log as the writer thread reads
+    /// it (where a concurrent load would read it too, after). O(objects).
+    func backup(into directory: URL) async throws(AdminError) -> BackupReport.Entry? {
+        guard exists else { return nil }
+        guard let writer, let dataDirectory else { throw .noDataDirectory }
+        if isClosed { throw .stopped }
+        if store == nil, loading != nil {
+            // A load is under way: back up what it loads, in the scope's order.
+            do throws(ServerError) { _ = try await loadedStore() } catch { throw .storage(error.description) }
+        }
+        let name = self.name
+        let file = ScopeFileName.fileName(for: name)
+        let target = directory.appending(path: file, directoryHint: .notDirectory)
+        if let store, let persistence {
+            let snapshot = store.snapshotJSON(name: name).serialized()
+            let failure = await writer.perform { onWriter -> AdminError? in
+                guard onWriter else { return .stopped }
+                if let failed = persistence.failed { return .storage(failed.description) }
+                return ScopeBackup.write(snapshot: snapshot, to: target)
+            }
+            if let failure { throw failure }
+            return BackupReport.Entry(name: name, file: file, objects: store.objectCount)
+        }
+        let source = dataDirectory.appending(path: file, directoryHint: .notDirectory)
+        let copied = await writer.perform { onWriter -> Result<Int?, AdminError> in
+            guard onWriter else { return .failure(.stopped) }
+            return ScopeBackup.copy(log: source, name: name, to: target)
+        }
+        return try copied.get().map { BackupReport.Entry(name: name, file: file, objects: $0) }
+    }
+
+    /// The object count while loaded; nil otherwise.
+    var loadedObjectCount: Int? { store?.objectCount }
+
     /// A write or sync failed: drop the memory state (it holds changes that are not on disk) and
     /// close the log; the next use reloads what the disk has.
     private func storageFailed(_ failed: ScopePersistence, _ error: ServerError) async {
         guard persistence === failed else { return }
-        log.write("scope '\(name)': \(error)")
+        log.write("scope.error", level: .error, scope: name, "scope '\(name)': \(error)")
         persistence = nil
         store = nil
         core.storeReplaced()

@@ -31,14 +31,22 @@ struct ScopeCore {
     let name: String
     private let limits: ServerLimits
     private let procedures: [ServerProcedure]
+    /// Where applied change sets and broadcasts are counted (nil: nowhere).
+    private let metrics: ServerMetrics?
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     /// The `fragments` text of the current full state, until the next change.
     private var cachedState: String?
+    /// Collection values an edit may name as its base besides the current one (§8.24); nil in a
+    /// cluster, where every server must resolve an edit alike.
+    private var recentCollections: RecentCollections?
 
-    init(name: String, limits: ServerLimits, procedures: [ServerProcedure]) {
+    init(name: String, limits: ServerLimits, procedures: [ServerProcedure], metrics: ServerMetrics? = nil,
+         keepsRecentCollections: Bool = false) {
         self.name = name
         self.limits = limits
         self.procedures = procedures
+        self.metrics = metrics
+        if keepsRecentCollections { recentCollections = RecentCollections() }
     }
 
     /// The number of subscribed sessions.
@@ -80,6 +88,7 @@ struct ScopeCore {
         guard !fragments.isEmpty else { return {} }
         let text = String(decoding: SyncFragment.serialized(fragments), as: UTF8.self)
         let everyone = Array(subscribers.values)
+        metrics?.fannedOut(everyone.count)
         return {
             for subscriber in everyone {
                 let scopeIndex = subscriber.scopeIndex
@@ -98,6 +107,13 @@ struct ScopeCore {
     mutating func apply(_ message: ScopeSync, to store: inout ScopeStore, from origin: SessionOutbox?,
                         identity: SessionIdentity? = nil, received: [SyncFragment]? = nil) -> ChangeSet {
         let replyTo = message.index
+        // Collection edits (§8.24) become arrays with their bases, so that what follows is the
+        // merge of §8.4, unchanged (a repeat is answered with current values instead).
+        var message = message
+        var edits = CollectionEdits()
+        if !(message.changeSetID.map(store.wasApplied) ?? false) {
+            edits.resolve(&message.fragments, in: store, recent: recentCollections)
+        }
         var followUps: [SyncFragment] = []
         if let procedure = message.procedure {
             do throws(ProcedureError) {
@@ -106,6 +122,7 @@ struct ScopeCore {
                     store.objects[$0]?.properties[$1]
                 }
             } catch {
+                if origin != nil { metrics?.changeSetRefused(fragments: message.fragments.count) }
                 let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage(error.description)),
                                     count: message.fragments.count)
                 return .refused { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) } }
@@ -117,7 +134,13 @@ struct ScopeCore {
         // same log record.
         let followed = outcome.accepted.isEmpty || followUps.isEmpty
             ? [] : store.apply(followUps, atomic: false, maxObjects: limits.maxObjectsPerScope).accepted
-        let replies = outcome.replies
+        var trimmed = outcome.replies
+        if !edits.isEmpty { edits.settle(&trimmed, store: store, recent: &recentCollections) }
+        let replies = trimmed
+        if let metrics, origin != nil {
+            let rejected = replies.reduce(0) { $0 + ($1.error == nil ? 0 : 1) }
+            metrics.changeSetApplied(accepted: replies.count - rejected, rejected: rejected, repeated: outcome.repeated)
+        }
         guard !outcome.accepted.isEmpty else {
             let repeated = outcome.repeated
             return .unchanged { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies,
@@ -133,15 +156,19 @@ struct ScopeCore {
         let originIndex = origin.flatMap { subscribers[ObjectIdentifier($0)]?.scopeIndex }
         let everyone = Array(subscribers.values)
         let others = origin.map { origin in subscribers.filter { $0.key != ObjectIdentifier(origin) }.map(\.value) } ?? everyone
-        return .accepted(logged: outcome.accepted + followed) {
+        let author = origin?.origin
+        metrics?.fannedOut(others.count + (followText == nil ? 0 : everyone.count))
+        return .accepted(logged: edits.compacted(outcome.accepted) + followed) {
             for subscriber in others {
                 let scopeIndex = subscriber.scopeIndex
-                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text) }
+                let told = subscriber.outbox.receivesOrigins ? author : nil
+                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text, origin: told) }
             }
             if let followText {
                 for subscriber in everyone {
                     let scopeIndex = subscriber.scopeIndex
-                    subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText) }
+                    let told = subscriber.outbox.receivesOrigins ? author : nil
+                    subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText, origin: told) }
                 }
             }
             if let revivedText, let origin, let originIndex {

@@ -28,6 +28,28 @@ enum ScopeFileName {
         return prefix + "~" + digest + ".scope"
     }
 
+    /// The scope name a file name of the readable form stands for; nil for a hashed name (read the
+    /// name recorded in the log instead) or anything ``fileName(for:)`` does not make. O(length).
+    static func name(fromFileName file: String) -> String? {
+        guard file.hasSuffix(".scope"), !file.contains("~") else { return nil }
+        let encoded = Array(file.utf8.dropLast(6))
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < encoded.count {
+            if encoded[index] == UInt8(ascii: "%") {
+                guard index + 2 < encoded.count, let byte = UInt8(String(decoding: encoded[(index + 1)...(index + 2)], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(byte)
+                index += 3
+            } else {
+                bytes.append(encoded[index])
+                index += 1
+            }
+        }
+        guard let name = String(validating: bytes, as: UTF8.self), fileName(for: name) == file else { return nil }
+        return name
+    }
+
     private static func encoded(_ name: String) -> String {
         var result = ""
         let hex = Array("0123456789ABCDEF".utf8)

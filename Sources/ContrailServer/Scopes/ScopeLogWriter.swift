@@ -21,15 +21,16 @@ final class ScopeLogWriter: @unchecked Sendable {
     /// One unit of work, run on the writer thread in submission order.
     private enum Job {
         case open(URL, name: String, root: UUID, done: @Sendable (Result<ScopePersistence.Opened, ServerError>) -> Void)
-        case append(ScopePersistence, [UInt8], done: @Sendable (ServerError?) -> Void)
+        case append(ScopePersistence, [UInt8], submitted: UInt64, done: @Sendable (ServerError?) -> Void)
         case after(@Sendable () -> Void)
         case compact(ScopePersistence, [UInt8])
         case close(ScopePersistence, done: @Sendable () -> Void)
+        case perform(@Sendable (_ onWriter: Bool) -> Void)
     }
 
     /// A completion waiting for the group's sync.
     private enum Waiting {
-        case append(ScopePersistence, done: @Sendable (ServerError?) -> Void)
+        case append(ScopePersistence, submitted: UInt64, done: @Sendable (ServerError?) -> Void)
         case failed(ServerError, done: @Sendable (ServerError?) -> Void)
         case after(@Sendable () -> Void)
     }
@@ -37,6 +38,8 @@ final class ScopeLogWriter: @unchecked Sendable {
     /// When records are forced to disk.
     let policy: FsyncPolicy
     private let log: ServerLog
+    /// Where each sync and each append's wait for durability are observed.
+    private let metrics: ServerMetrics
     private let condition = NSCondition()
     private var jobs: [Job] = []
     private var isFinished = false
@@ -45,9 +48,10 @@ final class ScopeLogWriter: @unchecked Sendable {
     private var unsynced: [ObjectIdentifier: ScopePersistence] = [:]
 
     /// Starts the writer thread.
-    init(policy: FsyncPolicy, log: ServerLog) {
+    init(policy: FsyncPolicy, log: ServerLog, metrics: ServerMetrics = ServerMetrics()) {
         self.policy = policy
         self.log = log
+        self.metrics = metrics
         let thread = Thread { [self] in run() }
         thread.name = "contrail.scope-log-writer"
         thread.start()
@@ -72,7 +76,7 @@ final class ScopeLogWriter: @unchecked Sendable {
     /// Appends a change-set record; `done` runs on the writer thread once it is durable under the
     /// policy (nil) or failed.
     func append(_ persistence: ScopePersistence, _ payload: [UInt8], done: @escaping @Sendable (ServerError?) -> Void) {
-        submit(.append(persistence, payload, done: done))
+        submit(.append(persistence, payload, submitted: ServerMetrics.now(), done: done))
     }
 
     /// Runs `body` on the writer thread after every earlier append's completion.
@@ -90,6 +94,16 @@ final class ScopeLogWriter: @unchecked Sendable {
     func close(_ persistence: ScopePersistence) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             submit(.close(persistence, done: { continuation.resume() }))
+        }
+    }
+
+    /// Runs `body` on the writer thread once every earlier job is done and its records are
+    /// durable under the policy (their completions have run), and returns its result. `body` may
+    /// use any ``ScopePersistence`` of this writer. Once the writer has finished, `body` runs on
+    /// the caller's task instead with `false` (it must not touch a log then).
+    func perform<T: Sendable>(_ body: @escaping @Sendable (_ onWriter: Bool) -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            submit(.perform { onWriter in continuation.resume(returning: body(onWriter)) })
         }
     }
 
@@ -116,10 +130,11 @@ final class ScopeLogWriter: @unchecked Sendable {
     private func fail(_ job: Job) {
         switch job {
         case .open(_, _, _, let done): done(.failure(.stopped))
-        case .append(_, _, let done): done(.stopped)
+        case .append(_, _, _, let done): done(.stopped)
         case .after(let body): body()
         case .compact: break
         case .close(_, let done): done()
+        case .perform(let body): body(false)
         }
     }
 
@@ -135,11 +150,11 @@ final class ScopeLogWriter: @unchecked Sendable {
                     done(Result { () throws(ServerError) in
                         try ScopePersistence.open(directory: directory, name: name, root: root, log: log, writer: self)
                     })
-                case .append(let persistence, let payload, let done):
+                case .append(let persistence, let payload, let submitted, let done):
                     do {
                         try persistence.write(payload)
                         unsynced[ObjectIdentifier(persistence)] = persistence
-                        waiting.append(.append(persistence, done: done))
+                        waiting.append(.append(persistence, submitted: submitted, done: done))
                     } catch {
                         waiting.append(.failed(error, done: done))
                     }
@@ -151,8 +166,11 @@ final class ScopeLogWriter: @unchecked Sendable {
                         try persistence.compact(snapshot: snapshot)
                         unsynced[ObjectIdentifier(persistence)] = nil
                     } catch {
-                        log.write("scope '\(persistence.name)': compaction failed, keeping the log: \(error)")
+                        log.write("scope.error", level: .error, scope: persistence.name, "scope '\(persistence.name)': compaction failed, keeping the log: \(error)")
                     }
+                case .perform(let body):
+                    commit(&waiting)
+                    body(true)
                 case .close(let persistence, let done):
                     commit(&waiting)
                     unsynced[ObjectIdentifier(persistence)] = nil
@@ -194,7 +212,7 @@ final class ScopeLogWriter: @unchecked Sendable {
         switch policy {
         case .everyRecord:
             for (id, persistence) in unsynced {
-                do { try persistence.sync() } catch { failures[id] = error }
+                do { try timedSync(persistence) } catch { failures[id] = error }
             }
             unsynced.removeAll(keepingCapacity: true)
         case .interval:
@@ -204,7 +222,9 @@ final class ScopeLogWriter: @unchecked Sendable {
         }
         for item in waiting {
             switch item {
-            case .append(let persistence, let done): done(failures[ObjectIdentifier(persistence)])
+            case .append(let persistence, let submitted, let done):
+                ServerMetrics.observe(metrics.groupCommit, since: submitted)
+                done(failures[ObjectIdentifier(persistence)])
             case .failed(let error, let done): done(error)
             case .after(let body): body()
             }
@@ -212,11 +232,18 @@ final class ScopeLogWriter: @unchecked Sendable {
         waiting.removeAll(keepingCapacity: true)
     }
 
+    /// Syncs `persistence`'s log, observing the sync's duration.
+    private func timedSync(_ persistence: ScopePersistence) throws(ServerError) {
+        let started = ServerMetrics.now()
+        defer { ServerMetrics.observe(metrics.fsync, since: started) }
+        try persistence.sync()
+    }
+
     /// Under the interval policy, syncs every log whose last sync is an interval old.
     private func syncDue() {
         guard case .interval(let interval) = policy else { return }
         for (id, persistence) in unsynced where persistence.timeSinceSync >= interval {
-            do { try persistence.sync() } catch { log.write("scope '\(persistence.name)': \(error)") }
+            do { try timedSync(persistence) } catch { log.write("scope.error", level: .error, scope: persistence.name, "scope '\(persistence.name)': \(error)") }
             unsynced[id] = nil
         }
     }

@@ -59,44 +59,63 @@ final class ScopePersistence: @unchecked Sendable {
             }
         }
         if let tail = recovery.truncatedTail {
-            serverLog.write("scope '\(name)': cut a torn tail of \(tail.discardedBytes) bytes at offset \(tail.offset) (\(tail.reason))")
+            serverLog.write("scope.torn_tail", level: .warning, scope: name, "scope '\(name)': cut a torn tail of \(tail.discardedBytes) bytes at offset \(tail.offset) (\(tail.reason))")
         }
-        var store: ScopeStore?
-        for record in recovery.records {
-            let json: JSON
-            do { json = try JSON(parsing: record.payload) } catch {
-                throw ServerError.persistence(scope: name, reason: "record at offset \(record.offset) is not JSON: \(error)")
-            }
-            switch record.kind {
-            case .snapshot:
-                if case .string(let recorded)? = json["name"], recorded != name {
-                    try? log.close()
-                    throw ServerError.scopeFileMismatch(scope: name, recorded: recorded)
-                }
-                guard let restored = ScopeStore(snapshot: json) else {
-                    throw ServerError.persistence(scope: name, reason: "snapshot at offset \(record.offset) is malformed")
-                }
-                store = restored
-            case .changeSet:
-                guard store != nil, case .array(let elements)? = json["fragments"] else {
-                    throw ServerError.persistence(scope: name, reason: "change set at offset \(record.offset) is malformed")
-                }
-                var fragments: [SyncFragment] = []
-                for element in elements {
-                    guard let fragment = try? SyncFragment(json: element) else {
-                        throw ServerError.persistence(scope: name, reason: "change set at offset \(record.offset) has a bad fragment")
-                    }
-                    fragments.append(fragment)
-                }
-                let id = json["changeSet"]?.stringValue.flatMap(UUID.init(wireString:))
-                _ = store?.apply(fragments, atomic: false, maxObjects: .max, changeSetID: id)
-            }
+        let store: ScopeStore?
+        do throws(ServerError) {
+            store = try replay(recovery.records, name: name).store
+        } catch {
+            try? log.close()
+            throw error
         }
         let persistence = ScopePersistence(log: log, name: name, writer: writer)
         if let store { return Opened(persistence: persistence, store: store, size: log.size) }
         let fresh = ScopeStore(rootUUID: root)
         try persistence.compact(snapshot: fresh.snapshotJSON(name: name).serialized())
         return Opened(persistence: persistence, store: fresh, size: log.size)
+    }
+
+    /// The state a log's records replay to (nil: no snapshot record) and the scope name its
+    /// snapshot records. `name` nil: any name (a file read by name-less tools: backups, restores).
+    /// O(log size).
+    static func replay(_ records: [LogRecord], name: String?) throws(ServerError) -> (store: ScopeStore?, name: String?) {
+        var store: ScopeStore?
+        var recordedName: String?
+        for record in records {
+            let json: JSON
+            do { json = try JSON(parsing: record.payload) } catch {
+                throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "record at offset \(record.offset) is not JSON: \(error)")
+            }
+            switch record.kind {
+            case .snapshot:
+                if case .string(let recorded)? = json["name"] {
+                    if let name, recorded != name { throw ServerError.scopeFileMismatch(scope: name, recorded: recorded) }
+                    recordedName = recorded
+                }
+                guard let restored = ScopeStore(snapshot: json) else {
+                    throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "snapshot at offset \(record.offset) is malformed")
+                }
+                store = restored
+            case .changeSet:
+                guard store != nil, case .array(let elements)? = json["fragments"] else {
+                    throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "change set at offset \(record.offset) is malformed")
+                }
+                var fragments: [SyncFragment] = []
+                for element in elements {
+                    guard let fragment = try? SyncFragment(json: element) else {
+                        throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "change set at offset \(record.offset) has a bad fragment")
+                    }
+                    fragments.append(fragment)
+                }
+                let id = json["changeSet"]?.stringValue.flatMap(UUID.init(wireString:))
+                // Collections written as edits (§8.24) are edits of the values this replay has reached.
+                guard let current = store, let replayed = CollectionEdits.replayed(fragments, onto: current) else {
+                    throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "change set at offset \(record.offset) does not fit its collections")
+                }
+                _ = store?.apply(replayed, atomic: false, maxObjects: .max, changeSetID: id)
+            }
+        }
+        return (store, recordedName)
     }
 
     /// Renames the damaged log at `url` to `NAME.damaged-<unix time>` (contents untouched), logs it
@@ -115,7 +134,7 @@ final class ScopePersistence: @unchecked Sendable {
         }
         if hasPrevious { reason += "; the previous generation is \(previous)" }
         reason += "; `contrail log verify` says what can be saved. The scope is refused until an operator repairs or removes it"
-        serverLog.write("scope '\(name)': refused: \(reason)")
+        serverLog.write("scope.damaged", level: .error, scope: name, "scope '\(name)': refused: \(reason)")
         return ServerError.persistence(scope: name, reason: reason)
     }
 
@@ -158,6 +177,18 @@ final class ScopePersistence: @unchecked Sendable {
             failure = ServerError.persistence(scope: name, reason: error.description)
             throw failure.unsafelyUnwrapped
         }
+    }
+
+    /// The write or sync failure that ended this log's use, if any (writer thread only).
+    var failed: ServerError? {
+        assert(writer.isCurrentThread, "a scope log is used off its writer thread")
+        return failure
+    }
+
+    /// The log's size in bytes (writer thread only).
+    var size: Int {
+        assert(writer.isCurrentThread, "a scope log is used off its writer thread")
+        return log.size
     }
 
     /// How long ago the log was last synced.

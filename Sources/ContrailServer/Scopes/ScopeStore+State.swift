@@ -16,7 +16,8 @@ extension ScopeStore {
                 if kinds[KindKey(className: object.className, property: key)] == .reference { properties[key] = nil }
             }
             fragments.append(SyncFragment(kind: uuid == rootUUID ? .change : .add, uuid: uuid,
-                                          className: object.className, properties: properties))
+                                          className: object.className, properties: properties,
+                                          textOperations: object.texts.isEmpty ? nil : object.texts))
             var children: [UUID] = []
             forEachReference(of: object) { children.append($0) }
             stack.append(contentsOf: children.reversed())
@@ -33,20 +34,25 @@ extension ScopeStore {
             guard let object = objects[fragment.uuid] else { return nil }
             guard let before = old.objects[fragment.uuid] else {
                 return fragment.uuid == rootUUID ? fragment : SyncFragment(kind: .add, uuid: fragment.uuid,
-                                                                           className: fragment.className, properties: fragment.properties)
+                                                                           className: fragment.className, properties: fragment.properties,
+                                                                           textOperations: fragment.textOperations)
             }
             guard before != object else { return nil }
-            return SyncFragment(kind: .change, uuid: fragment.uuid, className: object.className, properties: object.properties)
+            return SyncFragment(kind: .change, uuid: fragment.uuid, className: object.className, properties: object.properties,
+                                textOperations: object.texts.isEmpty ? nil : object.texts)
         }
     }
 
     /// The state as `{"root": uuid, "objects": {uuid: {"clsName", "properties"}}}`, the shape of
-    /// `Scope.stateJSON()`.
-    func stateJSON() -> JSON {
+    /// `Scope.stateJSON()`; with `texts`, each object with shared texts also has their states
+    /// under `"text"` (the snapshot's shape).
+    func stateJSON(texts: Bool = false) -> JSON {
         var members: [String: JSON] = [:]
         members.reserveCapacity(objects.count)
         for (uuid, object) in objects {
-            members[uuid.wireString] = .object(["clsName": .string(object.className), "properties": .object(object.properties)])
+            var entry: [String: JSON] = ["clsName": .string(object.className), "properties": .object(object.properties)]
+            if texts, !object.texts.isEmpty { entry["text"] = .object(object.texts) }
+            members[uuid.wireString] = .object(entry)
         }
         return .object(["root": .string(rootUUID.wireString), "objects": .object(members)])
     }
@@ -60,7 +66,7 @@ extension ScopeStore {
             perClass[key.property] = .string(kind.rawValue)
             kindMembers[key.className] = .object(perClass)
         }
-        guard case .object(var members) = stateJSON() else { return .null }
+        guard case .object(var members) = stateJSON(texts: true) else { return .null }
         members["name"] = .string(name)
         members["kinds"] = .object(kindMembers)
         members["changeSets"] = .array(applied.ids.map { .string($0.wireString) })
@@ -81,7 +87,7 @@ extension ScopeStore {
         for (uuidText, value) in objectMembers {
             guard let uuid = UUID(wireString: uuidText), case .string(let className)? = value["clsName"],
                   case .object(let properties)? = value["properties"] else { return nil }
-            objects[uuid] = StoredObject(className: className, properties: properties)
+            objects[uuid] = StoredObject(className: className, properties: properties, texts: value["text"]?.objectValue ?? [:])
         }
         var kinds: [KindKey: PropertyKind] = [:]
         if case .object(let classes)? = snapshot["kinds"] {

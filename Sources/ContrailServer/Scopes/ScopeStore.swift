@@ -69,9 +69,22 @@ struct ScopeStore: Sendable {
             for (key, sent) in fragment.properties {
                 if let current = object.properties[key], current != sent { modifications[key] = current }
             }
+            // A collection sent as an edit (§8.24) gets its current value: the edit's result is not known here.
+            for key in (fragment.collectionEdits ?? [:]).keys {
+                if let current = object.properties[key] { modifications[key] = current }
+            }
             return FragmentReply(error: nil, modifications: modifications.isEmpty ? nil : modifications)
         }
         return SyncOutcome(replies: replies, accepted: [], repeated: true)
+    }
+
+    /// Whether the change set `id` was applied (it is among the recent ones kept).
+    func wasApplied(_ id: UUID) -> Bool { applied.contains(id) }
+
+    /// The elements of collection `key` of object `uuid`, if the scope holds it as an array of UUIDs
+    /// (nil for a missing object or key, or any other value). O(n).
+    func collectionValue(_ uuid: UUID, _ key: String) -> [UUID]? {
+        objects[uuid]?.properties[key]?.uuidElements
     }
 
     /// Remembers that the change set `id` was applied (a log replay).
@@ -117,7 +130,9 @@ struct ScopeStore: Sendable {
             let fragment = fragments[index]
             let kind: SyncFragment.Kind = plan.isNew ? .add : .change
             if kind == .change, plan.values.isEmpty { continue }
-            accepted.append(SyncFragment(kind: kind, uuid: fragment.uuid, className: plan.className, properties: plan.values))
+            accepted.append(SyncFragment(kind: kind, uuid: fragment.uuid, className: plan.className, properties: plan.values,
+                                         textOperations: plan.texts.isEmpty ? nil : plan.texts,
+                                         counterDeltas: plan.counters.isEmpty ? nil : plan.counters))
         }
         guard !accepted.isEmpty else { return SyncOutcome(replies: replies, accepted: []) }
         for (uuid, object) in pass.working { objects[uuid] = object }
@@ -257,6 +272,11 @@ struct ScopeStore: Sendable {
                         if target.properties[key] != nil && target.properties[key] != value { pass.mayOrphan = true }
                         for uuid in referencedUUIDs(value) { plan.references.append((key, uuid)) }
                     }
+                    if let error = mergeShared(fragment, key: key, value: &value, target: &target, plan: &plan) {
+                        plan.error = error
+                        failed = true
+                        break
+                    }
                     target.properties[key] = value
                     plan.values[key] = value
                 }
@@ -296,6 +316,39 @@ struct ScopeStore: Sendable {
                 }
             }
         }
+    }
+
+    /// Merges a shared property (§8.21) into `value`: a counter's delta is added to the current
+    /// total; a text's operations (or, in an `add`, its state) are applied to the stored text state;
+    /// a plain string written over a shared text is typed in by the server's replica. Returns why
+    /// the fragment fails, or nil.
+    private func mergeShared(_ fragment: SyncFragment, key: String, value: inout JSON, target: inout StoredObject,
+                             plan: inout ValidationPass.Plan) -> WireErrorBody? {
+        if let delta = fragment.counterDeltas?[key], !plan.isNew {
+            guard let sum = SharedMerge.addCounter(target.properties[key], delta) else {
+                return WireErrorBody(message: "Counter '\(key)' is not an integer or overflows")
+            }
+            value = sum
+            plan.modifications[key] = sum
+            plan.counters[key] = delta
+            return nil
+        }
+        do throws(TextError) {
+            if let member = fragment.textOperations?[key] {
+                let merged = try SharedMerge.applyText(state: target.texts[key], plain: target.properties[key], member: member)
+                target.texts[key] = merged.state
+                value = .string(merged.text)
+                plan.texts[key] = member
+            } else if let state = target.texts[key], case .string(let text) = value {
+                let merged = try SharedMerge.replaceText(state: state, plain: nil, with: text)
+                target.texts[key] = merged.state
+                value = .string(merged.text)
+                plan.texts[key] = merged.operations
+            }
+        } catch {
+            return WireErrorBody(message: "Text '\(key)': \(error.description)")
+        }
+        return nil
     }
 
     /// The three-way merge of a collection value, without elements that name no object (of the

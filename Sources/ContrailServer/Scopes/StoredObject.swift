@@ -7,4 +7,7 @@ struct StoredObject: Sendable, Equatable {
     var className: String
     /// Property name → wire value.
     var properties: [String: JSON]
+    /// Property name → the `TextDocument` state of a shared text (§8.21); its plain text is in
+    /// `properties`.
+    var texts: [String: JSON] = [:]
 }

@@ -17,6 +17,10 @@ struct ValidationPass {
         var modifications: [String: JSON] = [:]
         /// (property, target) for every reference the fragment sets.
         var references: [(String, UUID)] = []
+        /// The `text` member of the accepted fragment: the operations applied (§8.21).
+        var texts: [String: JSON] = [:]
+        /// The `counter` member of the accepted fragment: the deltas summed (§8.21).
+        var counters: [String: Int64] = [:]
     }
 
     var plans: [Plan]

@@ -6,8 +6,9 @@ import ContrailWire
 enum OutgoingMessage: Sendable {
     /// Any message, serialised when sent.
     case message(Message)
-    /// `ScopeSync` whose `fragments` array is already JSON text.
-    case scopeSync(index: Int, scopeIndex: Int, fragments: String)
+    /// `ScopeSync` whose `fragments` array is already JSON text; `origin`, the JSON text of who made
+    /// the change set (``SessionOutbox/origin``), only for a session that asked for it.
+    case scopeSync(index: Int, scopeIndex: Int, fragments: String, origin: String? = nil)
     /// `ScopeState` whose `fragments` array is already JSON text.
     case scopeState(index: Int, scopeIndex: Int, rootUUID: String, fragments: String)
 
@@ -15,7 +16,7 @@ enum OutgoingMessage: Sendable {
     var index: Int {
         switch self {
         case .message(let message): return message.index
-        case .scopeSync(let index, _, _): return index
+        case .scopeSync(let index, _, _, _): return index
         case .scopeState(let index, _, _, _): return index
         }
     }
@@ -25,7 +26,7 @@ enum OutgoingMessage: Sendable {
     var estimatedSize: Int {
         switch self {
         case .message: return 128
-        case .scopeSync(_, _, let fragments): return fragments.utf8.count + 64
+        case .scopeSync(_, _, let fragments, let origin): return fragments.utf8.count + 64 + (origin?.utf8.count ?? 0)
         case .scopeState(_, _, _, let fragments): return fragments.utf8.count + 128
         }
     }
@@ -35,11 +36,15 @@ enum OutgoingMessage: Sendable {
         switch self {
         case .message(let message):
             text += String(decoding: message.json.serialized(), as: UTF8.self)
-        case .scopeSync(let index, let scopeIndex, let fragments):
+        case .scopeSync(let index, let scopeIndex, let fragments, let origin):
             text += #"{"type":"ScopeSync","index":"#
             text += String(index)
             text += #","scopeIndex":"#
             text += String(scopeIndex)
+            if let origin {
+                text += #","origin":"#
+                text += origin
+            }
             text += #","fragments":"#
             text += fragments
             text += "}"

@@ -12,7 +12,8 @@ final class ServerConnection: Sendable {
     /// The connect-time headers, until `run()` takes them (a session outlives its need for them).
     private let connectHeaders: SanitizerVisibleMutex<[(String, String)]>
     /// The client's address (``ClientAddress``): what failed credentials count against and the log names.
-    private let peer: String
+    /// The client's address (``ClientAddress``), as the log names it.
+    let peer: String
     private let core: ServerCore
     private let closed = Atomic<Bool>(false)
     /// The wait before a delayed denial, cancelled when the connection is closed (server stop).
@@ -46,11 +47,11 @@ final class ServerConnection: Sendable {
         let answer = core.throttle.failed(source, delayed: delayed)
         switch answer.note {
         case .firstOfEpisode:
-            core.log.write("peer \(peer): connection denied: \(reason.message) (answers to its further failures are delayed, up to \(core.throttle.maxDelay); logged again only when that is reached)")
+            core.log.write("peer.denied", level: .warning, "peer \(peer): connection denied: \(reason.message) (answers to its further failures are delayed, up to \(core.throttle.maxDelay); logged again only when that is reached)")
         case .repeated:
             break
         case .reachedCap(let count):
-            core.log.write("peer \(peer): \(count) failed attempts; its failed attempts are answered after \(core.throttle.maxDelay)")
+            core.log.write("peer.throttled", level: .warning, "peer \(peer): \(count) failed attempts; its failed attempts are answered after \(core.throttle.maxDelay)")
         }
         if answer.holdsPlace {
             let clock = core.clock
@@ -65,6 +66,14 @@ final class ServerConnection: Sendable {
         await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
     }
 
+    /// A connection the server's phase refuses: draining (4099, so a client goes elsewhere, §8.22)
+    /// or stopped (1001).
+    private func closeRefused(_ phase: ServerPhase.State) async {
+        guard phase == .draining else { return await close(code: 1001, reason: "server is stopping") }
+        core.metrics.sessionRefused(.draining)
+        await close(code: JetstreamCloseCode.draining, reason: WireErrorBody.serverDraining.closeReason())
+    }
+
     /// A connection that broke the handshake (bad or missing first frame, too slow): closed at once
     /// with 4096 and `reason`. Not failed credentials: it neither counts nor is delayed.
     private func refuse(_ reason: WireErrorBody) async {
@@ -73,8 +82,8 @@ final class ServerConnection: Sendable {
 
     /// Serves the connection until it closes.
     func run() async {
-        guard core.register(self) else {
-            await close(code: 1001, reason: "server is stopping")
+        if let refusing = core.register(self) {
+            await closeRefused(refusing)
             return
         }
         defer { core.unregister(self) }
@@ -94,17 +103,20 @@ final class ServerConnection: Sendable {
             return headers
         }
         guard await core.options.connectionHook(headers) else {
+            core.metrics.sessionRefused(.denied)
             await deny(.rejected)
             return nil
         }
         if let token = headers.first(where: { $0.0.lowercased() == "x-jetstream-sessiontoken" })?.1 {
             guard let resumed = core.session(token: token) else {
+                core.metrics.sessionRefused(.denied)
                 // An expired or forged token, or one from before a restart: a failed credential that
                 // counts for this address, answered at once (the client opens a new session).
                 await deny(.sessionTokenUnrecognized, delayed: false)
                 return nil
             }
-            core.log.write("session \(resumed.number) resumed from \(peer)")
+            core.metrics.sessionsResumed.add(1, ordering: .relaxed)
+            core.log.write("session.resumed", session: resumed.number, "session \(resumed.number) resumed from \(peer)")
             return (resumed, true)
         }
         guard let created = await handshake(&frames, headers: headers) else { return nil }
@@ -159,21 +171,30 @@ final class ServerConnection: Sendable {
         if let reason = await core.cluster?.unavailability() {
             // Cluster mode without NATS: refused, not counted against the peer; the link keeps trying.
             let error = WireErrorBody.serverUnavailable(reason)
-            core.log.write("session refused: \(error.message)")
+            core.metrics.sessionRefused(.unavailable)
+            core.log.write("session.refused", level: .warning, "session refused: \(error.message)")
             try? await transport.send(OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: error)))]))
             await close(code: JetstreamCloseCode.denied, reason: error.closeReason())
             return nil
         }
-        guard let session = core.makeSession(identity: identity) else {
-            await close(code: 1001, reason: "server is stopping")
+        // The inspector asks who made each change set (params {"contrailOrigins": true}); only an
+        // admin is told.
+        let origins = identity.isAdmin && create.params["contrailOrigins"] == .bool(true)
+        guard let session = core.makeSession(identity: identity, receivesOrigins: origins) else {
+            await closeRefused(core.phase)
             return nil
         }
+        core.metrics.sessionsCreated.add(1, ordering: .relaxed)
         let user = identity == .unrestricted ? "" : " for user '\(identity.user)'"
-        core.log.write("session \(session.number) created\(user) from \(peer) (client version \(create.version))")
+        core.log.write("session.created", session: session.number, "session \(session.number) created\(user) from \(peer) (client version \(create.version))")
         let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(
-            sessionToken: session.token, extensions: [ScopeDetach.typeName],
+            sessionToken: session.token,
+            extensions: [ScopeDetach.typeName, PresenceUpdate.typeName, SharedMerge.counterExtension, SharedMerge.textExtension,
+                         SyncFragment.collectionOpsExtension] + (origins ? ["ScopeSyncOrigin"] : []),
             limits: SessionLimits(maxMessageBytes: core.limits.maxMessageBytes,
-                                  maxFragmentsPerMessage: core.limits.maxFragmentsPerMessage))))])
+                                  maxFragmentsPerMessage: core.limits.maxFragmentsPerMessage,
+                                  maxPresenceBytes: core.limits.maxPresenceBytes,
+                                  presenceUpdatesPerSecond: core.limits.presenceUpdatesPerSecond))))])
         do { try await transport.send(reply) } catch { return session }
         return session
     }
@@ -181,6 +202,7 @@ final class ServerConnection: Sendable {
     /// A `SessionCreate` whose credentials were denied: the protocol's answer first (clients report
     /// it), then the close with the reason, both after the throttle's delay for this address.
     private func denyCredentials(_ error: WireErrorBody) async {
+        core.metrics.sessionRefused(.denied)
         let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(error: error)))])
         await deny(error, reply: reply)
     }
@@ -226,7 +248,7 @@ final class ServerConnection: Sendable {
             // Handled in a task of its own: a task keeps the stack memory of its deepest call until it
             // ends, and this loop lives as long as the connection.
             if case .close(let code, let reason) = await Task(operation: { await session.handle(frame) }).value {
-                core.log.write("session \(session.number): closing the connection: \(reason.message)")
+                core.log.write("connection.closed", level: .warning, session: session.number, "session \(session.number): closing the connection: \(reason.message)")
                 await close(code: code, reason: reason.closeReason())
                 break
             }

@@ -2,6 +2,7 @@ import ContrailSupport
 import ContrailWire
 import ContrailWebSocket
 import Foundation
+import Synchronization
 
 /// One client's session on the server: outlives reconnects, found by its token. Handles the
 /// client's messages in arrival order: sequencing (§8.5), acks and resends (§1.6), fetches and
@@ -32,11 +33,23 @@ actor ServerSession {
     /// When the client was last heard from (read by the ``SessionTicker`` for expiry).
     private nonisolated let lastActivity: SanitizerVisibleMutex<ElapsedClock.Instant>
     private var connection: ServerConnection?
+    /// Whether the session is waiting for its client to come back: it had a connection and has none
+    /// now (read by the ``SessionTicker``, which bounds the memory of waiting sessions together).
+    nonisolated var isWaiting: Bool { waiting.load(ordering: .relaxed) }
+    private nonisolated let waiting = Atomic<Bool>(false)
+    /// Counts the connections attached, so presence knows which one subscribed (§8.20).
+    private var attachment = 0
+    /// The session's id in other sessions' presence (§8.20): random, never derived from the token.
+    nonisolated let presenceID = UUID().uuidString.lowercased()
+    /// The user shown with the session's presence: the identity's, when the server authenticates.
+    nonisolated var presenceUser: String? {
+        identity == .unrestricted || identity.user.isEmpty ? nil : identity.user
+    }
     /// Whether the ticker watches this session for expiry (from the first attach).
     private var watched = false
     private(set) var isEnded = false
 
-    init(number: Int, token: String, identity: SessionIdentity, core: ServerCore) {
+    init(number: Int, token: String, identity: SessionIdentity, receivesOrigins: Bool = false, core: ServerCore) {
         self.number = number
         self.token = token
         self.identity = identity
@@ -44,7 +57,9 @@ actor ServerSession {
         self.core = core
         self.lastActivity = SanitizerVisibleMutex(core.clock.now)
         let limits = core.limits
-        self.outbox = SessionOutbox(limitBytes: limits.maxResendBytes) { [token] in
+        let origin = JSON.object(["session": .int(Int64(number)), "user": .string(identity.user)]).serialized(sortedKeys: true)
+        self.outbox = SessionOutbox(limitBytes: limits.maxResendBytes, origin: String(decoding: origin, as: UTF8.self),
+                                    receivesOrigins: receivesOrigins) { [token] in
             core.expireSession(token: token, reason: .limitExceeded(
                 "Resend buffer is full (\(limits.maxResendBytes) bytes unacknowledged); start a new session"))
         }
@@ -58,6 +73,8 @@ actor ServerSession {
         guard !isEnded else { return (false, nil) }
         let previous = self.connection
         self.connection = connection
+        waiting.store(false, ordering: .relaxed)
+        attachment += 1
         lastActivity.withLock { $0 = core.clock.now }
         if !watched {
             watched = true
@@ -66,9 +83,13 @@ actor ServerSession {
         return (true, previous === connection ? nil : previous)
     }
 
-    /// Forgets `connection` if it is the current one.
-    func detach(_ connection: ServerConnection) {
-        if self.connection === connection { self.connection = nil }
+    /// Forgets `connection` if it is the current one; the session leaves the presence it
+    /// subscribed through it.
+    func detach(_ connection: ServerConnection) async {
+        guard self.connection === connection else { return }
+        self.connection = nil
+        waiting.store(true, ordering: .relaxed)
+        await core.presence.disconnected(self, attachment: attachment)
     }
 
     /// When the client was last heard from.
@@ -92,14 +113,33 @@ actor ServerSession {
         isEnded = true
         core.ticker.forget(self)
         core.removeSession(token: token)
-        core.log.write("session \(number) ended: \(reason?.message ?? "expired")")
+        core.metrics.sessionClosed(Self.closeReason(reason))
+        core.log.write("session.ended", session: number, "session \(number) ended: \(reason?.message ?? "expired")")
         let connection = self.connection
         self.connection = nil
+        await core.presence.disconnected(self, attachment: nil)
         for scope in scopes.all {
             await scope.unsubscribe(outbox)
             core.releaseScope(named: scope.name)
         }
         await connection?.close(code: JetstreamCloseCode.expired, reason: reason?.closeReason() ?? "")
+    }
+
+    /// What the admin surface lists of this session: its identity, its client's address (nil while
+    /// no connection is attached), the scopes it fetched and the bytes waiting for acknowledgement.
+    func adminInfo() -> AdminSession {
+        AdminSession(number: number, user: identity.user, isAdmin: identity.isAdmin, address: connection?.peer,
+                     scopes: scopes.all.map(\.name), bytesQueued: outbox.unackedBytes)
+    }
+
+    /// The metrics label of an expiry's reason.
+    private static func closeReason(_ reason: WireErrorBody?) -> ServerMetrics.CloseReason {
+        switch reason?.type {
+        case nil: .expired
+        case WireErrorBody.sessionRevoked.type: .revoked
+        case WireErrorBody.credentialExpired.type: .credentialExpired
+        default: .resendOverflow
+        }
     }
 
     /// Stops timers without closing anything (server stop).
@@ -165,7 +205,7 @@ actor ServerSession {
             outbox.acknowledge(ping.ack)
             return .proceed
         case .message(.sessionCreate):
-            core.log.write("session \(number): ignored a SessionCreate on an established session")
+            core.log.write("session.ignored_message", level: .warning, session: number, "session \(number): ignored a SessionCreate on an established session")
             return .proceed
         case .message(.scopeFetch(let fetch)):
             guard accept(sequenced: fetch.index) else { return sequenceVerdict(fetch.index) }
@@ -179,9 +219,19 @@ actor ServerSession {
             guard accept(sequenced: detach.index) else { return sequenceVerdict(detach.index) }
             await handleDetach(detach)
             return .proceed
+        case .message(.presence(let update)):
+            // Unsequenced and never answered. Only a fetched scope (read access) has an index.
+            guard let scope = scopes[update.scopeIndex] else {
+                core.log.write("presence.ignored", level: .warning, session: number, "session \(number): Presence for unknown scope index \(update.scopeIndex) ignored")
+                return .proceed
+            }
+            await core.presence.publish(update.value, scope: scope.name, scopeIndex: update.scopeIndex, from: self,
+                                        attachment: attachment)
+            return .proceed
         case .invalidSync(let index, let reasons):
             guard accept(sequenced: index) else { return sequenceVerdict(index) }
-            core.log.write("session \(number): ScopeSync \(index) has invalid fragments")
+            core.log.write("sync.rejected", level: .warning, session: number, "session \(number): ScopeSync \(index) has invalid fragments")
+            core.metrics.changeSetRefused(fragments: reasons.count)
             let replies = reasons.map { reason in
                 FragmentReply.rejected(reason.map { WireErrorBody(message: $0) }
                     ?? .couldNotApplySyncMessage("other fragments of this message are invalid"))
@@ -210,7 +260,7 @@ actor ServerSession {
         if index > lastClientIndex + 1, resendRequestedAt != lastClientIndex {
             // Something was lost: ask the client to resend everything after our last index.
             resendRequestedAt = lastClientIndex
-            core.log.write("session \(number): got message \(index) after \(lastClientIndex); asked for a resend")
+            core.log.write("session.resend_requested", level: .warning, session: number, "session \(number): got message \(index) after \(lastClientIndex); asked for a resend")
             outbox.enqueueResendRequest()
         }
         return .proceed  // lower: a duplicate, ignored
@@ -218,18 +268,18 @@ actor ServerSession {
 
     private func handleFetch(_ fetch: ScopeFetch) async {
         if let problem = ScopeName.problem(with: fetch.name) {
-            core.log.write("session \(number): fetch refused: \(problem.message)")
+            core.log.write("fetch.refused", level: .warning, session: number, "session \(number): fetch refused: \(problem.message)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: problem))) }
             return
         }
         guard identity.may(.read, fetch.name) else {
             let denial = WireErrorBody.forbidden("User '\(identity.user)' may not read scope '\(fetch.name)'")
-            core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
+            core.log.write("fetch.denied", level: .warning, session: number, scope: fetch.name, "session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
             return
         }
         if let denial = await core.options.fetchHook(fetch.name, fetch.params, identity) {
-            core.log.write("session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
+            core.log.write("fetch.denied", level: .warning, session: number, scope: fetch.name, "session \(number): fetch of '\(fetch.name)' denied: \(denial.message)")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: denial))) }
             return
         }
@@ -239,7 +289,7 @@ actor ServerSession {
             (scopeIndex, scope) = existing
         } else if scopes.count >= core.limits.maxScopesPerSession {
             let limit = core.limits.maxScopesPerSession
-            core.log.write("session \(number): fetch of '\(fetch.name)' refused: the session holds \(limit) scopes")
+            core.log.write("fetch.refused", level: .warning, session: number, scope: fetch.name, "session \(number): fetch of '\(fetch.name)' refused: the session holds \(limit) scopes")
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: .limitExceeded(
                 "Session holds the maximum of \(limit) scopes")))) }
             return
@@ -248,14 +298,14 @@ actor ServerSession {
             switch core.holdScope(named: fetch.name) {
             case .stopped: return  // the connection closes
             case .refused(let error):
-                core.log.write("session \(number): fetch of '\(fetch.name)' refused: \(error.message)")
+                core.log.write("fetch.refused", level: .warning, session: number, scope: fetch.name, "session \(number): fetch of '\(fetch.name)' refused: \(error.message)")
                 outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, error: error))) }
                 return
             case .scope(let held): named = held
             }
             scope = named
             scopeIndex = scopes.add(named, writable: identity.may(.write, fetch.name))
-            core.log.write("session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
+            core.log.write("scope.fetched", session: number, scope: fetch.name, "session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
         }
         await scope.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: fetch.index)
     }
@@ -285,7 +335,8 @@ actor ServerSession {
 
     /// Answers every fragment of `sync` with `error`.
     private func reject(_ sync: ScopeSync, _ error: WireErrorBody) {
-        core.log.write("session \(number): ScopeSync \(sync.index) rejected: \(error.message)")
+        core.log.write("sync.rejected", level: .warning, session: number, "session \(number): ScopeSync \(sync.index) rejected: \(error.message)")
+        core.metrics.changeSetRefused(fragments: sync.fragments.count)
         let replies = Array(repeating: FragmentReply.rejected(error), count: sync.fragments.count)
         outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: sync.index, fragmentReplies: replies))) }
     }
@@ -296,11 +347,12 @@ actor ServerSession {
         let replyTo = detach.index
         guard let scope = scopes.remove(index: detach.scopeIndex) else {
             let error = WireErrorBody.scopeIndexNotFound(detach.scopeIndex)
-            core.log.write("session \(number): ScopeDetach \(replyTo) rejected: \(error.message)")
+            core.log.write("detach.rejected", level: .warning, session: number, "session \(number): ScopeDetach \(replyTo) rejected: \(error.message)")
             outbox.enqueue { .message(.scopeDetachReply(ScopeDetachReply(index: $0, replyTo: replyTo, error: error))) }
             return
         }
-        core.log.write("session \(number): detached '\(scope.name)' (scope \(detach.scopeIndex))")
+        core.log.write("scope.detached", session: number, scope: scope.name, "session \(number): detached '\(scope.name)' (scope \(detach.scopeIndex))")
+        await core.presence.leave(scope: scope.name, session: self)
         core.releaseScope(named: scope.name)
         let outbox = self.outbox
         await scope.unsubscribe(outbox) {

@@ -36,11 +36,19 @@ final class SessionOutbox: Sendable {
     let limitBytes: Int
     /// Called once, when the resend buffer goes over its limit.
     private let onOverflow: @Sendable () -> Void
+    /// Who the session's change sets come from, as the JSON text of a broadcast's `origin`
+    /// (`{"session": 12, "user": "alice"}`); nil: nobody is told.
+    let origin: String?
+    /// Whether broadcasts to this session carry their `origin` (an admin's session that asked, with
+    /// SessionCreate params `{"contrailOrigins": true}`: the inspector).
+    let receivesOrigins: Bool
 
     /// An outbox whose resend buffer holds at most `limitBytes` of unacknowledged messages (one
     /// message is always kept, whatever its size).
-    init(limitBytes: Int, onOverflow: @escaping @Sendable () -> Void) {
+    init(limitBytes: Int, origin: String? = nil, receivesOrigins: Bool = false, onOverflow: @escaping @Sendable () -> Void) {
         self.limitBytes = max(1, limitBytes)
+        self.origin = origin
+        self.receivesOrigins = receivesOrigins
         self.onOverflow = onOverflow
     }
 

@@ -11,8 +11,10 @@ final class WebSocketListener: Sendable {
     private let server: WebSocketServer
     private let started = Atomic<Bool>(false)
 
-    init(host: String, port: UInt16, maxMessageBytes: Int, httpResponder: HTTPResponder? = nil, tls: TLSServerContext? = nil) {
+    init(host: String, port: UInt16, maxMessageBytes: Int, httpResponder: HTTPResponder? = nil, tls: TLSServerContext? = nil,
+         log: (@Sendable (String) -> Void)? = nil) {
         var options = WebSocketOptions()
+        if let log { options.log = log }
         options.httpResponder = httpResponder
         options.serverTLS = tls
         options.maxMessageSize = maxMessageBytes

@@ -19,6 +19,10 @@ package enum Platform {
         _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Returns the allocator's free pages to the operating system: nothing to do on Darwin, whose
+    /// allocator returns them by itself.
+    package static func releaseFreeMemory() {}
+
     /// `close(2)`.
     @inline(__always) @discardableResult
     package static func close(_ fd: Int32) -> Int32 { Darwin.close(fd) }
@@ -38,6 +42,16 @@ package enum Platform {
     /// Flushes a file to the device: `fsync`.
     @inline(__always)
     package static func syncData(_ fd: Int32) -> Int32 { fsync(fd) }
+
+    /// Nothing here (no `SCHED_BATCH`): returns false. See the Linux version.
+    @discardableResult
+    package static func yieldOnWakeUp() -> Bool { false }
+
+    /// Extends `fd`'s size by `length` bytes from `offset` (they read as zeros): `ftruncate(2)`,
+    /// which has no block allocation here. False when the file system refuses.
+    package static func preallocate(_ fd: Int32, offset: Int, length: Int) -> Bool {
+        ftruncate(fd, off_t(offset + length)) == 0
+    }
 
     /// Nanoseconds since an arbitrary fixed point from `CLOCK_UPTIME_RAW`.
     @inline(__always)

@@ -2,6 +2,7 @@
 // Every module above ContrailSupport reaches the C library through this import, so no other file
 // needs an `#if canImport(...)` of its own.
 @_exported import Glibc
+import CContrailSystem
 
 /// The few C-library calls and constants that differ between platforms, wrapped once per platform
 /// (this file: Linux with Glibc; `Platform+Darwin.swift`: Apple platforms), so call sites have no
@@ -38,6 +39,23 @@ package enum Platform {
     @inline(__always)
     package static func syncData(_ fd: Int32) -> Int32 { fdatasync(fd) }
 
+    /// Puts the calling thread in the `SCHED_BATCH` policy: its wake-ups no longer preempt the
+    /// thread that woke it (a background writer woken by every append would otherwise take the
+    /// appending thread's CPU right at the wake-up). Best effort; returns whether it took.
+    @discardableResult
+    package static func yieldOnWakeUp() -> Bool {
+        var parameters = sched_param()
+        parameters.sched_priority = 0
+        return sched_setscheduler(0, 3 /* SCHED_BATCH, behind _GNU_SOURCE in the headers */, &parameters) == 0
+    }
+
+    /// Allocates `length` bytes of `fd` from `offset` and extends its size over them (they read as
+    /// zeros): `posix_fallocate(3)`, which is `fallocate(2)` where the file system has it. False
+    /// when it refuses (no space, say).
+    package static func preallocate(_ fd: Int32, offset: Int, length: Int) -> Bool {
+        posix_fallocate(fd, off_t(offset), off_t(length)) == 0
+    }
+
     /// Nanoseconds since an arbitrary fixed point from `CLOCK_MONOTONIC_COARSE` (a few nanoseconds per
     /// call, a few milliseconds of resolution).
     @inline(__always)
@@ -46,6 +64,11 @@ package enum Platform {
         clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
         return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
     }
+
+    /// Returns the allocator's free pages to the operating system (`malloc_trim(0)`, which also
+    /// releases free pages inside the heap, not only at its top). O(free chunks), under each arena's
+    /// lock in turn: call it rarely (after many connections closed), never per message.
+    package static func releaseFreeMemory() { ccontrail_release_free_memory() }
 
     /// The calling thread's `pthread_self()` as a number.
     package static var currentThreadID: UInt { UInt(pthread_self()) }

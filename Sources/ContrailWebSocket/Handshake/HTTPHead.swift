@@ -11,15 +11,19 @@ public struct HTTPHead: Sendable {
     public var status: Int?
     /// The header fields in the order received, names as sent, values without surrounding whitespace.
     public var headers: [(name: String, value: String)]
+    /// A plain request's body (its `Content-Length` bytes, at most the server's message limit), as
+    /// handed to an ``HTTPResponder``; empty for a request without one and for every handshake.
+    public var body: [UInt8] = []
 
     /// Creates a head from its parts.
     public init(startLine: String, method: String? = nil, path: String? = nil, status: Int? = nil,
-                headers: [(name: String, value: String)] = []) {
+                headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.startLine = startLine
         self.method = method
         self.path = path
         self.status = status
         self.headers = headers
+        self.body = body
     }
 
     /// The value of the first header named `name` (compared case-insensitively), or nil.
@@ -131,7 +135,7 @@ extension HTTPHead: Equatable {
     /// Heads are equal when start line, parsed parts and headers (in order) are equal.
     public static func == (lhs: HTTPHead, rhs: HTTPHead) -> Bool {
         lhs.startLine == rhs.startLine && lhs.method == rhs.method && lhs.path == rhs.path
-            && lhs.status == rhs.status && lhs.headers.elementsEqual(rhs.headers, by: { $0.name == $1.name && $0.value == $1.value })
+            && lhs.status == rhs.status && lhs.body == rhs.body && lhs.headers.elementsEqual(rhs.headers, by: { $0.name == $1.name && $0.value == $1.value })
     }
 }
 

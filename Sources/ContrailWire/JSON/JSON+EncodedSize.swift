@@ -35,6 +35,9 @@ extension SyncFragment {
         var size = 160 + 6 * className.utf8.count
         for (key, value) in properties { size += 4 + 6 * key.utf8.count + value.encodedSizeUpperBound }
         for (key, base) in bases ?? [:] { size += 6 + 6 * key.utf8.count + 39 * base.count }
+        for (key, edit) in collectionEdits ?? [:] {
+            size += 64 + 6 * key.utf8.count + 39 * edit.removed.count + 84 * edit.placements.count
+        }
         return size
     }
 

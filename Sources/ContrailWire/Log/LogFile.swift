@@ -24,6 +24,8 @@ package final class LogFile {
     public static let defaultMaxRecordSize = 64 << 20
     /// The default in-memory append buffer: 64 KiB.
     public static let defaultBufferCapacity = 64 << 10
+    /// A preallocation chunk that keeps appends from growing the file: 1 MiB (see `LogWriter`).
+    public static let appendPreallocation = 1 << 20
 
     /// Where the log lives.
     public let url: URL
@@ -34,6 +36,8 @@ package final class LogFile {
 
     private let path: String
     private let bufferCapacity: Int
+    /// Bytes the file is extended by ahead of its records (0: never; see ``LogWriter``).
+    private let preallocation: Int
     private var writer: LogWriter
     /// ``LogClock`` time of the last sync.
     private var lastSync: Int64
@@ -51,13 +55,14 @@ package final class LogFile {
     /// The log file's inode (for ``SyncedLength``).
     private var inode: UInt64
 
-    private init(url: URL, path: String, writer: LogWriter, fsync: FsyncPolicy, maxRecordSize: Int, bufferCapacity: Int) {
+    private init(url: URL, path: String, writer: LogWriter, fsync: FsyncPolicy, maxRecordSize: Int, bufferCapacity: Int, preallocation: Int) {
         self.url = url
         self.path = path
         self.writer = writer
         self.fsyncPolicy = fsync
         self.maxRecordSize = maxRecordSize
         self.bufferCapacity = bufferCapacity
+        self.preallocation = preallocation
         self.lastSync = LogClock.now()
         self.markedEnd = writer.end
         self.inode = SyncedLength.inode(of: writer.fd)
@@ -69,6 +74,7 @@ package final class LogFile {
         if unusableReason == nil && writer.failure == nil {
             try? writer.flush()
             if fsyncPolicy != .never && writer.needsSync { try? syncAndMark() }
+            writer.trimPreallocation()
         }
         if !isClosed { LogWriter.closeFile(writer.fd) }
     }
@@ -85,25 +91,29 @@ package final class LogFile {
     ///   - fsync: when appends are forced to disk.
     ///   - maxRecordSize: the largest payload accepted; a longer length in the file is corruption.
     ///   - bufferCapacity: bytes of small appends gathered in memory before one write (0: write each).
+    ///   - preallocation: extend the file this many bytes at a time ahead of its records, so
+    ///     appends never grow it (0: don't; ``appendPreallocation`` is the usual chunk). `close()`
+    ///     trims what no record reached; after a crash it stays and reads as the end of the records.
     /// - Throws: ``LogFileError/badHeader(path:)``, ``LogFileError/corruptRecord(offset:reason:)``
     ///   for damage in the middle, ``LogFileError/locked(path:)``, or an I/O error.
     public static func open(
         at url: URL, fsync: FsyncPolicy = .everyRecord, maxRecordSize: Int = defaultMaxRecordSize,
-        bufferCapacity: Int = defaultBufferCapacity
+        bufferCapacity: Int = defaultBufferCapacity, preallocation: Int = 0
     ) throws(LogFileError) -> (LogFile, LogRecovery) {
         var records: [LogRecord] = []
-        let (log, tail) = try open(at: url, fsync: fsync, maxRecordSize: maxRecordSize, bufferCapacity: bufferCapacity) { kind, offset, payload in
+        let (log, tail) = try open(at: url, fsync: fsync, maxRecordSize: maxRecordSize, bufferCapacity: bufferCapacity,
+                                   preallocation: preallocation) { kind, offset, payload in
             records.append(LogRecord(kind: kind, payload: Array(payload), offset: offset))
         }
         return (log, LogRecovery(records: records, truncatedTail: tail))
     }
 
-    /// Like ``open(at:fsync:maxRecordSize:bufferCapacity:)``, but hands each record to `visit`
-    /// without copying its payload (the buffer is valid only during the call) instead of
-    /// collecting them. Returns the torn tail that was cut off, if any.
+    /// Like ``open(at:fsync:maxRecordSize:bufferCapacity:preallocation:)``, but hands each record
+    /// to `visit` without copying its payload (the buffer is valid only during the call) instead
+    /// of collecting them. Returns the torn tail that was cut off, if any.
     public static func open(
         at url: URL, fsync: FsyncPolicy = .everyRecord, maxRecordSize: Int = defaultMaxRecordSize,
-        bufferCapacity: Int = defaultBufferCapacity,
+        bufferCapacity: Int = defaultBufferCapacity, preallocation: Int = 0,
         visit: (_ kind: LogRecord.Kind, _ offset: Int, _ payload: UnsafeRawBufferPointer) -> Void
     ) throws(LogFileError) -> (LogFile, TornTail?) {
         let path = url.path(percentEncoded: false)
@@ -135,10 +145,14 @@ package final class LogFile {
         if outcome.tornTail != nil {
             guard ftruncate(fd, off_t(outcome.end)) == 0 else { throw LogFileError.system(errno, "ftruncate", path) }
             try LogWriter.syncDescriptor(fd, path)
+            fileSize = outcome.end
         }
-        let writer = LogWriter(fd: fd, path: path, writtenEnd: outcome.end, bufferCapacity: bufferCapacity)
+        // A zeroed preallocated part after the records (a crash before `close` trimmed it) is reused.
+        let writer = LogWriter(fd: fd, path: path, writtenEnd: outcome.end, bufferCapacity: bufferCapacity,
+                               preallocation: preallocation, fileSize: fileSize)
         handedOver = true
-        let log = LogFile(url: url, path: path, writer: writer, fsync: fsync, maxRecordSize: maxRecordSize, bufferCapacity: bufferCapacity)
+        let log = LogFile(url: url, path: path, writer: writer, fsync: fsync, maxRecordSize: maxRecordSize,
+                          bufferCapacity: bufferCapacity, preallocation: preallocation)
         return (log, outcome.tornTail)
     }
 
@@ -332,7 +346,8 @@ package final class LogFile {
         let tempPath = LogFile.compactionTempPath(path)
         let tempFD = LogWriter.openFile(tempPath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC)
         guard tempFD >= 0 else { throw LogFileError.system(errno, "open", tempPath) }
-        let newWriter = LogWriter(fd: tempFD, path: path, writtenEnd: LogFormat.fileHeaderSize, bufferCapacity: bufferCapacity)
+        let newWriter = LogWriter(fd: tempFD, path: path, writtenEnd: LogFormat.fileHeaderSize, bufferCapacity: bufferCapacity,
+                                  preallocation: preallocation)
         let prepared = PreparedCompaction(writer: newWriter, tempPath: tempPath)
         if flock(tempFD, LOCK_EX | LOCK_NB) != 0 { throw LogFileError.system(errno, "flock", tempPath) }
         try LogWriter.writeAll(tempFD, tempPath, LogFormat.fileHeader, at: 0)
@@ -465,6 +480,7 @@ package final class LogFile {
         guard wasUsable else { return }
         try writer.flush()
         if fsyncPolicy != .never && writer.needsSync { try syncAndMark() }
+        writer.trimPreallocation()
     }
 
     /// Syncs, writes a sync marker and syncs it too (for closing: the file is left fully marked).

@@ -24,6 +24,12 @@
 ///   (u64) is the file length that sync made durable. A damaged record that starts before the
 ///   largest length an intact marker names was synced, so it is damage, never a torn tail.
 ///   Markers are bookkeeping: readers skip them and never hand them to the layer above.
+///
+/// A file may be longer than its records: a writer that preallocates (``LogWriter``) leaves zeros
+/// after them. Zeros from a record boundary to the end of the file (at least a record header's
+/// worth; no header is all zeros) are no record: the records end there, nothing is cut, and the
+/// next append goes there. Zeros in the part a marker (or the `.synced` side file) says was
+/// synced are damage, like any other damage there.
 enum LogFormat {
     /// The file's first eight bytes.
     static let magic: [UInt8] = Array("CTRLLOG\u{1A}".utf8)

@@ -6,6 +6,9 @@ import ContrailSupport
 /// Classification (see ``LogFormat``): a record that is incomplete or fails a checksum ends the
 /// scan. If no intact record starts anywhere after it, it is a torn tail; otherwise the file is
 /// corrupt in the middle and the scan throws ``LogFileError/corruptRecord(offset:reason:)``.
+/// Zeros from a record boundary to the end of the file (at least a record header's worth) are no
+/// record at all (the part a ``LogWriter`` preallocated and no append reached): the records end
+/// there, unless that part was synced (then the end was lost: damage).
 /// Lengths are checked against the file size and `maxRecordSize` before anything is loaded, so a
 /// damaged length never causes a large allocation.
 final class LogReader {
@@ -64,6 +67,14 @@ final class LogReader {
             case .unreadable(let reason):
                 throw .corruptRecord(offset: offset, reason: reason)
             case .damaged(let reason, let headerKind):
+                if try isZeroed(from: offset) {
+                    // A preallocated part (LogWriter) that no record reached: the records end here,
+                    // as if the file did; unless that part was synced (its records were lost).
+                    if offset < syncedEnd {
+                        throw .corruptRecord(offset: offset, reason: "the file is zeros from offset \(offset) on, but its first \(syncedEnd) bytes were synced: its end was lost")
+                    }
+                    return Outcome(end: offset, tornTail: nil, syncedEnd: syncedEnd)
+                }
                 if let following = try firstIntactRecord(after: offset) {
                     throw .corruptRecord(offset: offset, reason: "\(reason); an intact record follows at offset \(following)")
                 }
@@ -115,6 +126,23 @@ final class LogReader {
         let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
         guard header.payloadMatches(payload) else { return .damaged("payload checksum mismatch", kind: header.kind) }
         return .intact(kind: header.kind, next: offset + total, payload: payload)
+    }
+
+    /// Whether every byte from `offset` to the end of the file is zero, and there are at least a
+    /// record header's worth (no record header is all zeros, so a shorter run may be the start of
+    /// a record a crash cut: a torn tail, as before preallocation).
+    private func isZeroed(from offset: Int) throws(LogFileError) -> Bool {
+        guard fileSize - offset >= LogFormat.recordHeaderSize else { return false }
+        var position = offset
+        while position < fileSize {
+            guard let bytes = try load(position, min(window.count, fileSize - position)) else { return false }
+            // Word by word, then the bytes after the last whole word.
+            let words = bytes.count / 8
+            for index in 0..<words where bytes.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self) != 0 { return false }
+            for index in (words * 8)..<bytes.count where bytes[index] != 0 { return false }
+            position += bytes.count
+        }
+        return true
     }
 
     /// The offset of the first intact record (both checksums hold) starting after `offset`, if any.

@@ -6,6 +6,13 @@ import ContrailSupport
 /// `flush`; a record larger than the buffer is written straight from the caller's memory.
 /// A failed write is rolled back (`ftruncate` to the last good end), so the file never keeps
 /// a partial record that later appends would bury in the middle.
+///
+/// With a `preallocation` chunk, the file is extended ahead of the records (`fallocate`, in
+/// chunks of that many bytes) so an append writes inside the file and never grows it: on ext4 an
+/// extending write updates the on-disk size under the inode's block-mapping lock and through the
+/// journal, where it waits behind a concurrent `fdatasync`'s writeback and journal commits
+/// (milliseconds under disk load). The preallocated part reads as zeros, which ``LogReader``
+/// takes as the end of the records; ``trimPreallocation()`` cuts it off (at close).
 final class LogWriter {
     let fd: Int32
     let path: String
@@ -17,11 +24,20 @@ final class LogWriter {
     private(set) var failure: String?
     private let buffer: UnsafeMutableRawBufferPointer
     private(set) var buffered = 0
+    /// Bytes the file is extended by ahead of the records (0: never preallocated). Set to 0 when
+    /// the file system refuses (no `fallocate`, or no space: the writes then report it themselves).
+    private var preallocation: Int
+    /// The file's size: `writtenEnd` plus the preallocated, still zeroed part after it.
+    private(set) var allocatedEnd: Int
 
-    init(fd: Int32, path: String, writtenEnd: Int, bufferCapacity: Int) {
+    /// A writer appending at `writtenEnd` of the open file `fd`, whose size is `fileSize` (more
+    /// than `writtenEnd` when a zeroed preallocated part follows the records).
+    init(fd: Int32, path: String, writtenEnd: Int, bufferCapacity: Int, preallocation: Int = 0, fileSize: Int? = nil) {
         self.fd = fd
         self.path = path
         self.writtenEnd = writtenEnd
+        self.preallocation = max(preallocation, 0)
+        self.allocatedEnd = max(fileSize ?? writtenEnd, writtenEnd)
         buffer = .allocate(byteCount: max(bufferCapacity, 0), alignment: 16)
     }
 
@@ -74,8 +90,28 @@ final class LogWriter {
         if end >= writtenEnd { needsSync = false }
     }
 
+    /// Cuts the preallocated part off the file, so it ends with its last record (for `close`).
+    /// Best effort: a file left longer reads the same.
+    func trimPreallocation() {
+        guard allocatedEnd > writtenEnd, failure == nil else { return }
+        if ftruncate(fd, off_t(writtenEnd)) == 0 { allocatedEnd = writtenEnd }
+    }
+
+    /// Extends the file to the next multiple of the preallocation chunk past `end`, if `end` is
+    /// past its allocated size. A refusal turns preallocation off (the writes extend the file then).
+    private func reserve(through end: Int) {
+        guard preallocation > 0, end > allocatedEnd else { return }
+        let target = (end / preallocation + 1) * preallocation
+        if Platform.preallocate(fd, offset: allocatedEnd, length: target - allocatedEnd) {
+            allocatedEnd = target
+        } else {
+            preallocation = 0
+        }
+    }
+
     /// Writes `parts` one after another at `writtenEnd`; on failure truncates back and throws.
     private func writeOrRollBack(_ parts: [UnsafeRawBufferPointer]) throws(LogFileError) {
+        reserve(through: writtenEnd + parts.reduce(0) { $0 + $1.count })
         var position = writtenEnd
         for part in parts {
             guard let base = part.baseAddress else { continue }
@@ -85,10 +121,14 @@ final class LogWriter {
                 if n < 0 {
                     let code = errno
                     if code == EINTR { continue }
-                    if position + done > writtenEnd && ftruncate(fd, off_t(writtenEnd)) != 0 {
-                        let reason = "a write failed (\(LogFileError.system(code, "write", path))) and the partial record could not be removed; reopen the log to recover"
-                        failure = reason
-                        throw .unusable(path: path, reason: reason)
+                    if position + done > writtenEnd {
+                        // Cut the partial record (and the zeroed part after it) off.
+                        guard ftruncate(fd, off_t(writtenEnd)) == 0 else {
+                            let reason = "a write failed (\(LogFileError.system(code, "write", path))) and the partial record could not be removed; reopen the log to recover"
+                            failure = reason
+                            throw .unusable(path: path, reason: reason)
+                        }
+                        allocatedEnd = writtenEnd
                     }
                     throw LogFileError.system(code, "write", path)
                 }

@@ -1,6 +1,6 @@
 /// An incomplete or damaged last stretch of a log file, as a crash in the middle of a write leaves it.
 ///
-/// ``LogFile/open(at:fsync:maxRecordSize:bufferCapacity:)`` cuts it off; ``LogFile/read(at:maxRecordSize:)``
+/// ``LogFile/open(at:fsync:maxRecordSize:bufferCapacity:preallocation:)`` cuts it off; ``LogFile/read(at:maxRecordSize:)``
 /// only reports it.
 public struct TornTail: Sendable, Equatable, CustomStringConvertible {
     /// Byte offset where the damaged stretch starts (the end of the last intact record).

@@ -8,4 +8,9 @@ public enum JetstreamCloseCode {
     /// Contrail extension: the peer sent input that is not JSON, not a known message, or over a
     /// limit. The reason is a `{message,type}` JSON text; the session survives and can resume.
     public static let badInput: UInt16 = 4098
+    /// Contrail extension (Protocol §8.22): the server is draining (shutting down gracefully) and
+    /// keeps no session: reconnect, preferably to another server, with a new session, refetch and
+    /// resend what is pending. The reason is a `{message,type}` JSON text of type `server-draining`.
+    /// An original Jetstream client takes it as any other close and reconnects.
+    public static let draining: UInt16 = 4099
 }

@@ -25,6 +25,10 @@ package enum Message: Sendable, Equatable {
     case scopeDetach(ScopeDetach)
     /// Server → client, Contrail extension: the answer to a `ScopeDetach`.
     case scopeDetachReply(ScopeDetachReply)
+    /// Client → server, Contrail extension: the session's presence in a scope (``PresenceUpdate``, §8.20).
+    case presence(PresenceUpdate)
+    /// Server → client, Contrail extension: the other sessions' presence (``PresencePeers``, §8.20).
+    case presencePeers(PresencePeers)
 
     /// The message's `index` (0 for unsequenced messages).
     package var index: Int {
@@ -39,6 +43,8 @@ package enum Message: Sendable, Equatable {
         case .ping(let message): return message.index
         case .scopeDetach(let message): return message.index
         case .scopeDetachReply(let message): return message.index
+        case .presence(let message): return message.index
+        case .presencePeers(let message): return message.index
         }
     }
 
@@ -55,6 +61,8 @@ package enum Message: Sendable, Equatable {
         case .ping: return Ping.typeName
         case .scopeDetach: return ScopeDetach.typeName
         case .scopeDetachReply: return ScopeDetachReply.typeName
+        case .presence: return PresenceUpdate.typeName
+        case .presencePeers: return PresencePeers.typeName
         }
     }
 
@@ -88,6 +96,8 @@ package enum Message: Sendable, Equatable {
         case Ping.typeName: self = .ping(try Ping(json: json))
         case ScopeDetach.typeName: self = .scopeDetach(try ScopeDetach(json: json))
         case ScopeDetachReply.typeName: self = .scopeDetachReply(try ScopeDetachReply(json: json))
+        case PresenceUpdate.typeName: self = .presence(try PresenceUpdate(json: json))
+        case PresencePeers.typeName: self = .presencePeers(try PresencePeers(json: json))
         default: throw WireError.unknownMessageType(type)
         }
     }
@@ -105,6 +115,8 @@ package enum Message: Sendable, Equatable {
         case .ping(let message): return message.json
         case .scopeDetach(let message): return message.json
         case .scopeDetachReply(let message): return message.json
+        case .presence(let message): return message.json
+        case .presencePeers(let message): return message.json
         }
     }
 }

@@ -11,10 +11,17 @@ package struct SessionLimits: Sendable, Equatable {
     package var maxMessageBytes: Int?
     /// The most fragments one `ScopeSync` may carry.
     package var maxFragmentsPerMessage: Int?
+    /// The longest presence value the server relays, in bytes of its JSON (Protocol §8.20).
+    package var maxPresenceBytes: Int?
+    /// The most presence updates per second the server relays per session and scope (§8.20).
+    package var presenceUpdatesPerSecond: Int?
 
-    package init(maxMessageBytes: Int? = nil, maxFragmentsPerMessage: Int? = nil) {
+    package init(maxMessageBytes: Int? = nil, maxFragmentsPerMessage: Int? = nil, maxPresenceBytes: Int? = nil,
+                 presenceUpdatesPerSecond: Int? = nil) {
         self.maxMessageBytes = maxMessageBytes
         self.maxFragmentsPerMessage = maxFragmentsPerMessage
+        self.maxPresenceBytes = maxPresenceBytes
+        self.presenceUpdatesPerSecond = presenceUpdatesPerSecond
     }
 
     /// Reads the `limits` object; a member that is not a positive integer is left out (the server's
@@ -27,7 +34,10 @@ package struct SessionLimits: Sendable, Equatable {
         }
         maxMessageBytes = positive("maxMessageBytes")
         maxFragmentsPerMessage = positive("maxFragmentsPerMessage")
-        if maxMessageBytes == nil && maxFragmentsPerMessage == nil { return nil }
+        maxPresenceBytes = positive("maxPresenceBytes")
+        presenceUpdatesPerSecond = positive("presenceUpdatesPerSecond")
+        if maxMessageBytes == nil && maxFragmentsPerMessage == nil && maxPresenceBytes == nil
+            && presenceUpdatesPerSecond == nil { return nil }
     }
 
     /// The wire object.
@@ -35,6 +45,8 @@ package struct SessionLimits: Sendable, Equatable {
         var members: [String: JSON] = [:]
         if let maxMessageBytes { members["maxMessageBytes"] = .int(Int64(maxMessageBytes)) }
         if let maxFragmentsPerMessage { members["maxFragmentsPerMessage"] = .int(Int64(maxFragmentsPerMessage)) }
+        if let maxPresenceBytes { members["maxPresenceBytes"] = .int(Int64(maxPresenceBytes)) }
+        if let presenceUpdatesPerSecond { members["presenceUpdatesPerSecond"] = .int(Int64(presenceUpdatesPerSecond)) }
         return .object(members)
     }
 }

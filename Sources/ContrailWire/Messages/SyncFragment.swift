@@ -26,14 +26,31 @@ public struct SyncFragment: Sendable, Hashable, Codable {
     /// Contrail extension (§8.4): for collection keys of a `change`, the collection as it was
     /// before the local edit, so a server can merge concurrent edits. Omitted from the wire when nil.
     public var bases: [String: [UUID]]?
+    /// Contrail extension (§8.21, `"text"` on the wire): for `SharedText` keys, the operations
+    /// (`TextOperation.json`) of a change, or the whole state (`TextDocument.stateJSON`) in an `add`
+    /// or a full state. `properties` still carries the plain text. Omitted when nil.
+    public var textOperations: [String: JSON]?
+    /// Contrail extension (§8.21, `"counter"` on the wire): for `SharedCounter` keys, how much the
+    /// change added (negative: subtracted). `properties` still carries the plain total. Omitted when nil.
+    public var counterDeltas: [String: Int64]?
+    /// Contrail extension (§8.24): collection keys of a `change` sent as an edit of the base the
+    /// sender saw instead of a whole array (such a key is in neither `properties` nor `bases`).
+    /// `"collectionOps"` on the wire; omitted when nil. Sent only to a server that lists the
+    /// `collectionOps` extension.
+    public var collectionEdits: [String: CollectionEdit]?
 
     /// Creates a fragment.
-    public init(kind: Kind, uuid: UUID, className: String, properties: [String: JSON] = [:], bases: [String: [UUID]]? = nil) {
+    public init(kind: Kind, uuid: UUID, className: String, properties: [String: JSON] = [:], bases: [String: [UUID]]? = nil,
+                textOperations: [String: JSON]? = nil, counterDeltas: [String: Int64]? = nil,
+                collectionEdits: [String: CollectionEdit]? = nil) {
         self.kind = kind
         self.uuid = uuid
         self.className = className
         self.properties = properties
         self.bases = bases
+        self.textOperations = textOperations
+        self.counterDeltas = counterDeltas
+        self.collectionEdits = collectionEdits
     }
 
     /// Decodes and checks a fragment as the server does at parse time (§3): `type` is add/change,
@@ -91,7 +108,52 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         default:
             throw WireError.invalidFragment(index: nil, reason: "Invalid bases")
         }
-        self.init(kind: kind, uuid: uuid, className: className, properties: properties, bases: bases)
+        var textOperations: [String: JSON]?
+        switch members["text"] {
+        case nil, .null?:
+            break
+        case .object(let values)?:
+            for (key, value) in values where value.objectValue == nil || properties[key] == nil {
+                throw WireError.invalidFragment(index: nil, reason: "Text '\(key)' is not an object beside a plain value")
+            }
+            textOperations = values
+        default:
+            throw WireError.invalidFragment(index: nil, reason: "Invalid text")
+        }
+        var counterDeltas: [String: Int64]?
+        switch members["counter"] {
+        case nil, .null?:
+            break
+        case .object(let values)?:
+            var decoded: [String: Int64] = [:]
+            for (key, value) in values {
+                guard case .int(let delta) = value, properties[key] != nil else {
+                    throw WireError.invalidFragment(index: nil, reason: "Counter '\(key)' is not an integer beside a plain value")
+                }
+                decoded[key] = delta
+            }
+            counterDeltas = decoded
+        default:
+            throw WireError.invalidFragment(index: nil, reason: "Invalid counter")
+        }
+        var edits: [String: CollectionEdit]?
+        switch members["collectionOps"] {
+        case nil, .null?:
+            break
+        case .object(let values)? where kind == .change:
+            var decoded: [String: CollectionEdit] = [:]
+            for (key, value) in values {
+                guard properties[key] == nil, bases?[key] == nil else {
+                    throw WireError.invalidFragment(index: nil, reason: "Collection operations '\(key)' beside a value")
+                }
+                decoded[key] = try CollectionEdit(json: value, key: key)
+            }
+            edits = decoded
+        default:
+            throw WireError.invalidFragment(index: nil, reason: "Invalid collectionOps")
+        }
+        self.init(kind: kind, uuid: uuid, className: className, properties: properties, bases: bases,
+                  textOperations: textOperations, counterDeltas: counterDeltas, collectionEdits: edits)
     }
 
     /// The wire form: always has `properties` (maybe `{}`), the UUID lowercase, `bases` only when set.
@@ -104,6 +166,11 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         ]
         if let bases {
             members["bases"] = .object(bases.mapValues { .array($0.map { .string($0.wireString) }) })
+        }
+        if let textOperations { members["text"] = .object(textOperations) }
+        if let counterDeltas { members["counter"] = .object(counterDeltas.mapValues { .int($0) }) }
+        if let collectionEdits {
+            members["collectionOps"] = .object(collectionEdits.mapValues(\.json))
         }
         return .object(members)
     }
@@ -139,6 +206,18 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         if let bases {
             writer.writeKey("bases")
             writer.write(.object(bases.mapValues { .array($0.map { .string($0.wireString) }) }))
+        }
+        if let textOperations {
+            writer.writeKey("text")
+            writer.write(.object(textOperations))
+        }
+        if let counterDeltas {
+            writer.writeKey("counter")
+            writer.write(.object(counterDeltas.mapValues { .int($0) }))
+        }
+        if let collectionEdits {
+            writer.writeKey("collectionOps")
+            writer.write(.object(collectionEdits.mapValues(\.json)))
         }
         writer.append("}")
     }

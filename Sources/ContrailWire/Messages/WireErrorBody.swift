@@ -102,6 +102,10 @@ extension WireErrorBody {
         WireErrorBody(message: "Server unavailable: \(reason)", type: "server-unavailable")
     }
 
+    /// Contrail extension (§8.22): the reason of a ``JetstreamCloseCode/draining`` close: the server
+    /// is shutting down gracefully; reconnect, preferably to another server, with a new session.
+    public static let serverDraining = WireErrorBody(message: "Server is draining: reconnect to another server", type: "server-draining")
+
     /// Contrail extension (§8.17): a `ScopeFetchReply` error for a scope name the server does not
     /// accept (empty, longer than its limit in UTF-8 bytes, or with control characters).
     public static func invalidScopeName(_ reason: String) -> WireErrorBody {

@@ -16,10 +16,14 @@
 //   canvas.on("change", (e) => console.log(e.model.uuid, e.key, e.value));
 //   canvas.modify(() => { const s = canvas.create("Shape", { x: 10, y: 20 }); canvas.root.insert("shapes", s); });
 
+import { COLLECTION_OPS, stableElements, withCollectionEdits } from "./contrail-collections.js";
+
 /** Protocol version sent in SessionCreate. */
 export const VERSION = "0.2.0";
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const FATAL_CLOSE = new Set([4096, 4097]);
+// Protocol §8.22: the server is draining and keeps no session; a new one (on any server) at once.
+const DRAINING_CLOSE = 4099;
 /** Where the pages keep their token (sessionStorage: this tab only). */
 const PAGE_TOKEN_KEY = "contrail-token";
 
@@ -38,7 +42,7 @@ const copy = (v) => (Array.isArray(v) ? v.slice() : v);
 const refsOf = (v) => (typeof v === "string" && UUID_RE.test(v) ? [v] : Array.isArray(v) ? v.filter((x) => typeof x === "string" && UUID_RE.test(x)) : []);
 
 /** Minimal event emitter: `on(type, fn)` returns a function that removes the listener. */
-class Emitter {
+export class Emitter {
   #listeners = new Map();
   on(type, fn) {
     if (!this.#listeners.has(type)) this.#listeners.set(type, new Set());
@@ -90,22 +94,6 @@ export function mergeCollection(base, next, current) {
   return result;
 }
 
-function stableElements(base, next, nextSet) {
-  const basePos = new Map();
-  base.forEach((e, i) => { if (nextSet.has(e) && !basePos.has(e)) basePos.set(e, i); });
-  const seq = next.filter((e) => basePos.has(e)).map((e) => [e, basePos.get(e)]);
-  const tails = [], parents = new Array(seq.length).fill(-1);
-  seq.forEach((item, i) => {
-    let lo = 0, hi = tails.length;
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (seq[tails[mid]][1] < item[1]) lo = mid + 1; else hi = mid; }
-    if (lo > 0) parents[i] = tails[lo - 1];
-    if (lo === tails.length) tails.push(i); else tails[lo] = i;
-  });
-  const stable = new Set();
-  for (let c = tails.length ? tails[tails.length - 1] : -1; c >= 0; c = parents[c]) stable.add(seq[c][0]);
-  return stable;
-}
-
 /** One object of a scope: a UUID, a class name and wire values by property name. */
 export class Model {
   constructor(scope, id, clsName, properties = {}) {
@@ -118,12 +106,19 @@ export class Model {
   get(key) { return this.properties[key]; }
   /** Sets `key` (a Model is stored as its UUID, an array of Models as UUIDs). */
   set(key, value) { this.scope.set(this, key, value); }
-  /** The models of a collection property, in order. */
-  items(key) { return (this.properties[key] ?? []).map((id) => this.scope.object(id)).filter(Boolean); }
-  /** Inserts `model` into collection `key` at `at` (default: the end). */
+  /**
+   * The models of a collection property, in order: those of the classes the scope knows (all, unless
+   * the scope was given `classes`). The others stay in the collection where they are (Protocol §8.23).
+   */
+  items(key) { return (this.properties[key] ?? []).map((id) => this.scope.object(id)).filter((m) => m && this.scope.knows(m)); }
+  /**
+   * Inserts `model` into collection `key` at `at`, an index into `items(key)` (default: the end):
+   * right before the item now at `at`, so elements of classes the scope does not know keep their place.
+   */
   insert(key, model, at) {
     const list = (this.properties[key] ?? []).slice();
-    list.splice(at ?? list.length, 0, model.uuid);
+    const before = at === undefined ? undefined : this.items(key)[at];
+    list.splice(before ? list.indexOf(before.uuid) : list.length, 0, model.uuid);
     this.set(key, list);
   }
   /** Removes `model` from collection `key`. */
@@ -166,16 +161,20 @@ const changes = (entry, id, key) => key in (entry.originals.get(id) ?? {});
 /**
  * A named tree with a root object, kept in step with the server once a Client fetched it.
  * Events: "change" {model, key, value, previous, remote}, "insert"/"remove" {model, key, item} for
- * collections, "attach"/"detach" {model}, "state" after a full state, "changeset" {fragments, remote},
+ * collections, "attach"/"detach" {model}, "state" after a full state (or a restore from
+ * contrail-store.js, with `restored: true`), "changeset" {fragments, remote, origin},
  * "settled" {fragments, rejected}.
  *
  * Its bookkeeping follows the Swift client's rules (README, Design; Convergence in the documentation
  * catalog); the Swift counterpart of each rule is named where it is implemented.
  */
 export class Scope extends Emitter {
-  constructor(name, { rootClass = "Root", changeInterval = 10 } = {}) {
+  constructor(name, { rootClass = "Root", changeInterval = 10, classes = null } = {}) {
     super();
     this.name = name;
+    // The class names the app knows (null: every class). Objects of the others are kept and written
+    // back as they are, and `items` leaves them out (Protocol §8.23).
+    this.classes = classes ? new Set(classes) : null;
     this.changeInterval = changeInterval;
     this.objects = new Map();  // uuid → Model, the objects in the tree
     this.root = new Model(this, uuid(), rootClass);
@@ -194,7 +193,11 @@ export class Scope extends Emitter {
     this._client = null;
     this._scopeIndex = null;
     this._attached = false;     // true once a full state arrived: edits before it wait, then go out
+    this.fragmentHooks = [];    // (fragment) => void, adding extension members to outgoing fragments (contrail-text.js)
   }
+
+  /** Whether the app knows `model`'s class (the `classes` option); unknown ones are kept, never dropped. */
+  knows(model) { return !this.classes || this.classes.has(model.clsName); }
 
   /** The model with `id`: in the tree, created and not yet attached, or out of the tree and still held. */
   object(id) { return this.objects.get(id) ?? this._created.get(id) ?? this._retired.get(id); }
@@ -253,6 +256,51 @@ export class Scope extends Emitter {
   query(clsName, filter, sort, options) {
     if (!Scope.queryImplementation) throw new Error('scope.query needs: import "/contrail-query.js"');
     return new Scope.queryImplementation(this, clsName, filter, sort, options);
+  }
+
+  /**
+   * Internal, for contrail-store.js: the replica once it has a full state (null before), its edits
+   * not yet flushed (`pending`: the values before them) and its unsettled change sets, as plain data.
+   * Swift: the snapshot and pending records of a FragmentLog.
+   */
+  _saved() {
+    if (!this._attached) return null;
+    const models = (entries) => Object.fromEntries([...entries].map(([id, m]) => [id, { clsName: m.clsName, properties: m.properties }]));
+    const reachable = this._reachable();
+    return {
+      root: this.root.uuid,
+      objects: models(this.objects),
+      created: models([...this._created].filter(([id]) => reachable.has(id))),
+      retired: models(this._retired),
+      pending: Object.fromEntries([...this._pending].map(([id, entry]) => [id, entry.original])),
+      queue: this.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: Object.fromEntries(e.originals), added: [...e.added], atomic: e.atomic, heldBack: e.heldBack })),
+    };
+  }
+
+  /**
+   * Internal, for contrail-store.js: takes back what `_saved` returned (checked by the caller), before
+   * the first fetch and any edit. The replica shows it at once (edits go on offline); its change sets
+   * are sent after the fetch with their ids, so a server that applied one answers it as a repeat
+   * (Protocol §8.11), and the full state rebases them like any pending change set.
+   * Swift: FragmentLog.attach with Scope.restorePending.
+   */
+  _restore(saved) {
+    if (this._attached || this.queue.length || this._pending.size || this._created.size) throw new Error(`scope '${this.name}' is already fetched or edited: restore it first`);
+    const model = (id, m) => new Model(this, id, m.clsName, { ...m.properties });
+    this.objects.clear();
+    this.root.uuid = saved.root;
+    this.root.clsName = saved.objects[saved.root].clsName;
+    this.root.properties = { ...saved.objects[saved.root].properties };
+    this.objects.set(saved.root, this.root);
+    for (const [id, m] of Object.entries(saved.objects)) if (id !== saved.root) this.objects.set(id, model(id, m));
+    for (const [id, m] of Object.entries(saved.created)) this._created.set(id, model(id, m));
+    for (const [id, m] of Object.entries(saved.retired)) this._retired.set(id, model(id, m));
+    for (const [id, original] of Object.entries(saved.pending)) if (this.objects.has(id)) this._pending.set(id, { original: { ...original } });
+    this.queue = saved.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: new Map(Object.entries(e.originals)), added: new Set(e.added), atomic: e.atomic, index: null, heldBack: e.heldBack }));
+    this._attached = true;
+    for (const m of this.objects.values()) this.emit("attach", { model: m });
+    this.emit("state", { root: this.root, restored: true });
+    if (this._pending.size || this._created.size) this._schedule();
   }
 
   _emitChange(model, key, value, previous, remote) {
@@ -316,6 +364,7 @@ export class Scope extends Emitter {
     this._pending.clear();
     this._collect(reachable);
     if (!fragments.length) return;
+    for (const hook of this.fragmentHooks) for (const fragment of fragments) hook(fragment);
     const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false };
     this.queue.push(entry);
     this.emit("changeset", { fragments, remote: false });
@@ -478,7 +527,7 @@ export class Scope extends Emitter {
    * applyState, which flush first). Returns true when the scope must be fetched again (a change to an
    * object out of this replica's tree, or a reference to an object it does not hold).
    */
-  _applyRemote(fragments, rootUUID = null) {
+  _applyRemote(fragments, rootUUID = null, origin = null) {
     this.flush();
     let stale = false;
     this._remote = true;
@@ -510,7 +559,7 @@ export class Scope extends Emitter {
     } finally {
       this._remote = false;
     }
-    this.emit("changeset", { fragments, remote: true, state: Boolean(rootUUID) });
+    this.emit("changeset", { fragments, remote: true, state: Boolean(rootUUID), origin });
     if (rootUUID) {
       this._attached = true;
       this.emit("state", { root: this.root });
@@ -601,7 +650,7 @@ function normalize(value) {
  * "online", "offline" (reconnecting), "denied", "closed". Events: "status", "error".
  */
 export class Client extends Emitter {
-  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
+  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000, healthyAfter: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
     super();
     this.url = url;
     this.params = params;
@@ -614,6 +663,8 @@ export class Client extends Emitter {
     this._ws = null;
     this._token = null;
     this._limits = null;   // the server's advertised message limits (Protocol §8.19), null when it sent none
+    this.extensions = new Set();   // the Contrail extensions the server lists (§8.12); contrail-presence.js reads them
+    this.serverLimits = {};        // the server's advertised limits as sent (§8.19, §8.20)
     this._resetSession();
     this._fetched = [];     // {scope, params, resolve, reject}
     this._attempt = 0;
@@ -695,7 +746,7 @@ export class Client extends Emitter {
   _closed(code, reason) {
     this._ws = null;
     if (!this._started || this.status === "denied") return;
-    if (FATAL_CLOSE.has(code) && this._token !== null) {
+    if ((FATAL_CLOSE.has(code) || code === DRAINING_CLOSE) && this._token !== null) {
       // The session is gone (expired or unknown token): a new one, every scope fetched again,
       // and every unsettled change set sent again after its scope's fetch reply.
       this._resetSession();
@@ -740,6 +791,8 @@ export class Client extends Emitter {
       if (typeof m.sessionToken === "string" && m.sessionToken) {
         this._token = m.sessionToken;
         this._limits = advertisedLimits(m.limits);
+        this.extensions = new Set(Array.isArray(m.extensions) ? m.extensions : []);  // Protocol §8.12
+        this.serverLimits = m.limits && typeof m.limits === "object" ? m.limits : {};
         this._online();
         for (const record of this._fetched) this._sendFetch(record);
       } else {
@@ -759,6 +812,7 @@ export class Client extends Emitter {
       }
       return;
     }
+    if (m.type === "PresencePeers" && m.index === 0) { this.emit("presence", m); return; }  // §8.20: contrail-presence.js
     if (!Number.isInteger(m.index) || m.index <= this._serverIndex) return;
     if (m.index !== this._serverIndex + 1) { this._forceReconnect(); return; }
     this._serverIndex = m.index;
@@ -773,16 +827,20 @@ export class Client extends Emitter {
         scope._applyRemote(m.fragments ?? [], m.rootUUID);
         const record = this._fetched.find((r) => r.scope === scope);
         record?.resolve(scope);
+        this.emit("attached", scope);
       }
     } else if (m.type === "ScopeSync") {
       const scope = this._scopesByIndex.get(m.scopeIndex);
-      if (scope && Array.isArray(m.fragments) && m.fragments.length) scope._applyRemote(m.fragments);
+      if (scope && Array.isArray(m.fragments) && m.fragments.length) scope._applyRemote(m.fragments, null, m.origin ?? null);
     }
   }
 
   /** Online: (re)sends every held or unacknowledged message in index order and starts pinging. */
   _online() {
-    this._attempt = 0;
+    // The backoff starts over only once the connection has stayed up a while (issue 28): a server
+    // that ends sessions right after they open is backed off from like one that cannot be reached.
+    const ws = this._ws;
+    this._later(this.backoff.healthyAfter ?? 10_000, () => { if (ws === this._ws && this.status === "online") this._attempt = 0; });
     this._setStatus("online");
     for (const x of this._unacked) this._raw(x);
     this._schedulePing();
@@ -804,6 +862,11 @@ export class Client extends Emitter {
     for (const waiter of this._replies.values()) {
       if (now - waiter.at > this.replyTimeout) { this._forceReconnect(); return; }
     }
+  }
+
+  /** Sends an unsequenced message (index 0: never buffered or resent) while online; dropped otherwise. */
+  sendUnsequenced(message) {
+    if (this.status === "online") this._raw(message);
   }
 
   _send(message, handler) {
@@ -844,7 +907,11 @@ export class Client extends Emitter {
    */
   _sendChangeSet(scope, entry) {
     if (scope._scopeIndex === null || entry.index !== null) return;  // sent after the fetch reply, or sent
-    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments: entry.fragments, changeSet: entry.id };
+    // A server that does not merge shared text (§8.21) gets the plain values only; collections go as
+    // edits of their bases to a server that takes them (§8.24); entry.fragments stay whole.
+    let fragments = this.extensions?.has("SharedText") ? entry.fragments : entry.fragments.map(({ text, ...plain }) => plain);
+    if (this.extensions?.has(COLLECTION_OPS)) fragments = fragments.map(withCollectionEdits);
+    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments, changeSet: entry.id };
     const refusal = overLimits(message, this._limits);
     if (refusal) {
       // Never sent: the server would close the connection, and every new session would send it again.

@@ -1,0 +1,135 @@
+import Foundation
+
+/// Collaborative plain text for a `@Property` (Protocol §8.21): concurrent insertions and
+/// deletions from any number of replicas merge character by character, without losing a keystroke
+/// and without interleaving two people's words (a `TextDocument` underneath).
+///
+/// ```swift
+/// final class Note: ModelObject {
+///     @Property var body = SharedText()
+/// }
+/// try note.body.insert("Hello", at: 0)
+/// try note.body.delete(0..<1)
+/// let cursor = try note.body.cursor(at: 2)       // stays before its character across remote edits
+/// note.body.observe(view) { changes, isRemote in … }   // [TextChange]: what changed where
+/// ```
+///
+/// A `SharedText` is a handle: copies share one text, and an edit through the property records
+/// it in the object's scope (undo and redo included). On the wire the property is the plain string
+/// (what an original Jetstream peer reads and writes); a change also carries its operations in the
+/// fragment's `text` member, an `add` and a full state the text's state. Positions are offsets in
+/// Unicode scalars.
+public struct SharedText: PropertyValue, CustomStringConvertible {
+    let storage: SharedTextStorage
+    var version = 0
+    /// Set on values made by decoding or by undo: what storing this value does to the stored text.
+    let update: SharedTextUpdate?
+
+    /// A text holding `initialText`. Replicas that start from the same initial text start from the
+    /// same characters, so it is not doubled when they merge.
+    public init(_ initialText: String = "") {
+        // A replica name of its own per text: two scopes of one process editing one text are two replicas.
+        storage = SharedTextStorage(TextDocument(replica: TextDocument.newReplicaName(), initialText: initialText))
+        update = nil
+    }
+
+    init(storage: SharedTextStorage, version: Int, update: SharedTextUpdate?) {
+        self.storage = storage
+        self.version = version
+        self.update = update
+    }
+
+    /// The text.
+    public var text: String { storage.document.text }
+    /// The number of characters (Unicode scalars).
+    public var count: Int { storage.document.count }
+    /// The text.
+    public var description: String { text }
+    /// Why the last remote edit could not be applied (it named characters this text lacks), if one
+    /// could not; the scope is then fetched again.
+    public var lastError: TextError? { storage.lastError }
+
+    /// Inserts `text` at `position`.
+    @MainActor public mutating func insert(_ text: String, at position: Int) throws(TextError) {
+        let before = storage.document.count
+        guard let operation = try storage.document.insert(text, at: position) else { return }
+        storage.recordLocal([operation], changes: [.insert(position: min(position, before), text: text)])
+        version += 1
+    }
+
+    /// Deletes the characters in `range`.
+    @MainActor public mutating func delete(_ range: Range<Int>) throws(TextError) {
+        guard !range.isEmpty else { return }
+        let operations = try storage.document.delete(range)
+        storage.recordLocal(operations, changes: [.delete(position: range.lowerBound, count: range.count)])
+        version += 1
+    }
+
+    /// Replaces the characters in `range` with `text`.
+    @MainActor public mutating func replace(_ range: Range<Int>, with text: String) throws(TextError) {
+        try delete(range)
+        try insert(text, at: range.lowerBound)
+    }
+
+    /// A cursor at `position` that stays attached to its character across remote edits.
+    public func cursor(at position: Int) throws(TextError) -> TextCursor {
+        try storage.document.cursor(at: position)
+    }
+
+    /// Where `cursor` stands now (nil: a character this text does not hold).
+    public func position(of cursor: TextCursor) -> Int? {
+        storage.document.position(of: cursor)
+    }
+
+    /// Calls `body` after every change of this text, local or remote, with what changed where (the
+    /// positions of each change are in the text as the previous one left it). The observer is held
+    /// weakly; the token cancels.
+    @MainActor @discardableResult
+    public func observe(_ observer: AnyObject, _ body: @escaping @MainActor ([TextChange], _ isRemote: Bool) -> Void) -> ObservationToken {
+        storage.observers.add(observer) { event in body(event.changes, event.isRemote) }
+    }
+
+    /// The plain text (Protocol §3.1: a string).
+    public func wireValue() -> JSON { .string(text) }
+
+    /// A value that, stored over a property's text, brings the wire form's edits into it: a plain
+    /// string (from a peer without operations), or `{"plain", "text"}` with the operations or state
+    /// of the fragment's `text` member. Throws `ModelError` for anything else.
+    public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> SharedText {
+        let update: SharedTextUpdate
+        let plain: String
+        switch wire {
+        case .string(let text):
+            plain = text
+            update = .plain(text)
+        case .object(let members):
+            guard case .string(let text)? = members["plain"], let member = members["text"] else {
+                throw .wrongType(property: property, expected: "a string", got: wire.typeDescription)
+            }
+            plain = text
+            do throws(TextError) {
+                update = member["runs"] != nil ? .state(member) : .operations(try TextOperation.decode(member))
+            } catch {
+                throw .wrongType(property: property, expected: "text operations", got: error.description)
+            }
+        default:
+            throw .wrongType(property: property, expected: "a string", got: wire.typeDescription)
+        }
+        return SharedText(storage: SharedTextStorage(TextDocument(replica: TextDocument.newReplicaName(), initialText: plain)),
+                          version: 0, update: update)
+    }
+
+    /// Whether the two are the same text at the same version (a set of it records nothing).
+    public static func isSame(_ lhs: SharedText, _ rhs: SharedText) -> Bool {
+        lhs.storage === rhs.storage && lhs.version == rhs.version && rhs.update == nil
+    }
+
+    /// The value to store when `self` is written over `current`: `current`'s text with this
+    /// value's update applied (a decoded remote edit, an undo), at a new version. Values without an
+    /// update, or of the same text, are stored as they are.
+    @MainActor func stored(over current: SharedText) -> SharedText {
+        guard let update, storage !== current.storage || update.isEdit else { return self }
+        current.storage.absorb(update, isRemote: update.isRemote)
+        return SharedText(storage: current.storage, version: current.version + 1, update: nil)
+    }
+}

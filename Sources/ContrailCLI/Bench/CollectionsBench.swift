@@ -1,0 +1,265 @@
+import Contrail
+import ContrailFuzz
+import ContrailServer
+import ContrailWebSocket
+import Foundation
+
+/// `contrail bench collections`: what collection edits (Protocol §8.24) cost, with a server in this
+/// process (its scope log on disk) and clients over its in-memory connector, counting the bytes of
+/// every frame each way.
+///
+/// - `collection.append.wire.nN`: bytes a client sends and receives for one append to a collection
+///   of N items (the change set and its reply). Baseline: the same change set with the whole
+///   collection and its base (§8.4) and a reply carrying the merged array, as before §8.24.
+/// - `collection.append.broadcast.nN`: bytes another subscriber receives for that append (still
+///   the whole array). Baseline: the sender's bytes.
+/// - `offline.N.log.perEdit`: bytes of client fragment log per offline edit, for N appends to one
+///   collection and N/3 value changes, each its own change set. Baseline: the final state's bytes
+///   per edit (a snapshot of the scope).
+/// - `offline.N.wire.perEdit`: bytes the client sends per edit once back online. Baseline: the
+///   same final-state bytes per edit.
+/// - `offline.N.settle`: seconds from reconnecting (a restored scope, a new `Client`) to every
+///   offline change set settled. Baseline: the same number of change sets that each set one
+///   number, made offline and settled the same way.
+@MainActor
+enum CollectionsBench {
+    static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
+        ModelRegistry.register(Shelf.self, Item.self)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "contrail-bench-collections-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var figures = try await append(items: options.smoke ? 300 : 10_000, directory: directory)
+        for adds in options.smoke ? [60] : [1_000, 5_000] {
+            figures += try await offline(adds: adds, directory: directory)
+        }
+        return figures
+    }
+
+    // MARK: - One append
+
+    static func append(items count: Int, directory: URL) async throws -> [BenchFigure] {
+        let server = try makeServer(directory)
+        let counter = FrameCounter()
+        let scope = Scope(name: "append-\(count)")
+        let shelf = Shelf()
+        scope.root = shelf
+        let client = try await Client.sync(scope, connector: CountingConnector(base: server.connector(), counter: counter))
+        let observerScope = Scope(name: scope.name)
+        observerScope.root = Shelf()
+        let observerCounter = FrameCounter()
+        let observer = try await Client.sync(observerScope, connector: CountingConnector(base: server.connector(), counter: observerCounter))
+        // In change sets of at most 5,000 adds (the server takes 10,000 fragments per message).
+        for start in stride(from: 0, to: count, by: 5_000) {
+            scope.modify { shelf.left += (start..<min(count, start + 5_000)).map { _ in Item() } }
+        }
+        try await settled(client, within: .seconds(120))
+        guard shelf.left.count == count else { throw SyncBenchError("collections bench: the items were not taken") }
+        try await until(.seconds(120)) { (observerScope.root as? Shelf)?.left.count == count }
+        let (sentBefore, receivedBefore) = counter.totals
+        let observedBefore = observerCounter.totals.received
+        let appended = Item()
+        appended.label = "appended"
+        scope.modify { shelf.left.append(appended) }
+        try await settled(client, within: .seconds(60))
+        try await until(.seconds(60)) { (observerScope.root as? Shelf)?.left.last?.uuid == appended.uuid }
+        let (sent, received) = counter.totals
+        let bytes = Double(sent - sentBefore + received - receivedBefore)
+        let broadcast = Double(observerCounter.totals.received - observedBefore)
+        // Baseline: the change set as sent whole with its base, and a reply carrying the merged array.
+        guard let changeSet = scope.history.last else { throw SyncBenchError("collections bench: no change set") }
+        let whole = MessageFrame.encode([.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: changeSet.fragments, changeSetID: changeSet.id))],
+                                        asArray: false)
+        let items = JSON.array(shelf.left.map { .string($0.uuid.uuidString.lowercased()) })
+        let replies = changeSet.fragments.map { $0.kind == .change ? JSON.object(["modifications": .object(["left": items])]) : JSON.object([:]) }
+        let reply: JSON = ["type": "ScopeSyncReply", "index": 3, "replyTo": 3, "fragmentReplies": .array(replies)]
+        let baseline = Double(whole.utf8.count + reply.jsonString.utf8.count)
+        await observer.close()
+        await client.close()
+        await server.stop()
+        return [
+            BenchFigure(name: "collection.append.wire.n\(count)", value: bytes, unit: "bytes", baseline: baseline),
+            BenchFigure(name: "collection.append.broadcast.n\(count)", value: broadcast, unit: "bytes", baseline: bytes),
+        ]
+    }
+
+    // MARK: - Offline edits
+
+    /// One offline run: `adds` appends to one collection and `adds / 3` label changes (or, for
+    /// the baseline, as many changes of one number), each its own change set, logged; then the log
+    /// restored into a fresh scope and synced.
+    struct OfflineRun {
+        var edits = 0
+        var logBytes = 0
+        var sentBytes = 0
+        var stateBytes = 0
+        var settleSeconds = 0.0
+    }
+
+    static func offline(adds: Int, directory: URL) async throws -> [BenchFigure] {
+        let edits = try await offlineRun(adds: adds, numbersOnly: false, directory: directory)
+        let numbers = try await offlineRun(adds: adds, numbersOnly: true, directory: directory)
+        let perEdit = { (bytes: Int) in Double(bytes) / Double(edits.edits) }
+        return [
+            BenchFigure(name: "offline.\(adds).log.perEdit", value: perEdit(edits.logBytes), unit: "bytes", baseline: perEdit(edits.stateBytes)),
+            BenchFigure(name: "offline.\(adds).wire.perEdit", value: perEdit(edits.sentBytes), unit: "bytes", baseline: perEdit(edits.stateBytes)),
+            BenchFigure(name: "offline.\(adds).settle", value: edits.settleSeconds, unit: "s", baseline: numbers.settleSeconds),
+        ]
+    }
+
+    static func offlineRun(adds: Int, numbersOnly: Bool, directory: URL) async throws -> OfflineRun {
+        let server = try makeServer(directory)
+        let name = "offline-\(adds)-\(numbersOnly ? "numbers" : "edits")"
+        let logURL = directory.appending(path: "\(name).log")
+        // Online first, so that the server and the log know the shelf.
+        let scope = Scope(name: name)
+        let shelf = Shelf()
+        scope.root = shelf
+        let log = FragmentLog(url: logURL)
+        try log.attach(to: scope)
+        let first = try await Client.sync(scope, connector: server.connector())
+        shelf.title = "online"
+        try await settled(first, within: .seconds(60))
+        await first.close()
+        try await log.waitUntilDurable()
+        let sizeOnline = fileSize(logURL)
+
+        // Offline: every change set stays pending in the log.
+        scope.syncOffline()
+        var run = OfflineRun()
+        var random = SplitMix64(seed: UInt64(adds))
+        for index in 0..<adds {
+            if numbersOnly {
+                scope.modify { shelf.step += 1 }
+            } else {
+                scope.modify {
+                    let item = Item()
+                    item.label = "item \(index)"
+                    shelf.left.append(item)
+                }
+            }
+            run.edits += 1
+            if index % 3 == 2 {
+                if numbersOnly {
+                    scope.modify { shelf.step += 1 }
+                } else {
+                    let item = shelf.left[Int(random.next() % UInt64(shelf.left.count))]
+                    scope.modify { item.label = "changed \(index)" }
+                }
+                run.edits += 1
+            }
+        }
+        try await log.waitUntilDurable()
+        run.logBytes = fileSize(logURL) - sizeOnline
+        run.stateBytes = scope.stateJSON().serialized().count
+        let expected = scope.stateJSON()
+        try log.close()
+
+        // Back online: a fresh process's scope, restored from the log, syncs it all.
+        let restored = Scope(name: name)
+        let reopened = FragmentLog(url: logURL)
+        let report = try reopened.attach(to: restored)
+        // Every offline edit is pending (and the online one may be too, if its settle marker was not
+        // written before the first client closed).
+        guard report.pendingChangeSets >= run.edits else {
+            throw SyncBenchError("collections bench: \(report.pendingChangeSets) of \(run.edits) change sets restored")
+        }
+        let counter = FrameCounter()
+        let started = ContinuousClock.now
+        let client = try await Client.sync(restored, connector: CountingConnector(base: server.connector(), counter: counter))
+        try await settled(client, within: .seconds(600))
+        run.settleSeconds = Stopwatch.seconds(ContinuousClock.now - started)
+        run.sentBytes = counter.totals.sent
+        guard restored.stateJSON() == expected else { throw SyncBenchError("collections bench: the restored scope is not what was made offline") }
+        // The work was done: a fresh replica fetches every offline edit from the server.
+        let fresh = Scope(name: name)
+        fresh.root = Shelf()
+        let check = try await Client.sync(fresh, connector: server.connector())
+        try await until(.seconds(120)) { fresh.stateJSON() == expected }
+        await check.close()
+        await client.close()
+        try reopened.close()
+        await server.stop()
+        return run
+    }
+
+    // MARK: - Helpers
+
+    static func makeServer(_ directory: URL) throws -> ContrailServer {
+        var options = ServerOptions()
+        options.log = nil
+        options.establishTimeout = .seconds(120)
+        options.dataDirectory = directory.appending(path: "server-\(UUID().uuidString)")
+        return try ContrailServer(options: options)
+    }
+
+    static func settled(_ client: Client, within timeout: Duration) async throws {
+        try await until(timeout) { client.session?.pendingChangeSets == 0 }
+    }
+
+    /// Polls `condition` on the main actor (each turn lets the client's messages in) until it holds.
+    static func until(_ timeout: Duration, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw SyncBenchError("collections bench: not settled within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    static func fileSize(_ url: URL) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: url.path(percentEncoded: false))[.size] as? Int) ?? 0
+    }
+}
+
+/// Bytes of frames sent and received through the transports of a ``CountingConnector``.
+final class FrameCounter: Sendable {
+    private let counts = SanitizerVisibleMutex<(sent: Int, received: Int)>((0, 0))
+
+    var totals: (sent: Int, received: Int) { counts.withLock { $0 } }
+
+    func sent(_ bytes: Int) { counts.withLock { $0.sent += bytes } }
+    func received(_ bytes: Int) { counts.withLock { $0.received += bytes } }
+}
+
+/// A connector whose transports count the bytes of the frames they carry.
+struct CountingConnector: SyncConnector {
+    let base: any SyncConnector
+    let counter: FrameCounter
+
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
+        CountingTransport(base: try await base.connect(headers: headers), counter: counter)
+    }
+}
+
+/// A transport that counts frame bytes both ways; its `frames` relay the base transport's.
+final class CountingTransport: SyncTransport {
+    let base: any SyncTransport
+    let counter: FrameCounter
+    let frames: TypedAsyncStream<String, TransportClosed>
+
+    init(base: any SyncTransport, counter: FrameCounter) {
+        self.base = base
+        self.counter = counter
+        let (stream, continuation) = TypedAsyncStream<String, TransportClosed>.makeStream()
+        frames = stream
+        Task {
+            do throws(TransportClosed) {
+                for try await frame in base.frames {
+                    counter.received(frame.utf8.count)
+                    continuation.yield(frame)
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+    }
+
+    func send(_ frame: String) async throws(TransportClosed) {
+        counter.sent(frame.utf8.count)
+        try await base.send(frame)
+    }
+
+    func close(code: UInt16, reason: String) async {
+        await base.close(code: code, reason: reason)
+    }
+}

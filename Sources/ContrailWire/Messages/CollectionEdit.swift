@@ -1,0 +1,233 @@
+import Foundation
+
+/// One edit of an ordered collection as operations (Protocol §8.24): what turns the collection the
+/// sender saw (its base, named by ``baseCount`` and ``baseDigest``) into its new value, without
+/// either array. Removals name elements; inserts and moves name each placed element with its
+/// anchor, the element right before it in the new value (nil: at the front), in new-value order.
+///
+/// Applied to its base (``applied(to:)``) the edit gives back exactly the sender's new value, so a
+/// peer holding the base runs ``CollectionMerge`` on the same three arrays as with `bases`, and
+/// reaches the same result. A server that no longer holds the base applies the edit to its current
+/// value instead (``appliedLoosely(to:)``).
+///
+/// ```json
+/// {"n":3,"digest":"9c0f3a…","remove":["…"],"place":[["b1…","a0…"],["c2…",null,1]]}
+/// ```
+///
+/// Collections that hold an element twice have no edit (``init(base:new:)`` returns nil); they go
+/// as whole arrays.
+public struct CollectionEdit: Sendable, Hashable {
+    /// One placed element: inserted (not in the base) or moved (in the base, out of its order).
+    public struct Placement: Sendable, Hashable {
+        /// The element.
+        public var element: UUID
+        /// The element right before it in the new value; nil: it is first.
+        public var anchor: UUID?
+        /// Whether the element was in the base (a move) rather than new to it (an insert).
+        public var isMove: Bool
+
+        /// A placement.
+        public init(element: UUID, anchor: UUID?, isMove: Bool) {
+            self.element = element
+            self.anchor = anchor
+            self.isMove = isMove
+        }
+    }
+
+    /// The number of elements in the base.
+    public var baseCount: Int
+    /// ``digest(of:)`` of the base.
+    public var baseDigest: UInt64
+    /// Elements of the base that the new value lacks.
+    public var removed: [UUID]
+    /// Inserted and moved elements, in new-value order.
+    public var placements: [Placement]
+
+    /// An edit with these parts.
+    public init(baseCount: Int, baseDigest: UInt64, removed: [UUID], placements: [Placement]) {
+        self.baseCount = baseCount
+        self.baseDigest = baseDigest
+        self.removed = removed
+        self.placements = placements
+    }
+
+    /// The edit base → new: removals, and the elements ``CollectionMerge/placed(base:new:)`` names
+    /// with their anchors. Nil when either array holds an element twice. O((b + n) log n).
+    public init?(base: [UUID], new: [UUID]) {
+        let baseSet = Set(base)
+        let newSet = Set(new)
+        guard baseSet.count == base.count, newSet.count == new.count else { return nil }
+        let placed = Set(CollectionMerge.placed(base: base, new: new))
+        var placements: [Placement] = []
+        placements.reserveCapacity(placed.count)
+        for (index, element) in new.enumerated() where placed.contains(element) {
+            placements.append(Placement(element: element, anchor: index > 0 ? new[index - 1] : nil, isMove: baseSet.contains(element)))
+        }
+        self.init(baseCount: base.count, baseDigest: Self.digest(of: base),
+                  removed: base.filter { !newSet.contains($0) }, placements: placements)
+    }
+
+    /// Whether `value` is this edit's base (its count and digest match). O(n).
+    public func isBase(_ value: [UUID]) -> Bool {
+        value.count == baseCount && Self.digest(of: value) == baseDigest
+    }
+
+    /// The sender's new value, when `base` is this edit's base; nil otherwise (or when the edit does
+    /// not fit it: an element it removes or moves is missing, an anchor is absent). O(b + p).
+    public func applied(to base: [UUID]) -> [UUID]? {
+        guard isBase(base) else { return nil }
+        return placing(into: base, strict: true)
+    }
+
+    /// The edit applied to `value` whatever it is (the fallback where its base is gone): elements it
+    /// removes or moves go; a moved element that `value` lacks stays out (removal wins); each inserted
+    /// or moved element goes right after its anchor, or, when `value` lacks the anchor, right after
+    /// the element placed before it, else at the end. O(n + p).
+    public func appliedLoosely(to value: [UUID]) -> [UUID] {
+        placing(into: value, strict: false) ?? value
+    }
+
+    /// Removes, then hangs each placement after its anchor and writes the kept elements each
+    /// followed by what hangs after it (a placement's anchor is a kept element or an earlier
+    /// placement, so this is one pass). O(n + p).
+    private func placing(into base: [UUID], strict: Bool) -> [UUID]? {
+        let present = Set(base)
+        guard present.count == base.count else { return strict ? nil : base }
+        var taken = Set(removed)
+        for placement in placements where placement.isMove { taken.insert(placement.element) }
+        if strict, !taken.isSubset(of: present) { return nil }
+        let kept = base.filter { !taken.contains($0) }
+        let keptSet = present.subtracting(taken)
+        var followers: [UUID: [UUID]] = [:]
+        var atFront: [UUID] = []
+        var atEnd: [UUID] = []
+        var placed: Set<UUID> = []
+        var previous: UUID?
+        for placement in placements {
+            let element = placement.element
+            if placement.isMove, !present.contains(element) { continue }
+            if keptSet.contains(element) || placed.contains(element) || (strict && !placement.isMove && present.contains(element)) {
+                if strict { return nil }
+                continue
+            }
+            if let anchor = placement.anchor {
+                if keptSet.contains(anchor) || placed.contains(anchor) {
+                    followers[anchor, default: []].append(element)
+                } else if strict {
+                    return nil
+                } else if let previous {
+                    followers[previous, default: []].append(element)
+                } else {
+                    atEnd.append(element)
+                }
+            } else {
+                atFront.append(element)
+            }
+            placed.insert(element)
+            previous = element
+        }
+        var result: [UUID] = []
+        result.reserveCapacity(kept.count + placed.count)
+        var stack: [UUID] = []
+        func emit(_ elements: [UUID]) {
+            stack.append(contentsOf: elements.reversed())
+            while let element = stack.popLast() {
+                result.append(element)
+                if let after = followers[element] { stack.append(contentsOf: after.reversed()) }
+            }
+        }
+        emit(atFront)
+        for element in kept { emit([element]) }
+        emit(atEnd)
+        return result
+    }
+
+    /// A 64-bit digest of a collection's elements in order, which names a base without sending it:
+    /// FNV-1a over 64-bit words, each UUID's 16 bytes read as two little-endian words (the hash is
+    /// xored with a word, then multiplied by the FNV prime 0x100000001b3). O(n).
+    public static func digest(of elements: [UUID]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for element in elements {
+            let (first, second) = withUnsafeBytes(of: element.uuid) { bytes in
+                (UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                 UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            }
+            hash = (hash ^ first) &* 0x0000_0100_0000_01b3
+            hash = (hash ^ second) &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+
+    // MARK: Wire form
+
+    /// The wire object: `{"n", "digest", "remove"?, "place"?}`, each placement `[element, anchor]`,
+    /// with a third member `1` for a move.
+    public var json: JSON {
+        var members: [String: JSON] = ["n": .int(Int64(baseCount)), "digest": .string(Self.hex(baseDigest))]
+        if !removed.isEmpty { members["remove"] = .array(removed.map { .string($0.wireString) }) }
+        if !placements.isEmpty {
+            members["place"] = .array(placements.map { placement in
+                var entry: [JSON] = [.string(placement.element.wireString), placement.anchor.map { .string($0.wireString) } ?? .null]
+                if placement.isMove { entry.append(.int(1)) }
+                return .array(entry)
+            })
+        }
+        return .object(members)
+    }
+
+    /// Decodes the wire object, checking every member (hostile input gets a ``WireError``, never a
+    /// trap). O(size).
+    public init(json: JSON, key: String) throws(WireError) {
+        func invalid(_ reason: String) -> WireError {
+            .invalidFragment(index: nil, reason: "Collection operations '\(key)': \(reason)")
+        }
+        guard case .object(let members) = json else { throw invalid("not an object") }
+        guard let count = members["n"]?.int64Value, count >= 0, count <= Int64(Int32.max) else { throw invalid("invalid n") }
+        guard case .string(let digestText)? = members["digest"], digestText.utf8.count == 16,
+              let digest = UInt64(digestText, radix: 16)
+        else { throw invalid("invalid digest") }
+        var removed: [UUID] = []
+        switch members["remove"] {
+        case nil, .null?: break
+        case .array(let elements)?:
+            removed.reserveCapacity(elements.count)
+            for element in elements {
+                guard case .string(let text) = element, let uuid = UUID(wireString: text) else { throw invalid("remove is not an array of UUIDs") }
+                removed.append(uuid)
+            }
+        default: throw invalid("remove is not an array of UUIDs")
+        }
+        var placements: [Placement] = []
+        switch members["place"] {
+        case nil, .null?: break
+        case .array(let entries)?:
+            placements.reserveCapacity(entries.count)
+            for entry in entries {
+                guard case .array(let parts) = entry, parts.count == 2 || parts.count == 3,
+                      case .string(let elementText) = parts[0], let element = UUID(wireString: elementText)
+                else { throw invalid("invalid placement") }
+                var anchor: UUID?
+                switch parts[1] {
+                case .null: anchor = nil
+                case .string(let text):
+                    guard let uuid = UUID(wireString: text) else { throw invalid("invalid anchor") }
+                    anchor = uuid
+                default: throw invalid("invalid anchor")
+                }
+                var isMove = false
+                if parts.count == 3 {
+                    guard let flag = parts[2].int64Value, flag == 1 || flag == 0 else { throw invalid("invalid placement") }
+                    isMove = flag == 1
+                }
+                placements.append(Placement(element: element, anchor: anchor, isMove: isMove))
+            }
+        default: throw invalid("place is not an array")
+        }
+        self.init(baseCount: Int(count), baseDigest: digest, removed: removed, placements: placements)
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+}

@@ -1,0 +1,568 @@
+/// Collaborative plain text: a sequence CRDT (Protocol §8.21) in which every character has an id
+/// (`TextID`) and the ids of its neighbours when it was typed (its left and right origins). An
+/// insertion is placed among concurrent ones by FugueMax's rule (YjsMod in Gentle's reference
+/// CRDTs): concurrent runs typed at one spot never interleave, whether typed forwards or backwards,
+/// and replicas that applied the same operations, in any causal order, hold the same text.
+///
+/// Characters typed forward in one go are one run (`TextRun`), so a paragraph costs a few dozen
+/// bytes, not one record per character; runs sit in leaves of at most 64, each with its visible
+/// length, so finding a position skips whole leaves. A deleted run keeps its ids and origins (other
+/// replicas' insertions may be anchored to it) but no text: deleted characters cost a run header,
+/// not their text, in the encoded state (the compact encoding of §8.21; nothing is collected).
+///
+/// ```swift
+/// let a = TextDocument(replica: "a")
+/// let b = TextDocument(replica: "b")
+/// let hello = try a.insert("hello", at: 0)!
+/// _ = try b.apply(hello)
+/// let world = try b.insert(" world", at: 5)!
+/// _ = try a.apply(world)          // [.insert(position: 5, text: " world")]
+/// print(a.text == b.text)         // true
+/// ```
+///
+/// Complexity: a local edit costs O(leaves + 64) in the worst case and O(64) near the previous
+/// edit; a remote insertion O(64 + concurrent runs at its spot) plus the position it reports, O(leaves).
+/// Not thread-safe: one owner (the main actor, a scope actor) uses it at a time.
+public final class TextDocument {
+    static let maxRuns = 64
+    static let initialReplica = "0"
+    /// The most characters (deleted ones included) a decoded state may hold: 16 Mi.
+    public static let maxCharacters = 1 << 24
+
+    /// This replica's name: the `replica` of the characters it types.
+    public let replica: String
+    /// The number of visible characters (Unicode scalars).
+    public private(set) var count = 0
+
+    var names: [String] = []
+    var agentIndex: [String: Int32] = [:]
+    var content: [[Unicode.Scalar]] = []
+    var owner: [[Int32]] = []
+    var leaves: [TextLeaf] = []
+    var leavesByID: [TextLeaf] = []
+    private var cacheLeaf = 0
+    private var cacheVisible = 0
+    private var localAgent: Int32 = 0
+
+    /// An empty document typing as `replica` (see `TextID.isValidReplica`; traps otherwise).
+    public init(replica: String) {
+        precondition(TextID.isValidReplica(replica), "invalid text replica name '\(replica)'")
+        self.replica = replica
+        let leaf = TextLeaf(runs: [], id: 0, index: 0)
+        leaves = [leaf]
+        leavesByID = [leaf]
+        localAgent = agent(named: replica)
+    }
+
+    /// A document holding `text` typed by the reserved replica `"0"`, so that every replica that
+    /// starts from the same initial text starts from the same characters (they merge as one).
+    public convenience init(replica: String, initialText: String) {
+        self.init(replica: replica)
+        guard !initialText.isEmpty else { return }
+        let scalars = Array(initialText.unicodeScalars)
+        let agent = agent(named: Self.initialReplica)
+        insertRun(TextRun(agent: agent, seq: 0, length: Int32(scalars.count), deleted: false, leftAgent: -1, leftSeq: 0,
+                          rightAgent: -1, rightSeq: 0), leaf: 0, at: 0, scalars: scalars)
+    }
+
+    /// A fresh replica name: 22 random characters.
+    public static func newReplicaName() -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<22).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
+    }
+
+    /// The visible text. O(characters).
+    public var text: String {
+        var view = String.UnicodeScalarView()
+        for leaf in leaves {
+            for run in leaf.runs where !run.deleted {
+                view.append(contentsOf: content[Int(run.agent)][Int(run.seq)..<Int(run.seq + run.length)])
+            }
+        }
+        return String(view)
+    }
+
+    /// The bytes this document's storage holds: its runs, leaves, characters (deleted ones too)
+    /// and their leaf numbers, by capacity. O(leaves + replicas).
+    public var memoryFootprint: Int {
+        let runs = leaves.reduce(0) { $0 + $1.runs.capacity * MemoryLayout<TextRun>.stride + 64 }
+        let characters = content.reduce(0) { $0 + $1.capacity * MemoryLayout<Unicode.Scalar>.stride }
+        let owners = owner.reduce(0) { $0 + $1.capacity * MemoryLayout<Int32>.stride }
+        return runs + characters + owners + names.reduce(0) { $0 + $1.utf8.count + 48 }
+    }
+
+    // MARK: - Local edits
+
+    /// Inserts `text` at `position` (in Unicode scalars) as this replica; returns the operation
+    /// for the other replicas (nil for empty text).
+    @discardableResult
+    public func insert(_ text: String, at position: Int) throws(TextError) -> TextOperation? {
+        guard position >= 0, position <= count else { throw .outOfRange(position: position, count: count) }
+        let scalars = Array(text.unicodeScalars)
+        guard !scalars.isEmpty else { return nil }
+        let me = localAgent
+        let seq = Int32(content[Int(me)].count)
+        let length = Int32(scalars.count)
+        var left: (Int32, Int32) = (-1, 0)
+        var right: (Int32, Int32) = (-1, 0)
+        var leafIndex = 0
+        var runIndex = 0
+        if position == 0 {
+            if let first = leaves[0].runs.first { right = (first.agent, first.seq) }
+        } else {
+            let (l, r, offset) = locate(visible: position - 1)
+            let run = leaves[l].runs[r]
+            left = (run.agent, run.seq + Int32(offset))
+            leafIndex = l
+            runIndex = r + 1
+            if Int32(offset) + 1 < run.length {
+                right = (run.agent, run.seq + Int32(offset) + 1)
+                splitRun(leaf: l, run: r, at: Int32(offset) + 1)
+            } else {
+                right = runStart(leaf: l, run: r + 1)
+                if run.agent == me, run.seq + run.length == seq, !run.deleted, run.rightAgent == right.0, run.rightSeq == right.1 {
+                    leaves[l].runs[r].length += length
+                    appendContent(scalars, agent: me, leaf: leaves[l])
+                    adjustVisible(leaf: l, by: scalars.count)
+                    return operation(seq: seq, text: text, left: left, right: right)
+                }
+            }
+        }
+        insertRun(TextRun(agent: me, seq: seq, length: length, deleted: false, leftAgent: left.0, leftSeq: left.1,
+                          rightAgent: right.0, rightSeq: right.1), leaf: leafIndex, at: runIndex, scalars: scalars)
+        return operation(seq: seq, text: text, left: left, right: right)
+    }
+
+    /// Deletes the visible characters in `range`; returns the operations for the other replicas
+    /// (one per run of consecutive ids).
+    @discardableResult
+    public func delete(_ range: Range<Int>) throws(TextError) -> [TextOperation] {
+        guard range.lowerBound >= 0, range.upperBound <= count else {
+            throw .outOfRange(position: range.upperBound, count: count)
+        }
+        var operations: [TextOperation] = []
+        var remaining = range.count
+        while remaining > 0 {
+            var (l, r, offset) = locate(visible: range.lowerBound)
+            if offset > 0 {
+                splitRun(leaf: l, run: r, at: Int32(offset))
+                r += 1
+            }
+            let run = leaves[l].runs[r]
+            let taken = min(remaining, Int(run.length))
+            if taken < Int(run.length) { splitRun(leaf: l, run: r, at: Int32(taken)) }
+            leaves[l].runs[r].deleted = true
+            adjustVisible(leaf: l, by: -taken)
+            TextOperation.append(.delete(id: TextID(replica: names[Int(run.agent)], seq: Int(run.seq)), count: taken), to: &operations)
+            remaining -= taken
+            mergeAround(leaf: l, run: r)
+            checkLeaf(l)
+        }
+        return operations
+    }
+
+    // MARK: - Remote operations
+
+    /// Applies an operation from any replica (this one's included: it is then a no-op) and returns
+    /// what changed in the visible text. Idempotent. Throws, changing nothing, when the operation
+    /// names characters this document does not hold yet or skips sequence numbers.
+    @discardableResult
+    public func apply(_ operation: TextOperation) throws(TextError) -> [TextChange] {
+        switch operation {
+        case .insert(let id, let text, let left, let right):
+            return try integrate(id: id, text: text, left: left, right: right)
+        case .delete(let id, let count):
+            return try remove(id: id, count: count)
+        }
+    }
+
+    /// Applies operations in order; stops at the first that throws (those before it stay applied).
+    @discardableResult
+    public func apply(_ operations: [TextOperation]) throws(TextError) -> [TextChange] {
+        var changes: [TextChange] = []
+        for operation in operations { changes += try apply(operation) }
+        return changes
+    }
+
+    private func integrate(id: TextID, text: String, left: TextID?, right: TextID?) throws(TextError) -> [TextChange] {
+        var scalars = Array(text.unicodeScalars)
+        guard !scalars.isEmpty, id.seq >= 0, id.seq + scalars.count <= Int(Int32.max) else {
+            throw .malformed("an insertion needs text and a seq in range")
+        }
+        let have = agentIndex[id.replica].map { content[Int($0)].count } ?? 0
+        var seq = id.seq
+        var left = left
+        if seq + scalars.count <= have { return [] }
+        if seq < have {
+            scalars.removeFirst(have - seq)
+            left = TextID(replica: id.replica, seq: have - 1)
+            seq = have
+        }
+        guard seq == have else { throw .gap(replica: id.replica, expected: have, got: seq) }
+        var leftKey: (Int32, Int32) = (-1, 0)
+        var start = (leaf: 0, run: 0, offset: 0)
+        if let left {
+            guard let (l, r, offset) = find(left) else { throw .unknownCharacter(replica: left.replica, seq: left.seq) }
+            leftKey = (leaves[l].runs[r].agent, Int32(left.seq))
+            start = (l, r, offset + 1)
+        }
+        var rightKey: (Int32, Int32) = (-1, 0)
+        var end: (leaf: Int, run: Int, offset: Int)?
+        if let right {
+            guard let (l, r, offset) = find(right) else { throw .unknownCharacter(replica: right.replica, seq: right.seq) }
+            rightKey = (leaves[l].runs[r].agent, Int32(right.seq))
+            end = (l, r, offset)
+        }
+        let pieces = try concurrentPieces(from: start, to: end)
+        // FugueMax: find the destination among the runs inserted concurrently between the origins.
+        var destination = 0
+        var scanning = false
+        var index = 0
+        var reachedEnd = true
+        while index < pieces.count {
+            if !scanning { destination = index }
+            let piece = pieces[index]
+            if piece.left != leftKey {
+                if piece.left.0 >= 0, Self.contains(pieces[..<index], piece.left) {
+                    index += 1
+                    continue
+                }
+                reachedEnd = false
+                break
+            }
+            if piece.right == rightKey {
+                if Self.precedes(id.replica, names[Int(piece.agent)]) {
+                    reachedEnd = false
+                    break
+                }
+                scanning = false
+            } else {
+                scanning = piece.right.0 >= 0 && Self.contains(pieces[(index + 1)...], piece.right)
+            }
+            index += 1
+        }
+        if reachedEnd, !scanning { destination = pieces.count }
+        var (l, r, offset): (Int, Int, Int)
+        if destination < pieces.count {
+            (l, r, offset) = (pieces[destination].leaf, pieces[destination].run, pieces[destination].offset)
+        } else if let end {
+            (l, r, offset) = end
+        } else {
+            l = leaves.count - 1
+            r = leaves[l].runs.count
+            offset = 0
+        }
+        if offset > 0 {
+            splitRun(leaf: l, run: r, at: Int32(offset))
+            r += 1
+        }
+        let agent = agent(named: id.replica)
+        let length = Int32(scalars.count)
+        let position = visibleStart(ofLeaf: l) + leaves[l].runs[..<r].reduce(0) { $0 + $1.visibleLength }
+        if r > 0 {
+            let previous = leaves[l].runs[r - 1]
+            if previous.agent == agent, previous.seq + previous.length == Int32(seq), !previous.deleted,
+               leftKey == (agent, Int32(seq) - 1), previous.rightAgent == rightKey.0, previous.rightSeq == rightKey.1 {
+                leaves[l].runs[r - 1].length += length
+                appendContent(scalars, agent: agent, leaf: leaves[l])
+                adjustVisible(leaf: l, by: scalars.count)
+                return [.insert(position: position, text: String(String.UnicodeScalarView(scalars)))]
+            }
+        }
+        insertRun(TextRun(agent: agent, seq: Int32(seq), length: length, deleted: false, leftAgent: leftKey.0,
+                          leftSeq: leftKey.1, rightAgent: rightKey.0, rightSeq: rightKey.1),
+                  leaf: l, at: r, scalars: scalars)
+        return [.insert(position: position, text: String(String.UnicodeScalarView(scalars)))]
+    }
+
+    /// A stretch of one run between an insertion's origins.
+    private struct Piece {
+        var leaf: Int
+        var run: Int
+        var offset: Int
+        var agent: Int32
+        var seq: Int32
+        var length: Int32
+        var left: (Int32, Int32)
+        var right: (Int32, Int32)
+    }
+
+    /// The characters after `start` up to `end` (nil: the end of the text), as pieces of runs.
+    private func concurrentPieces(from start: (leaf: Int, run: Int, offset: Int),
+                                  to end: (leaf: Int, run: Int, offset: Int)?) throws(TextError) -> [Piece] {
+        var pieces: [Piece] = []
+        var (l, r, offset) = start
+        while true {
+            if l < leaves.count, r < leaves[l].runs.count, offset >= Int(leaves[l].runs[r].length) {
+                r += 1
+                offset = 0
+            }
+            while l < leaves.count, r >= leaves[l].runs.count {
+                l += 1
+                r = 0
+                offset = 0
+            }
+            if let end, l == end.leaf, r == end.run, offset == end.offset { return pieces }
+            guard l < leaves.count else {
+                if end == nil { return pieces }
+                throw .malformed("an insertion's right origin is not after its left origin")
+            }
+            let run = leaves[l].runs[r]
+            var length = run.length - Int32(offset)
+            if let end, l == end.leaf, r == end.run {
+                guard end.offset > offset else { throw .malformed("an insertion's right origin is not after its left origin") }
+                length = Int32(end.offset - offset)
+            }
+            let left = offset > 0 ? (run.agent, run.seq + Int32(offset) - 1) : (run.leftAgent, run.leftSeq)
+            pieces.append(Piece(leaf: l, run: r, offset: offset, agent: run.agent, seq: run.seq + Int32(offset), length: length,
+                                left: left, right: (run.rightAgent, run.rightSeq)))
+            offset += Int(length)
+            if offset >= Int(run.length) {
+                r += 1
+                offset = 0
+            }
+        }
+    }
+
+    private static func contains(_ pieces: ArraySlice<Piece>, _ id: (Int32, Int32)) -> Bool {
+        pieces.contains { $0.agent == id.0 && id.1 >= $0.seq && id.1 < $0.seq + $0.length }
+    }
+
+    /// The order of replica names that breaks ties: byte order of their ASCII names.
+    static func precedes(_ lhs: String, _ rhs: String) -> Bool {
+        lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+    }
+
+    private func remove(id: TextID, count: Int) throws(TextError) -> [TextChange] {
+        guard count > 0, id.seq >= 0 else { throw .malformed("a deletion needs a positive count") }
+        guard let agent = agentIndex[id.replica], id.seq + count <= content[Int(agent)].count else {
+            throw .unknownCharacter(replica: id.replica, seq: id.seq + count - 1)
+        }
+        var changes: [TextChange] = []
+        var seq = id.seq
+        var remaining = count
+        while remaining > 0 {
+            guard let (l, r, offset) = find(TextID(replica: id.replica, seq: seq)) else {
+                throw .unknownCharacter(replica: id.replica, seq: seq)
+            }
+            let run = leaves[l].runs[r]
+            let taken = min(remaining, Int(run.length) - offset)
+            if !run.deleted {
+                var target = r
+                if offset > 0 {
+                    splitRun(leaf: l, run: r, at: Int32(offset))
+                    target += 1
+                }
+                if taken < Int(leaves[l].runs[target].length) { splitRun(leaf: l, run: target, at: Int32(taken)) }
+                let position = visibleStart(ofLeaf: l) + leaves[l].runs[..<target].reduce(0) { $0 + $1.visibleLength }
+                leaves[l].runs[target].deleted = true
+                adjustVisible(leaf: l, by: -taken)
+                if case .delete(let last, let lastCount)? = changes.last, last == position {
+                    changes[changes.count - 1] = .delete(position: position, count: lastCount + taken)
+                } else {
+                    changes.append(.delete(position: position, count: taken))
+                }
+                mergeAround(leaf: l, run: target)
+                checkLeaf(l)
+            }
+            seq += taken
+            remaining -= taken
+        }
+        return changes
+    }
+
+    // MARK: - Cursors
+
+    /// A cursor at `position` that follows its character across remote edits.
+    public func cursor(at position: Int) throws(TextError) -> TextCursor {
+        guard position >= 0, position <= count else { throw .outOfRange(position: position, count: count) }
+        if position == count { return TextCursor(before: nil) }
+        let (l, r, offset) = locate(visible: position)
+        let run = leaves[l].runs[r]
+        return TextCursor(before: TextID(replica: names[Int(run.agent)], seq: Int(run.seq) + offset))
+    }
+
+    /// Where `cursor` stands now: before its character, or where it was when deleted; nil when
+    /// this document does not hold the character. O(leaves + 64).
+    public func position(of cursor: TextCursor) -> Int? {
+        guard let id = cursor.id else { return count }
+        guard let (l, r, offset) = find(id) else { return nil }
+        let run = leaves[l].runs[r]
+        return visibleStart(ofLeaf: l) + leaves[l].runs[..<r].reduce(0) { $0 + $1.visibleLength } + (run.deleted ? 0 : offset)
+    }
+
+    /// Whether this document holds character `id` (visible or deleted).
+    public func contains(_ id: TextID) -> Bool {
+        guard let agent = agentIndex[id.replica] else { return false }
+        return id.seq >= 0 && id.seq < content[Int(agent)].count
+    }
+
+    /// The text of characters `id.seq ..< id.seq + count` of `id.replica` as they were typed
+    /// (deleted ones included, for an undo); nil when some are unknown or were loaded without text.
+    public func typedText(_ id: TextID, count: Int) -> String? {
+        guard let agent = agentIndex[id.replica], id.seq >= 0, count >= 0, id.seq + count <= content[Int(agent)].count
+        else { return nil }
+        let scalars = content[Int(agent)][id.seq..<(id.seq + count)]
+        guard !scalars.contains(Self.unknownScalar) else { return nil }
+        return String(String.UnicodeScalarView(scalars))
+    }
+
+    /// The visible characters among ids `id.seq ..< id.seq + count` of `id.replica`, as runs of
+    /// consecutive ids (what deleting them again would name). O(count / run length × 64).
+    public func visibleRuns(_ id: TextID, count: Int) -> [(id: TextID, count: Int)] {
+        guard let agent = agentIndex[id.replica] else { return [] }
+        var result: [(id: TextID, count: Int)] = []
+        var seq = id.seq
+        let end = min(id.seq + count, content[Int(agent)].count)
+        while seq < end, let (l, r, offset) = find(TextID(replica: id.replica, seq: seq)) {
+            let run = leaves[l].runs[r]
+            let taken = min(end - seq, Int(run.length) - offset)
+            if !run.deleted {
+                if let last = result.last, last.id.seq + last.count == seq {
+                    result[result.count - 1].count += taken
+                } else {
+                    result.append((TextID(replica: id.replica, seq: seq), taken))
+                }
+            }
+            seq += taken
+        }
+        return result
+    }
+
+    // MARK: - Internals
+
+    static let unknownScalar: Unicode.Scalar = "\u{FFFF}"
+
+    func agent(named name: String) -> Int32 {
+        if let index = agentIndex[name] { return index }
+        let index = Int32(names.count)
+        names.append(name)
+        agentIndex[name] = index
+        content.append([])
+        owner.append([])
+        return index
+    }
+
+    func setCount(_ value: Int) {
+        count = value
+    }
+
+    private func operation(seq: Int32, text: String, left: (Int32, Int32), right: (Int32, Int32)) -> TextOperation {
+        .insert(id: TextID(replica: replica, seq: Int(seq)), text: text,
+                left: left.0 < 0 ? nil : TextID(replica: names[Int(left.0)], seq: Int(left.1)),
+                right: right.0 < 0 ? nil : TextID(replica: names[Int(right.0)], seq: Int(right.1)))
+    }
+
+    /// The leaf, run and offset of visible character `position` (< count).
+    private func locate(visible position: Int) -> (Int, Int, Int) {
+        while cacheLeaf > 0, position < cacheVisible {
+            cacheLeaf -= 1
+            cacheVisible -= leaves[cacheLeaf].visible
+        }
+        while cacheLeaf < leaves.count - 1, position >= cacheVisible + leaves[cacheLeaf].visible {
+            cacheVisible += leaves[cacheLeaf].visible
+            cacheLeaf += 1
+        }
+        var rest = position - cacheVisible
+        let found: (Int, Int)? = leaves[cacheLeaf].runs.withUnsafeBufferPointer { runs in
+            for index in runs.indices where !runs[index].deleted {
+                let length = Int(runs[index].length)
+                if rest < length { return (index, rest) }
+                rest -= length
+            }
+            return nil
+        }
+        guard let found else { preconditionFailure("text position \(position) not found in a document of \(count)") }
+        return (cacheLeaf, found.0, found.1)
+    }
+
+    /// The visible characters before leaf `index`, moving the cache there.
+    private func visibleStart(ofLeaf index: Int) -> Int {
+        while cacheLeaf > index {
+            cacheLeaf -= 1
+            cacheVisible -= leaves[cacheLeaf].visible
+        }
+        while cacheLeaf < index {
+            cacheVisible += leaves[cacheLeaf].visible
+            cacheLeaf += 1
+        }
+        return cacheVisible
+    }
+
+    /// The leaf, run and offset of character `id`, or nil.
+    private func find(_ id: TextID) -> (Int, Int, Int)? {
+        guard let agent = agentIndex[id.replica], id.seq >= 0, id.seq < owner[Int(agent)].count else { return nil }
+        let leaf = leavesByID[Int(owner[Int(agent)][id.seq])]
+        let seq = Int32(id.seq)
+        for (index, run) in leaf.runs.enumerated() where run.agent == agent && seq >= run.seq && seq < run.seq + run.length {
+            return (leaf.index, index, Int(seq - run.seq))
+        }
+        return nil
+    }
+
+    /// The id of the first character at or after run `run` of leaf `leaf`; (-1, 0) at the end.
+    private func runStart(leaf: Int, run: Int) -> (Int32, Int32) {
+        var l = leaf
+        var r = run
+        while l < leaves.count {
+            if r < leaves[l].runs.count { return (leaves[l].runs[r].agent, leaves[l].runs[r].seq) }
+            l += 1
+            r = 0
+        }
+        return (-1, 0)
+    }
+
+    private func adjustVisible(leaf: Int, by delta: Int) {
+        leaves[leaf].visible += delta
+        count += delta
+        if leaf < cacheLeaf { cacheVisible += delta }
+    }
+
+    private func appendContent(_ scalars: [Unicode.Scalar], agent: Int32, leaf: TextLeaf) {
+        content[Int(agent)].append(contentsOf: scalars)
+        owner[Int(agent)].append(contentsOf: repeatElement(leaf.id, count: scalars.count))
+    }
+
+    private func insertRun(_ run: TextRun, leaf: Int, at index: Int, scalars: [Unicode.Scalar]) {
+        leaves[leaf].runs.insert(run, at: index)
+        appendContent(scalars, agent: run.agent, leaf: leaves[leaf])
+        adjustVisible(leaf: leaf, by: run.visibleLength)
+        checkLeaf(leaf)
+    }
+
+    private func splitRun(leaf: Int, run: Int, at offset: Int32) {
+        let tail = leaves[leaf].runs[run].split(at: offset)
+        leaves[leaf].runs.insert(tail, at: run + 1)
+    }
+
+    private func mergeAround(leaf: Int, run: Int) {
+        let runs = leaves[leaf]
+        if run + 1 < runs.runs.count, runs.runs[run].isContinued(by: runs.runs[run + 1]) {
+            runs.runs[run].length += runs.runs[run + 1].length
+            runs.runs.remove(at: run + 1)
+        }
+        if run > 0, runs.runs[run - 1].isContinued(by: runs.runs[run]) {
+            runs.runs[run - 1].length += runs.runs[run].length
+            runs.runs.remove(at: run)
+        }
+    }
+
+    /// Splits leaf `index` in two when it holds more than `maxRuns` runs.
+    private func checkLeaf(_ index: Int) {
+        let leaf = leaves[index]
+        guard leaf.runs.count > Self.maxRuns else { return }
+        let half = leaf.runs.count / 2
+        let tail = TextLeaf(runs: Array(leaf.runs[half...]), id: Int32(leavesByID.count), index: index + 1)
+        leaf.runs.removeSubrange(half...)
+        leaf.visible -= tail.visible
+        leavesByID.append(tail)
+        leaves.insert(tail, at: index + 1)
+        for later in (index + 2)..<leaves.count { leaves[later].index = later }
+        for run in tail.runs {
+            let agent = Int(run.agent)
+            for seq in Int(run.seq)..<Int(run.seq + run.length) { owner[agent][seq] = tail.id }
+        }
+        if cacheLeaf > index { cacheLeaf += 1 }
+    }
+}

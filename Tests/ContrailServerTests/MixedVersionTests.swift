@@ -1,0 +1,149 @@
+import Contrail
+import ContrailServer
+import ContrailTestSupport
+import Foundation
+import Testing
+
+/// Two versions of an app on one scope (issue 26, Protocol §8.23). Version 1 is this target's
+/// `Board`/`Card`, as a `Scope` with the sync client; version 2 is a raw protocol peer that adds
+/// what the newer app has: `Board.owner: Person?` (a class version 1 lacks), `Board.tags: [String]`,
+/// a `note` on `Card`, and a `Sticker` (another unknown class) inside `Board.cards`.
+@MainActor
+@Suite("Mixed app versions")
+struct MixedVersionTests {
+    let person = Wire.uuid(), card = Wire.uuid(), sticker = Wire.uuid()
+
+    /// Version 2's writes; returns the root's UUID.
+    func newerAppWrites(_ server: ContrailServer, scope name: String) async throws -> (ServerTestClient, String) {
+        let v2 = ServerTestClient(server: server)
+        try await v2.createSession()
+        let (_, state) = try await v2.fetch(name, index: 1)
+        let root = try #require(state["rootUUID"]?.stringValue)
+        let reply = try await v2.sync(index: 2, fragments: [
+            Wire.fragment("add", person, "Person", ["name": "Ada"]),
+            Wire.fragment("add", card, "Card", ["text": "first", "votes": 0, "note": "from v2"]),
+            Wire.fragment("add", sticker, "Sticker", ["label": "hot"]),
+            Wire.fragment("change", root, "Board", ["title": "plan", "owner": .string(person), "tags": ["a", "b"],
+                                                    "cards": Wire.array([card, sticker])]),
+        ])
+        #expect(reply["fragmentReplies"]?.arrayValue?.allSatisfy { $0["error"] == nil } == true, "\(reply)")
+        return (v2, root)
+    }
+
+    /// The server's state of `name` as a fresh raw peer fetches it: objects by UUID.
+    func serverObjects(_ server: ContrailServer, scope name: String) async throws -> [String: JSON] {
+        let peer = ServerTestClient(server: server)
+        try await peer.createSession()
+        let (_, state) = try await peer.fetch(name, index: 1)
+        var objects: [String: JSON] = [:]
+        for fragment in state["fragments"]?.arrayValue ?? [] {
+            if let uuid = fragment["uuid"]?.stringValue { objects[uuid] = fragment }
+        }
+        await peer.transport.close(code: 1000, reason: "")
+        return objects
+    }
+
+    func cards(_ objects: [String: JSON], root: String) -> [String] {
+        objects[root]?["properties"]?["cards"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    }
+
+    @Test func theOlderAppFetchesEditsAndUndoesWithoutDroppingWhatItDoesNotKnow() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let (v2, root) = try await newerAppWrites(server, scope: "Mixed")
+        // Version 1 fetches: before issue 26 this failed ("unknown model class 'Person'") and retried forever.
+        let scope = Scope(name: "Mixed")
+        let board = Board()
+        scope.root = board
+        let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
+        #expect(board.title == "plan")
+        #expect(board.cards.map(\.text) == ["first"])
+        #expect(Set(scope.unknownObjects.map(\.uuid.wireString)) == [person, sticker])
+        #expect(scope.unknownValues(of: board)["tags"] == ["a", "b"])
+        #expect(scope.unknownValues(of: board)["owner"] == .string(person))
+        #expect(scope.unknownValues(of: board.cards[0])["note"] == "from v2")
+
+        // It edits: a vote, an insert before the card, a new card that it adds whole.
+        let added = Card()
+        added.text = "from v1"
+        let edit = scope.modify {
+            board.cards[0].votes = 3
+            board.cards.insert(added, at: 0)
+            board.score = 7
+        }
+        #expect(await edit?.settled() == .completed)
+        var objects = try await serverObjects(server, scope: "Mixed")
+        #expect(cards(objects, root: root) == [added.uuid.wireString, card, sticker])
+        #expect(objects[root]?["properties"]?["owner"] == .string(person))
+        #expect(objects[root]?["properties"]?["tags"] == ["a", "b"])
+        #expect(objects[root]?["properties"]?["score"] == 7)
+        #expect(objects[card]?["properties"]?["note"] == "from v2")
+        #expect(objects[card]?["properties"]?["votes"] == 3)
+        #expect(objects[person]?["properties"]?["name"] == "Ada")
+        #expect(objects[sticker]?["clsName"] == "Sticker")
+
+        // A move and an undo: the sticker stays after the card it followed.
+        let move = scope.modify { board.cards.reverse() }
+        #expect(await move?.settled() == .completed)
+        objects = try await serverObjects(server, scope: "Mixed")
+        #expect(cards(objects, root: root).filter { $0 != sticker } == [card, added.uuid.wireString])
+        #expect(cards(objects, root: root).count == 3)
+        scope.undo()
+        let undo = try #require(scope.history.last)
+        #expect(await undo.settled() == .completed)
+        objects = try await serverObjects(server, scope: "Mixed")
+        #expect(cards(objects, root: root) == [added.uuid.wireString, card, sticker])
+
+        // The newer app keeps writing what only it knows; the older one keeps it up to date.
+        _ = try await v2.sync(index: 3, fragments: [Wire.fragment("change", person, "Person", ["name": "Grace"])])
+        let renamed = await eventually(.seconds(30)) {
+            scope.unknownObjects.first { $0.uuid.wireString == person }?.properties["name"] == "Grace"
+        }
+        #expect(renamed)
+        await client.close()
+    }
+
+    /// The older app's replica of "MixedLog" with the fragment log at `url` attached (restored from it).
+    func loggedBoard(_ url: URL) throws -> (Scope, Board, FragmentLog, FragmentLog.RestoreReport) {
+        let scope = Scope(name: "MixedLog")
+        let board = Board()
+        scope.root = board
+        let log = FragmentLog(url: url)
+        let report = try log.attach(to: scope)
+        return (scope, board, log, report)
+    }
+
+    /// Offline edits of the older app go through its fragment log and a restart, and still leave
+    /// the newer app's data in place.
+    @Test func aRestartFromTheFragmentLogKeepsWhatTheOlderAppDoesNotKnow() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let (_, root) = try await newerAppWrites(server, scope: "MixedLog")
+        let url = FileManager.default.temporaryDirectory.appending(path: "contrail-mixed-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: url) }
+        do {
+            let (scope, board, log, _) = try loggedBoard(url)
+            let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
+            await client.close()
+            // Offline: a vote and a removal of the only card it sees; then the app quits.
+            scope.modify { board.cards[0].votes = 9 }
+            scope.modify { board.cards.removeAll() }
+            try log.compact()
+            try await log.waitUntilDurable()
+            try log.close()
+        }
+        let (scope, board, log, report) = try loggedBoard(url)
+        #expect(report.pendingChangeSets == 2)
+        #expect(Set(scope.unknownObjects.map(\.uuid.wireString)) == [person, sticker])
+        let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
+        let settled = await eventually(.seconds(30)) { client.session?.pendingChangeSets == 0 }
+        #expect(settled)
+        let objects = try await serverObjects(server, scope: "MixedLog")
+        #expect(cards(objects, root: root) == [sticker], "the card is gone, the sticker it could not see is not")
+        #expect(objects[root]?["properties"]?["owner"] == .string(person))
+        #expect(objects[root]?["properties"]?["tags"] == ["a", "b"])
+        #expect(objects[person]?["properties"]?["name"] == "Ada")
+        #expect(board.cards.isEmpty)
+        #expect(scope.unknownValues(of: board)["cards"] == Wire.array([sticker]))
+        await client.close()
+        try log.close()
+    }
+}

@@ -1,0 +1,160 @@
+import Contrail
+import Testing
+
+/// The sequence CRDT of `SharedText` (Protocol §8.21) on its own: merges, interleaving, cursors,
+/// encodings, hostile input, and property-based convergence of 2–5 replicas.
+@Suite struct TextDocumentTests {
+    @Test func localEditsAndTheirOperationsReachAnotherReplica() throws {
+        let a = TextDocument(replica: "a")
+        let b = TextDocument(replica: "b")
+        var operations: [TextOperation] = []
+        for (offset, character) in "hello".enumerated() {
+            TextOperation.append(try #require(try a.insert(String(character), at: offset)), to: &operations)
+        }
+        #expect(operations.count == 1, "typing forward is one operation")
+        #expect(try b.apply(operations) == [.insert(position: 0, text: "hello")])
+        let deletion = try b.delete(1..<3)
+        #expect(try a.apply(deletion) == [.delete(position: 1, count: 2)])
+        #expect(a.text == "hlo" && b.text == "hlo")
+        #expect(try a.apply(deletion).isEmpty, "applying twice changes nothing")
+        #expect(try a.apply(operations).isEmpty)
+        let small = a.memoryFootprint
+        try a.insert(String(repeating: "x", count: 1_000), at: 1)
+        #expect(a.memoryFootprint >= small + 4_000, "every character costs its scalar")
+    }
+
+    @Test func concurrentRunsAtOneSpotDoNotInterleave() throws {
+        let base = TextDocument(replica: "base")
+        let start = try #require(try base.insert("[]", at: 0))
+        let a = TextDocument(replica: "a")
+        let b = TextDocument(replica: "b")
+        try a.apply(start)
+        try b.apply(start)
+        var fromA: [TextOperation] = []
+        var fromB: [TextOperation] = []
+        for (offset, character) in "alpha".enumerated() { fromA.append(try #require(try a.insert(String(character), at: 1 + offset))) }
+        for (offset, character) in "bravo".enumerated() { fromB.append(try #require(try b.insert(String(character), at: 1 + offset))) }
+        // Typed backwards too: each character in front of the previous one.
+        for character in "zyx" { fromA.append(try #require(try a.insert(String(character), at: 1))) }
+        for character in "wvu" { fromB.append(try #require(try b.insert(String(character), at: 1))) }
+        try a.apply(fromB)
+        try b.apply(fromA)
+        #expect(a.text == b.text)
+        #expect(a.text == "[xyzalphauvwbravo]" || a.text == "[uvwbravoxyzalpha]", "got \(a.text)")
+    }
+
+    @Test func cursorsFollowTheirCharacter() throws {
+        let a = TextDocument(replica: "a")
+        let b = TextDocument(replica: "b")
+        try b.apply(try #require(try a.insert("world", at: 0)))
+        let cursor = try a.cursor(at: 2)  // before "r"
+        try a.apply(try #require(try b.insert("hello ", at: 0)))
+        #expect(a.position(of: cursor) == 8)
+        try a.apply(try b.delete(7..<9))  // "o" and "r" go
+        #expect(a.position(of: cursor) == 7, "a deleted character's cursor stays where it was")
+        #expect(a.position(of: TextCursor(before: nil)) == a.count)
+        #expect(try TextCursor(json: cursor.json) == cursor)
+        #expect(a.position(of: TextCursor(before: TextID(replica: "c", seq: 0))) == nil)
+    }
+
+    @Test func statesRoundTripAndMergeBothWays() throws {
+        let a = TextDocument(replica: "a")
+        let b = TextDocument(replica: "b")
+        try b.apply(try #require(try a.insert("shared base", at: 0)))
+        try a.insert("A", at: 0)
+        try a.delete(3..<6)
+        try b.insert("B", at: 11)
+        try b.delete(0..<2)
+        let copy = try TextDocument(replica: "c", state: a.stateJSON)
+        #expect(copy.text == a.text)
+        try a.merge(state: b.stateJSON)
+        try b.merge(state: copy.stateJSON)
+        #expect(a.text == b.text)
+        #expect(try a.merge(state: b.stateJSON).isEmpty, "merging what it holds changes nothing")
+        let decoded = try TextOperation.decode(TextOperation.json(try b.delete(0..<1)))
+        #expect(try a.apply(decoded) == [.delete(position: 0, count: 1)])
+        #expect(a.text == b.text)
+    }
+
+    @Test func hostileInputIsATypedErrorNeverACrash() throws {
+        let a = TextDocument(replica: "a")
+        try a.insert("abc", at: 0)
+        #expect(throws: TextError.self) { try a.insert("x", at: 9) }
+        #expect(throws: TextError.self) { try a.delete(2..<5) }
+        let unknown = TextOperation.insert(id: TextID(replica: "b", seq: 0), text: "x", left: TextID(replica: "q", seq: 3), right: nil)
+        #expect(throws: TextError.self) { try a.apply(unknown) }
+        #expect(throws: TextError.self) { try a.apply(.insert(id: TextID(replica: "b", seq: 5), text: "x", left: nil, right: nil)) }
+        #expect(throws: TextError.self) { try a.apply(.delete(id: TextID(replica: "a", seq: 2), count: 9)) }
+        #expect(a.text == "abc", "nothing changed")
+        let bad: [JSON] = [
+            .null, ["replicas": ["a"], "ops": [[0, 0]]], ["replicas": ["a b"], "ops": []], ["replicas": ["a", "a"], "ops": []],
+            ["replicas": ["a"], "ops": [[0, -1, "x", -1, 0, -1, 0]]], ["replicas": ["a"], "ops": [[3, 0, 2]]],
+        ]
+        for json in bad { #expect(throws: TextError.self) { try TextOperation.decode(json) } }
+        let badStates: [JSON] = [
+            ["replicas": ["a"], "runs": [[0, 1, "x", -1, 0, -1, 0]]],  // a gap before seq 1
+            ["replicas": ["a"], "runs": [[0, 0, "x", -1, 0, -1, 0], [0, 0, "y", -1, 0, -1, 0]]],  // twice
+            ["replicas": ["a"], "runs": [[0, 0, 99_999_999, -1, 0, -1, 0]]],  // too many characters
+            ["replicas": ["a"], "runs": [[0, 0, "x", 0, 7, -1, 0]]],  // an origin it lacks
+        ]
+        for json in badStates { #expect(throws: TextError.self) { try TextDocument(replica: "z", state: json) } }
+        // Positive control: the same shape, well formed.
+        #expect(try TextDocument(replica: "z", state: ["replicas": ["a"], "runs": [[0, 0, "x", -1, 0, -1, 0]]]).text == "x")
+    }
+
+    /// Replicas edit at random, going offline (their operations wait in an outbox) and online (the
+    /// outbox joins the server's log, in order) and restarting (the document is rebuilt from its
+    /// encoded state under a new replica name); they all end with the text of the whole log.
+    @Test(arguments: 0..<40)
+    func randomReplicasConverge(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed)
+        let count = 2 + Int(seed % 4)
+        var replicas = (0..<count).map { TextDocument(replica: "r\($0)") }
+        var cursors = Array(repeating: 0, count: count)
+        var outboxes = Array(repeating: [TextOperation](), count: count)
+        var online = Array(repeating: true, count: count)
+        var log: [TextOperation] = []
+        var restarts = 0
+        for _ in 0..<300 {
+            let index = Int(random.next() % UInt64(count))
+            let document = replicas[index]
+            switch random.next() % 10 {
+            case 0...4:
+                let position = Int(random.next() % UInt64(document.count + 1))
+                let text = String((0..<(1 + Int(random.next() % 4))).map { _ in Character(Unicode.Scalar(UInt8(97 + random.next() % 26))) })
+                outboxes[index].append(try #require(try document.insert(text, at: position)))
+            case 5...6 where document.count > 0:
+                let start = Int(random.next() % UInt64(document.count))
+                let end = min(document.count, start + 1 + Int(random.next() % 5))
+                outboxes[index] += try document.delete(start..<end)
+            case 7:
+                online[index].toggle()
+            case 8:
+                let state = document.stateJSON
+                replicas[index] = try TextDocument(replica: "r\(index)x\(restarts)", state: state)
+                restarts += 1
+            default:
+                break
+            }
+            if online[index] {
+                log += outboxes[index]
+                outboxes[index] = []
+                try replicas[index].apply(Array(log[cursors[index]...]))
+                cursors[index] = log.count
+            }
+        }
+        for index in 0..<count {
+            log += outboxes[index]
+            outboxes[index] = []
+        }
+        let reference = TextDocument(replica: "reference")
+        try reference.apply(log)
+        for index in 0..<count {
+            try replicas[index].apply(Array(log[cursors[index]...]))
+            #expect(replicas[index].text == reference.text, "replica \(index) of seed \(seed)")
+        }
+        let merged = TextDocument(replica: "merged")
+        for replica in replicas { try merged.merge(state: replica.stateJSON) }
+        #expect(merged.text == reference.text, "merging every state gives the same text")
+    }
+}
