@@ -48,7 +48,8 @@ let package = Package(
                             .embedInCode("Pages/Assets/inspector.html"), .embedInCode("Pages/Assets/inspector.js"),
                             .embedInCode("Pages/Assets/favicon.svg"),
                             .embedInCode("Pages/Assets/contrail-presence.js"), .embedInCode("Pages/Assets/demo-presence.js"),
-                            .embedInCode("Pages/Assets/contrail-text.js"), .embedInCode("Pages/Assets/demo-caption.js")]),
+                            .embedInCode("Pages/Assets/contrail-text.js"), .embedInCode("Pages/Assets/demo-caption.js"),
+                            .embedInCode("Pages/Assets/contrail-query.js"), .embedInCode("Pages/Assets/demo-list.js")]),
         // Models in a library of their own, for the benchmark's cross-module figure.
         .target(name: "ContrailBenchModels", dependencies: ["Contrail"]),
         // The convergence fuzzer, shared by `contrail fuzz` and the tests (not a product).

@@ -55,6 +55,8 @@ package final class ConvergenceFuzzer {
     package var steps: ClosedRange<Int> = 20...80
     /// Whether runs restart the server.
     package var restarts = true
+    /// Called with each replica's scope before it first connects (a test opens live queries on it).
+    package var replicaOpened: (@MainActor (Scope) -> Void)?
     /// Whether the replicas stand for two versions of the app: every second one does not know
     /// `FuzzSticker` (it keeps the stickers the others insert as unknown objects, Protocol §8.23).
     package var mixedVersions = false
@@ -137,6 +139,7 @@ package final class ConvergenceFuzzer {
                 let replica = FuzzReplica(index: index, connector: FuzzConnector(target, name: "c\(index)"), options: options)
                 if mixedVersions, index % 2 == 1 { replica.scope.unknownClassNames = [FuzzSticker.className] }
                 replicas.append(replica)
+                replicaOpened?(replica.scope)
                 let session = try await replica.client.connect()
                 try await session.fetch(replica.scope)
             }

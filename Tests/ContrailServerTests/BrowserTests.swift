@@ -156,6 +156,8 @@ import Testing
         let browserState = comparableState(try JSON(parsing: browserText))
         #expect(browserState == serverState, "browser equals server:\n\(browserState.jsonString)\n\(serverState.jsonString)")
         #expect(serverState["objects"]?.objectValue?.count == 3)
+        // The list beside the canvas (a live query, by colour) shows both shapes, green first.
+        _ = try await page.waitFor("JSON.stringify(contrailDemoList.uuids()) === JSON.stringify(['\(greenID)', '\(redID)'])")
 
         // The canvas shows the shapes: screenshot pixels where each shape is, white where none is.
         _ = try await page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")

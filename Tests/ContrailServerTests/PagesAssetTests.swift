@@ -22,6 +22,8 @@ import Testing
         ("/demo-caption.js", "demo-caption.js", "text/javascript; charset=utf-8"),
         ("/contrail-collections.js", "contrail-collections.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
+        ("/contrail-query.js", "contrail-query.js", "text/javascript; charset=utf-8"),
+        ("/demo-list.js", "demo-list.js", "text/javascript; charset=utf-8"),
         ("/favicon.ico", "favicon.svg", "image/svg+xml"),  // no 404 on every page load
         ("/contrail-presence.js", "contrail-presence.js", "text/javascript; charset=utf-8"),
         ("/demo-presence.js", "demo-presence.js", "text/javascript; charset=utf-8"),

@@ -3,13 +3,15 @@ import Testing
 
 /// The folders inside `Sources/Contrail` point one way, as the modules do:
 ///
-///     Sync → Persistence → Scope (with Procedures) → Presence, Values → Model (with Observation)
+///     Sync → Persistence → Scope (with Procedures) → Query, Presence, Values → Model (with Observation)
 ///
 /// - **Model and Observation know neither Scope nor the wire.** A model object belongs to a
 ///   `ModelObjectHost` (the base class `Scope` overrides), which it reports its sets, attaches,
 ///   detaches and refused links to; it never names `Scope`, `ChangeSet` or a fragment. What the
 ///   tree needs of a property's value is `ModelValue`; Model files neither import `ContrailWire`
 ///   nor name its types.
+/// - **Query knows Model and Observation only.** A live query keeps a host's objects in order;
+///   the scope owns the queries' hub and reports its members to it, so Query never names `Scope`.
 /// - **Values is the one place values meet the wire.** `PropertyValue` (refining `ModelValue`
 ///   with `wireValue()` and `decode`), its conformances, the `@Property` wrapper that requires it,
 ///   and the type-erased coders (`PropertyCoding`) the layers above read and write wire values
@@ -33,12 +35,13 @@ struct FolderLayeringTests {
     static let allowed: [String: Set<String>] = [
         "Model": ["Model", "Observation"],
         "Observation": ["Model", "Observation"],
+        "Query": ["Query", "Model", "Observation"],
         "Values": ["Values", "Model", "Observation"],
         "Presence": ["Presence", "Model", "Observation"],
-        "Scope": ["Scope", "Presence", "Procedures", "Values", "Model", "Observation"],
-        "Procedures": ["Scope", "Presence", "Procedures", "Values", "Model", "Observation"],
-        "Persistence": ["Persistence", "Scope", "Presence", "Procedures", "Values", "Model", "Observation"],
-        "Sync": ["Sync", "Persistence", "Scope", "Presence", "Procedures", "Values", "Model", "Observation"],
+        "Scope": ["Scope", "Presence", "Procedures", "Query", "Values", "Model", "Observation"],
+        "Procedures": ["Scope", "Presence", "Procedures", "Query", "Values", "Model", "Observation"],
+        "Persistence": ["Persistence", "Scope", "Presence", "Procedures", "Query", "Values", "Model", "Observation"],
+        "Sync": ["Sync", "Persistence", "Scope", "Presence", "Procedures", "Query", "Values", "Model", "Observation"],
     ]
 
     /// Folders whose files may not name `ContrailWire` types nor import it.

@@ -188,6 +188,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
         }
         notifyChange(of: index)
         tracking.withHost { host in
+            if host.watchesSets { host.memberChanged(self) }
             guard host.recordsSets, !tracking.info.options[index].isLocal else { return }
             host.record(self, tracking: tracking, property: index, old: old, isCollection: Value.valueKind == .collection)
         }

@@ -11,6 +11,10 @@ public class ModelObjectHost {
     /// from elsewhere): checked before `record` is called, so a set it would ignore costs a load.
     @exclusivity(unchecked) final var recordsSets = true
 
+    /// Whether the host wants to hear of every property set of its members, applied from elsewhere
+    /// or local, recorded or not (while it has live queries): checked before `memberChanged`.
+    @exclusivity(unchecked) final var watchesSets = false
+
     /// The host's name, for error messages.
     var hostName: String { "" }
 
@@ -31,6 +35,10 @@ public class ModelObjectHost {
     /// `old`; its new value is stored and its observers are notified. `isCollection`: the property
     /// holds a collection of models.
     func record(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {}
+
+    /// A property of member `object` changed (its new value is stored, its observers notified);
+    /// called only while `watchesSets`.
+    func memberChanged(_ object: ModelObject) {}
 
     /// A link into the host was refused by the one-host rule; the set was undone.
     func refuseLink(_ error: ScopeMembershipError) {}

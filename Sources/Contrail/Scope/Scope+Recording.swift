@@ -7,6 +7,7 @@ extension Scope {
     func memberAttached(_ object: ModelObject) {
         let uuid = object.uuid
         objects[uuid] = object
+        queryHub?.changed(object)
         // The two lookups below are skipped while their tables are empty (a restore, a fetch).
         if !retired.isEmpty, retired[uuid]?.object === object { retired[uuid] = nil }
         if !leftThisFlush.isEmpty, let left = leftThisFlush.removeValue(forKey: ObjectIdentifier(object)) {
@@ -28,6 +29,7 @@ extension Scope {
     /// `object` left the scope.
     func memberDetached(_ object: ModelObject) {
         if objects[object.uuid] === object { objects[object.uuid] = nil }
+        queryHub?.changed(object)
         retire(object)
         let entry = pending.removeValue(for: object)
         // An object added in this flush and gone again cancels out; one the server knows may come back.

@@ -159,5 +159,6 @@ extension Scope {
         objects[root.uuid] = nil
         root.uuid = uuid
         objects[uuid] = root
+        queryHub?.changed(root)  // its uuid orders it among equal keys
     }
 }

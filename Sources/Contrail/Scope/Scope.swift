@@ -101,6 +101,9 @@ public final class Scope: ModelObjectHost {
     /// The procedure call the next non-empty flush makes (`modify(procedure:)`).
     var flushProcedure: ProcedureCall?
 
+    /// The live queries over this scope (`query(_:where:sortedBy:window:)`); nil until the first.
+    var queryHub: QueryHub?
+
     /// The clock properties' minimum sync intervals run on.
     let clock: ElapsedClock
 
@@ -137,6 +140,8 @@ public final class Scope: ModelObjectHost {
     override func didAttach(_ object: ModelObject) { memberAttached(object) }
 
     override func didDetach(_ object: ModelObject) { memberDetached(object) }
+
+    override func memberChanged(_ object: ModelObject) { queryHub?.changed(object) }
 
     /// Records that `property` of `object` (whose tracking record is `tracking`) changed from `old`
     /// (`Scope+Recording.swift` has the rest of recording).

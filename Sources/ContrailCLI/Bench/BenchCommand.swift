@@ -1,9 +1,9 @@
 import Foundation
 
-/// `contrail bench [model|scope|json|websocket|tls|sync|durability|text|collections|cluster|connections|reconnect|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|cluster|connections|reconnect|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|json|websocket|tls|sync|durability|text|collections|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
+    usage: contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -48,14 +48,14 @@ enum BenchCommand {
             case "--smoke": options.smoke = true
             case "--grants": options.grants = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "json", "websocket", "tls", "sync", "durability", "text", "collections", "cluster", "connections",
-                 "reconnect":
+            case "model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "cluster",
+                 "connections", "reconnect":
                 suites.append(argument)
-            case "all": suites += ["model", "scope", "json", "websocket", "tls", "sync", "durability", "text", "collections"]
+            case "all": suites += ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
         }
-        if suites.isEmpty { suites = ["model", "scope", "json", "websocket", "tls", "sync", "durability", "text", "collections"] }
+        if suites.isEmpty { suites = ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections"] }
         if !options.json {
             print(pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
         }
@@ -64,6 +64,7 @@ enum BenchCommand {
             switch suite {
             case "model": figures = try await ModelBench.run(options)
             case "scope": figures = try await ScopeBench.run(options)
+            case "query": figures = try await QueryBench.run(options)
             case "json": figures = try await JSONBench.run(options)
             case "websocket": figures = try await WebSocketBench.run(options)
             case "tls": figures = try await TLSBench.run(options)

@@ -22,6 +22,8 @@ struct PageAsset: Sendable {
         "/demo": PageAsset(contentType: html, body: PackageResources.demo_html),
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),
+        "/contrail-query.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_query_js),
+        "/demo-list.js": PageAsset(contentType: javaScript, body: PackageResources.demo_list_js),
         "/contrail-store.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_store_js),
         "/contrail-text.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_text_js),
         "/demo-caption.js": PageAsset(contentType: javaScript, body: PackageResources.demo_caption_js),

@@ -250,6 +250,15 @@ export class Scope extends Emitter {
   }
 
   /**
+   * A live query over this scope's objects of class `clsName` (filter, sort, `{window}`): see
+   * contrail-query.js, which provides it once imported (`import "/contrail-query.js"`).
+   */
+  query(clsName, filter, sort, options) {
+    if (!Scope.queryImplementation) throw new Error('scope.query needs: import "/contrail-query.js"');
+    return new Scope.queryImplementation(this, clsName, filter, sort, options);
+  }
+
+  /**
    * Internal, for contrail-store.js: the replica once it has a full state (null before), its edits
    * not yet flushed (`pending`: the values before them) and its unsettled change sets, as plain data.
    * Swift: the snapshot and pending records of a FragmentLog.

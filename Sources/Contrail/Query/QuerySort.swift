@@ -1,0 +1,37 @@
+import Foundation
+
+/// One sort criterion of a live query: a key path of the model, ascending or descending.
+///
+/// ```swift
+/// scope.query(Task.self, where: { !$0.done }, sortedBy: .descending(\.created), .ascending(\.title))
+/// ```
+/// Any `Comparable` value works; `Int`s, `Double`s, `Float`s, `String`s and `Date`s are compared
+/// without boxing. An optional key sorts `nil` first when ascending. NaN sorts after every number.
+/// Objects with equal keys are ordered by uuid, so every replica orders them alike.
+@MainActor
+public struct QuerySort<Model: ModelObject> {
+    /// Reads the key of one object.
+    let key: @MainActor (Model) -> QueryKeyComponent
+    /// Whether larger keys come first.
+    let isDescending: Bool
+
+    /// Smaller values of `keyPath` first.
+    public static func ascending<Value: Comparable>(_ keyPath: KeyPath<Model, Value>) -> QuerySort {
+        QuerySort(key: QueryKeyComponent.reader(keyPath), isDescending: false)
+    }
+
+    /// Larger values of `keyPath` first.
+    public static func descending<Value: Comparable>(_ keyPath: KeyPath<Model, Value>) -> QuerySort {
+        QuerySort(key: QueryKeyComponent.reader(keyPath), isDescending: true)
+    }
+
+    /// Smaller values of `keyPath` first, `nil` before every value.
+    public static func ascending<Value: Comparable>(_ keyPath: KeyPath<Model, Value?>) -> QuerySort {
+        QuerySort(key: QueryKeyComponent.optionalReader(keyPath), isDescending: false)
+    }
+
+    /// Larger values of `keyPath` first, `nil` after every value.
+    public static func descending<Value: Comparable>(_ keyPath: KeyPath<Model, Value?>) -> QuerySort {
+        QuerySort(key: QueryKeyComponent.optionalReader(keyPath), isDescending: true)
+    }
+}
