@@ -136,8 +136,13 @@ import Testing
             let a = try #require(try await page.evaluate("contrailDemo.addShape({x: 40, y: 40, color: 0xe74c3cff}).uuid").stringValue)
             // A change set the server applies, kept as the store saved it while it was unsettled (as a tab
             // closed before the reply would leave it); then its shape is deleted.
-            let z = try #require(try await page.evaluate("contrailDemo.addShape({x: 300, y: 40}).uuid").stringValue)
-            let zChangeSet = try await page.evaluate("JSON.stringify(contrailDemo.scope._saved().queue.at(-1))")
+            // Taken in the same turn as the edit: its reply cannot have settled it yet.
+            let made = try await page.evaluate("""
+                (() => { const z = contrailDemo.addShape({x: 300, y: 40}); return [z.uuid, JSON.stringify(contrailDemo.scope._saved().queue.at(-1))]; })()
+                """)
+            let z = try #require(made[0]?.stringValue)
+            let zChangeSet = try #require(made[1])
+            try #require(zChangeSet.stringValue != nil, "the change set of \(z) is in the queue")
             try await waitUntilSynced(page)
             _ = try await page.evaluate("contrailDemo.scope.modify(() => contrailDemo.scope.root.remove('shapes', contrailDemo.scope.object('\(z)')))")
             try await waitUntilSynced(page)
