@@ -6,18 +6,24 @@ import Testing
 /// Sessions whose clients went away (`ServerOptions.maxWaitingSessionBytes`), in virtual time.
 @Suite("Sessions waiting for their clients")
 struct WaitingSessionTests {
-    /// Three sessions leave one after another; the waiting ones may hold two sessions' worth: the one
-    /// that has waited longest ends (its token is forgotten), the two others still resume.
-    @Test func theLongestWaitingSessionEndsWhenTheBoundIsPassed() async throws {
+    /// A server on a test clock whose waiting sessions may hold two empty sessions' worth, never
+    /// three; sessions do not expire and no ping comes within a test (the ticker ticks every 125 s).
+    static func server() throws -> (ContrailServer, TestClock, ServerLogLines) {
         let clock = TestClock()
         let lines = ServerLogLines()
         var options = Wire.options()
         options.clock = clock
         options.log = lines.sink
         options.sessionExpiry = .seconds(100_000)
-        options.pingInterval = .seconds(1_000)  // the ticker ticks every 125 s; no ping within the test
-        options.maxWaitingSessionBytes = 2 * (8 << 10) + 100  // two empty waiting sessions fit, three do not
-        let server = try ContrailServer(options: options)
+        options.pingInterval = .seconds(1_000)
+        options.maxWaitingSessionBytes = 2 * (8 << 10) + 100
+        return (try ContrailServer(options: options), clock, lines)
+    }
+
+    /// Three sessions leave one after another; the waiting ones may hold two sessions' worth: the one
+    /// that has waited longest ends (its token is forgotten), the two others still resume.
+    @Test func theLongestWaitingSessionEndsWhenTheBoundIsPassed() async throws {
+        let (server, clock, lines) = try Self.server()
         var tokens: [String] = []
         for _ in 0..<3 {
             let client = ServerTestClient(server: server)
@@ -52,15 +58,7 @@ struct WaitingSessionTests {
     /// A connected session is never counted as waiting: three connected sessions under the same bound
     /// all stay.
     @Test func connectedSessionsDoNotCountAgainstTheBound() async throws {
-        let clock = TestClock()
-        let lines = ServerLogLines()
-        var options = Wire.options()
-        options.clock = clock
-        options.log = lines.sink
-        options.sessionExpiry = .seconds(100_000)
-        options.pingInterval = .seconds(1_000)
-        options.maxWaitingSessionBytes = 2 * (8 << 10) + 100
-        let server = try ContrailServer(options: options)
+        let (server, clock, lines) = try Self.server()
         var clients: [ServerTestClient] = []
         for _ in 0..<3 {
             let client = ServerTestClient(server: server)
