@@ -119,27 +119,28 @@ public final class WebSocketConnection: @unchecked Sendable {
                 throw .tls(error)
             }
         }
-        let fd: Int32
+        let address: Connector.Target
         do throws(NetworkError) {
-            fd = try await Connector.connect(host: target.host, port: target.port, loop: loop,
-                                             timeout: options.connectTimeout, localHost: options.localAddress)
+            address = try await Connector.resolve(host: target.host, port: target.port, loop: loop,
+                                                  timeout: options.connectTimeout, localHost: options.localAddress)
         } catch {
             throw WebSocketError(error)
         }
-        let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path, tls: tls)
-        let result = await withCheckedContinuation { continuation in
-            do throws(EventLoopError) {
-                try loop.enqueue {
-                    connection.startClient(url: target) { continuation.resume(returning: $0) }
+        // The request goes out on the loop as soon as the socket connects: a busy cooperative pool
+        // between the two would spend the server's handshake timeout.
+        let session = tls
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WebSocketConnection, WebSocketError>, Never>) in
+            Connector.connect(address, loop: loop) { connected in
+                switch connected {
+                case .failure(let error):
+                    continuation.resume(returning: .failure(WebSocketError(error)))
+                case .success(let fd):
+                    let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path, tls: session)
+                    connection.startClient(url: target) { continuation.resume(returning: $0.map { connection }) }
                 }
-            } catch {
-                // The loop has stopped and never saw the socket: close it here.
-                Socket.close(fd)
-                continuation.resume(returning: .failure(WebSocketError(NetworkError(error))))
             }
         }
-        try result.get()
-        return connection
+        return try result.get()
     }
 
     /// Callback form of `connect(to:options:)`: `completion` runs on `queue` (e.g. `.main`) with the open

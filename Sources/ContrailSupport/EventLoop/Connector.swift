@@ -27,12 +27,33 @@ package final class Connector: EventLoopHandler {
         self.completion = completion
     }
 
+    /// Where a connection goes: the host's addresses (and the local ones to bind to), resolved off the
+    /// loop, and what is left of the connect timeout.
+    package struct Target: Sendable {
+        let host: String
+        let port: UInt16
+        let addresses: [SocketAddress]
+        let local: [SocketAddress]
+        let left: Duration
+        let total: Duration
+    }
+
     /// A connected, non-blocking socket descriptor (with `TCP_NODELAY`). The timeout runs on the
     /// loop's clock. `localHost`: an IP address to bind the socket to before connecting (the source
     /// address the peer sees); only addresses of its family are tried.
     /// - Throws: `unknownHost`, `connectionRefused`, `timedOut`, `io`, or `closed` once the loop has stopped.
     package static func connect(host: String, port: UInt16, loop: EventLoop, timeout: Duration,
                                 localHost: String? = nil) async throws(NetworkError) -> Int32 {
+        let target = try await resolve(host: host, port: port, loop: loop, timeout: timeout, localHost: localHost)
+        let result = await withCheckedContinuation { continuation in
+            connect(target, loop: loop) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Resolves `host` (and `localHost`) on a background queue: the first half of ``connect(host:port:loop:timeout:localHost:)``.
+    package static func resolve(host: String, port: UInt16, loop: EventLoop, timeout: Duration,
+                                localHost: String? = nil) async throws(NetworkError) -> Target {
         let start = loop.now
         var addresses = try await SocketAddress.resolveInBackground(host: host, port: port)
         var local: [SocketAddress] = []
@@ -43,19 +64,22 @@ package final class Connector: EventLoopHandler {
         }
         let left = timeout - (loop.now - start)
         guard left > .zero else { throw .timedOut("resolving \(host) took longer than \(timeout)") }
-        let result = await withCheckedContinuation { continuation in
-            do throws(EventLoopError) {
-                try loop.enqueue {
-                    let connector = Connector(loop: loop, host: host, port: port, addresses: addresses, local: local) {
-                        continuation.resume(returning: $0)
-                    }
-                    connector.start(timeout: left, total: timeout)
-                }
-            } catch {
-                continuation.resume(returning: .failure(NetworkError(error)))
+        return Target(host: host, port: port, addresses: addresses, local: local, left: left, total: timeout)
+    }
+
+    /// Connects to `target` on `loop`: `completion` runs on the loop thread, so a caller can go on
+    /// there at once (a WebSocket client sends its request without waiting for the cooperative pool).
+    package static func connect(_ target: Target, loop: EventLoop,
+                                completion: @escaping @Sendable (Result<Int32, NetworkError>) -> Void) {
+        do throws(EventLoopError) {
+            try loop.enqueue {
+                let connector = Connector(loop: loop, host: target.host, port: target.port, addresses: target.addresses,
+                                          local: target.local, completion: completion)
+                connector.start(timeout: target.left, total: target.total)
             }
+        } catch {
+            completion(.failure(NetworkError(error)))
         }
-        return try result.get()
     }
 
     private func start(timeout: Duration, total: Duration) {
