@@ -128,19 +128,25 @@ public final class WebSocketConnection: @unchecked Sendable {
         }
         // The request goes out on the loop as soon as the socket connects: a busy cooperative pool
         // between the two would spend the server's handshake timeout.
+        // The connection is made on the loop and handed over through a lock ThreadSanitizer sees (a
+        // continuation alone does not show it the loop's writes).
         let session = tls
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WebSocketConnection, WebSocketError>, Never>) in
+        let handoff = SanitizerVisibleMutex<WebSocketConnection?>(nil)
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, WebSocketError>, Never>) in
             Connector.connect(address, loop: loop) { connected in
                 switch connected {
                 case .failure(let error):
                     continuation.resume(returning: .failure(WebSocketError(error)))
                 case .success(let fd):
                     let connection = WebSocketConnection(role: .client, fd: fd, loop: loop, options: options, path: target.path, tls: session)
-                    connection.startClient(url: target) { continuation.resume(returning: $0.map { connection }) }
+                    handoff.withLock { $0 = connection }
+                    connection.startClient(url: target) { continuation.resume(returning: $0) }
                 }
             }
         }
-        return try result.get()
+        try result.get()
+        guard let connection = handoff.withLock({ $0 }) else { throw .invalidHandshake("no connection after the handshake") }
+        return connection
     }
 
     /// Callback form of `connect(to:options:)`: `completion` runs on `queue` (e.g. `.main`) with the open
