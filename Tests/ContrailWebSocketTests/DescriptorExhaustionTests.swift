@@ -57,11 +57,13 @@ struct DescriptorExhaustionTests {
 
         let status = try await withTimeout(30) { await child.finish() }
         let log = child.stderrText
-        // One line when the episode starts and one when it ends (a second of accepting without running
-        // out), not one per refused accept or per back-off (200 clients here).
+        // One line when an episode starts and one when it ends (a second of accepting without running
+        // out), not one per refused accept or per back-off (200 clients here). The late client can start
+        // a second episode when it arrives while the abandoned connections' descriptors are still being
+        // given back (seen under ThreadSanitizer, which slows the child down).
         let pauses = log.components(separatedBy: "pausing accepts").count - 1
         let resumes = log.components(separatedBy: "accepting connections again").count - 1
-        #expect(pauses == 1 && resumes == 1, "one log line per episode start and end: \(log)")
+        #expect((1...2).contains(pauses) && (1...pauses).contains(resumes), "one log line per episode start and end: \(log)")
         #expect(status == .exited(0), "child stdout/stderr: \(log)")
     }
 }
