@@ -519,8 +519,18 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     /// Answers a plain HTTP request through the app's responder (off the loop), then closes. Reading
     /// pauses meanwhile, so nothing else is parsed as a request.
+    ///
+    /// The handshake timer guards the request's arrival; once it is complete, the responder has
+    /// `options.httpResponseTimeout` of its own (a busy responder is not a slow client), after which
+    /// the client gets 503 and the late response is dropped.
     private func answer(_ request: HTTPHead, with responder: @escaping HTTPResponder) {
         channel.setReading(false)
+        handshakeTimer?.cancel()
+        let limit = options.httpResponseTimeout
+        handshakeTimer = loop.schedule(after: limit) { [self] in
+            reject(HTTPResponse.error(status: 503, reason: "Service Unavailable").serialized(includeBody: request.method != "HEAD"),
+                   .timedOut("the HTTP responder did not answer within \(limit)"))
+        }
         let loop = self.loop
         Task { [self] in
             let response = await responder(request)

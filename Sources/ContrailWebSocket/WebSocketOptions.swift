@@ -53,6 +53,9 @@ public struct WebSocketOptions: Sendable {
     /// Server only: answers plain HTTP requests (no `Upgrade: websocket`) beside the upgrade, e.g. web
     /// pages; nil rejects them with 400 as before.
     public var httpResponder: HTTPResponder? = nil
+    /// Server only: how long `httpResponder` may take once a request has fully arrived (its arrival is
+    /// bounded by `handshakeTimeout`); past it the client gets 503.
+    public var httpResponseTimeout: Duration = .seconds(30)
     /// The loops connections are spread over when `eventLoop` is nil: nil means `EventLoopGroup.shared`
     /// (one loop per core).
     public var eventLoopGroup: EventLoopGroup? = nil

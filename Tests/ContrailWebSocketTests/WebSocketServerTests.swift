@@ -58,6 +58,38 @@ struct WebSocketServerTests {
         await loop.stop()
     }
 
+    @Test("a plain HTTP responder is bound by its own timeout, not the handshake's: past it the client gets 503")
+    func slowResponderGets503AfterItsOwnTimeout() async throws {
+        let (loop, clock) = try makeVirtualTimeLoop()
+        let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseContinuation) = AsyncStream.makeStream(of: Void.self)
+        var options = WebSocketOptions()
+        options.eventLoop = loop
+        options.handshakeTimeout = .milliseconds(200)
+        options.httpResponseTimeout = .seconds(1)
+        options.httpResponder = { _ in
+            startedContinuation.yield()
+            for await _ in release {}
+            return HTTPResponse(status: 200, contentType: "text/plain", body: Array("late\n".utf8))
+        }
+        let (server, port) = try await startEchoServer(options: options)
+        let raw = try await TCPConnection.connect(host: "127.0.0.1", port: port)
+        try await raw.send(Array("GET /page HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+        // Past the handshake timeout the request waits on its responder, not on the client: still open.
+        try await advance(clock, by: .milliseconds(500), on: loop)
+        #expect(server.connectionCount == 1)
+        try await advance(clock, by: .milliseconds(500), on: loop)
+        var answer: [UInt8] = []
+        try await withTimeout { while let chunk = try await raw.receive() { answer += chunk } }
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 503 Service Unavailable"))
+        releaseContinuation.finish()
+        await raw.close()
+        await server.stop()
+        await loop.stop()
+    }
+
     @Test("a malformed request gets 400 and is closed")
     func malformedRequest() async throws {
         let (server, port) = try await startEchoServer()
