@@ -51,11 +51,17 @@ public final class ContrailServer: Sendable {
             // Without pages, any other request is what it was before there were routes: not an upgrade.
             return await pages?.respond(to: request) ?? .error(status: 400, reason: "Bad Request")
         }
+        // Only the admin API reads a body, and only after the credential checks out (see `gateBody`).
+        let bodyGate: HTTPBodyGate = { request in
+            if let answer = await routes.respond(to: request) { return answer }
+            guard let pages else { return .error(status: 400, reason: "Bad Request") }
+            return await pages.gateBody(of: request)
+        }
         let log = core.log
         let listener = listener.withLock { current in
             if let current { return current }
             let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes,
-                                            httpResponder: responder, tls: options.tls,
+                                            httpResponder: responder, httpBodyGate: bodyGate, tls: options.tls,
                                             log: { line in log.write("listener", level: .warning, line) })
             current = created
             return created

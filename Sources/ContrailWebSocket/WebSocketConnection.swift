@@ -499,16 +499,38 @@ public final class WebSocketConnection: @unchecked Sendable {
             answer(request, with: responder)
             return
         }
-        plainResponder = responder
         plainRequest = (request, length)
+        guard let gate = options.httpBodyGate else {
+            plainResponder = responder
+            receiveBody(rest)
+            return
+        }
+        // While the gate looks at the head, no more of the body is read; what came with the head (or
+        // in the same read) is kept in `plainRequest`, which answers nothing until `plainResponder` is set.
+        channel.setReading(false)
         receiveBody(rest)
+        let loop = self.loop
+        Task { [self] in
+            let refusal = await gate(request)
+            try? loop.enqueue { [self] in
+                guard lifecycle.state == .connecting, plainRequest != nil else { return }
+                if let refusal {
+                    reject(refusal.serialized(includeBody: request.method != "HEAD"),
+                           .handshakeFailed(status: "HTTP/1.1 \(refusal.status) \(refusal.reason) (before its body)"))
+                    return
+                }
+                plainResponder = responder
+                receiveBody([])
+                if plainRequest != nil { channel.setReading(true) }
+            }
+        }
     }
 
     /// Adds bytes to the body of ``plainRequest``; answers once it is complete (bytes past it are ignored).
     private func receiveBody(_ bytes: [UInt8]) {
-        guard var (request, length) = plainRequest, let responder = plainResponder else { return }
+        guard var (request, length) = plainRequest else { return }
         request.body.append(contentsOf: bytes.prefix(length - request.body.count))
-        guard request.body.count == length else {
+        guard request.body.count == length, let responder = plainResponder else {
             plainRequest = (request, length)
             return
         }

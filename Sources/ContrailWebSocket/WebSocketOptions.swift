@@ -56,6 +56,10 @@ public struct WebSocketOptions: Sendable {
     /// Server only: how long `httpResponder` may take once a request has fully arrived (its arrival is
     /// bounded by `handshakeTimeout`); past it the client gets 503.
     public var httpResponseTimeout: Duration = .seconds(30)
+    /// Server only: consulted before the body of a plain HTTP request is read (nil reads every body
+    /// up to `maxMessageSize`), so that a client without a credential cannot make the server buffer
+    /// one.
+    public var httpBodyGate: HTTPBodyGate? = nil
     /// The loops connections are spread over when `eventLoop` is nil: nil means `EventLoopGroup.shared`
     /// (one loop per core).
     public var eventLoopGroup: EventLoopGroup? = nil

@@ -137,6 +137,28 @@ struct AdminHTTPTests {
         await noBackups.stop()
     }
 
+    @Test func aBodyIsReadOnlyOnceTheCredentialChecksOut() async throws {
+        let (server, port) = try await Self.start()
+        defer { Task { await server.stop() } }
+        // 100 KB announced and never sent: the answer comes from the head alone. A server that read
+        // the body first would wait for it and close at its handshake timeout without an answer.
+        let announced = "Content-Length: 100000\r\n"
+        let path = "/api/admin/scopes/gated/import"
+        #expect(try await Self.call(port, "POST", path, token: nil, extraHeaders: announced).0 == 401)
+        #expect(try await Self.call(port, "POST", path, token: "wrong", extraHeaders: announced).0 == 403)
+        #expect(try await Self.call(port, "POST", path, token: "reader", extraHeaders: announced).0 == 403)
+        // No page or operations route takes a body: answered from the head, whatever the credential.
+        #expect(try await Self.call(port, "POST", "/demo", extraHeaders: announced).0 == 405)
+        #expect(try await Self.call(port, "POST", "/healthz", extraHeaders: announced).0 == 405)
+        #expect(!server.scopeExists("gated"))
+        // Positive control: the admin's credential lets the body in, and the import happens.
+        let root = UUID().uuidString.lowercased()
+        let body = JSON.object(["root": .string(root), "objects": [root: ["clsName": "Canvas", "properties": ["title": "gated"]]]]).serialized()
+        let (importStatus, importAnswer) = try await Self.call(port, "POST", path, body: body)
+        #expect(importStatus == 200, "\(String(describing: importAnswer))")
+        #expect(server.scopeExists("gated"))
+    }
+
     @Test func aLargeBodyArrivingInManyReadsIsImportedWhole() async throws {
         let (server, port) = try await Self.start()
         let root = UUID().uuidString.lowercased()

@@ -90,6 +90,35 @@ struct WebSocketServerTests {
         await loop.stop()
     }
 
+    @Test("a body gate answers from the head, before the body is read; letting it through reads the body")
+    func bodyGateAnswersBeforeTheBody() async throws {
+        var options = WebSocketOptions()
+        options.handshakeTimeout = .seconds(60)
+        options.httpBodyGate = { request in
+            request.value(for: "Authorization") == "yes" ? nil : .error(status: 401, reason: "Unauthorized")
+        }
+        options.httpResponder = { request in
+            HTTPResponse(contentType: "text/plain", body: Array("got \(request.body.count)\n".utf8))
+        }
+        let (server, port) = try await startEchoServer(options: options, realTime: true)
+        func exchange(_ bytes: String) async throws -> String {
+            let raw = try await TCPConnection.connect(host: "127.0.0.1", port: port)
+            try await raw.send(Array(bytes.utf8))
+            var all: [UInt8] = []
+            try await withTimeout(30) { while let chunk = try await raw.receive() { all += chunk } }
+            await raw.close()
+            return String(decoding: all, as: UTF8.self)
+        }
+        // 5,000 bytes announced, none sent: answered at once (reading the body would wait 60 s for it).
+        let refused = try await exchange("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 5000\r\n\r\n")
+        #expect(refused.hasPrefix("HTTP/1.1 401 Unauthorized"), "\(refused.prefix(80))")
+        // Positive control: through the gate, the whole body reaches the responder.
+        let body = String(repeating: "b", count: 5_000)
+        let answered = try await exchange("POST /x HTTP/1.1\r\nHost: h\r\nAuthorization: yes\r\nContent-Length: 5000\r\n\r\n\(body)")
+        #expect(answered.hasPrefix("HTTP/1.1 200") && answered.hasSuffix("got 5000\n"), "\(answered.prefix(80))")
+        await server.stop()
+    }
+
     @Test("a malformed request gets 400 and is closed")
     func malformedRequest() async throws {
         let (server, port) = try await startEchoServer()

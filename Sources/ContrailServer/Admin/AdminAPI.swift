@@ -27,13 +27,21 @@ struct AdminAPI: Sendable {
     let pages: PageServer
     private var server: ServerAdmin { ServerAdmin(core: pages.core) }
 
+    /// The admin identity `request`'s credential names, or the refusal (401, or 403 for a credential
+    /// that is not an admin's, or on a server without authentication). The body gate asks it before
+    /// a request's body is read, so nobody without a credential can make the server buffer one.
+    func authenticate(_ request: HTTPHead) async -> Result<SessionIdentity, PageServer.Refusal> {
+        guard pages.core.options.sessionHook != nil else {
+            return .failure(PageServer.Refusal(response: Self.failure(
+                403, "Forbidden", "the admin API needs authentication: start the server with --token-file or --jwt-key")))
+        }
+        return await pages.admin(request)
+    }
+
     /// The answer to one `/api/admin/…` request (`path` without its query).
     func respond(to request: HTTPHead, path: String) async -> HTTPResponse {
-        guard pages.core.options.sessionHook != nil else {
-            return Self.failure(403, "Forbidden", "the admin API needs authentication: start the server with --token-file or --jwt-key")
-        }
         let identity: SessionIdentity
-        switch await pages.admin(request) {
+        switch await authenticate(request) {
         case .success(let admin): identity = admin
         case .failure(let refusal): return refusal.response
         }

@@ -47,6 +47,16 @@ struct PageServer: Sendable {
         return HTTPResponse(contentType: asset.contentType, headers: Self.headers, body: asset.body)
     }
 
+    /// The answer to a request that announces a body, before any of it is read: nil (read it) only
+    /// for an admin API request whose credential is an admin's; the refusal for any other admin API
+    /// request; and for everything else the answer its head alone gets (no page takes a body).
+    func gateBody(of request: HTTPHead) async -> HTTPResponse? {
+        let target = request.path ?? "/"
+        guard target.hasPrefix("/api/admin/") else { return await respond(to: request) }
+        if case .failure(let refusal) = await AdminAPI(pages: self).authenticate(request) { return refusal.response }
+        return nil
+    }
+
     /// Why the overview was refused: no token (401) or a token that is not an admin's (403).
     struct Refusal: Error {
         let response: HTTPResponse

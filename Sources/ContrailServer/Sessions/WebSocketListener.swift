@@ -11,11 +11,12 @@ final class WebSocketListener: Sendable {
     private let server: WebSocketServer
     private let started = Atomic<Bool>(false)
 
-    init(host: String, port: UInt16, maxMessageBytes: Int, httpResponder: HTTPResponder? = nil, tls: TLSServerContext? = nil,
-         log: (@Sendable (String) -> Void)? = nil) {
+    init(host: String, port: UInt16, maxMessageBytes: Int, httpResponder: HTTPResponder? = nil, httpBodyGate: HTTPBodyGate? = nil,
+         tls: TLSServerContext? = nil, log: (@Sendable (String) -> Void)? = nil) {
         var options = WebSocketOptions()
         if let log { options.log = log }
         options.httpResponder = httpResponder
+        options.httpBodyGate = httpBodyGate
         options.serverTLS = tls
         options.maxMessageSize = maxMessageBytes
         options.maxFrameSize = maxMessageBytes

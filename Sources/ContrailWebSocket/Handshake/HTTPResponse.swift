@@ -63,3 +63,8 @@ public struct HTTPResponse: Sendable, Equatable {
 /// Answers a plain HTTP request (one without `Upgrade: websocket`) that reached a ``WebSocketServer``.
 /// It runs as a task off the event loop, so it may await (e.g. an actor's state).
 public typealias HTTPResponder = @Sendable (HTTPHead) async -> HTTPResponse
+
+/// Decides whether a plain HTTP request that announces a body may send it, from its head alone
+/// (e.g. its credential): a response refuses the request at once and its body is never read; nil
+/// lets the body be read and the request go to the ``HTTPResponder``. Runs off the event loop.
+public typealias HTTPBodyGate = @Sendable (HTTPHead) async -> HTTPResponse?
