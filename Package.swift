@@ -57,7 +57,9 @@ let package = Package(
         .executableTarget(name: "ContrailCLI", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket", "ContrailNATS", "ContrailFuzz", "ContrailBenchModels"]),
         .executableTarget(name: "Playground", dependencies: ["Contrail", "ContrailServer"], path: "Playground"),
         // What the test targets share: a virtual-time clock, bounded waits, child processes.
-        .target(name: "ContrailTestSupport", dependencies: ["ContrailSupport", "Contrail"], path: "Tests/ContrailTestSupport"),
+        .target(name: "ContrailTestSupport", dependencies: ["ContrailSupport", "Contrail", "CContrailTestSetup"], path: "Tests/ContrailTestSupport"),
+        // Bounds how many tests run at once (before Swift Testing starts; see its TestSetup.c).
+        .target(name: "CContrailTestSetup", path: "Tests/CContrailTestSetup"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailTestSupport", "ContrailWebSocket", "ContrailSupport", "ContrailTLS"]),
         .testTarget(name: "ContrailTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire"]),
         .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailTestSupport", "ContrailNATS", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),
