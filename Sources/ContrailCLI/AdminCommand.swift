@@ -131,7 +131,7 @@ enum AdminCommand {
     }
 
     /// Sends the request; a non-2xx answer becomes an error with the server's message.
-    private static func call(_ client: AdminHTTPClient, _ method: String, _ path: String, body: [UInt8] = []) async throws -> JSON {
+    static func call(_ client: AdminHTTPClient, _ method: String, _ path: String, body: [UInt8] = []) async throws -> JSON {
         let response = try await client.request(method, path, body: body)
         let json = try? JSON(parsing: response.body)
         guard (200..<300).contains(response.status), let json else {
@@ -154,7 +154,7 @@ enum AdminCommand {
         print("restored \(report.scopes.count) scope(s) from the backup of \(report.created) into \(data)")
     }
 
-    private static func printJSON(_ json: JSON) {
+    static func printJSON(_ json: JSON) {
         print(String(decoding: json.serialized(sortedKeys: true), as: UTF8.self))
     }
 
@@ -183,7 +183,7 @@ enum AdminCommand {
         print("\(scopes.count) scope(s); '-': not loaded")
     }
 
-    private static func padded(_ text: String, _ width: Int) -> String {
+    static func padded(_ text: String, _ width: Int) -> String {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
     }
 }

@@ -80,11 +80,11 @@ enum HistoryFiles {
             .sorted { ($0.base, $0.last) < ($1.base, $1.last) }
     }
 
-    /// The runs of history of the scope whose log is at `log`: its segments by base, then the log
-    /// itself. O(history size).
-    static func runs(log: URL) throws(AdminError) -> [Run] {
+    /// The runs of history of the scope whose log is at `log`: with `segments`, its segments by
+    /// base, then the log itself. O(history size).
+    static func runs(log: URL, segments keepsSegments: Bool) throws(AdminError) -> [Run] {
         var runs: [Run] = []
-        for segment in segments(in: segmentDirectory(of: log)) {
+        for segment in keepsSegments ? segments(in: segmentDirectory(of: log)) : [] {
             // A damaged segment is left out (the rest of the history stays readable).
             if let run = try? read(segmentDirectory(of: log).appending(path: segment.name)) { runs.append(run) }
         }

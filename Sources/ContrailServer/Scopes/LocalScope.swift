@@ -395,7 +395,8 @@ actor LocalScope: HostedScope {
         let url = dataDirectory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
         let result = await writer.perform { onWriter -> Result<[HistoryFiles.Run], AdminError> in
             guard onWriter else { return .failure(.stopped) }
-            return Result { () throws(AdminError) in try HistoryFiles.runs(log: url) }
+            // Without a retention the history is the log alone (segments an earlier run kept stay unread).
+            return Result { () throws(AdminError) in try HistoryFiles.runs(log: url, segments: writer.history != nil) }
         }
         return try result.get()
     }
