@@ -150,6 +150,7 @@ struct ScopeHistoryTests {
         let fragments = broadcast["fragments"]?.arrayValue ?? []
         #expect(!fragments.isEmpty && fragments.count <= restored.fragments)
         #expect(fragments.contains { $0["uuid"]?.stringValue == shapes[1] && $0["type"] == "add" })  // the deleted shape is back
+        #expect(fragments.contains { $0["uuid"]?.stringValue == root && $0["type"] == "change" })   // in the same change set
         #expect(try await server.exportScope("S") == before)
         let history = try await server.history(of: "S")
         #expect(history.entries.map(\.sequence) == [1, 2, 3])   // nothing rewritten: the restore is change set 3
@@ -249,25 +250,35 @@ struct ScopeHistoryTests {
         try Data("secret-admin\n".utf8).write(to: URL(filePath: tokenFile))
         let arguments = ["--history", "30d", "--token-file", tokenFile]
         var child = try await ServerProcess(data: data.appending(path: "scopes"), arguments: arguments)
-        let client = try await ServerTestClient.connect(port: child.port)
+        var client = try await ServerTestClient.connect(port: child.port)
         try await client.createSession(params: ["token": "secret-admin"])
         try await AdminTests.drawCanvas(client, scope: "S")
         let shape = try #require(try await Self.shapesOver(port: child.port).first)
-        // Change sets, each acknowledged (durable), with compactions running between them, then a
-        // SIGKILL while compactions are still being asked for.
+        // Rounds of acknowledged (durable) change sets with compactions between them, each round
+        // ended by a SIGKILL while a burst of compactions is under way; change set k+1 sets x = k.
         var acknowledged = 1
-        for step in 1...12 {
-            try await Self.move(client, index: step + 2, shape: shape, x: step)
-            acknowledged += 1
-            if step.isMultiple(of: 3) {
-                #expect(try await AdminHTTPTests.call(child.port, "POST", "/api/admin/scopes/S/compact", token: "secret-admin").0 == 200)
+        for round in 0..<3 {
+            if round > 0 {
+                child = try await ServerProcess(data: data.appending(path: "scopes"), arguments: arguments)
+                client = try await ServerTestClient.connect(port: child.port)
+                try await client.createSession(params: ["token": "secret-admin"])
+                _ = try await client.fetch("S", index: 1)
             }
+            for step in 1...6 {
+                try await Self.move(client, index: step + 1 + (round == 0 ? 1 : 0), shape: shape, x: acknowledged)
+                acknowledged += 1
+                if step.isMultiple(of: 2) {
+                    #expect(try await AdminHTTPTests.call(child.port, "POST", "/api/admin/scopes/S/compact", token: "secret-admin").0 == 200)
+                }
+            }
+            let port = child.port
+            let burst = (0..<8).map { _ in
+                Task { _ = try? await AdminHTTPTests.call(port, "POST", "/api/admin/scopes/S/compact", token: "secret-admin") }
+            }
+            for _ in 0..<round { _ = try? await AdminHTTPTests.call(port, "POST", "/api/admin/scopes/S/compact", token: "secret-admin") }
+            try await child.kill()
+            for task in burst { _ = await task.value }
         }
-        let port = child.port
-        let compactions = Task { for _ in 0..<20 { _ = try? await AdminHTTPTests.call(port, "POST", "/api/admin/scopes/S/compact", token: "secret-admin") } }
-        _ = try? await AdminHTTPTests.call(port, "POST", "/api/admin/scopes/S/compact", token: "secret-admin")
-        try await child.kill()
-        _ = await compactions.value
         child = try await ServerProcess(data: data.appending(path: "scopes"), arguments: arguments)
         let url = "http://127.0.0.1:\(child.port)"
         let executable = try ServerProcess.executable.path(percentEncoded: false)
@@ -278,7 +289,7 @@ struct ScopeHistoryTests {
         #expect(history.entries.map(\.sequence) == Array(1...acknowledged))
         #expect(history.oldest == 0)
         // Every point replays to x = its step, through the CLI.
-        for sequence in [1, 4, 8, acknowledged] {
+        for sequence in [1, 4, 8, 13, acknowledged] {
             let at = try await runChild(executable, ["scope", "--server", url, "--json", "at", "S", "--seq", String(sequence)],
                                         environment: environment, timeout: .seconds(120))
             #expect(at.status == 0, "\(at.output)")
