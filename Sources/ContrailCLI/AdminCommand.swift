@@ -33,25 +33,11 @@ enum AdminCommand {
     """
 
     static func run(_ arguments: [String]) async throws {
-        var remaining = arguments[...]
-        var server = "http://127.0.0.1:3000"
-        var tokenFile: String?
-        var raw = false
-        var data: String?
-        var words: [String] = []
-        while let argument = remaining.popFirst() {
-            switch argument {
-            case "-h", "--help":
-                print(help)
-                return
-            case "--server": server = try value(&remaining, argument)
-            case "--token-file": tokenFile = try value(&remaining, argument)
-            case "--token": throw CLIError.usage("--token: the admin credential never goes on the command line (others can read it); use --token-file or CONTRAIL_ADMIN_TOKEN")
-            case "--json": raw = true
-            case "--data": data = try value(&remaining, argument)
-            default: words.append(argument)
-            }
+        guard let parsed = try AdminArguments(arguments, valued: ["--data"]) else {
+            print(help)
+            return
         }
+        let (words, raw, data) = (parsed.words, parsed.raw, parsed.flags["--data"])
         guard let command = words.first else { throw CLIError.usage(help) }
         let operands = Array(words.dropFirst())
         if command == "restore" {
@@ -59,7 +45,7 @@ enum AdminCommand {
             try restore(from: operands[0], into: data)
             return
         }
-        let client = try AdminHTTPClient(url: server, token: try credential(tokenFile))
+        let client = try parsed.client()
         switch (command, operands.count) {
         case ("sessions", 0):
             let json = try await call(client, "GET", "/api/admin/sessions")

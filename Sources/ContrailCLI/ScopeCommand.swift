@@ -28,28 +28,15 @@ enum ScopeCommand {
     """
 
     static func run(_ arguments: [String]) async throws {
-        var remaining = arguments[...]
-        var server = "http://127.0.0.1:3000"
-        var tokenFile: String?
-        var raw = false
-        var point: String?
-        var words: [String] = []
-        while let argument = remaining.popFirst() {
-            switch argument {
-            case "-h", "--help":
-                print(help)
-                return
-            case "--server": server = try value(&remaining, argument)
-            case "--token-file": tokenFile = try value(&remaining, argument)
-            case "--token": throw CLIError.usage("--token: the admin credential never goes on the command line (others can read it); use --token-file or CONTRAIL_ADMIN_TOKEN")
-            case "--json": raw = true
-            case "--since", "--seq", "--revision": point = try value(&remaining, argument)
-            default: words.append(argument)
-            }
+        guard let parsed = try AdminArguments(arguments, valued: ["--since", "--seq", "--revision"]) else {
+            print(help)
+            return
         }
+        let (words, raw) = (parsed.words, parsed.raw)
+        let point = parsed.flags["--since"] ?? parsed.flags["--seq"] ?? parsed.flags["--revision"]
         guard words.count >= 2 else { throw CLIError.usage(help) }
         let (command, name) = (words[0], words[1])
-        let client = try AdminHTTPClient(url: server, token: try AdminCommand.credential(tokenFile))
+        let client = try parsed.client()
         let scope = "/api/admin/scopes/\(AdminCommand.encoded(name))"
         switch (command, words.count) {
         case ("history", 2):
@@ -78,11 +65,6 @@ enum ScopeCommand {
         default:
             throw CLIError.usage("contrail scope: unknown command or wrong arguments: \(words.joined(separator: " "))\n\n\(help)")
         }
-    }
-
-    private static func value(_ remaining: inout ArraySlice<String>, _ flag: String) throws -> String {
-        guard let next = remaining.popFirst() else { throw CLIError.usage("\(flag) needs a value") }
-        return next
     }
 
     /// One line per change set (and per revision after the change set it names), then a summary.

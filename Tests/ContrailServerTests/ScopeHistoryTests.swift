@@ -38,15 +38,21 @@ struct ScopeHistoryTests {
         return (state["objects"]?[root]?["properties"]?["shapes"]?.arrayValue ?? []).compactMap(\.stringValue)
     }
 
+    /// A server on `data` (a 30-day retention) with alice's session and a canvas drawn in scope "S"
+    /// (change set 1), and the canvas's first shape.
+    static func startCanvas(data: URL, clock: WallClock? = nil) async throws -> (ContrailServer, ServerTestClient, String) {
+        let server = try ContrailServer(options: options(data: data, clock: clock))
+        let alice = ServerTestClient(server: server)
+        try await alice.createSession(params: ["user": "alice"])
+        try await AdminTests.drawCanvas(alice, scope: "S")
+        return (server, alice, try #require(try await shapes(server, "S").first))
+    }
+
     @Test func everyPointReplaysToTheStateTheScopeHadThenAcrossCompactions() async throws {
         let data = AdminTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: data) }
         let clock = WallClock()
-        let server = try ContrailServer(options: Self.options(data: data, clock: clock))
-        let alice = ServerTestClient(server: server)
-        try await alice.createSession(params: ["user": "alice"])
-        try await AdminTests.drawCanvas(alice, scope: "S")
-        let shape = try #require(try await Self.shapes(server, "S").first)
+        let (server, alice, shape) = try await Self.startCanvas(data: data, clock: clock)
         // The state after each change set, as the scope exported it then: the independent record.
         var states = [1: try await server.exportScope("S")]
         for step in 2...7 {
@@ -96,11 +102,7 @@ struct ScopeHistoryTests {
         let data = AdminTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: data) }
         let clock = WallClock()
-        let server = try ContrailServer(options: Self.options(data: data, clock: clock))
-        let alice = ServerTestClient(server: server)
-        try await alice.createSession(params: ["user": "alice"])
-        try await AdminTests.drawCanvas(alice, scope: "S")
-        let shape = try #require(try await Self.shapes(server, "S").first)
+        let (server, alice, shape) = try await Self.startCanvas(data: data, clock: clock)
         try await Self.move(alice, index: 3, shape: shape, x: 1)
         _ = try await server.compactScope("S")   // segment 0...2, closed now
         clock.advance(days: 29)
@@ -166,11 +168,7 @@ struct ScopeHistoryTests {
     @Test func revisionsNameAPointForAtAndRestore() async throws {
         let data = AdminTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: data) }
-        let server = try ContrailServer(options: Self.options(data: data))
-        let alice = ServerTestClient(server: server)
-        try await alice.createSession(params: ["user": "alice"])
-        try await AdminTests.drawCanvas(alice, scope: "S")
-        let shape = try #require(try await Self.shapes(server, "S").first)
+        let (server, alice, shape) = try await Self.startCanvas(data: data)
         let marked = try await server.exportScope("S")
         let revision = try await server.markRevision("v1", scope: "S", user: "ops")
         #expect(revision.sequence == 1)
