@@ -80,20 +80,24 @@ enum HistoryFiles {
             .sorted { ($0.base, $0.last) < ($1.base, $1.last) }
     }
 
-    /// The runs of history of the scope whose log is at `log`: with `segments`, its segments by
-    /// base, then the log itself. O(history size).
-    static func runs(log: URL, segments keepsSegments: Bool) throws(AdminError) -> [Run] {
-        var runs: [Run] = []
-        for segment in keepsSegments ? segments(in: segmentDirectory(of: log)) : [] {
-            // A damaged segment is left out (the rest of the history stays readable).
-            if let run = try? read(segmentDirectory(of: log).appending(path: segment.name)) { runs.append(run) }
-        }
-        do throws(AdminError) {
-            runs.append(try read(log))
-        } catch {
-            throw .storage("the scope's log cannot be read: \(error)")
-        }
-        return runs
+    /// The scope's log read as history.
+    private static func readLog(_ log: URL) throws(AdminError) -> Run {
+        do throws(AdminError) { return try read(log) } catch { throw .storage("the scope's log cannot be read: \(error)") }
+    }
+
+    /// The segments to read: with `keepsSegments` those `wanted` picks (by name), read in order;
+    /// a damaged one is left out (the rest of the history stays readable). O(what they hold).
+    private static func readSegments(of log: URL, _ keepsSegments: Bool,
+                                     _ wanted: ((base: Int, last: Int)) -> Bool) -> [Run] {
+        guard keepsSegments else { return [] }
+        let directory = segmentDirectory(of: log)
+        return segments(in: directory).filter { wanted(($0.base, $0.last)) }.compactMap { try? read(directory.appending(path: $0.name)) }
+    }
+
+    /// The oldest point whose state can be rebuilt: the smallest base of the segments and the log.
+    private static func oldest(of log: URL, _ keepsSegments: Bool, live: Run) -> Int {
+        let bases = keepsSegments ? segments(in: segmentDirectory(of: log)).map(\.base) : []
+        return (bases + [live.base]).min() ?? live.base
     }
 
     /// Reads one file of history.
@@ -128,49 +132,55 @@ enum HistoryFiles {
         return Run(base: base, records: recovery.records, entries: entries, revisions: revisions)
     }
 
-    /// The history of `runs` (``runs(log:)``) after `since` (nil: all of it). The revisions are the
-    /// live log's (its snapshot keeps every earlier one).
-    static func history(of scope: String, runs: [Run], since: HistoryPoint?) throws(AdminError) -> ScopeHistory {
+    /// The history of the scope whose log is at `log` after `since` (nil: all of it): the log and,
+    /// with `keepsSegments`, the segments holding change sets after `since` (all of them for a time
+    /// or nil). The revisions are the log's (its snapshot keeps every earlier one). O(what it reads).
+    static func history(log: URL, segments keepsSegments: Bool, scope: String, since: HistoryPoint?) throws(AdminError) -> ScopeHistory {
+        let live = try readLog(log)
+        var after: Int?
+        switch since {
+        case .sequence(let number)?: after = number
+        case .revision(let label)?:
+            guard let revision = live.revisions.last(where: { $0.label == label }) else { throw .unknownRevision(label) }
+            after = revision.sequence
+        case .time?, nil: after = nil
+        }
+        let runs = readSegments(of: log, keepsSegments) { segment in after.map { segment.last > $0 } ?? true } + [live]
         var bySequence: [Int: HistoryEntry] = [:]
         for run in runs { for item in run.entries { bySequence[item.entry.sequence] = item.entry } }
-        let revisions = runs.last?.revisions ?? []
         var entries = bySequence.values.sorted { $0.sequence < $1.sequence }
-        switch since {
-        case .sequence(let after)?: entries.removeAll { $0.sequence <= after }
-        case .revision(let label)?:
-            guard let revision = revisions.last(where: { $0.label == label }) else { throw .unknownRevision(label) }
-            entries.removeAll { $0.sequence <= revision.sequence }
-        case .time(let date)?: entries.removeAll { ($0.time ?? .distantPast) < date }
-        case nil: break
-        }
-        return ScopeHistory(scope: scope, oldest: runs.map(\.base).min() ?? 0, latest: runs.last?.last ?? 0,
-                            entries: entries, revisions: revisions)
+        if let after { entries.removeAll { $0.sequence <= after } }
+        if case .time(let date)? = since { entries.removeAll { ($0.time ?? .distantPast) < date } }
+        return ScopeHistory(scope: scope, oldest: oldest(of: log, keepsSegments, live: live), latest: live.last, entries: entries,
+                            revisions: live.revisions)
     }
 
-    /// The sequence number `point` stands for in `runs`.
-    static func sequence(of point: HistoryPoint, in runs: [Run]) throws(AdminError) -> Int {
+    /// The scope's state after `point` and the sequence number it stands for, replayed from the
+    /// one file that holds it (the log when it does). O(that file), plus every file for a time.
+    static func state(log: URL, segments keepsSegments: Bool, scope: String, at point: HistoryPoint) throws(AdminError) -> (sequence: Int, store: ScopeStore) {
+        let live = try readLog(log)
+        let oldest = oldest(of: log, keepsSegments, live: live)
+        let sequence: Int
         switch point {
-        case .sequence(let number): return number
+        case .sequence(let number): sequence = number
         case .revision(let label):
-            guard let revision = runs.last?.revisions.last(where: { $0.label == label }) else { throw .unknownRevision(label) }
-            return revision.sequence
+            guard let revision = live.revisions.last(where: { $0.label == label }) else { throw .unknownRevision(label) }
+            sequence = revision.sequence
         case .time(let date):
-            let before = runs.flatMap(\.entries).map(\.entry).filter { ($0.time ?? .distantFuture) <= date }
-            if let last = before.max(by: { $0.sequence < $1.sequence }) { return last.sequence }
-            let oldest = runs.map(\.base).min() ?? 0
-            guard oldest == 0 else { throw .historyUnavailable("no change set kept was accepted at or before \(point)") }
-            return 0
+            let entries = (readSegments(of: log, keepsSegments) { _ in true } + [live]).flatMap(\.entries).map(\.entry)
+            if let last = entries.filter({ ($0.time ?? .distantFuture) <= date }).max(by: { $0.sequence < $1.sequence }) {
+                sequence = last.sequence
+            } else {
+                guard oldest == 0 else { throw .historyUnavailable("no change set kept was accepted at or before \(point)") }
+                sequence = 0
+            }
         }
-    }
-
-    /// The scope's state after change set `sequence`, replayed from the run that holds it.
-    /// O(that run's size).
-    static func state(after sequence: Int, in runs: [Run], scope: String) throws(AdminError) -> ScopeStore {
-        let latest = runs.last?.last ?? 0
-        guard sequence >= 0, sequence <= latest else { throw .historyUnavailable("the scope has \(latest) change set(s); there is no \(sequence)") }
-        // The newest run that reaches the point: the live log when it does.
-        guard let run = runs.reversed().first(where: { $0.base <= sequence && sequence <= $0.last }) else {
-            throw .historyUnavailable("change set \(sequence) is no longer kept (the oldest state kept is after \(runs.map(\.base).min() ?? 0))")
+        guard sequence >= 0, sequence <= live.last else { throw .historyUnavailable("the scope has \(live.last) change set(s); there is no \(sequence)") }
+        // The log when it reaches the point, else the newest segment that does.
+        let holding = live.base <= sequence ? live
+            : readSegments(of: log, keepsSegments) { $0.base <= sequence && sequence <= $0.last }.last
+        guard let run = holding, run.base <= sequence, sequence <= run.last else {
+            throw .historyUnavailable("change set \(sequence) is no longer kept (the oldest state kept is after \(oldest))")
         }
         let end = run.entries.first(where: { $0.entry.sequence == sequence })?.record ?? 0
         let replayed: ScopeStore?
@@ -180,7 +190,7 @@ enum HistoryFiles {
             throw .storage("the history of '\(scope)' cannot be replayed: \(error)")
         }
         guard let replayed else { throw .storage("the history of '\(scope)' has no snapshot") }
-        return replayed
+        return (sequence, replayed)
     }
 
     private static func failure(_ call: String, _ path: String) -> ServerError {

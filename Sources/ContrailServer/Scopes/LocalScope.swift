@@ -373,30 +373,33 @@ actor LocalScope: HostedScope {
     }
 
     /// The scope's history (§8.26) after `since`, read on the writer thread once every earlier
-    /// record is written: its log and, with a retention, its history segments. O(history size).
+    /// record is written: its log and, with a retention, its history segments. O(history read).
     func history(since: HistoryPoint?) async throws(AdminError) -> ScopeHistory {
-        let (runs, name) = (try await historyRuns(), self.name)
-        return try HistoryFiles.history(of: name, runs: runs, since: since)
+        let name = self.name
+        return try await onHistory { log, segments throws(AdminError) in
+            try HistoryFiles.history(log: log, segments: segments, scope: name, since: since)
+        }
     }
 
-    /// The state after `point` as `Scope.stateJSON()` shapes it, replayed from the history.
+    /// The state after `point`, replayed from the history, and the sequence number it stands for.
     /// O(the size of the history file that holds it).
     func state(at point: HistoryPoint) async throws(AdminError) -> (sequence: Int, store: ScopeStore) {
-        let runs = try await historyRuns()
-        let sequence = try HistoryFiles.sequence(of: point, in: runs)
-        return (sequence, try HistoryFiles.state(after: sequence, in: runs, scope: name))
+        let name = self.name
+        return try await onHistory { log, segments throws(AdminError) in
+            try HistoryFiles.state(log: log, segments: segments, scope: name, at: point)
+        }
     }
 
-    /// The history files' contents, read on the writer thread after the earlier writes.
-    private func historyRuns() async throws(AdminError) -> [HistoryFiles.Run] {
+    /// Runs `read` on the writer thread after the earlier writes, with the scope's log and whether
+    /// its history segments count (only with a retention: segments an earlier run kept stay unread).
+    private func onHistory<T: Sendable>(_ read: @escaping @Sendable (URL, Bool) throws(AdminError) -> T) async throws(AdminError) -> T {
         guard exists else { throw .unknownScope(name) }
         guard let writer, let dataDirectory else { throw .noDataDirectory }
         if isClosed { throw .stopped }
         let url = dataDirectory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
-        let result = await writer.perform { onWriter -> Result<[HistoryFiles.Run], AdminError> in
+        let result = await writer.perform { onWriter -> Result<T, AdminError> in
             guard onWriter else { return .failure(.stopped) }
-            // Without a retention the history is the log alone (segments an earlier run kept stay unread).
-            return Result { () throws(AdminError) in try HistoryFiles.runs(log: url, segments: writer.history != nil) }
+            return Result { () throws(AdminError) in try read(url, writer.history != nil) }
         }
         return try result.get()
     }

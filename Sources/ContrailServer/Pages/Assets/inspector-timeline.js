@@ -92,10 +92,11 @@ function pastTree(state) {
  * Mounts the timeline of scope `name` into `container`: a slider from the oldest point kept to the
  * latest, and under it the change sets that led to the chosen point. Scrubbed back, `tree` shows
  * the state there (the returned object's `viewing` is true, so the live tree leaves it alone);
- * at the end of the slider the live tree comes back through `onLive`. The history is read again
- * every `refreshMs` while live.
+ * at the end of the slider the live tree comes back through `onLive`. The history is read when the
+ * timeline mounts and again each time the slider is taken or "live" is clicked (reading it costs the
+ * server the whole history kept, so it is not polled).
  */
-export function mountTimeline({ container, tree, changes, name, token, onLive, refreshMs = 3000 }) {
+export function mountTimeline({ container, tree, changes, name, token, onLive }) {
   const base = "";
   const slider = element("input");
   slider.type = "range";
@@ -104,6 +105,7 @@ export function mountTimeline({ container, tree, changes, name, token, onLive, r
   slider.disabled = true;
   const label = element("span", "point", "history…");
   const live = element("button", "more", "live");
+  live.title = "back to the live tree (and read the history again)";
   container.replaceChildren(slider, label, live);
   const timeline = { viewing: false, history: null, shown: null };
   let request = 0;
@@ -147,17 +149,17 @@ export function mountTimeline({ container, tree, changes, name, token, onLive, r
     }
     slider.min = String(timeline.history.oldest);
     slider.max = String(timeline.history.latest);
-    slider.disabled = timeline.history.latest === timeline.history.oldest;
+    slider.disabled = false;
     if (!timeline.viewing) showLive();
   };
   slider.addEventListener("input", () => {
     const seq = Number(slider.value);
     if (seq >= Number(slider.max)) showLive(); else showPoint(seq);
   });
+  slider.addEventListener("pointerdown", () => { if (!timeline.viewing) refresh(); });
+  slider.addEventListener("focus", () => { if (!timeline.viewing) refresh(); });
   live.addEventListener("click", () => { refresh(); showLive(); });
   refresh();
-  const timer = setInterval(() => { if (!timeline.viewing) refresh(); }, refreshMs);
-  timeline.stop = () => clearInterval(timer);
   timeline.showPoint = showPoint;
   timeline.refresh = refresh;
   return timeline;
