@@ -176,6 +176,8 @@ struct ScopeHistoryTests {
         await #expect(throws: AdminError.revisionExists("v1")) { try await server.markRevision("v1", scope: "S") }
         await #expect(throws: AdminError.self) { try await server.markRevision("42", scope: "S") }
         await #expect(throws: AdminError.self) { try await server.markRevision("", scope: "S") }
+        await #expect(throws: AdminError.self) { try await server.markRevision("2026-11-27T08:00:00Z", scope: "S") }
+        await #expect(throws: AdminError.self) { try await server.restoreScope("S", to: .sequence(0)) }   // the empty scope has no root to restore
         try await Self.move(alice, index: 3, shape: shape, x: 5)
         _ = try await server.compactScope("S")  // the revision survives compaction
         #expect(try await server.history(of: "S").revisions.map(\.label) == ["v1"])

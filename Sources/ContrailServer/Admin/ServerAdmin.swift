@@ -138,6 +138,9 @@ struct ServerAdmin: Sendable {
     func restoreScope(_ name: String, to point: HistoryPoint, identity: SessionIdentity) async throws(AdminError) -> (sequence: Int, fragments: Int) {
         let scope = try historyScope(name)
         let (sequence, past) = try await scope.state(at: point)
+        guard past.objects[past.rootUUID]?.className.isEmpty == false else {
+            throw .historyUnavailable("the scope had no root object after change set \(sequence) (it was empty): restore to a later point")
+        }
         guard case .scope(let held) = core.holdScope(named: name) else { throw core.isStopped ? .stopped : .unknownScope(name) }
         defer { core.releaseScope(named: name) }
         guard let current = await held.stateJSON().flatMap(ScopeStore.init(snapshot:)) else { throw .unknownScope(name) }

@@ -38,11 +38,13 @@ public struct ScopeRevision: Sendable, Equatable {
     }
 
     /// Why `label` cannot name a revision, or nil: 1 to 100 bytes of UTF-8, no control character,
-    /// not all digits (a number names a sequence number).
+    /// not all digits (a number names a sequence number), not an ISO 8601 time (a time names the
+    /// change set accepted last by then).
     public static func problem(with label: String) -> String? {
         if label.isEmpty || label.utf8.count > 100 { return "a revision label has 1 to 100 bytes" }
         if label.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "a revision label has no control characters" }
         if label.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) { return "a revision label is not a number (numbers name sequence numbers)" }
+        if case .time = HistoryPoint(parsing: label) { return "a revision label is not an ISO 8601 time (times name points too)" }
         return nil
     }
 }
