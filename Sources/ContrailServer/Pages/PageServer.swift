@@ -58,31 +58,6 @@ struct PageServer: Sendable {
         return HTTPResponse(contentType: asset.contentType, headers: Self.headers, body: asset.body)
     }
 
-    /// The inspector's timeline routes: `/api/overview/scopes/NAME/history` and `…/at/SEQ`.
-    private func timeline(_ path: String, for identity: SessionIdentity) async -> HTTPResponse {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(4).map { String($0).removingPercentEncoding }
-        guard parts.count >= 2, let name = parts[0], !name.isEmpty else { return .error(status: 404, reason: "Not Found") }
-        guard identity.may(.read, name) else { return .error(status: 403, reason: "Forbidden", headers: Self.headers) }
-        let server = ServerAdmin(core: core)
-        do throws(AdminError) {
-            let body: JSON
-            switch (parts[1], parts.count) {
-            case ("history", 2):
-                body = try await server.history(of: name, since: nil).json
-            case ("at", 3):
-                guard let text = parts[2], let sequence = Int(text) else { return .error(status: 400, reason: "Bad Request", headers: Self.headers) }
-                let (reached, state) = try await server.scopeState(name, at: .sequence(sequence))
-                body = .object(["seq": .int(Int64(reached)), "state": state])
-            default:
-                return .error(status: 404, reason: "Not Found", headers: Self.headers)
-            }
-            return HTTPResponse(contentType: "application/json", headers: Self.headers, body: body.serialized(sortedKeys: true))
-        } catch {
-            return HTTPResponse(status: error.status, reason: "Error", contentType: "application/json", headers: Self.headers,
-                                body: JSON.object(["error": .string(error.description)]).serialized(sortedKeys: true))
-        }
-    }
-
     /// Why the overview was refused: no token (401) or a token that is not an admin's (403).
     struct Refusal: Error {
         let response: HTTPResponse
@@ -119,5 +94,30 @@ struct PageServer: Sendable {
                                     "subscribers": .int(Int64(subscribers))]))
         }
         return .object(["sessions": .int(Int64(connected)), "detached": .int(Int64(live.count - connected)), "scopes": .array(entries)])
+    }
+
+    /// The inspector's timeline routes: `/api/overview/scopes/NAME/history` and `…/at/SEQ`.
+    private func timeline(_ path: String, for identity: SessionIdentity) async -> HTTPResponse {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(4).map { String($0).removingPercentEncoding }
+        guard parts.count >= 2, let name = parts[0], !name.isEmpty else { return .error(status: 404, reason: "Not Found") }
+        guard identity.may(.read, name) else { return .error(status: 403, reason: "Forbidden", headers: Self.headers) }
+        let server = ServerAdmin(core: core)
+        do throws(AdminError) {
+            let body: JSON
+            switch (parts[1], parts.count) {
+            case ("history", 2):
+                body = try await server.history(of: name, since: nil).json
+            case ("at", 3):
+                guard let text = parts[2], let sequence = Int(text) else { return .error(status: 400, reason: "Bad Request", headers: Self.headers) }
+                let (reached, state) = try await server.scopeState(name, at: .sequence(sequence))
+                body = .object(["seq": .int(Int64(reached)), "state": state])
+            default:
+                return .error(status: 404, reason: "Not Found", headers: Self.headers)
+            }
+            return HTTPResponse(contentType: "application/json", headers: Self.headers, body: body.serialized(sortedKeys: true))
+        } catch {
+            return HTTPResponse(status: error.status, reason: "Error", contentType: "application/json", headers: Self.headers,
+                                body: JSON.object(["error": .string(error.description)]).serialized(sortedKeys: true))
+        }
     }
 }
