@@ -316,6 +316,22 @@ struct ScopeHistoryTests {
         try await child.kill()
     }
 
+    @Test func serveTakesAHistoryPeriodOnlyWithADataDirectory() async throws {
+        let executable = try ServerProcess.executable.path(percentEncoded: false)
+        let memory = try await runChild(executable, ["serve", "--port", "0", "--history", "30d"], timeout: .seconds(120))
+        #expect(memory.status == 2)
+        #expect(memory.output.contains("--history needs --data"))
+        let data = AdminTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: data) }
+        let bad = try await runChild(executable, ["serve", "--port", "0", "--data", data.path(percentEncoded: false), "--history", "30x"],
+                                     timeout: .seconds(120))
+        #expect(bad.status == 2)
+        #expect(bad.output.contains("is not a period"))
+        // Positive control: a period with a data directory starts.
+        let child = try await ServerProcess(data: data, arguments: ["--history", "12h"])
+        try await child.kill()
+    }
+
     /// The shapes of scope "S" on a child server, through the admin export.
     static func shapesOver(port: UInt16) async throws -> [String] {
         let (_, state) = try await AdminHTTPTests.call(port, "GET", "/api/admin/scopes/S/export", token: "secret-admin")
