@@ -46,6 +46,7 @@ let package = Package(
                             .embedInCode("Pages/Assets/contrail-collections.js"), .embedInCode("Pages/Assets/pages.css"),
                             .embedInCode("Pages/Assets/demo.html"), .embedInCode("Pages/Assets/demo.js"),
                             .embedInCode("Pages/Assets/inspector.html"), .embedInCode("Pages/Assets/inspector.js"),
+                            .embedInCode("Pages/Assets/inspector-timeline.js"),
                             .embedInCode("Pages/Assets/favicon.svg"),
                             .embedInCode("Pages/Assets/contrail-presence.js"), .embedInCode("Pages/Assets/demo-presence.js"),
                             .embedInCode("Pages/Assets/contrail-text.js"), .embedInCode("Pages/Assets/demo-caption.js"),

@@ -33,25 +33,11 @@ enum AdminCommand {
     """
 
     static func run(_ arguments: [String]) async throws {
-        var remaining = arguments[...]
-        var server = "http://127.0.0.1:3000"
-        var tokenFile: String?
-        var raw = false
-        var data: String?
-        var words: [String] = []
-        while let argument = remaining.popFirst() {
-            switch argument {
-            case "-h", "--help":
-                print(help)
-                return
-            case "--server": server = try value(&remaining, argument)
-            case "--token-file": tokenFile = try value(&remaining, argument)
-            case "--token": throw CLIError.usage("--token: the admin credential never goes on the command line (others can read it); use --token-file or CONTRAIL_ADMIN_TOKEN")
-            case "--json": raw = true
-            case "--data": data = try value(&remaining, argument)
-            default: words.append(argument)
-            }
+        guard let parsed = try AdminArguments(arguments, valued: ["--data"]) else {
+            print(help)
+            return
         }
+        let (words, raw, data) = (parsed.words, parsed.raw, parsed.flags["--data"])
         guard let command = words.first else { throw CLIError.usage(help) }
         let operands = Array(words.dropFirst())
         if command == "restore" {
@@ -59,7 +45,7 @@ enum AdminCommand {
             try restore(from: operands[0], into: data)
             return
         }
-        let client = try AdminHTTPClient(url: server, token: try credential(tokenFile))
+        let client = try parsed.client()
         switch (command, operands.count) {
         case ("sessions", 0):
             let json = try await call(client, "GET", "/api/admin/sessions")
@@ -131,7 +117,7 @@ enum AdminCommand {
     }
 
     /// Sends the request; a non-2xx answer becomes an error with the server's message.
-    private static func call(_ client: AdminHTTPClient, _ method: String, _ path: String, body: [UInt8] = []) async throws -> JSON {
+    static func call(_ client: AdminHTTPClient, _ method: String, _ path: String, body: [UInt8] = []) async throws -> JSON {
         let response = try await client.request(method, path, body: body)
         let json = try? JSON(parsing: response.body)
         guard (200..<300).contains(response.status), let json else {
@@ -154,7 +140,7 @@ enum AdminCommand {
         print("restored \(report.scopes.count) scope(s) from the backup of \(report.created) into \(data)")
     }
 
-    private static func printJSON(_ json: JSON) {
+    static func printJSON(_ json: JSON) {
         print(String(decoding: json.serialized(sortedKeys: true), as: UTF8.self))
     }
 
@@ -183,7 +169,7 @@ enum AdminCommand {
         print("\(scopes.count) scope(s); '-': not loaded")
     }
 
-    private static func padded(_ text: String, _ width: Int) -> String {
+    static func padded(_ text: String, _ width: Int) -> String {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
     }
 }

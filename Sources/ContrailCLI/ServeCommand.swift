@@ -23,6 +23,10 @@ enum ServeCommand {
                               lost on exit)
       --backup-dir DIR        where `contrail admin backup` writes backups (one directory each;
                               default: none, backups over HTTP are refused)
+      --history PERIOD        keep each scope's change sets readable this long after compaction
+                              (30d, 12h, 90m, 3600s; needs --data, not with --nats); default: the
+                              history is what each scope's log holds, the change sets since its
+                              last compaction (see contrail scope --help)
       --fsync POLICY          when accepted change sets are forced to disk: "always" (default;
                               a change set is acknowledged only once its record is synced, with
                               group commit), "interval:200ms" (explicit opt-in to buffered
@@ -164,6 +168,12 @@ enum ServeCommand {
             guard let parsed = T(text), parsed >= 0 else { throw CLIError.usage("\(flag): '\(text)' is not a valid number\n\n\(help)") }
             return parsed
         }
+        func historyPeriod(_ text: String) -> Duration? {
+            let units: [Character: Double] = ["d": 86_400, "h": 3_600, "m": 60, "s": 1]
+            guard let unit = text.last.flatMap({ units[$0] }), let count = Double(text.dropLast()), count > 0, count.isFinite,
+                  count * unit < 1e12 else { return nil }
+            return .milliseconds(Int64(count * unit * 1000))
+        }
         func seconds(_ flag: String) throws -> Duration {
             let text = try value(flag)
             guard let parsed = Double(text), parsed > 0, parsed.isFinite else {
@@ -178,6 +188,12 @@ enum ServeCommand {
             case "--port": options.port = try number(flag, UInt16.self)
             case "--data": options.dataDirectory = URL(filePath: try value(flag), directoryHint: .isDirectory)
             case "--backup-dir": options.backupDirectory = URL(filePath: try value(flag), directoryHint: .isDirectory)
+            case "--history":
+                let text = try value(flag)
+                guard let period = historyPeriod(text) else {
+                    throw CLIError.usage("--history: '\(text)' is not a period such as 30d, 12h, 90m or 3600s\n\n\(help)")
+                }
+                options.historyRetention = period
             case "--fsync": options.fsync = try fsyncPolicy(try value(flag))
             case "--session-expiry": options.sessionExpiry = try seconds(flag)
             case "--max-waiting-bytes": options.maxWaitingSessionBytes = try number(flag, Int.self)
@@ -263,6 +279,9 @@ enum ServeCommand {
             options.cluster?.tls = TLSClientConfiguration(caBundlePath: natsCA)
         }
         options.tls = try tlsContext(tlsFiles)
+        if options.historyRetention != nil && (options.dataDirectory == nil || options.cluster != nil) {
+            throw CLIError.usage("--history needs --data and is not available with --nats (a cluster's history is its JetStream stream)\n\n\(help)")
+        }
         if options.cluster != nil && options.dataDirectory != nil {
             throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")
         }

@@ -7,6 +7,8 @@ commands:
   serve            run a Contrail sync server (see contrail serve --help)
   admin            sessions, scopes, export/import, compaction and backups of a running server
                    (see contrail admin --help)
+  scope            a scope's history: list change sets, show the state at a point, restore it,
+                   mark named revisions (see contrail scope --help)
   bench            run the benchmarks (see contrail bench --help)
   log              inspect or replay a fragment log file (see contrail log --help)
   autobahn-client  run every Autobahn test case against AUTOBAHN_URL (conformance testee)
@@ -21,6 +23,7 @@ do {
     case "bench": try await BenchCommand.run(Array(arguments.dropFirst()))
     case "serve": try await ServeCommand.run(Array(arguments.dropFirst()))
     case "admin": try await AdminCommand.run(Array(arguments.dropFirst()))
+    case "scope": try await ScopeCommand.run(Array(arguments.dropFirst()))
     case "log": try await LogCommand.run(Array(arguments.dropFirst()))
     case "autobahn-client": try await AutobahnClientCommand.run(Array(arguments.dropFirst()))
     case "echo-server": try await EchoServerCommand.run(Array(arguments.dropFirst()))

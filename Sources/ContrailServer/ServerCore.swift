@@ -58,7 +58,12 @@ final class ServerCore: Sendable {
         self.clock = ElapsedClock(options.clock)
         self.log = ServerLog(sink: options.log, format: options.logFormat)
         self.metrics = ServerMetrics()
-        self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(policy: options.fsync, log: log, metrics: metrics)
+        self.logWriter = options.dataDirectory == nil ? nil : ScopeLogWriter(
+            policy: options.fsync, log: log, metrics: metrics,
+            history: options.historyRetention.map { retention in
+                ScopeLogWriter.HistoryKeeping(retentionSeconds: Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18,
+                                              now: options.wallClock)
+            })
         self.scopeSlots = ScopeSlots(limit: options.maxOpenScopes)
         self.throttle = AuthThrottle(initialDelay: options.failedAttemptDelay, maxDelay: options.maxFailedAttemptDelay,
                                      maxWaitingPerSource: options.maxDelayedAttemptsPerSource, clock: clock)
@@ -174,6 +179,7 @@ final class ServerCore: Sendable {
         return LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
                           slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,
                           procedures: options.procedures, root: options.roots[name], exists: exists, metrics: metrics,
+                          wallClock: options.wallClock,
                           create: { [weak self] in
                               guard let self else { return .limitExceeded("server is stopping") }
                               return self.createScope(named: name)

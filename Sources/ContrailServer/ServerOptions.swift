@@ -121,6 +121,17 @@ public struct ServerOptions: Sendable {
     /// --drain-timeout`, what SIGTERM runs); past it the process may exit: acknowledged change
     /// sets are durable already.
     public var drainTimeout: Duration = .seconds(10)
+    /// How long each scope's accepted change sets stay readable after a compaction replaced the log
+    /// that held them (`contrail serve --history 30d`, Protocol §8.26): each compaction keeps the
+    /// log it replaces as a history segment beside the scope's log, deleted once it was closed
+    /// longer ago than this. Nil (the default): the history is what the scope's log holds, the
+    /// change sets since its last compaction (which runs once the log has grown to four times its
+    /// compacted size and at least 1 MiB, when the scope unloads after ``scopeIdleTimeout``, when
+    /// the server stops, and on `contrail admin compact`). Needs ``dataDirectory``; not in a cluster.
+    public var historyRetention: Duration?
+    /// The wall clock of the history: the time stamped on each accepted change set and revision,
+    /// and the one ``historyRetention`` is measured on. Tests pass one they move.
+    public var wallClock: @Sendable () -> Date = { Date() }
     /// Joins a cluster of servers sharing every scope through NATS JetStream (`contrail serve --nats`);
     /// nil serves alone. With a cluster, scopes live in the cluster's log, not in `dataDirectory`.
     public var cluster: ClusterOptions?

@@ -14,6 +14,7 @@ import Testing
     static let served: [(path: String, file: String, type: String)] = [
         ("/", "inspector.html", "text/html; charset=utf-8"),
         ("/inspector.js", "inspector.js", "text/javascript; charset=utf-8"),
+        ("/inspector-timeline.js", "inspector-timeline.js", "text/javascript; charset=utf-8"),
         ("/demo", "demo.html", "text/html; charset=utf-8"),
         ("/demo.js", "demo.js", "text/javascript; charset=utf-8"),
         ("/contrail.js", "contrail.js", "text/javascript; charset=utf-8"),

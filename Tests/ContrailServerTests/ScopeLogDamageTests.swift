@@ -49,7 +49,7 @@ import Testing
             }
             #expect(error == nil, "acknowledged \(index)")
         }
-        if compact { writer.compact(opened.persistence, snapshot: store.snapshotJSON(name: name).serialized()) }
+        if compact { writer.compact(opened.persistence, snapshot: store.snapshotJSON(name: name).serialized(), sequence: store.sequence) }
         await writer.close(opened.persistence)
     }
 

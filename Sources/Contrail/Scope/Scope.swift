@@ -49,6 +49,9 @@ public final class Scope: ModelObjectHost {
     /// `ChangeSet.settle(_:)`; otherwise they are `completed` at once. The scope knows nothing of
     /// who settles them.
     package var awaitsSettlement = false
+    /// The layer that syncs this scope now, if any (set and cleared by it, never called by the
+    /// scope): what `markRevision(_:)` reaches the server through.
+    package weak var syncOwner: AnyObject?
 
     /// Who else is in the scope and what this replica shows them: ephemeral values that are never
     /// recorded (Protocol §8.20; they travel once a session syncs the scope).

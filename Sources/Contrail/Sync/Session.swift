@@ -79,6 +79,7 @@ public final class Session {
         } else {
             scope.flush()
             scope.isSynced = true
+            scope.syncOwner = self
             subscription = ScopeSubscription(scope: scope, params: params, mode: mode)
             subscriptions.append(subscription)
             subscription.listen { [weak self, weak subscription] changeSet in
@@ -167,6 +168,32 @@ public final class Session {
             _ = await answered.wait(timeout: max(.zero, deadline - timeline.elapsed), clock: timeline.clock)
         }
         return waiting.filter { !$0.isSettled }
+    }
+
+    /// Names `scope`'s state on the server `label` (a named revision, Protocol §8.26), once every
+    /// local change made before the call is synced (``sync(_:timeout:)``); returns the sequence
+    /// number of the scope's last change set the revision includes. Waits until `timeout`
+    /// (default `connectTimeout`). `contrail scope at`/`restore` take the label.
+    /// Throws `SyncError.extensionUnavailable` when the server does not offer `MarkRevision` (an
+    /// original Jetstream server, or one without history), `.revisionRefused` when it refuses
+    /// the label, `.notFetched` for a scope this session does not hold.
+    public func markRevision(_ label: String, in scope: Scope, timeout: Duration? = nil) async throws(SyncError) -> Int {
+        guard subscription(for: scope) != nil else { throw .notFetched(scope.name) }
+        guard serverExtensions.contains(MarkRevision.typeName) else { throw .extensionUnavailable(MarkRevision.typeName) }
+        let deadline = timeline.elapsed + (timeout ?? options.connectTimeout)
+        try await sync(scope, timeout: timeout)
+        guard let scopeIndex = subscription(for: scope)?.scopeIndex else { throw .notFetched(scope.name) }
+        let answered = ReplyWaiter<Void>()
+        syncWaiters.append(answered)   // a close ends the wait too
+        defer { syncWaiters.removeAll { $0 === answered } }
+        var outcome: Result<Int, SyncError> = .failure(.closed)
+        _ = request({ .markRevision(MarkRevision(index: $0, scopeIndex: scopeIndex, label: label)) }) { reply in
+            guard case .markRevisionReply(let answer) = reply else { return }
+            outcome = answer.error.map { .failure(.revisionRefused($0)) } ?? .success(answer.sequence ?? 0)
+            answered.resolve(.success(()))
+        }
+        try await answered.wait(timeout: max(.zero, deadline - timeline.elapsed), clock: timeline.clock).get()
+        return try outcome.get()
     }
 
     /// Waits until every change set in `changeSets` is settled, the session closes, or `deadline`.
@@ -345,6 +372,8 @@ public final class Session {
             settleRequest(reply.replyTo, with: message)
         case .scopeDetachReply(let reply):
             settleRequest(reply.replyTo, with: message)
+        case .markRevisionReply(let reply):
+            settleRequest(reply.replyTo, with: message)
         case .scopeState(let state):
             guard let subscription = byScopeIndex[state.scopeIndex] else { break }
             subscription.isFetching = false
@@ -371,7 +400,7 @@ public final class Session {
             }
         case .presencePeers(let peers):
             receivePresence(peers)
-        case .sessionCreate, .sessionCreateReply, .scopeFetch, .scopeDetach, .presence:
+        case .sessionCreate, .sessionCreateReply, .scopeFetch, .scopeDetach, .presence, .markRevision:
             break
         }
         return true
@@ -619,6 +648,7 @@ public final class Session {
         subscription.stopPresence()
         subscriptions.removeAll { $0 === subscription }
         if let index = subscription.scopeIndex { byScopeIndex[index] = nil }
+        if subscription.scope.syncOwner === self { subscription.scope.syncOwner = nil }
     }
 
     private func reportSyncStatus() {

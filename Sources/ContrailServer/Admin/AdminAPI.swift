@@ -15,6 +15,12 @@ import Foundation
 /// | `POST /api/admin/scopes/NAME/import` | body: a state; makes it the scope's |
 /// | `POST /api/admin/scopes/NAME/compact` | compacts its log |
 /// | `POST /api/admin/backup` | body (optional): `{"name": N}`; a backup in the backup directory |
+/// | `GET /api/admin/scopes/NAME/history[?since=POINT]` | ``ScopeHistory`` (read) |
+/// | `GET /api/admin/scopes/NAME/at/POINT` | `{"seq": N, "state": state}` after POINT (read) |
+/// | `POST /api/admin/scopes/NAME/restore` | body `{"to": POINT}`: one change set back to it (write) |
+/// | `POST /api/admin/scopes/NAME/revisions` | body `{"label": L}`: marks a revision (write) |
+///
+/// A POINT (``HistoryPoint``) is a sequence number, a revision label or an ISO 8601 time.
 ///
 /// Deny by default: every request needs `Authorization: Bearer TOKEN` that the server's
 /// authentication (its ``ServerOptions/sessionHook``: `--token-file`, `--jwt-key`) allows as an admin
@@ -81,6 +87,27 @@ struct AdminAPI: Sendable {
                 let report = try await server.compactScope(segments[1])
                 return Self.json(.object(["scope": .string(report.scope), "bytesBefore": .int(Int64(report.bytesBefore)),
                                           "bytesAfter": .int(Int64(report.bytesAfter)), "objects": .int(Int64(report.objects))]))
+            case ("GET", "scopes", 3) where segments[2] == "history":
+                guard identity.may(.read, segments[1]) else { return Self.forbidden(identity, .read, segments[1]) }
+                let since = Self.queryValue(request.path ?? "", "since").map(HistoryPoint.init(parsing:))
+                return Self.json(try await server.history(of: segments[1], since: since).json)
+            case ("GET", "scopes", 4) where segments[2] == "at":
+                guard identity.may(.read, segments[1]) else { return Self.forbidden(identity, .read, segments[1]) }
+                let (sequence, state) = try await server.scopeState(segments[1], at: HistoryPoint(parsing: segments[3]))
+                return Self.json(.object(["seq": .int(Int64(sequence)), "state": state]))
+            case ("POST", "scopes", 3) where segments[2] == "restore":
+                guard identity.may(.write, segments[1]) else { return Self.forbidden(identity, .write, segments[1]) }
+                guard let body = try? JSON(parsing: request.body), case .string(let point)? = body["to"] else {
+                    throw AdminError.invalidState("the body must be {\"to\": POINT}")
+                }
+                let (sequence, count) = try await server.restoreScope(segments[1], to: HistoryPoint(parsing: point), identity: identity)
+                return Self.json(.object(["seq": .int(Int64(sequence)), "fragments": .int(Int64(count))]))
+            case ("POST", "scopes", 3) where segments[2] == "revisions":
+                guard identity.may(.write, segments[1]) else { return Self.forbidden(identity, .write, segments[1]) }
+                guard let body = try? JSON(parsing: request.body), case .string(let label)? = body["label"] else {
+                    throw AdminError.invalidRevision("the body must be {\"label\": LABEL}")
+                }
+                return Self.json(try await server.markRevision(label, scope: segments[1], user: identity.user).json)
             case ("POST", "backup", 1):
                 return Self.json(try await backup(request.body).json)
             case (_, "sessions", _), (_, "users", _), (_, "scopes", _), (_, "backup", _):
@@ -110,6 +137,17 @@ struct AdminAPI: Sendable {
             }
         }
         return try await server.backup(to: root.appending(path: name, directoryHint: .isDirectory))
+    }
+
+    /// The percent-decoded value of `name` in the query of `target`, if present.
+    static func queryValue(_ target: String, _ name: String) -> String? {
+        guard let mark = target.firstIndex(of: "?") else { return nil }
+        for pair in target[target.index(after: mark)...].split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0] == name else { continue }
+            return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+        }
+        return nil
     }
 
     /// Whether `name` is a plain file name: no separator, no `..`, nothing hidden.

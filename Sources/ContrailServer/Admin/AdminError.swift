@@ -29,12 +29,22 @@ public enum AdminError: Error, Sendable, Equatable, CustomStringConvertible {
     case storage(String)
     /// The server is stopped.
     case stopped
+    /// The point asked for is not in the history the server keeps (trimmed, compacted away, or
+    /// past the scope's last change set) (§8.26).
+    case historyUnavailable(String)
+    /// No revision of this label was marked on the scope.
+    case unknownRevision(String)
+    /// A revision of this label was marked on the scope already.
+    case revisionExists(String)
+    /// The label cannot name a revision (``ScopeRevision/problem(with:)``).
+    case invalidRevision(String)
 
     /// The HTTP status `/api/admin/…` answers with.
     public var status: Int {
         switch self {
-        case .unknownSession, .unknownScope: 404
-        case .invalidScopeName, .invalidState: 400
+        case .unknownSession, .unknownScope, .unknownRevision: 404
+        case .invalidScopeName, .invalidState, .invalidRevision: 400
+        case .historyUnavailable, .revisionExists: 409
         case .importRejected: 422
         case .noDataDirectory, .unsupportedInCluster, .noBackupDirectory, .backupExists, .invalidBackup, .restoreTargetNotEmpty: 409
         case .storage: 500
@@ -58,6 +68,10 @@ public enum AdminError: Error, Sendable, Equatable, CustomStringConvertible {
         case .restoreTargetNotEmpty(let path): "\(path) holds scope logs already; restore into an empty data directory"
         case .storage(let reason): reason
         case .stopped: "the server is stopped"
+        case .historyUnavailable(let reason): "not in the history kept: \(reason)"
+        case .unknownRevision(let label): "no revision named '\(label.prefix(100))'"
+        case .revisionExists(let label): "a revision named '\(label.prefix(100))' exists already"
+        case .invalidRevision(let reason): "not a revision label: \(reason)"
         }
     }
 }

@@ -49,6 +49,38 @@ extension ContrailServer {
         try await ServerAdmin(core: core).compactScope(name)
     }
 
+    /// The scope's history (Protocol §8.26) after `since` (nil: all it keeps): each accepted change
+    /// set with its sequence number, time, user and fragments, and the named revisions. What is kept
+    /// is ``ServerOptions/historyRetention``'s. O(history size).
+    /// - Throws: ``AdminError/unknownScope(_:)``, ``AdminError/noDataDirectory``,
+    ///   ``AdminError/unsupportedInCluster``, ``AdminError/unknownRevision(_:)``.
+    public func history(of scope: String, since: HistoryPoint? = nil) async throws(AdminError) -> ScopeHistory {
+        try await ServerAdmin(core: core).history(of: scope, since: since)
+    }
+
+    /// The scope's state after `point` (the shape of ``exportScope(_:)``), rebuilt from its history,
+    /// and the sequence number `point` stands for. O(the size of the history file that holds it).
+    /// - Throws: ``AdminError/historyUnavailable(_:)`` for a point no longer kept, as ``history(of:since:)``.
+    public func scopeState(_ scope: String, at point: HistoryPoint) async throws(AdminError) -> (sequence: Int, state: JSON) {
+        try await ServerAdmin(core: core).scopeState(scope, at: point)
+    }
+
+    /// Brings the scope back to its state after `point` as one new atomic change set, which every
+    /// subscribed session receives like any other (nothing in the history is rewritten). Returns
+    /// the sequence number restored and how many fragments the change set took (0: nothing to do).
+    /// Shared texts keep their current content. O(objects + the history file that holds `point`).
+    /// - Throws: as ``scopeState(_:at:)``, ``AdminError/importRejected(_:)``.
+    public func restoreScope(_ scope: String, to point: HistoryPoint) async throws(AdminError) -> (sequence: Int, fragments: Int) {
+        try await ServerAdmin(core: core).restoreScope(scope, to: point, identity: .unrestricted)
+    }
+
+    /// Names the scope's current state `label` (§8.26), as `user`; durable when it returns.
+    /// - Throws: ``AdminError/invalidRevision(_:)``, ``AdminError/revisionExists(_:)``, as ``history(of:since:)``.
+    @discardableResult
+    public func markRevision(_ label: String, scope: String, user: String = "") async throws(AdminError) -> ScopeRevision {
+        try await ServerAdmin(core: core).markRevision(label, scope: scope, user: user)
+    }
+
     /// Takes a consistent backup of every scope into `directory` (created; it must not exist)
     /// while the server runs: each scope as a log of one snapshot record taken at one point of its
     /// order, which holds every change set acknowledged before the call and no partial one, written

@@ -81,12 +81,15 @@ enum ScopeImport {
     /// Applies `fragments` to `scope` as one atomic change set from the server itself (an outbox of
     /// its own, subscribed to nothing, so every subscribed session gets the broadcast) and returns
     /// the fragments' errors once the reply comes (after the record is durable).
-    static func apply(_ fragments: [SyncFragment], to scope: any HostedScope) async throws(AdminError) -> [String] {
-        let outbox = SessionOutbox(limitBytes: Int.max / 2, origin: #"{"admin":"import"}"#) {}
+    /// `identity`: whose change set the history records; `origin`: what clients that ask for origins
+    /// are told (§8.22).
+    static func apply(_ fragments: [SyncFragment], to scope: any HostedScope, identity: SessionIdentity = .unrestricted,
+                      origin: String = #"{"admin":"import"}"#) async throws(AdminError) -> [String] {
+        let outbox = SessionOutbox(limitBytes: Int.max / 2, origin: origin) {}
         let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let generation = outbox.attach({ wake.yield() }, resumed: false)
         let message = ScopeSync(index: 1, scopeIndex: 0, fragments: fragments, atomic: true, changeSetID: UUID())
-        await scope.sync(message, from: outbox, identity: .unrestricted, received: nil)
+        await scope.sync(message, from: outbox, identity: identity, received: nil)
         // A stopping server answers nothing: give up after a generous bound.
         let timeout = Task {
             try? await Task.sleep(for: .seconds(120))

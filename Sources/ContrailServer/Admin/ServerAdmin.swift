@@ -118,6 +118,58 @@ struct ServerAdmin: Sendable {
         return report
     }
 
+    /// The scope's history after `since` (§8.26). O(history size), read on the log writer thread.
+    func history(of name: String, since: HistoryPoint?) async throws(AdminError) -> ScopeHistory {
+        try await historyScope(name).history(since: since)
+    }
+
+    /// The scope's state after `point` (the shape of ``exportScope(_:)``) and the sequence number
+    /// it stands for. O(the size of the history file that holds it).
+    func scopeState(_ name: String, at point: HistoryPoint) async throws(AdminError) -> (sequence: Int, state: JSON) {
+        let (sequence, store) = try await historyScope(name).state(at: point)
+        return (sequence, store.stateJSON())
+    }
+
+    /// Brings the scope back to its state after `point` as one new atomic change set, applied
+    /// through the scope's own path (validated, logged as `identity`'s, broadcast to every
+    /// subscribed session): nothing in the history is rewritten. Objects created since leave the
+    /// tree, objects deleted since come back with their values at `point`. Returns the sequence
+    /// number restored and how many fragments it took (0: the scope was in that state).
+    func restoreScope(_ name: String, to point: HistoryPoint, identity: SessionIdentity) async throws(AdminError) -> (sequence: Int, fragments: Int) {
+        let scope = try historyScope(name)
+        let (sequence, past) = try await scope.state(at: point)
+        guard past.objects[past.rootUUID]?.className.isEmpty == false else {
+            throw .historyUnavailable("the scope had no root object after change set \(sequence) (it was empty): restore to a later point")
+        }
+        guard case .scope(let held) = core.holdScope(named: name) else { throw core.isStopped ? .stopped : .unknownScope(name) }
+        defer { core.releaseScope(named: name) }
+        guard let current = await held.stateJSON().flatMap(ScopeStore.init(snapshot:)) else { throw .unknownScope(name) }
+        var fragments = try ScopeImport.fragments(importing: past.stateJSON(), over: current)
+        guard !fragments.isEmpty else { return (sequence, 0) }
+        // An object deleted since comes back as the scope last had it (§8.4): a change after its
+        // `add`, in the same change set, sets it to its values at `point`.
+        for fragment in fragments where fragment.kind == .add {
+            fragments.append(SyncFragment(kind: .change, uuid: fragment.uuid, className: fragment.className, properties: fragment.properties))
+        }
+        let errors = try await ScopeImport.apply(fragments, to: held, identity: identity, origin: #"{"admin":"restore"}"#)
+        guard errors.isEmpty else { throw .importRejected(errors) }
+        core.log.write("admin.scope_restored", scope: name, "scope '\(name)': restored to change set \(sequence) by an administrator (\(fragments.count) fragments)")
+        return (sequence, fragments.count)
+    }
+
+    /// Names the scope's current state `label`, marked by `user` (§8.26).
+    func markRevision(_ label: String, scope name: String, user: String) async throws(AdminError) -> ScopeRevision {
+        try await historyScope(name).markRevision(label, user: user)
+    }
+
+    /// The scope whose history is asked for: refused in memory or in a cluster.
+    private func historyScope(_ name: String) throws(AdminError) -> any HostedScope {
+        if let problem = ScopeName.problem(with: name) { throw .invalidScopeName(name: name, reason: problem.message) }
+        guard core.logWriter != nil else { throw core.cluster == nil ? .noDataDirectory : .unsupportedInCluster }
+        guard let scope = core.existingScope(named: name) else { throw core.isStopped ? .stopped : .unknownScope(name) }
+        return scope
+    }
+
     /// Ends every session of `user` (``ContrailServer/revoke(user:)``); how many. O(sessions).
     func revoke(user: String) async -> Int {
         let count = await core.revoke(user: user)

@@ -19,6 +19,7 @@ struct PageAsset: Sendable {
     static let byPath: [String: PageAsset] = [
         "/": PageAsset(contentType: html, body: PackageResources.inspector_html),
         "/inspector.js": PageAsset(contentType: javaScript, body: PackageResources.inspector_js),
+        "/inspector-timeline.js": PageAsset(contentType: javaScript, body: PackageResources.inspector_timeline_js),
         "/demo": PageAsset(contentType: html, body: PackageResources.demo_html),
         "/demo.js": PageAsset(contentType: javaScript, body: PackageResources.demo_js),
         "/contrail.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_js),

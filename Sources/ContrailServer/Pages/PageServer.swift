@@ -12,6 +12,9 @@ import ContrailWebSocket
 /// `Authorization: Bearer TOKEN` header whose token the hook (asked with params `{"token": TOKEN}`
 /// and the request's headers) allows as an admin identity: 401 without a token, 403 otherwise; it
 /// lists only the scopes that identity may read. Without authentication it stays open (loopback).
+/// The inspector's timeline (§8.26) reads, with the same credential and the read grant of the
+/// scope: `/api/overview/scopes/NAME/history` (``ScopeHistory``, fragments included) and
+/// `/api/overview/scopes/NAME/at/SEQ` (`{"seq", "state"}`); 409 on a server that keeps no history.
 /// Errors: 405 for any method but GET and HEAD, 404 for an unknown path (431 for a huge head comes
 /// from the WebSocket layer before this runs).
 struct PageServer: Sendable {
@@ -40,6 +43,14 @@ struct PageServer: Sendable {
             }
             return HTTPResponse(contentType: "application/json", headers: Self.headers,
                                 body: await overview(for: identity).serialized(sortedKeys: true))
+        }
+        if path.hasPrefix("/api/overview/scopes/") {
+            let identity: SessionIdentity
+            switch await admin(request) {
+            case .success(let admin): identity = admin
+            case .failure(let refusal): return refusal.response
+            }
+            return await timeline(path, for: identity)
         }
         guard let asset = PageAsset.byPath[path] else {
             return .error(status: 404, reason: "Not Found")
@@ -93,5 +104,30 @@ struct PageServer: Sendable {
                                     "subscribers": .int(Int64(subscribers))]))
         }
         return .object(["sessions": .int(Int64(connected)), "detached": .int(Int64(live.count - connected)), "scopes": .array(entries)])
+    }
+
+    /// The inspector's timeline routes: `/api/overview/scopes/NAME/history` and `…/at/SEQ`.
+    private func timeline(_ path: String, for identity: SessionIdentity) async -> HTTPResponse {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(4).map { String($0).removingPercentEncoding }
+        guard parts.count >= 2, let name = parts[0], !name.isEmpty else { return .error(status: 404, reason: "Not Found") }
+        guard identity.may(.read, name) else { return .error(status: 403, reason: "Forbidden", headers: Self.headers) }
+        let server = ServerAdmin(core: core)
+        do throws(AdminError) {
+            let body: JSON
+            switch (parts[1], parts.count) {
+            case ("history", 2):
+                body = try await server.history(of: name, since: nil).json
+            case ("at", 3):
+                guard let text = parts[2], let sequence = Int(text) else { return .error(status: 400, reason: "Bad Request", headers: Self.headers) }
+                let (reached, state) = try await server.scopeState(name, at: .sequence(sequence))
+                body = .object(["seq": .int(Int64(reached)), "state": state])
+            default:
+                return .error(status: 404, reason: "Not Found", headers: Self.headers)
+            }
+            return HTTPResponse(contentType: "application/json", headers: Self.headers, body: body.serialized(sortedKeys: true))
+        } catch {
+            return HTTPResponse(status: error.status, reason: "Error", contentType: "application/json", headers: Self.headers,
+                                body: JSON.object(["error": .string(error.description)]).serialized(sortedKeys: true))
+        }
     }
 }

@@ -54,6 +54,15 @@ protocol HostedScope: Actor {
     /// Nil for a scope that does not exist or has no log yet.
     func backup(into directory: URL) async throws(AdminError) -> BackupReport.Entry?
 
+    /// The scope's history after `since` (§8.26): the change sets kept, the named revisions.
+    func history(since: HistoryPoint?) async throws(AdminError) -> ScopeHistory
+
+    /// The scope's state after `point`, rebuilt from its history, and the sequence number it stands for.
+    func state(at point: HistoryPoint) async throws(AdminError) -> (sequence: Int, store: ScopeStore)
+
+    /// Names the scope's current state `label`, marked by `user` (§8.26); durable when it returns.
+    func markRevision(_ label: String, user: String) async throws(AdminError) -> ScopeRevision
+
     /// Writes out and closes whatever the scope holds; it loads and accepts nothing afterwards.
     func close() async
 }

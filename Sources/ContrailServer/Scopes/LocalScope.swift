@@ -54,10 +54,14 @@ actor LocalScope: HostedScope {
     private var nextSyncTicket = 0
     private var syncTurn = 0
     private var syncWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    /// The time stamped on each accepted change set and revision (§8.26).
+    private let wallClock: @Sendable () -> Date
 
     init(name: String, limits: ServerLimits, dataDirectory: URL?, writer: ScopeLogWriter?, slots: ScopeSlots,
          idleTimeout: Duration, clock: ElapsedClock, log: ServerLog, procedures: [ServerProcedure] = [], root: ScopeRoot? = nil,
-         exists: Bool = true, metrics: ServerMetrics? = nil, create: @escaping @Sendable () -> WireErrorBody? = { nil }) {
+         exists: Bool = true, metrics: ServerMetrics? = nil, wallClock: @escaping @Sendable () -> Date = { Date() },
+         create: @escaping @Sendable () -> WireErrorBody? = { nil }) {
+        self.wallClock = wallClock
         self.exists = exists
         self.create = create
         self.declaredRoot = root
@@ -153,7 +157,7 @@ actor LocalScope: HostedScope {
         guard clock.now - lastUse >= timeout, loading == nil else { return false }
         idleTask = nil
         guard let persistence, let store, let writer else { return true }
-        writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized())
+        writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized(), sequence: store.sequence)
         self.persistence = nil
         self.store = nil
         core.storeReplaced()
@@ -241,21 +245,25 @@ actor LocalScope: HostedScope {
         }
         self.store = nil  // keep the store uniquely referenced while it is mutated
         let changeSet = core.apply(message, to: &store, from: outbox, identity: identity, received: received)
-        self.store = store
         let logged: [SyncFragment]
         let deliver: @Sendable () -> Void
         switch changeSet {
         case .refused(let refusal):
+            self.store = store
             refusal()
             return
         case .unchanged(let reply):
+            self.store = store
             afterEarlierWrites(reply)
             return
         case .accepted(let accepted, let delivery):
             (logged, deliver) = (accepted, delivery)
         }
+        let sequence = store.advanceSequence()
+        self.store = store
         guard let writer, let persistence else { deliver(); return }
-        let payload = ScopePersistence.changeSetPayload(logged, changeSetID: message.changeSetID)
+        let payload = ScopePersistence.changeSetPayload(logged, changeSetID: message.changeSetID, sequence: sequence, time: wallClock(),
+                                                        user: identity.user)
         let fragmentCount = message.fragments.count
         let replyTo = message.index
         writer.append(persistence, payload) { [self] error in
@@ -308,7 +316,7 @@ actor LocalScope: HostedScope {
     private func compact(_ persistence: ScopePersistence, store: ScopeStore) {
         guard let writer else { return }
         let snapshot = store.snapshotJSON(name: name).serialized()
-        writer.compact(persistence, snapshot: snapshot)
+        writer.compact(persistence, snapshot: snapshot, sequence: store.sequence)
         compactedBytes = snapshot.count + 29
         logBytes = compactedBytes
     }
@@ -362,6 +370,64 @@ actor LocalScope: HostedScope {
             return ScopeBackup.copy(log: source, name: name, to: target)
         }
         return try copied.get().map { BackupReport.Entry(name: name, file: file, objects: $0) }
+    }
+
+    /// The scope's history (§8.26) after `since`, read on the writer thread once every earlier
+    /// record is written: its log and, with a retention, its history segments. O(history read).
+    func history(since: HistoryPoint?) async throws(AdminError) -> ScopeHistory {
+        let name = self.name
+        return try await onHistory { log, segments throws(AdminError) in
+            try HistoryFiles.history(log: log, segments: segments, scope: name, since: since)
+        }
+    }
+
+    /// The state after `point`, replayed from the history, and the sequence number it stands for.
+    /// O(the size of the history file that holds it).
+    func state(at point: HistoryPoint) async throws(AdminError) -> (sequence: Int, store: ScopeStore) {
+        let name = self.name
+        return try await onHistory { log, segments throws(AdminError) in
+            try HistoryFiles.state(log: log, segments: segments, scope: name, at: point)
+        }
+    }
+
+    /// Runs `read` on the writer thread after the earlier writes, with the scope's log and whether
+    /// its history segments count (only with a retention: segments an earlier run kept stay unread).
+    private func onHistory<T: Sendable>(_ read: @escaping @Sendable (URL, Bool) throws(AdminError) -> T) async throws(AdminError) -> T {
+        guard exists else { throw .unknownScope(name) }
+        guard let writer, let dataDirectory else { throw .noDataDirectory }
+        if isClosed { throw .stopped }
+        let url = dataDirectory.appending(path: ScopeFileName.fileName(for: name), directoryHint: .notDirectory)
+        let result = await writer.perform { onWriter -> Result<T, AdminError> in
+            guard onWriter else { return .failure(.stopped) }
+            return Result { () throws(AdminError) in try read(url, writer.history != nil) }
+        }
+        return try result.get()
+    }
+
+    /// Names the scope's current state `label` (§8.26) as `user`: logged, and durable before this
+    /// returns. Throws ``AdminError/revisionExists(_:)`` for a label in use.
+    func markRevision(_ label: String, user: String) async throws(AdminError) -> ScopeRevision {
+        if let problem = ScopeRevision.problem(with: label) { throw .invalidRevision(problem) }
+        guard exists else { throw .unknownScope(name) }
+        guard let writer else { throw .noDataDirectory }
+        do throws(ServerError) { _ = try await loadedStore() } catch {
+            throw error == .stopped ? .stopped : .storage(error.description)
+        }
+        guard var store = self.store, let persistence else { throw .storage("scope '\(name)' is not loaded") }
+        guard store.revision(label) == nil else { throw .revisionExists(label) }
+        let revision = ScopeRevision(label: label, sequence: store.sequence, time: wallClock(), user: user)
+        self.store = nil
+        store.mark(revision)
+        self.store = store
+        let failure = await withCheckedContinuation { (continuation: CheckedContinuation<ServerError?, Never>) in
+            writer.append(persistence, ScopePersistence.revisionPayload(revision)) { continuation.resume(returning: $0) }
+        }
+        if let failure {
+            await storageFailed(persistence, failure)
+            throw .storage(failure.description)
+        }
+        log.write("scope.revision_marked", scope: name, "scope '\(name)': revision '\(label)' marked at change set \(revision.sequence)")
+        return revision
     }
 
     /// The object count while loaded; nil otherwise.
@@ -419,7 +485,7 @@ actor LocalScope: HostedScope {
             if case .success(let opened) = await loading.value { await writer.close(opened.persistence) }
         }
         if let persistence, let writer {
-            if let store { writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized()) }
+            if let store { writer.compact(persistence, snapshot: store.snapshotJSON(name: name).serialized(), sequence: store.sequence) }
             self.persistence = nil
             await writer.close(persistence)
         }

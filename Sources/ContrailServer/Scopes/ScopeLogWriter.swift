@@ -23,7 +23,7 @@ final class ScopeLogWriter: @unchecked Sendable {
         case open(URL, name: String, root: UUID, done: @Sendable (Result<ScopePersistence.Opened, ServerError>) -> Void)
         case append(ScopePersistence, [UInt8], submitted: UInt64, done: @Sendable (ServerError?) -> Void)
         case after(@Sendable () -> Void)
-        case compact(ScopePersistence, [UInt8])
+        case compact(ScopePersistence, [UInt8], sequence: Int)
         case close(ScopePersistence, done: @Sendable () -> Void)
         case perform(@Sendable (_ onWriter: Bool) -> Void)
     }
@@ -35,8 +35,19 @@ final class ScopeLogWriter: @unchecked Sendable {
         case after(@Sendable () -> Void)
     }
 
+    /// How a server with a history retention keeps history segments (``HistoryFiles``).
+    struct HistoryKeeping: Sendable {
+        /// How long a segment stays after the compaction that closed it, in seconds.
+        let retentionSeconds: Double
+        /// The wall clock segments are stamped and trimmed by.
+        let now: @Sendable () -> Date
+    }
+
     /// When records are forced to disk.
     let policy: FsyncPolicy
+    /// Set when compactions keep the logs they replace as history segments; nil: the history is
+    /// what each log holds.
+    let history: HistoryKeeping?
     private let log: ServerLog
     /// Where each sync and each append's wait for durability are observed.
     private let metrics: ServerMetrics
@@ -48,8 +59,9 @@ final class ScopeLogWriter: @unchecked Sendable {
     private var unsynced: [ObjectIdentifier: ScopePersistence] = [:]
 
     /// Starts the writer thread.
-    init(policy: FsyncPolicy, log: ServerLog, metrics: ServerMetrics = ServerMetrics()) {
+    init(policy: FsyncPolicy, log: ServerLog, metrics: ServerMetrics = ServerMetrics(), history: HistoryKeeping? = nil) {
         self.policy = policy
+        self.history = history
         self.log = log
         self.metrics = metrics
         let thread = Thread { [self] in run() }
@@ -84,9 +96,10 @@ final class ScopeLogWriter: @unchecked Sendable {
         submit(.after(body))
     }
 
-    /// Replaces `persistence`'s log with `snapshot` (after the earlier appends).
-    func compact(_ persistence: ScopePersistence, snapshot: [UInt8]) {
-        submit(.compact(persistence, snapshot))
+    /// Replaces `persistence`'s log with `snapshot`, the state after change set `sequence` (after
+    /// the earlier appends).
+    func compact(_ persistence: ScopePersistence, snapshot: [UInt8], sequence: Int) {
+        submit(.compact(persistence, snapshot, sequence: sequence))
     }
 
     /// Syncs (unless the policy is ``FsyncPolicy/never``) and closes `persistence`'s log after the
@@ -160,10 +173,10 @@ final class ScopeLogWriter: @unchecked Sendable {
                     }
                 case .after(let body):
                     waiting.append(.after(body))
-                case .compact(let persistence, let snapshot):
+                case .compact(let persistence, let snapshot, let sequence):
                     commit(&waiting)
                     do {
-                        try persistence.compact(snapshot: snapshot)
+                        try persistence.compact(snapshot: snapshot, sequence: sequence)
                         unsynced[ObjectIdentifier(persistence)] = nil
                     } catch {
                         log.write("scope.error", level: .error, scope: persistence.name, "scope '\(persistence.name)': compaction failed, keeping the log: \(error)")

@@ -26,11 +26,17 @@ final class ScopePersistence: @unchecked Sendable {
     private var failure: ServerError?
     /// Set by the first ``close(sync:)``.
     private var isClosed = false
+    /// The log's file.
+    private let url: URL
+    /// The sequence number of the log's snapshot (the state after that change set).
+    private var baseSequence: Int
 
-    private init(log: LogFile, name: String, writer: ScopeLogWriter) {
+    private init(log: LogFile, name: String, writer: ScopeLogWriter, url: URL, baseSequence: Int) {
         self.log = log
         self.name = name
         self.writer = writer
+        self.url = url
+        self.baseSequence = baseSequence
     }
 
     /// Opens (or creates) the log of scope `name` in `directory` and replays it (cutting a torn
@@ -62,25 +68,27 @@ final class ScopePersistence: @unchecked Sendable {
             serverLog.write("scope.torn_tail", level: .warning, scope: name, "scope '\(name)': cut a torn tail of \(tail.discardedBytes) bytes at offset \(tail.offset) (\(tail.reason))")
         }
         let store: ScopeStore?
+        let base: Int
         do throws(ServerError) {
-            store = try replay(recovery.records, name: name).store
+            (store, _, base) = try replay(recovery.records, name: name)
         } catch {
             try? log.close()
             throw error
         }
-        let persistence = ScopePersistence(log: log, name: name, writer: writer)
+        let persistence = ScopePersistence(log: log, name: name, writer: writer, url: url, baseSequence: base)
         if let store { return Opened(persistence: persistence, store: store, size: log.size) }
         let fresh = ScopeStore(rootUUID: root)
-        try persistence.compact(snapshot: fresh.snapshotJSON(name: name).serialized())
+        try persistence.compact(snapshot: fresh.snapshotJSON(name: name).serialized(), sequence: 0)
         return Opened(persistence: persistence, store: fresh, size: log.size)
     }
 
-    /// The state a log's records replay to (nil: no snapshot record) and the scope name its
-    /// snapshot records. `name` nil: any name (a file read by name-less tools: backups, restores).
-    /// O(log size).
-    static func replay(_ records: [LogRecord], name: String?) throws(ServerError) -> (store: ScopeStore?, name: String?) {
+    /// The state a log's records replay to (nil: no snapshot record), the scope name its
+    /// snapshot records and the snapshot's sequence number. `name` nil: any name (a file read by
+    /// name-less tools: backups, restores, history). O(log size).
+    static func replay(_ records: [LogRecord], name: String?) throws(ServerError) -> (store: ScopeStore?, name: String?, base: Int) {
         var store: ScopeStore?
         var recordedName: String?
+        var base = 0
         for record in records {
             let json: JSON
             do { json = try JSON(parsing: record.payload) } catch {
@@ -96,7 +104,16 @@ final class ScopePersistence: @unchecked Sendable {
                     throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "snapshot at offset \(record.offset) is malformed")
                 }
                 store = restored
+                base = restored.sequence
             case .changeSet:
+                if let mark = json["revision"], store != nil {
+                    // A named revision (§8.26): no change to the state.
+                    guard let revision = ScopeRevision(json: mark) else {
+                        throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "revision at offset \(record.offset) is malformed")
+                    }
+                    store?.mark(revision)
+                    continue
+                }
                 guard store != nil, case .array(let elements)? = json["fragments"] else {
                     throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "change set at offset \(record.offset) is malformed")
                 }
@@ -113,9 +130,11 @@ final class ScopePersistence: @unchecked Sendable {
                     throw ServerError.persistence(scope: name ?? recordedName ?? "(unnamed)", reason: "change set at offset \(record.offset) does not fit its collections")
                 }
                 _ = store?.apply(replayed, atomic: false, maxObjects: .max, changeSetID: id)
+                // Records written before history was kept have no number: they count on.
+                if let sequence = json["seq"]?.int64Value { store?.restoreSequence(Int(sequence)) } else { _ = store?.advanceSequence() }
             }
         }
-        return (store, recordedName)
+        return (store, recordedName, base)
     }
 
     /// Renames the damaged log at `url` to `NAME.damaged-<unix time>` (contents untouched), logs it
@@ -145,12 +164,23 @@ final class ScopePersistence: @unchecked Sendable {
         return names.filter { $0.hasPrefix(prefix) && !$0.hasSuffix(".synced") }.sorted()
     }
 
-    /// The record payload of an accepted change set, with its id (for deduplication after a restart).
-    static func changeSetPayload(_ fragments: [SyncFragment], changeSetID: UUID? = nil) -> [UInt8] {
+    /// The record payload of an accepted change set, with its id (for deduplication after a
+    /// restart) and, for the history (§8.26), its sequence number, the time it was accepted and
+    /// the sending session's user.
+    static func changeSetPayload(_ fragments: [SyncFragment], changeSetID: UUID? = nil, sequence: Int? = nil, time: Date? = nil,
+                                 user: String? = nil) -> [UInt8] {
         var payload = Array(#"{"fragments":"#.utf8) + SyncFragment.serialized(fragments)
         if let changeSetID { payload += Array(#","changeSet":""#.utf8) + Array(changeSetID.wireString.utf8) + [UInt8(ascii: "\"")] }
+        if let sequence { payload += Array(#","seq":"#.utf8) + Array(String(sequence).utf8) }
+        if let time { payload += Array(#","time":"#.utf8) + Array(String(HistoryEntry.milliseconds(time)).utf8) }
+        if let user { payload += Array(#","user":"#.utf8) + JSON.string(user).serialized() }
         payload.append(UInt8(ascii: "}"))
         return payload
+    }
+
+    /// The record payload of a named revision (§8.26), which replays as no change.
+    static func revisionPayload(_ revision: ScopeRevision) -> [UInt8] {
+        JSON.object(["revision": revision.json]).serialized()
     }
 
     /// Appends a change-set record and writes it out to the OS (not synced).
@@ -194,16 +224,29 @@ final class ScopePersistence: @unchecked Sendable {
     /// How long ago the log was last synced.
     var timeSinceSync: Duration { ContinuousClock.now - lastSync }
 
-    /// Replaces the log with one snapshot record (written, synced and renamed into place).
-    func compact(snapshot: [UInt8]) throws(ServerError) {
+    /// Replaces the log with one snapshot record, the state after change set `sequence` (written,
+    /// synced and renamed into place). With a history retention (``ScopeLogWriter/history``) the
+    /// log it replaces is first kept as a history segment, and segments past the retention go.
+    func compact(snapshot: [UInt8], sequence: Int) throws(ServerError) {
         assert(writer.isCurrentThread, "a scope log is used off its writer thread")
+        if let history = writer.history, sequence > baseSequence {
+            do { try log.flush() } catch { throw ServerError.persistence(scope: name, reason: error.description) }
+            try HistoryFiles.keep(log: url, base: baseSequence, last: sequence, closed: history.now())
+        }
         do {
             try log.compact(snapshot: snapshot)
             lastSync = .now
         } catch {
             throw ServerError.persistence(scope: name, reason: error.description)
         }
+        baseSequence = sequence
+        if let history = writer.history {
+            HistoryFiles.trim(log: url, closedBefore: history.now().addingTimeInterval(-history.retentionSeconds))
+        }
     }
+
+    /// The log's file (history reads it on the writer thread).
+    var file: URL { url }
 
     /// Writes out, syncs if `sync`, and closes the log; a second call does nothing.
     func close(sync: Bool) {

@@ -70,6 +70,8 @@ extension ScopeStore {
         members["name"] = .string(name)
         members["kinds"] = .object(kindMembers)
         members["changeSets"] = .array(applied.ids.map { .string($0.wireString) })
+        if sequence > 0 { members["seq"] = .int(Int64(sequence)) }
+        if !revisions.isEmpty { members["revisions"] = .array(revisions.map(\.json)) }
         if deleted.count > 0 {
             members["deleted"] = .array(deleted.all.map { uuid, object in
                 .array([.string(uuid.wireString), .string(object.className), .object(object.properties)])
@@ -102,6 +104,13 @@ extension ScopeStore {
         self.init(rootUUID: root, objects: objects, kinds: kinds)
         if case .array(let changeSets)? = snapshot["changeSets"] {
             for case .string(let text) in changeSets { if let id = UUID(wireString: text) { rememberApplied(id) } }
+        }
+        if let value = snapshot["seq"]?.int64Value, value > 0 { restoreSequence(Int(value)) }
+        if case .array(let entries)? = snapshot["revisions"] {
+            for entry in entries {
+                guard let revision = ScopeRevision(json: entry) else { return nil }
+                mark(revision)
+            }
         }
         if case .array(let entries)? = snapshot["deleted"] {
             for case .array(let entry) in entries {

@@ -17,6 +17,11 @@ struct ScopeStore: Sendable {
     /// The last state of the objects deleted most recently, to bring one back as the server last had
     /// it (an `add` of it, or a move of it by a client that knew it).
     private(set) var deleted = DeletedObjects()
+    /// The number of change sets the scope has accepted since it was created: the history's
+    /// sequence number of the last one (0: none yet). Kept in snapshots and log records.
+    private(set) var sequence = 0
+    /// The named revisions marked on the scope, oldest first (kept in snapshots).
+    private(set) var revisions: [ScopeRevision] = []
 
     /// A new scope: a root with a fresh UUID and no class name yet (the first fragment naming the
     /// root fills it in).
@@ -86,6 +91,21 @@ struct ScopeStore: Sendable {
     func collectionValue(_ uuid: UUID, _ key: String) -> [UUID]? {
         objects[uuid]?.properties[key]?.uuidElements
     }
+
+    /// Counts one more accepted change set and returns its sequence number (``sequence``).
+    mutating func advanceSequence() -> Int {
+        sequence += 1
+        return sequence
+    }
+
+    /// Sets the sequence number reached (a log replay or a snapshot restore).
+    mutating func restoreSequence(_ value: Int) { sequence = value }
+
+    /// Adds a named revision (the caller checked that its label is new).
+    mutating func mark(_ revision: ScopeRevision) { revisions.append(revision) }
+
+    /// The revision labelled `label`, if marked. O(revisions).
+    func revision(_ label: String) -> ScopeRevision? { revisions.last { $0.label == label } }
 
     /// Remembers that the change set `id` was applied (a log replay).
     mutating func rememberApplied(_ id: UUID) { applied.insert(id) }

@@ -219,6 +219,10 @@ actor ServerSession {
             guard accept(sequenced: detach.index) else { return sequenceVerdict(detach.index) }
             await handleDetach(detach)
             return .proceed
+        case .message(.markRevision(let mark)):
+            guard accept(sequenced: mark.index) else { return sequenceVerdict(mark.index) }
+            await handleMarkRevision(mark)
+            return .proceed
         case .message(.presence(let update)):
             // Unsequenced and never answered. Only a fetched scope (read access) has an index.
             guard let scope = scopes[update.scopeIndex] else {
@@ -339,6 +343,36 @@ actor ServerSession {
         core.metrics.changeSetRefused(fragments: sync.fragments.count)
         let replies = Array(repeating: FragmentReply.rejected(error), count: sync.fragments.count)
         outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: sync.index, fragmentReplies: replies))) }
+    }
+
+    /// `MarkRevision` (Contrail extension, §8.26): names the scope's state after this session's
+    /// earlier change sets (each applied before the next message is read); needs the write grant.
+    private func handleMarkRevision(_ mark: MarkRevision) async {
+        let replyTo = mark.index
+        var sequence: Int?
+        var error: WireErrorBody?
+        if let (scope, writable) = scopes.entry(index: mark.scopeIndex) {
+            if !writable {
+                error = .forbidden("User '\(identity.user)' may not write scope '\(scope.name)'")
+            } else {
+                do throws(AdminError) {
+                    sequence = try await scope.markRevision(mark.label, user: identity.user).sequence
+                } catch let refusal {
+                    let type = switch refusal {
+                    case .revisionExists: "revision-exists"
+                    case .invalidRevision: "invalid-revision"
+                    default: "revision-refused"
+                    }
+                    error = WireErrorBody(message: refusal.description, type: type)
+                }
+            }
+        } else {
+            error = .scopeIndexNotFound(mark.scopeIndex)
+        }
+        if let error {
+            core.log.write("revision.rejected", level: .warning, session: number, "session \(number): MarkRevision \(replyTo) rejected: \(error.message)")
+        }
+        outbox.enqueue { [sequence, error] in .message(.markRevisionReply(MarkRevisionReply(index: $0, replyTo: replyTo, sequence: sequence, error: error))) }
     }
 
     /// `ScopeDetach` (Contrail extension): forgets the scope index and leaves the scope, then

@@ -29,6 +29,10 @@ package enum Message: Sendable, Equatable {
     case presence(PresenceUpdate)
     /// Server → client, Contrail extension: the other sessions' presence (``PresencePeers``, §8.20).
     case presencePeers(PresencePeers)
+    /// Client → server, Contrail extension: name the scope's current state (``MarkRevision``, §8.26).
+    case markRevision(MarkRevision)
+    /// Server → client, Contrail extension: the answer to a `MarkRevision`.
+    case markRevisionReply(MarkRevisionReply)
 
     /// The message's `index` (0 for unsequenced messages).
     package var index: Int {
@@ -45,6 +49,8 @@ package enum Message: Sendable, Equatable {
         case .scopeDetachReply(let message): return message.index
         case .presence(let message): return message.index
         case .presencePeers(let message): return message.index
+        case .markRevision(let message): return message.index
+        case .markRevisionReply(let message): return message.index
         }
     }
 
@@ -63,6 +69,8 @@ package enum Message: Sendable, Equatable {
         case .scopeDetachReply: return ScopeDetachReply.typeName
         case .presence: return PresenceUpdate.typeName
         case .presencePeers: return PresencePeers.typeName
+        case .markRevision: return MarkRevision.typeName
+        case .markRevisionReply: return MarkRevisionReply.typeName
         }
     }
 
@@ -72,6 +80,7 @@ package enum Message: Sendable, Equatable {
         case .scopeFetchReply(let message): return message.replyTo
         case .scopeSyncReply(let message): return message.replyTo
         case .scopeDetachReply(let message): return message.replyTo
+        case .markRevisionReply(let message): return message.replyTo
         default: return nil
         }
     }
@@ -98,6 +107,8 @@ package enum Message: Sendable, Equatable {
         case ScopeDetachReply.typeName: self = .scopeDetachReply(try ScopeDetachReply(json: json))
         case PresenceUpdate.typeName: self = .presence(try PresenceUpdate(json: json))
         case PresencePeers.typeName: self = .presencePeers(try PresencePeers(json: json))
+        case MarkRevision.typeName: self = .markRevision(try MarkRevision(json: json))
+        case MarkRevisionReply.typeName: self = .markRevisionReply(try MarkRevisionReply(json: json))
         default: throw WireError.unknownMessageType(type)
         }
     }
@@ -117,6 +128,8 @@ package enum Message: Sendable, Equatable {
         case .scopeDetachReply(let message): return message.json
         case .presence(let message): return message.json
         case .presencePeers(let message): return message.json
+        case .markRevision(let message): return message.json
+        case .markRevisionReply(let message): return message.json
         }
     }
 }

@@ -23,6 +23,12 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     case cancelled
     /// The fetched state could not be applied to the local model (unknown class, bad value…).
     case invalidState(String)
+    /// The server does not offer this Contrail extension (an original Jetstream server, or one
+    /// that cannot do it: `MarkRevision` needs a server that keeps history); its name.
+    case extensionUnavailable(String)
+    /// The server refused to mark a revision (§8.26): a label in use or not a label, a scope the
+    /// session may not write; nothing was marked.
+    case revisionRefused(WireErrorBody)
 
     /// What went wrong, in words.
     public var description: String {
@@ -39,6 +45,8 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notFetched(let name): return "scope '\(name)' is not fetched in this session: fetch it first"
         case .cancelled: return "the operation was cancelled"
         case .invalidState(let reason): return "the server's scope state could not be applied: \(reason)"
+        case .extensionUnavailable(let name): return "the server does not offer the \(name) extension"
+        case .revisionRefused(let error): return "the server marked no revision: \(error.message)"
         }
     }
 }

@@ -4,6 +4,7 @@
 // as one row per object with a count; collections show a page of PAGE items at a time, so a scope of
 // 10,000 objects renders as fast as a small one.
 import { Client, Scope, pageToken, askForPageToken } from "/contrail.js";
+import { mountTimeline } from "/inspector-timeline.js";
 
 const query = new URLSearchParams(location.search);
 const token = pageToken();
@@ -28,6 +29,7 @@ const changes = [];    // the last change sets, newest first
 let scope = null;
 let client = null;
 let flashes = new Set();
+let timeline = null;   // the scope's history (inspector-timeline.js): while it shows a past point, the live tree waits
 
 async function poll() {
   try {
@@ -94,6 +96,8 @@ function choose(name) {
     record({ at: new Date(), fragments, state, origin, count: 1 });
     renderChanges();
   });
+  timeline = mountTimeline({ container: $("timeline"), tree: $("tree"), changes: $("changes"), name, token,
+                             onLive: () => { render(); renderChanges(); } });
   client.fetch(scope).then(() => { render(); poll(); }, (error) => { $("tree").textContent = `fetch failed: ${error.message}`; });
 }
 
@@ -187,7 +191,7 @@ function node(model, depth, seen) {
 const openState = new Map();
 let frame = 0;
 function render() {
-  if (frame || !scope) return;
+  if (frame || !scope || timeline?.viewing) return;
   frame = requestAnimationFrame(() => {
     frame = 0;
     const started = performance.now();
@@ -200,6 +204,7 @@ function render() {
 }
 
 function renderChanges() {
+  if (timeline?.viewing) return;
   const list = $("changes");
   list.className = "";
   list.replaceChildren(...changes.map(({ at, fragments, state, origin, count }) => {
