@@ -43,8 +43,10 @@ struct FragmentLogEntry: Sendable {
         if origin != "snapshot" {
             writer.writeKey("origin")
             writer.writeString(origin)
-            writer.writeKey("atomic")
-            writer.write(.bool(isAtomic))
+            if isAtomic {  // absent: false
+                writer.writeKey("atomic")
+                writer.write(.bool(true))
+            }
         }
         if let message {
             writer.writeKey("message")
