@@ -2,6 +2,7 @@ import Contrail
 import ContrailFuzz
 import ContrailServer
 import ContrailTestSupport
+import ContrailWebSocket
 import Foundation
 import Testing
 
