@@ -201,8 +201,12 @@ enum CollectionsBench {
         let started = ContinuousClock.now
         let client = try await Client.sync(restored, connector: CountingConnector(base: server.connector(), counter: counter))
         try await settled(client, within: .seconds(600))
+        let senderSettled = Stopwatch.seconds(ContinuousClock.now - started)
         try await until(.seconds(600)) { watcher.stateJSON() == expected }
         run.settleSeconds = Stopwatch.seconds(ContinuousClock.now - started)
+        if ProcessInfo.processInfo.environment["CONTRAIL_BENCH_TRACE"] != nil {
+            FileHandle.standardError.write(Data("offline \(name): sender settled after \(senderSettled) s, subscriber after \(run.settleSeconds) s\n".utf8))
+        }
         run.sentBytes = counter.totals.sent
         run.broadcastBytes = watcherCounter.totals.received - watchedBefore
         await watching.close()
