@@ -94,7 +94,8 @@ final class ServerCore: Sendable {
     /// A credential with an expiry ends the session when it passes (the ``ticker`` checks it, on
     /// ``clock``: no timer of its own per session).
     /// `receivesOrigins`: its broadcasts say who made each change set (an admin's inspector).
-    func makeSession(identity: SessionIdentity, receivesOrigins: Bool = false) -> ServerSession? {
+    /// `receivesCollectionEdits`: its broadcasts carry collections as edits (Protocol §8.24).
+    func makeSession(identity: SessionIdentity, receivesOrigins: Bool = false, receivesCollectionEdits: Bool = false) -> ServerSession? {
         let token = SessionToken.make()
         let number: Int? = state.withLock { state in
             guard !Self.refusing(state) else { return nil }
@@ -102,7 +103,8 @@ final class ServerCore: Sendable {
             return state.nextSessionNumber
         }
         guard let number else { return nil }
-        let session = ServerSession(number: number, token: token, identity: identity, receivesOrigins: receivesOrigins, core: self)
+        let session = ServerSession(number: number, token: token, identity: identity, receivesOrigins: receivesOrigins,
+                                    receivesCollectionEdits: receivesCollectionEdits, core: self)
         state.withLock { $0.sessions[token] = session }
         return session
     }

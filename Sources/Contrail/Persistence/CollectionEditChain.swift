@@ -53,7 +53,7 @@ struct CollectionEditChain {
                     let now = current(fragment.uuid, key) ?? []
                     let base = [values[Key(uuid: fragment.uuid, property: key)], now].compactMap { $0 }.first(where: edit.isBase)
                     let new = base.flatMap(edit.applied(to:)) ?? edit.appliedLoosely(to: now)
-                    resolved.properties[key] = .array(new.map { .string($0.uuidString.lowercased()) })
+                    resolved.properties[key] = .array(new.map { .string($0.wireString) })
                     resolved.bases = (resolved.bases ?? [:]).merging([key: base ?? now]) { _, new in new }
                 }
             }

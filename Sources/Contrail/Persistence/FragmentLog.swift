@@ -58,6 +58,10 @@ public final class FragmentLog {
     private var restoreChain = CollectionEditChain()
     /// The writer ticket of the last compaction queued (no second one until it has run).
     private var compactionTicket = 0
+    /// The root UUID the records appended since attaching (or since the last compaction) last
+    /// named: a pending record that names the same root writes `null` instead (a reader keeps the
+    /// root it has). Nil: unknown, so the next record names it.
+    private var writtenRoot: UUID?
 
     /// A log at `url` (opened by `attach(to:)`), synced as `fsync` says and compacted when the file
     /// grows past `compactionThreshold` bytes.
@@ -164,6 +168,7 @@ public final class FragmentLog {
             return kept
         }
         compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail, position: writer.position()))
+        writtenRoot = nil
     }
 
     /// The change sets in a log file, oldest first, with their messages (read-only).
@@ -209,10 +214,13 @@ public final class FragmentLog {
             unsettled[sequence] = entry
             var written = entry
             written.fragments = entry.fragments.map { $0.withCollectionEdits() }
+            if written.root != nil, written.root == writtenRoot { written.root = nil }
             try writer.append(written)
+            writtenRoot = entry.root
             watch(changeSet, sequence: sequence)
         } else {
             try writer.append(entry)
+            writtenRoot = entry.root
         }
         if writer.size.load(ordering: .relaxed) > compactionThreshold,
            writer.writtenTicket.load(ordering: .acquiring) >= compactionTicket {

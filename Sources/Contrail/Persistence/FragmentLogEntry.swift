@@ -39,12 +39,14 @@ struct FragmentLogEntry: Sendable {
         var writer = JSONWriter(sortedKeys: false, capacity: 128 + fragments.count * 160)
         writer.append("{")
         writer.writeKey("root", first: true)
-        writer.write(root.map { .string($0.uuidString.lowercased()) } ?? .null)
+        writer.write(root.map { .string($0.wireString) } ?? .null)
         if origin != "snapshot" {
             writer.writeKey("origin")
             writer.writeString(origin)
-            writer.writeKey("atomic")
-            writer.write(.bool(isAtomic))
+            if isAtomic {  // absent: false
+                writer.writeKey("atomic")
+                writer.write(.bool(true))
+            }
         }
         if let message {
             writer.writeKey("message")
@@ -52,7 +54,7 @@ struct FragmentLogEntry: Sendable {
         }
         if let changeSetID {
             writer.writeKey("id")
-            writer.writeString(changeSetID.uuidString.lowercased())
+            writer.writeString(changeSetID.wireString)
         }
         if let sequence {
             writer.writeKey("seq")
@@ -93,10 +95,10 @@ struct FragmentLogEntry: Sendable {
                 throw .badRecord(offset: offset, reason: "\(error)")
             }
         }
-        self.init(kind: kind, root: json["root"]?.stringValue.flatMap(UUID.init(uuidString:)), fragments: fragments,
+        self.init(kind: kind, root: json["root"]?.stringValue.flatMap(UUID.init(wireString:)), fragments: fragments,
                   message: json["message"]?.stringValue, origin: json["origin"]?.stringValue ?? "snapshot",
                   isAtomic: json["atomic"]?.boolValue ?? false)
-        changeSetID = json["id"]?.stringValue.flatMap(UUID.init(uuidString:))
+        changeSetID = json["id"]?.stringValue.flatMap(UUID.init(wireString:))
         sequence = json["seq"]?.int64Value.map(Int.init)
         isCompacted = json["compacted"]?.boolValue ?? false
         settled = json["settled"]?.int64Value.map(Int.init)

@@ -24,7 +24,7 @@ extension Scope {
                 guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
                 var old = object.value(at: index)
                 if let base = fragment.bases?[name] {
-                    let wire = JSON.array(base.filter { objects[$0] != nil }.map { .string($0.uuidString.lowercased()) })
+                    let wire = JSON.array(base.filter { objects[$0] != nil }.map { .string($0.wireString) })
                     if let decoded = try? info.coder(at: index).decode(wire, property: name, resolver: { self.objects[$0] }) {
                         old = decoded
                     }

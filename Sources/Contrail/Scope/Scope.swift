@@ -200,10 +200,10 @@ public final class Scope: ModelObjectHost {
     public func stateJSON() -> JSON {
         var objects: [String: JSON] = [:]
         for fragment in snapshot() {
-            objects[fragment.uuid.uuidString.lowercased()] = .object([
+            objects[fragment.uuid.wireString] = .object([
                 "clsName": .string(fragment.className), "properties": .object(fragment.properties),
             ])
         }
-        return .object(["root": root.map { .string($0.uuid.uuidString.lowercased()) } ?? .null, "objects": .object(objects)])
+        return .object(["root": root.map { .string($0.uuid.wireString) } ?? .null, "objects": .object(objects)])
     }
 }

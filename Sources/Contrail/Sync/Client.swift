@@ -201,7 +201,10 @@ public final class Client {
         case .closeConnection(let connection, let reason):
             Task { await connection.close(code: 1000, reason: reason) }
         case .sendSessionCreate(let connection):
-            connection.send(.sessionCreate(SessionCreate(version: options.version, params: options.sessionParams)))
+            // Asks for broadcasts with collections as edits (§8.24); an original server ignores it.
+            var params = options.sessionParams
+            if options.sendsCollectionEdits { params[SyncFragment.collectionOpsParameter] = true }
+            connection.send(.sessionCreate(SessionCreate(version: options.version, params: params)))
         case .startHandshakeTimer(let id):
             startTimer(after: options.connectTimeout) { $0.handle(.handshakeEnded(id: id, .failure(.timedOut))) }
         case .startHealthTimer(let id):

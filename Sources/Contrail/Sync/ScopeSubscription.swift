@@ -99,12 +99,53 @@ final class ScopeSubscription {
     func applyRemote(_ fragments: [SyncFragment]) -> Bool {
         guard !fragments.isEmpty else { return true }
         scope.flush()
+        // Collections sent as edits (§8.24) become whole values first; an edit whose base this
+        // replica does not hold applies nothing (the scope is fetched again).
+        guard let fragments = resolvingCollectionEdits(fragments) else { return false }
         do {
             let report = try scope.apply(fragments, applyDefaults: false, redirect: redirect)
             return report.unknownObjects.isEmpty
         } catch {
             return false
         }
+    }
+
+    /// `fragments` (a broadcast) with each collection edit (§8.24) turned into the whole value it
+    /// gives, applied to its base: the value the server had before it, which this replica holds as
+    /// the kept whole value (§8.23), the original of the first pending change set holding the key, or
+    /// the property's value, whichever the edit's digest names. Nil when none does (a value missed).
+    /// O(collection size) per edit.
+    func resolvingCollectionEdits(_ fragments: [SyncFragment]) -> [SyncFragment]? {
+        guard fragments.contains(where: { $0.collectionEdits != nil }) else { return fragments }
+        var resolved: [SyncFragment] = []
+        resolved.reserveCapacity(fragments.count)
+        for fragment in fragments {
+            guard let whole = fragment.replacingCollectionEdits(base: { key, edit in serverValue(of: fragment.uuid, key, base: edit) })
+            else { return nil }
+            resolved.append(whole)
+        }
+        return resolved
+    }
+
+    /// The value of collection `key` of object `uuid` that is `edit`'s base, among those this
+    /// replica may hold as the server's (see ``resolvingCollectionEdits(_:)``).
+    private func serverValue(of uuid: UUID, _ key: String, base edit: CollectionEdit) -> [UUID]? {
+        var candidates: [() -> [UUID]?] = [
+            { [scope] in scope.unknown.extras[uuid]?[key]?.uuidElements },
+            { [scope] in scope.unknown.objects[uuid]?.properties[key]?.uuidElements },
+        ]
+        if let object = scope.object(for: uuid), let index = object.info.indexByName[key] {
+            let change = ChangeKey(object, index)
+            candidates.append { [queue] in
+                guard let holder = queue.firstHolder(of: change), let position = holder.positions[change] else { return nil }
+                return Self.models(holder.changeSet.changes[position].old).map(\.uuid)
+            }
+            candidates.append { Self.models(object.value(at: index)).map(\.uuid) }
+        }
+        for candidate in candidates {
+            if let value = candidate(), edit.isBase(value) { return value }
+        }
+        return nil
     }
 
     /// Applies values the server set on an accepted fragment (`modifications`, §4.8), as the

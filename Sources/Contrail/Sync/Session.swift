@@ -22,6 +22,9 @@ public final class Session {
     private var lastServerIndex = 0
     /// Sequenced messages the server has not acknowledged, in index order.
     private var resendBuffer: [Message] = []
+    /// The index of each message of `resendBuffer`, at the same position (found without reading a
+    /// `Message`: a change set's reply scans a thousand of them).
+    private var resendIndices: [Int] = []
     /// Reply handlers by request index.
     private var awaiting: [Int: (Message) -> Void] = [:]
     /// When each awaited request was (re)sent, and the keep-alive ticks since: a reply is overdue
@@ -273,6 +276,7 @@ public final class Session {
         nextIndex = 1
         lastServerIndex = 0
         resendBuffer.removeAll()
+        resendIndices.removeAll()
         awaiting.removeAll()
         sentAt.removeAll()
         strikes.removeAll()
@@ -415,11 +419,16 @@ public final class Session {
     }
 
     private func prune(ack: Int) {
-        resendBuffer.removeAll { $0.index <= ack }
+        let acknowledged = resendIndices.prefix { $0 <= ack }.count
+        resendIndices.removeFirst(acknowledged)
+        resendBuffer.removeFirst(acknowledged)
     }
 
     private func settleRequest(_ index: Int, with reply: Message) {
-        resendBuffer.removeAll { $0.index == index }
+        if let position = resendIndices.firstIndex(of: index) {
+            resendIndices.remove(at: position)
+            resendBuffer.remove(at: position)
+        }
         sentAt[index] = nil
         strikes[index] = nil
         awaiting.removeValue(forKey: index)?(reply)
@@ -433,6 +442,7 @@ public final class Session {
         nextIndex += 1
         let message = make(index)
         resendBuffer.append(message)
+        resendIndices.append(index)
         awaiting[index] = onReply
         sentAt[index] = (timeline.elapsed, 0)
         if !isHolding { connection?.send(message) }

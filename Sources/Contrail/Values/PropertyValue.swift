@@ -187,10 +187,10 @@ extension URL: PropertyValue {
 
 extension UUID: PropertyValue {
     /// The wire value (Protocol §3.1).
-    public func wireValue() -> JSON { .string(uuidString.lowercased()) }
+    public func wireValue() -> JSON { .string(wireString) }
     /// Decodes a wire value; throws `ModelError` when it does not fit this type.
     public static func decode(wire: JSON, property: String, resolver: ModelResolver) throws(ModelError) -> UUID {
-        guard case .string(let text) = wire, let uuid = UUID(uuidString: text) else {
+        guard case .string(let text) = wire, let uuid = UUID(wireString: text) else {
             throw .wrongType(property: property, expected: "a UUID string", got: wire.typeDescription)
         }
         return uuid

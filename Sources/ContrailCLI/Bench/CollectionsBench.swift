@@ -11,16 +11,23 @@ import Foundation
 /// - `collection.append.wire.nN`: bytes a client sends and receives for one append to a collection
 ///   of N items (the change set and its reply). Baseline: the same change set with the whole
 ///   collection and its base (§8.4) and a reply carrying the merged array, as before §8.24.
-/// - `collection.append.broadcast.nN`: bytes another subscriber receives for that append (still
-///   the whole array). Baseline: the sender's bytes.
+/// - `collection.append.broadcast.nN`: bytes another Contrail subscriber receives for that append
+///   (an edit, §8.24). Baseline: the sender's bytes.
+/// - `collection.append.broadcast.original.nN`: bytes a subscriber that did not ask for edits (an
+///   original client) receives for it: the whole array. Baseline: the Contrail subscriber's bytes.
 /// - `offline.N.log.perEdit`: bytes of client fragment log per offline edit, for N appends to one
 ///   collection and N/3 value changes, each its own change set. Baseline: the final state's bytes
 ///   per edit (a snapshot of the scope).
 /// - `offline.N.wire.perEdit`: bytes the client sends per edit once back online. Baseline: the
 ///   same final-state bytes per edit.
+/// - `offline.N.broadcast.perEdit`: bytes a Contrail subscriber of the scope receives per edit
+///   while the client settles. Baseline: the sender's bytes per edit.
 /// - `offline.N.settle`: seconds from reconnecting (a restored scope, a new `Client`) to every
-///   offline change set settled. Baseline: the same number of change sets that each set one
-///   number, made offline and settled the same way.
+///   offline change set settled, and the subscriber holding the same state. Baseline: the same
+///   number of change sets that each set one number, made offline and settled the same way.
+///
+/// `CONTRAIL_BENCH_OFFLINE` (a comma-separated list of N, e.g. `1000,5000,50000`) replaces the
+/// offline sizes (1,000 and 5,000; 60 with `--smoke`).
 @MainActor
 enum CollectionsBench {
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
@@ -29,7 +36,8 @@ enum CollectionsBench {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         var figures = try await append(items: options.smoke ? 300 : 10_000, directory: directory)
-        for adds in options.smoke ? [60] : [1_000, 5_000] {
+        let sizes = ProcessInfo.processInfo.environment["CONTRAIL_BENCH_OFFLINE"].map { $0.split(separator: ",").compactMap { Int($0) } }
+        for adds in sizes ?? (options.smoke ? [60] : [1_000, 5_000]) {
             figures += try await offline(adds: adds, directory: directory)
         }
         return figures
@@ -48,23 +56,38 @@ enum CollectionsBench {
         observerScope.root = Shelf()
         let observerCounter = FrameCounter()
         let observer = try await Client.sync(observerScope, connector: CountingConnector(base: server.connector(), counter: observerCounter))
+        // A subscriber that does not ask for edits, as an original client: whole arrays.
+        let originalScope = Scope(name: scope.name)
+        originalScope.root = Shelf()
+        let originalCounter = FrameCounter()
+        var originalOptions = ClientOptions()
+        originalOptions.sendsCollectionEdits = false
+        let original = try await Client.sync(originalScope, connector: CountingConnector(base: server.connector(), counter: originalCounter),
+                                             options: originalOptions)
         // In change sets of at most 5,000 adds (the server takes 10,000 fragments per message).
         for start in stride(from: 0, to: count, by: 5_000) {
             scope.modify { shelf.left += (start..<min(count, start + 5_000)).map { _ in Item() } }
         }
         try await settled(client, within: .seconds(120))
         guard shelf.left.count == count else { throw SyncBenchError("collections bench: the items were not taken") }
-        try await until(.seconds(120)) { (observerScope.root as? Shelf)?.left.count == count }
+        try await until(.seconds(120)) { (observerScope.root as? Shelf)?.left.count == count && (originalScope.root as? Shelf)?.left.count == count }
         let (sentBefore, receivedBefore) = counter.totals
         let observedBefore = observerCounter.totals.received
+        let originalBefore = originalCounter.totals.received
         let appended = Item()
         appended.label = "appended"
         scope.modify { shelf.left.append(appended) }
         try await settled(client, within: .seconds(60))
-        try await until(.seconds(60)) { (observerScope.root as? Shelf)?.left.last?.uuid == appended.uuid }
+        try await until(.seconds(60)) {
+            (observerScope.root as? Shelf)?.left.last?.uuid == appended.uuid && (originalScope.root as? Shelf)?.left.last?.uuid == appended.uuid
+        }
         let (sent, received) = counter.totals
         let bytes = Double(sent - sentBefore + received - receivedBefore)
         let broadcast = Double(observerCounter.totals.received - observedBefore)
+        let wholeBroadcast = Double(originalCounter.totals.received - originalBefore)
+        guard observerScope.stateJSON() == scope.stateJSON(), originalScope.stateJSON() == scope.stateJSON() else {
+            throw SyncBenchError("collections bench: a subscriber does not hold the sender's state")
+        }
         // Baseline: the change set as sent whole with its base, and a reply carrying the merged array.
         guard let changeSet = scope.history.last else { throw SyncBenchError("collections bench: no change set") }
         let whole = MessageFrame.encode([.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: changeSet.fragments, changeSetID: changeSet.id))],
@@ -73,12 +96,14 @@ enum CollectionsBench {
         let replies = changeSet.fragments.map { $0.kind == .change ? JSON.object(["modifications": .object(["left": items])]) : JSON.object([:]) }
         let reply: JSON = ["type": "ScopeSyncReply", "index": 3, "replyTo": 3, "fragmentReplies": .array(replies)]
         let baseline = Double(whole.utf8.count + reply.jsonString.utf8.count)
+        await original.close()
         await observer.close()
         await client.close()
         await server.stop()
         return [
             BenchFigure(name: "collection.append.wire.n\(count)", value: bytes, unit: "bytes", baseline: baseline),
             BenchFigure(name: "collection.append.broadcast.n\(count)", value: broadcast, unit: "bytes", baseline: bytes),
+            BenchFigure(name: "collection.append.broadcast.original.n\(count)", value: wholeBroadcast, unit: "bytes", baseline: broadcast),
         ]
     }
 
@@ -91,6 +116,7 @@ enum CollectionsBench {
         var edits = 0
         var logBytes = 0
         var sentBytes = 0
+        var broadcastBytes = 0
         var stateBytes = 0
         var settleSeconds = 0.0
     }
@@ -102,6 +128,8 @@ enum CollectionsBench {
         return [
             BenchFigure(name: "offline.\(adds).log.perEdit", value: perEdit(edits.logBytes), unit: "bytes", baseline: perEdit(edits.stateBytes)),
             BenchFigure(name: "offline.\(adds).wire.perEdit", value: perEdit(edits.sentBytes), unit: "bytes", baseline: perEdit(edits.stateBytes)),
+            BenchFigure(name: "offline.\(adds).broadcast.perEdit", value: perEdit(edits.broadcastBytes), unit: "bytes",
+                        baseline: perEdit(edits.sentBytes)),
             BenchFigure(name: "offline.\(adds).settle", value: edits.settleSeconds, unit: "s", baseline: numbers.settleSeconds),
         ]
     }
@@ -121,7 +149,7 @@ enum CollectionsBench {
         try await settled(first, within: .seconds(60))
         await first.close()
         try await log.waitUntilDurable()
-        let sizeOnline = fileSize(logURL)
+        let sizeOnline = log.recordsEnd
 
         // Offline: every change set stays pending in the log.
         scope.syncOffline()
@@ -149,7 +177,7 @@ enum CollectionsBench {
             }
         }
         try await log.waitUntilDurable()
-        run.logBytes = fileSize(logURL) - sizeOnline
+        run.logBytes = log.recordsEnd - sizeOnline  // the file itself is preallocated ahead
         run.stateBytes = scope.stateJSON().serialized().count
         let expected = scope.stateJSON()
         try log.close()
@@ -163,12 +191,25 @@ enum CollectionsBench {
         guard report.pendingChangeSets >= run.edits else {
             throw SyncBenchError("collections bench: \(report.pendingChangeSets) of \(run.edits) change sets restored")
         }
+        // A Contrail subscriber, online meanwhile: it receives every change set as the server applies it.
+        let watcher = Scope(name: name)
+        watcher.root = Shelf()
+        let watcherCounter = FrameCounter()
+        let watching = try await Client.sync(watcher, connector: CountingConnector(base: server.connector(), counter: watcherCounter))
+        let watchedBefore = watcherCounter.totals.received
         let counter = FrameCounter()
         let started = ContinuousClock.now
         let client = try await Client.sync(restored, connector: CountingConnector(base: server.connector(), counter: counter))
         try await settled(client, within: .seconds(600))
+        let senderSettled = Stopwatch.seconds(ContinuousClock.now - started)
+        try await until(.seconds(600)) { watcher.stateJSON() == expected }
         run.settleSeconds = Stopwatch.seconds(ContinuousClock.now - started)
+        if ProcessInfo.processInfo.environment["CONTRAIL_BENCH_TRACE"] != nil {
+            FileHandle.standardError.write(Data("offline \(name): sender settled after \(senderSettled) s, subscriber after \(run.settleSeconds) s\n".utf8))
+        }
         run.sentBytes = counter.totals.sent
+        run.broadcastBytes = watcherCounter.totals.received - watchedBefore
+        await watching.close()
         guard restored.stateJSON() == expected else { throw SyncBenchError("collections bench: the restored scope is not what was made offline") }
         // The work was done: a fresh replica fetches every offline edit from the server.
         let fresh = Scope(name: name)
@@ -203,10 +244,6 @@ enum CollectionsBench {
             guard ContinuousClock.now < deadline else { throw SyncBenchError("collections bench: not settled within \(timeout)") }
             try await Task.sleep(for: .milliseconds(2))
         }
-    }
-
-    static func fileSize(_ url: URL) -> Int {
-        (try? FileManager.default.attributesOfItem(atPath: url.path(percentEncoded: false))[.size] as? Int) ?? 0
     }
 }
 

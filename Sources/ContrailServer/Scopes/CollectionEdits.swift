@@ -110,11 +110,8 @@ struct CollectionEdits {
         var result: [SyncFragment] = []
         result.reserveCapacity(fragments.count)
         for fragment in fragments {
-            guard let edits = fragment.collectionEdits else { result.append(fragment); continue }
-            guard var resolved = fragment.resolvingCollectionEdits(base: { key, _ in store.collectionValue(fragment.uuid, key) ?? [] })
+            guard let resolved = fragment.replacingCollectionEdits(base: { key, _ in store.collectionValue(fragment.uuid, key) ?? [] })
             else { return nil }
-            for key in edits.keys { resolved.bases?[key] = nil }
-            if resolved.bases?.isEmpty == true { resolved.bases = nil }
             result.append(resolved)
         }
         return result

@@ -148,20 +148,27 @@ struct ScopeCore {
         }
         cachedState = nil
         let broadcast = received.map { CanonicalDate.asReceived(outcome.accepted, received: $0) } ?? outcome.accepted
-        let text = String(decoding: SyncFragment.serialized(broadcast), as: UTF8.self)
-        let followText = followed.isEmpty ? nil : String(decoding: SyncFragment.serialized(followed), as: UTF8.self)
-        // Deleted objects the change set brought back: the sender gets their last state before its
-        // reply (the others have them at the end of the broadcast).
-        let revivedText = outcome.revived.isEmpty ? nil : String(decoding: SyncFragment.serialized(outcome.revived), as: UTF8.self)
+        let logged = edits.compacted(outcome.accepted)
         let originIndex = origin.flatMap { subscribers[ObjectIdentifier($0)]?.scopeIndex }
         let everyone = Array(subscribers.values)
         let others = origin.map { origin in subscribers.filter { $0.key != ObjectIdentifier(origin) }.map(\.value) } ?? everyone
+        // Whole arrays for original clients; collections as edits of the values the scope had before
+        // (what every subscriber holds, in broadcast order) for those that asked (§8.24). Each text is
+        // made only when someone receives it.
+        let serialized = { (fragments: [SyncFragment]) in String(decoding: SyncFragment.serialized(fragments), as: UTF8.self) }
+        let wholeText = others.contains { !$0.outbox.receivesCollectionEdits } ? serialized(broadcast) : ""
+        let editText = others.contains { $0.outbox.receivesCollectionEdits } ? serialized(edits.compacted(broadcast)) : ""
+        let followText = followed.isEmpty ? nil : serialized(followed)
+        // Deleted objects the change set brought back: the sender gets their last state before its
+        // reply (the others have them at the end of the broadcast).
+        let revivedText = outcome.revived.isEmpty ? nil : serialized(outcome.revived)
         let author = origin?.origin
         metrics?.fannedOut(others.count + (followText == nil ? 0 : everyone.count))
-        return .accepted(logged: edits.compacted(outcome.accepted) + followed) {
+        return .accepted(logged: logged + followed) {
             for subscriber in others {
                 let scopeIndex = subscriber.scopeIndex
                 let told = subscriber.outbox.receivesOrigins ? author : nil
+                let text = subscriber.outbox.receivesCollectionEdits ? editText : wholeText
                 subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text, origin: told) }
             }
             if let followText {

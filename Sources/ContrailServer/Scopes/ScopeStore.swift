@@ -22,6 +22,15 @@ struct ScopeStore: Sendable {
     private(set) var sequence = 0
     /// The named revisions marked on the scope, oldest first (kept in snapshots).
     private(set) var revisions: [ScopeRevision] = []
+    /// Whether some object may be unreachable from the root: a change set created objects without
+    /// a collection after it (none of its writes changed a reference the scope held), or the scope
+    /// was restored. A collection clears it.
+    private var mayHoldUnreachable = true
+    /// Whether a commit skips a collection that can remove nothing (off only in the test that
+    /// compares both ways).
+    var skipsNeedlessCollections = true
+    /// How many commits changed a reference and skipped the collection (for that test).
+    private(set) var skippedCollections = 0
 
     /// A new scope: a root with a fresh UUID and no class name yet (the first fragment naming the
     /// root fills it in).
@@ -157,7 +166,21 @@ struct ScopeStore: Sendable {
         guard !accepted.isEmpty else { return SyncOutcome(replies: replies, accepted: []) }
         for (uuid, object) in pass.working { objects[uuid] = object }
         kinds.merge(pass.kinds) { _, new in new }
-        if pass.mayOrphan || !pass.revived.isEmpty { collectGarbage() }
+        // Collected whenever a reference the scope held changed (or an object came back), unless
+        // nothing can have become unreachable: no object was unreachable before, no value lost an
+        // object it named, and every created object is reached from the objects held before. The
+        // collection would then remove nothing, and it is O(objects): skipping it keeps an append
+        // to a long collection from walking the whole scope.
+        if !pass.revived.isEmpty
+            || (pass.referenceChanged && (!skipsNeedlessCollections || pass.mayOrphan || mayHoldUnreachable
+                                          || !Self.createdObjectsAreReached(pass, fragments))) {
+            collectGarbage()
+            mayHoldUnreachable = false
+        } else if !pass.referenceChanged, pass.plans.contains(where: { $0.error == nil && $0.isNew }) {
+            mayHoldUnreachable = true
+        } else if pass.referenceChanged {
+            skippedCollections += 1
+        }
         // Objects brought back without a fragment of their own (what a revived object referenced)
         // reach the other replicas as an `add` of their last state, after the change set's fragments.
         var revived: [SyncFragment] = []
@@ -167,6 +190,38 @@ struct ScopeStore: Sendable {
         }
         for uuid in pass.working.keys where objects[uuid] != nil { deleted.remove(uuid) }
         return SyncOutcome(replies: replies, accepted: accepted + revived, revived: revived)
+    }
+
+    /// Whether every object `pass` creates is named by a value it writes to an object the scope held
+    /// before, or by one it creates that is. O(references written).
+    private static func createdObjectsAreReached(_ pass: ValidationPass, _ fragments: [SyncFragment]) -> Bool {
+        var created = UUIDTable<Int>()
+        for (index, plan) in pass.plans.enumerated() where plan.error == nil && plan.isNew {
+            _ = created.insert(index, for: fragments[index].uuid)
+        }
+        guard created.count > 0 else { return true }
+        var reached = UUIDTable<Bool>()
+        var stack: [Int] = []
+        func reach(_ plan: ValidationPass.Plan) {
+            for (_, target) in plan.references {
+                if let index = created[target], reached.insert(true, for: target) == nil { stack.append(index) }
+            }
+        }
+        for plan in pass.plans where plan.error == nil && !plan.isNew { reach(plan) }
+        while let index = stack.popLast() { reach(pass.plans[index]) }
+        return reached.count == created.count
+    }
+
+    /// Whether `previous`, a reference or collection value, names an object that `value` does not.
+    /// O(n): an append is a prefix check.
+    private static func dropsReference(_ previous: JSON, keeping value: JSON) -> Bool {
+        let old = Self.referencedUUIDs(previous)
+        guard !old.isEmpty else { return false }
+        let new = Self.referencedUUIDs(value)
+        if new.starts(with: old) { return false }
+        var kept = UUIDTable<Bool>(capacity: new.count)
+        for uuid in new { _ = kept.insert(true, for: uuid) }
+        return old.contains { kept[$0] == nil }
     }
 
     /// Removes every object not reachable from the root through reference properties.
@@ -222,12 +277,17 @@ struct ScopeStore: Sendable {
         // the scope no longer holds was removed concurrently (removal wins, also over a move from
         // another collection), so a merged collection drops it instead of refusing it as a dangling
         // reference (§8.4). Only elements the sender never saw must exist.
-        let knownToSender = Set(fragments.flatMap { fragment in (fragment.bases ?? [:]).values.flatMap { $0 } })
+        // Made on first use: only an element that names no object asks (most change sets never do).
+        var knownSet: Set<UUID>?
+        let knownToSender = { (uuid: UUID) -> Bool in
+            if knownSet == nil { knownSet = Set(fragments.flatMap { fragment in (fragment.bases ?? [:]).values.flatMap { $0 } }) }
+            return knownSet?.contains(uuid) == true
+        }
         // A merged collection keeps an element the sender knew that the scope deleted meanwhile when
         // its last state is kept: the move of it into another collection wins over its removal from
         // the one it left, and the object comes back (revived below).
         let deleted = self.deleted
-        let existsOrRevivable: (UUID) -> Bool = { uuid in exists(uuid) || (knownToSender.contains(uuid) && deleted[uuid] != nil) }
+        let existsOrRevivable: (UUID) -> Bool = { uuid in exists(uuid) || (knownToSender(uuid) && deleted[uuid] != nil) }
         // Pass 2: each fragment in message order against the state left by the earlier ones.
         for (index, fragment) in fragments.enumerated() {
             if let error = forced[index] { pass.plans[index].error = error; continue }
@@ -263,7 +323,7 @@ struct ScopeStore: Sendable {
                 if keepsExisting, let existing = target.properties[key] {
                     if existing != value { plan.modifications[key] = existing }
                     if plan.revived, kinds[KindKey(className: target.className, property: key)]?.isReference == true {
-                        for uuid in referencedUUIDs(existing) { plan.references.append((key, uuid)) }
+                        for uuid in Self.referencedUUIDs(existing) { plan.references.append((key, uuid)) }
                     }
                     continue
                 }
@@ -272,7 +332,7 @@ struct ScopeStore: Sendable {
                 // A collection sent with its base is merged below, where elements the sender knew and
                 // the scope no longer holds drop out; only references it never saw must name objects.
                 let base = fragment.bases?[key]
-                let valueExists: (UUID) -> Bool = base == nil ? exists : { uuid in exists(uuid) || knownToSender.contains(uuid) }
+                let valueExists: (UUID) -> Bool = base == nil ? exists : { uuid in exists(uuid) || knownToSender(uuid) }
                 switch PropertyKind.check(value, key: key, known: known, exists: valueExists) {
                 case .failure(let error):
                     plan.error = error
@@ -289,8 +349,11 @@ struct ScopeStore: Sendable {
                             plan.modifications[key] = merged
                             value = merged
                         }
-                        if target.properties[key] != nil && target.properties[key] != value { pass.mayOrphan = true }
-                        for uuid in referencedUUIDs(value) { plan.references.append((key, uuid)) }
+                        if let previous = target.properties[key], previous != value {
+                            pass.referenceChanged = true
+                            if Self.dropsReference(previous, keeping: value) { pass.mayOrphan = true }
+                        }
+                        for uuid in Self.referencedUUIDs(value) { plan.references.append((key, uuid)) }
                     }
                     if let error = mergeShared(fragment, key: key, value: &value, target: &target, plan: &plan) {
                         plan.error = error
@@ -328,7 +391,7 @@ struct ScopeStore: Sendable {
             for key in object.properties.keys.sorted() {
                 let kindKey = KindKey(className: object.className, property: key)
                 guard let kind = pass.kinds[kindKey] ?? kinds[kindKey], kind.isReference, let value = object.properties[key] else { continue }
-                for child in referencedUUIDs(value) where objects[child] == nil && pass.working[child] == nil && pass.temporaries[child] == nil {
+                for child in Self.referencedUUIDs(value) where objects[child] == nil && pass.working[child] == nil && pass.temporaries[child] == nil {
                     guard let last = deleted[child] else { continue }
                     pass.working[child] = last
                     pass.revived.append(child)
@@ -374,13 +437,13 @@ struct ScopeStore: Sendable {
     /// The three-way merge of a collection value, without elements that name no object (of the
     /// scope or added by the same change set), or nil when it does not apply.
     private func merge(_ value: JSON, base: [UUID], current: JSON?, exists: (UUID) -> Bool) -> JSON? {
-        let new = referencedUUIDs(value)
-        let currentUUIDs = current.map(referencedUUIDs) ?? []
+        let new = Self.referencedUUIDs(value)
+        let currentUUIDs = current.map(Self.referencedUUIDs) ?? []
         let merged = CollectionMerge.merge(base: base, new: new, current: currentUUIDs).filter(exists)
         return .array(merged.map { .string($0.wireString) })
     }
 
-    private func referencedUUIDs(_ value: JSON) -> [UUID] {
+    private static func referencedUUIDs(_ value: JSON) -> [UUID] {
         switch value {
         case .string(let text): return UUID(wireString: text).map { [$0] } ?? []
         case .array(let elements):

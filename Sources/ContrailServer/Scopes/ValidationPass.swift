@@ -30,7 +30,10 @@ struct ValidationPass {
     var working: [UUID: StoredObject] = [:]
     /// Kinds learnt by the accepted fragments.
     var kinds: [KindKey: PropertyKind] = [:]
-    /// Whether a reference changed, so objects may have lost their last parent.
+    /// Whether a reference or collection of an object the scope held changed value (what made
+    /// every commit collect garbage before it could tell when nothing became unreachable).
+    var referenceChanged = false
+    /// Whether such a value lost an object it named, so objects may have lost their last parent.
     var mayOrphan = false
     /// Deleted objects brought back because a written object references them (no fragment of
     /// their own), in the order found.

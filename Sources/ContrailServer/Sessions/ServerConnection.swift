@@ -180,7 +180,9 @@ final class ServerConnection: Sendable {
         // The inspector asks who made each change set (params {"contrailOrigins": true}); only an
         // admin is told.
         let origins = identity.isAdmin && create.params["contrailOrigins"] == .bool(true)
-        guard let session = core.makeSession(identity: identity, receivesOrigins: origins) else {
+        // A Contrail client that takes collection edits in broadcasts asks for them (§8.24).
+        let collectionEdits = create.params[SyncFragment.collectionOpsParameter] == .bool(true)
+        guard let session = core.makeSession(identity: identity, receivesOrigins: origins, receivesCollectionEdits: collectionEdits) else {
             await closeRefused(core.phase)
             return nil
         }

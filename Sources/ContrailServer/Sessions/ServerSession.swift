@@ -49,7 +49,8 @@ actor ServerSession {
     private var watched = false
     private(set) var isEnded = false
 
-    init(number: Int, token: String, identity: SessionIdentity, receivesOrigins: Bool = false, core: ServerCore) {
+    init(number: Int, token: String, identity: SessionIdentity, receivesOrigins: Bool = false, receivesCollectionEdits: Bool = false,
+         core: ServerCore) {
         self.number = number
         self.token = token
         self.identity = identity
@@ -59,7 +60,7 @@ actor ServerSession {
         let limits = core.limits
         let origin = JSON.object(["session": .int(Int64(number)), "user": .string(identity.user)]).serialized(sortedKeys: true)
         self.outbox = SessionOutbox(limitBytes: limits.maxResendBytes, origin: String(decoding: origin, as: UTF8.self),
-                                    receivesOrigins: receivesOrigins) { [token] in
+                                    receivesOrigins: receivesOrigins, receivesCollectionEdits: receivesCollectionEdits) { [token] in
             core.expireSession(token: token, reason: .limitExceeded(
                 "Resend buffer is full (\(limits.maxResendBytes) bytes unacknowledged); start a new session"))
         }

@@ -42,13 +42,19 @@ final class SessionOutbox: Sendable {
     /// Whether broadcasts to this session carry their `origin` (an admin's session that asked, with
     /// SessionCreate params `{"contrailOrigins": true}`: the inspector).
     let receivesOrigins: Bool
+    /// Whether broadcasts to this session carry collections as edits of the values it last received
+    /// (a Contrail client that asked, with SessionCreate params `{"contrailCollectionOps": true}`,
+    /// Protocol §8.24); otherwise they carry whole arrays, as to an original client.
+    let receivesCollectionEdits: Bool
 
     /// An outbox whose resend buffer holds at most `limitBytes` of unacknowledged messages (one
     /// message is always kept, whatever its size).
-    init(limitBytes: Int, origin: String? = nil, receivesOrigins: Bool = false, onOverflow: @escaping @Sendable () -> Void) {
+    init(limitBytes: Int, origin: String? = nil, receivesOrigins: Bool = false, receivesCollectionEdits: Bool = false,
+         onOverflow: @escaping @Sendable () -> Void) {
         self.limitBytes = max(1, limitBytes)
         self.origin = origin
         self.receivesOrigins = receivesOrigins
+        self.receivesCollectionEdits = receivesCollectionEdits
         self.onOverflow = onOverflow
     }
 

@@ -52,19 +52,39 @@ public struct CollectionEdit: Sendable, Hashable {
     }
 
     /// The edit base → new: removals, and the elements ``CollectionMerge/placed(base:new:)`` names
-    /// with their anchors. Nil when either array holds an element twice. O((b + n) log n).
+    /// with their anchors. Nil when either array holds an element twice. The common prefix and
+    /// suffix are kept as they are, so an edit of a few elements of a long collection costs O(b + n)
+    /// comparisons and a duplicate check, plus O(m log m) for the m elements between them.
     public init?(base: [UUID], new: [UUID]) {
-        let baseSet = Set(base)
-        let newSet = Set(new)
-        guard baseSet.count == base.count, newSet.count == new.count else { return nil }
-        let placed = Set(CollectionMerge.placed(base: base, new: new))
+        guard Self.isDuplicateFree(base), Self.isDuplicateFree(new) else { return nil }
+        // Without duplicates, an element between the common prefix and suffix of one array is not in
+        // the other's prefix or suffix: the edit of the middles is an edit of the whole.
+        let shorter = min(base.count, new.count)
+        var prefix = 0
+        while prefix < shorter, base[prefix] == new[prefix] { prefix += 1 }
+        var suffix = 0
+        while suffix < shorter - prefix, base[base.count - 1 - suffix] == new[new.count - 1 - suffix] { suffix += 1 }
+        let baseMiddle = Array(base[prefix..<(base.count - suffix)])
+        let newMiddle = Array(new[prefix..<(new.count - suffix)])
+        let baseSet = Set(baseMiddle)
+        let newSet = Set(newMiddle)
+        let placed = Set(CollectionMerge.placed(base: baseMiddle, new: newMiddle))
         var placements: [Placement] = []
         placements.reserveCapacity(placed.count)
-        for (index, element) in new.enumerated() where placed.contains(element) {
+        for (offset, element) in newMiddle.enumerated() where placed.contains(element) {
+            let index = prefix + offset
             placements.append(Placement(element: element, anchor: index > 0 ? new[index - 1] : nil, isMove: baseSet.contains(element)))
         }
         self.init(baseCount: base.count, baseDigest: Self.digest(of: base),
-                  removed: base.filter { !newSet.contains($0) }, placements: placements)
+                  removed: baseMiddle.filter { !newSet.contains($0) }, placements: placements)
+    }
+
+    /// Whether no element of `elements` is there twice. O(n), without `Hasher`.
+    static func isDuplicateFree(_ elements: [UUID]) -> Bool {
+        guard elements.count > 1 else { return true }
+        var seen = UUIDTable<Bool>(capacity: elements.count)
+        for element in elements where seen.insert(true, for: element) != nil { return false }
+        return true
     }
 
     /// Whether `value` is this edit's base (its count and digest match). O(n).
@@ -89,15 +109,25 @@ public struct CollectionEdit: Sendable, Hashable {
 
     /// Removes, then hangs each placement after its anchor and writes the kept elements each
     /// followed by what hangs after it (a placement's anchor is a kept element or an earlier
-    /// placement, so this is one pass). O(n + p).
+    /// placement, so this is one pass). Elements of `base` are found by position in a ``UUIDTable``
+    /// (no `Hasher` per element of a long collection). O(n + p).
     private func placing(into base: [UUID], strict: Bool) -> [UUID]? {
-        let present = Set(base)
-        guard present.count == base.count else { return strict ? nil : base }
-        var taken = Set(removed)
-        for placement in placements where placement.isMove { taken.insert(placement.element) }
-        if strict, !taken.isSubset(of: present) { return nil }
-        let kept = base.filter { !taken.contains($0) }
-        let keptSet = present.subtracting(taken)
+        // Position + 1 in `base` of each of its elements.
+        var positions = UUIDTable<Int>(capacity: base.count)
+        for (index, element) in base.enumerated() where positions.insert(index + 1, for: element) != nil {
+            return strict ? nil : base
+        }
+        var isTaken = [Bool](repeating: false, count: base.count)
+        for element in removed + placements.lazy.filter(\.isMove).map(\.element) {
+            guard let position = positions[element] else {
+                if strict { return nil }
+                continue
+            }
+            isTaken[position - 1] = true
+        }
+        let isPresent = { (element: UUID) in positions[element] != nil }
+        let isKept = { (element: UUID) in positions[element].map { !isTaken[$0 - 1] } ?? false }
+        var isFollowed = [Bool](repeating: false, count: base.count)
         var followers: [UUID: [UUID]] = [:]
         var atFront: [UUID] = []
         var atEnd: [UUID] = []
@@ -105,14 +135,15 @@ public struct CollectionEdit: Sendable, Hashable {
         var previous: UUID?
         for placement in placements {
             let element = placement.element
-            if placement.isMove, !present.contains(element) { continue }
-            if keptSet.contains(element) || placed.contains(element) || (strict && !placement.isMove && present.contains(element)) {
+            if placement.isMove, !isPresent(element) { continue }
+            if isKept(element) || placed.contains(element) || (strict && !placement.isMove && isPresent(element)) {
                 if strict { return nil }
                 continue
             }
             if let anchor = placement.anchor {
-                if keptSet.contains(anchor) || placed.contains(anchor) {
+                if isKept(anchor) || placed.contains(anchor) {
                     followers[anchor, default: []].append(element)
+                    if let position = positions[anchor] { isFollowed[position - 1] = true }
                 } else if strict {
                     return nil
                 } else if let previous {
@@ -127,7 +158,7 @@ public struct CollectionEdit: Sendable, Hashable {
             previous = element
         }
         var result: [UUID] = []
-        result.reserveCapacity(kept.count + placed.count)
+        result.reserveCapacity(base.count + placed.count)
         var stack: [UUID] = []
         func emit(_ elements: [UUID]) {
             stack.append(contentsOf: elements.reversed())
@@ -137,7 +168,10 @@ public struct CollectionEdit: Sendable, Hashable {
             }
         }
         emit(atFront)
-        for element in kept { emit([element]) }
+        for (index, element) in base.enumerated() where !isTaken[index] {
+            result.append(element)
+            if isFollowed[index], let after = followers[element] { emit(after) }
+        }
         emit(atEnd)
         return result
     }

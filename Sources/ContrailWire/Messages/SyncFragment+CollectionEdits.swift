@@ -6,6 +6,9 @@ extension SyncFragment {
     /// The extension name a server lists in `SessionCreateReply.extensions` when it takes
     /// `collectionOps` (§8.24).
     public static let collectionOpsExtension = "collectionOps"
+    /// The `SessionCreate` parameter (`true`) by which a Contrail client asks for broadcasts with
+    /// collections as edits (§8.24); an original server hands it to its session hook, which ignores it.
+    public static let collectionOpsParameter = "contrailCollectionOps"
 
     /// This fragment with each collection that has a base (and no element twice) sent as an edit of
     /// that base, where the edit is the shorter form. O(b + n) per collection.
@@ -37,6 +40,18 @@ extension SyncFragment {
             copy.bases = (copy.bases ?? [:]).merging([key: base]) { _, new in new }
         }
         return copy
+    }
+
+    /// This fragment with every collection edit turned into the whole value it gives, without bases
+    /// (a value that replaces the collection, as in a broadcast or a log record): `base(key, edit)`
+    /// finds the edit's base; nil when one is not found or the edit does not fit it. O(b + n) per
+    /// collection.
+    public func replacingCollectionEdits(base: (String, CollectionEdit) -> [UUID]?) -> SyncFragment? {
+        guard let collectionEdits else { return self }
+        guard var resolved = resolvingCollectionEdits(base: base) else { return nil }
+        for key in collectionEdits.keys { resolved.bases?[key] = nil }
+        if resolved.bases?.isEmpty == true { resolved.bases = nil }
+        return resolved
     }
 }
 

@@ -1,11 +1,11 @@
 import Foundation
 
-/// A hash table from UUIDs to values for restoring a log, where a lookup by UUID is made for every
-/// fragment: open addressing with linear probing, and a multiply-shift hash of the UUID's two
+/// A hash table from UUIDs to values, for loops that look up a UUID per element (restoring a log,
+/// applying a collection edit): open addressing with linear probing, and a multiply-shift hash of the UUID's two
 /// halves instead of `Hasher` (SipHash), which was most of a `Dictionary<UUID, _>` lookup's cost.
 /// The multiplier is odd and random per process, so no fixed set of UUIDs collides in every run.
 /// An empty table allocates nothing. Entries are never removed. Lookups and inserts are amortised O(1).
-struct UUIDTable<Value> {
+package struct UUIDTable<Value> {
     private struct Entry {
         var key: (UInt64, UInt64)
         /// `nil`: the slot is free.
@@ -15,10 +15,10 @@ struct UUIDTable<Value> {
     private var entries: [Entry]
     private let shift: UInt64
     /// The number of entries.
-    private(set) var count = 0
+    package private(set) var count = 0
 
     /// An empty table with room for `capacity` entries before it grows (none allocated for 0).
-    init(capacity: Int = 0) {
+    package init(capacity: Int = 0) {
         var slots = capacity > 0 ? 16 : 0
         while slots * 3 < capacity * 4 { slots *= 2 }
         self.init(slots: slots)
@@ -30,12 +30,12 @@ struct UUIDTable<Value> {
     }
 
     /// The value stored for `uuid`, if any.
-    subscript(uuid: UUID) -> Value? {
+    package subscript(uuid: UUID) -> Value? {
         entries.isEmpty ? nil : entries[slot(for: Self.key(uuid))].value
     }
 
     /// Stores `value` for `uuid` unless the table holds one already; returns the one it holds.
-    mutating func insert(_ value: Value, for uuid: UUID) -> Value? {
+    package mutating func insert(_ value: Value, for uuid: UUID) -> Value? {
         if entries.isEmpty { self = UUIDTable(slots: 16) }
         let key = Self.key(uuid)
         let slot = slot(for: key)
@@ -47,7 +47,7 @@ struct UUIDTable<Value> {
     }
 
     /// Stores `value` for `uuid`, replacing the one it holds, if any.
-    mutating func update(_ value: Value, for uuid: UUID) {
+    package mutating func update(_ value: Value, for uuid: UUID) {
         if entries.isEmpty { self = UUIDTable(slots: 16) }
         let key = Self.key(uuid)
         let slot = slot(for: key)
