@@ -36,6 +36,8 @@ final class QueryCore {
     private(set) var shown: [ModelObject]?
     /// The window `shown` holds.
     private var appliedWindow: Range<Int>?
+    /// The entry of `shown`'s last object, once asked for (`lastShownEntry`); nil when `shown` changed since.
+    private var lastShown: Entry?
     /// The window asked for (`LiveQuery.window`), applied by the next update.
     var window: Range<Int>?
     /// What the last `update` found, for the façade's delivery.
@@ -130,10 +132,17 @@ final class QueryCore {
         for object in objects {
             var item = Item(object: object, old: members[ObjectIdentifier(object)]?.entry, new: currentEntry(object))
             guard item.old != nil || item.new != nil else { continue }
-            if isSingle, let old = item.old, item.new.map({ !isSamePlace(old, $0) }) ?? true {
-                // One object that moves: removing and inserting it give its two indices.
-                moving.append(item)
-                break
+            if isSingle, let old = item.old {
+                guard let new = item.new, isSamePlace(old, new) else {
+                    // One object that moves: removing and inserting it give its two indices.
+                    moving.append(item)
+                    break
+                }
+                if isPastWindow(old) {
+                    // One object that changed in place past the window's end: nothing shows it.
+                    if keepsKeys { members[ObjectIdentifier(object)]?.entry = new }
+                    return false
+                }
             }
             if let old = item.old {
                 guard let index = tree.index(of: old) else { preconditionFailure("a query member is missing from its order") }
@@ -149,9 +158,11 @@ final class QueryCore {
         let windowMoved = window != appliedWindow
         guard !stayed.isEmpty || !moving.isEmpty || windowMoved else { return false }
         let oldCount = tree.count
-        let oldShown = shown ?? (windowMoved ? tree.all.map(\.object) : nil)
-        // With one object moving and none staying, removing and inserting it give its indices.
+        // With one object moving and none staying, removing and inserting it give its indices, and
+        // the window is edited in place.
         let indexed = moving.count > 1 || !stayed.isEmpty
+        let editsWindow = !indexed && !windowMoved && shown != nil
+        let oldShown = editsWindow ? nil : shown ?? (windowMoved ? tree.all.map(\.object) : nil)
         for index in moving.indices {
             if let old = moving[index].old {
                 guard let at = tree.remove(old) else { preconditionFailure("a query member is missing from its order") }
@@ -177,7 +188,9 @@ final class QueryCore {
             }
         }
         totalChanged = tree.count != oldCount
-        if let oldShown {
+        if editsWindow {
+            found = editWindow(moving[0], oldCount: oldCount)
+        } else if let oldShown {
             found = windowChanges(from: oldShown, stayed: stayed, moving: moving, windowMoved: windowMoved)
         } else {
             found = allChanges(stayed: stayed, moving: moving, oldCount: oldCount)
@@ -226,10 +239,105 @@ final class QueryCore {
         appliedWindow = window
         let newShown = window.map { tree.elements(in: $0).map(\.object) } ?? tree.all.map(\.object)
         shown = window == nil ? nil : newShown
+        lastShown = nil
         var relocated = Set<ObjectIdentifier>()
         var changed = Set<ObjectIdentifier>()
         for item in moving where item.old != nil && item.new != nil { relocated.insert(ObjectIdentifier(item.object)) }
         for item in stayed { changed.insert(ObjectIdentifier(item.object)) }
         return QueryDiff.changes(from: oldShown, to: newShown, relocated: relocated, changed: changed)
+    }
+
+    /// Whether `entry` sorts after the last object of a full window (its index is past the window's
+    /// end), or the window shows nothing: a change in place there shows nowhere. O(1) mostly.
+    private func isPastWindow(_ entry: Entry) -> Bool {
+        guard let shown, let window = appliedWindow, window == self.window else { return false }
+        guard let last = shown.last else { return true }
+        guard shown.count == window.count else { return false }
+        let lastEntry = lastShown ?? members[ObjectIdentifier(last)]!.entry
+        lastShown = lastEntry
+        return less(lastEntry, entry)
+    }
+
+    /// The changes of a windowed query when one object moved (`item`, with its old and new index,
+    /// either absent when it left or joined) and the window stayed: `shown` is edited in place (at
+    /// most one object leaves or joins at each end, and the moved object), with the objects that
+    /// enter read from the tree, and the changes are found on positions, as `QueryDiff.changes`
+    /// would find them. O(window).
+    private func editWindow(_ item: Item, oldCount: Int) -> QueryChanges {
+        guard var list = shown, let window = appliedWindow else { preconditionFailure("a window to edit") }
+        shown = nil  // `list` is the only reference: the edits below do not copy it
+        let oldLength = list.count
+        // Each position of the new window holds the old position of its object, or -1 for an object
+        // the window did not show.
+        var origins = Array(list.indices)
+        var fills: [Int] = []
+        let start = window.lowerBound
+        let end = window.upperBound
+        func edit(_ change: (inout [ModelObject]) -> Void, _ changeOrigin: (inout [Int]) -> Void, _ moveFills: (Int) -> Int?) {
+            change(&list)
+            changeOrigin(&origins)
+            fills = fills.compactMap(moveFills)
+        }
+        // The object leaves its old place: the window over the rest starts one later when it was before
+        // the window, and the object after the window's end (if any) enters at the end.
+        var itemOrigin = -1
+        if item.old != nil, item.oldIndex < end {
+            if item.oldIndex < start {
+                if !list.isEmpty { edit({ $0.removeFirst() }, { $0.removeFirst() }, { $0 > 0 ? $0 - 1 : nil }) }
+            } else {
+                let at = item.oldIndex - start
+                itemOrigin = origins[at]
+                edit({ $0.remove(at: at) }, { $0.remove(at: at) }, { $0 > at ? $0 - 1 : ($0 == at ? nil : $0) })
+            }
+            if end < oldCount {
+                edit({ $0.append(item.object) }, { $0.append(-1) }, { $0 })
+                fills.append(list.count - 1)
+            }
+        }
+        // The object takes its new place: before the window, the object before the window's start
+        // enters at the front; inside it, the object itself; the last one is pushed out.
+        let count = tree.count
+        var itemAt = -1
+        if item.new != nil, item.newIndex < end {
+            if item.newIndex < start {
+                if count > start {
+                    edit({ $0.insert(item.object, at: 0) }, { $0.insert(-1, at: 0) }, { $0 + 1 })
+                    fills.append(0)
+                }
+            } else {
+                itemAt = item.newIndex - start
+                edit({ $0.insert(item.object, at: itemAt) }, { $0.insert(itemOrigin, at: itemAt) }, { $0 >= itemAt ? $0 + 1 : $0 })
+            }
+            if list.count > window.count {
+                let last = list.count - 1
+                if itemAt == last { itemAt = -1 }
+                edit({ $0.removeLast() }, { $0.removeLast() }, { $0 == last ? nil : $0 })
+            }
+        }
+        for position in fills { list[position] = tree[start + position].object }
+        shown = list
+        lastShown = nil
+        // Every object shown before and after but the moved one kept its order among the others.
+        var result = QueryChanges(oldCount: oldLength, newCount: list.count)
+        var kept = Array(repeating: false, count: oldLength)
+        var newUnstable: [Int] = []
+        for (position, origin) in origins.enumerated() {
+            if origin >= 0 {
+                kept[origin] = true
+            } else {
+                result.inserted.insert(position)
+                newUnstable.append(position)
+            }
+        }
+        var oldUnstable: [Int] = []
+        for (position, isKept) in kept.enumerated() where !isKept {
+            result.removed.insert(position)
+            oldUnstable.append(position)
+        }
+        guard itemOrigin >= 0, itemAt >= 0 else { return result }
+        oldUnstable.insert(itemOrigin, at: QueryDiff.countLess(than: itemOrigin, in: oldUnstable))
+        newUnstable.insert(itemAt, at: QueryDiff.countLess(than: itemAt, in: newUnstable))
+        QueryDiff.resolve([(itemOrigin, itemAt)], oldUnstable: oldUnstable, newUnstable: newUnstable, into: &result)
+        return result
     }
 }
