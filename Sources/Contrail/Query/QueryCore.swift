@@ -167,19 +167,24 @@ final class QueryCore {
             if let old = moving[index].old {
                 guard let at = tree.remove(old) else { preconditionFailure("a query member is missing from its order") }
                 if !indexed { moving[index].oldIndex = at }
-                members[ObjectIdentifier(moving[index].object)] = nil
+                if moving[index].new == nil { members[ObjectIdentifier(moving[index].object)] = nil }
             }
         }
         for index in moving.indices {
             if let new = moving[index].new {
                 let at = tree.insert(new)
                 if !indexed { moving[index].newIndex = at }
-                members[ObjectIdentifier(moving[index].object)] = Member(entry: new, object: moving[index].object)
+                let id = ObjectIdentifier(moving[index].object)
+                if moving[index].old != nil {
+                    members[id]?.entry = new
+                } else {
+                    members[id] = Member(entry: new, object: moving[index].object)
+                }
             }
         }
         for index in stayed.indices {
             let new = stayed[index].new!
-            members[ObjectIdentifier(stayed[index].object)] = Member(entry: new, object: stayed[index].object)
+            if keepsKeys { members[ObjectIdentifier(stayed[index].object)]?.entry = new }
             stayed[index].newIndex = tree.index(of: new)!
         }
         if indexed {
@@ -278,12 +283,13 @@ final class QueryCore {
             changeOrigin(&origins)
             fills = fills.compactMap(moveFills)
         }
-        // The object leaves its old place: the window over the rest starts one later when it was before
-        // the window, and the object after the window's end (if any) enters at the end.
+        // The object leaves its old place (a window that showed nothing stays empty): the window over
+        // the rest starts one later when it was before the window, and the object after the window's
+        // end (if any) enters at the end.
         var itemOrigin = -1
-        if item.old != nil, item.oldIndex < end {
+        if item.old != nil, item.oldIndex < end, !list.isEmpty {
             if item.oldIndex < start {
-                if !list.isEmpty { edit({ $0.removeFirst() }, { $0.removeFirst() }, { $0 > 0 ? $0 - 1 : nil }) }
+                edit({ $0.removeFirst() }, { $0.removeFirst() }, { $0 > 0 ? $0 - 1 : nil })
             } else {
                 let at = item.oldIndex - start
                 itemOrigin = origins[at]
