@@ -71,7 +71,7 @@ final class QueryCore {
             members[ObjectIdentifier(object)] = Member(entry: entry, object: object)
         }
         entries.sort(by: less)
-        tree = OrderStatisticTree(sorted: entries, less: less)
+        tree = OrderStatisticTree(sorted: entries, capacity: 32, less: less)
         self.members = members
         self.window = window
         appliedWindow = window
