@@ -94,6 +94,46 @@ struct LiveQueryTests {
         }
     }
 
+    @Test("an entry's encoded first key orders as the key's comparison does, in both directions")
+    func encodedKeysOrderAsCompare() {
+        var random = SeededGenerator(seed: 29)
+        let specials: [Double] = [0, -0.0, .infinity, -.infinity, .nan, -.nan, .greatestFiniteMagnitude, -.leastNonzeroMagnitude, 1, -1]
+        let doubles = specials + (0..<40).map { _ in Double.random(in: -1e6..<1e6, using: &random) }
+        let ints = [Int64.min, Int64.max, 0, -1, 1] + (0..<40).map { _ in Int64.random(in: -1000..<1000, using: &random) }
+        let unsigned = [UInt64.min, UInt64.max, 1] + (0..<40).map { _ in UInt64.random(in: 0..<1000, using: &random) }
+        let groups: [[QueryKeyComponent]] = [doubles.map { .double($0) } + [.null], ints.map { .int($0) } + [.null],
+                                             unsigned.map { .unsigned($0) } + [.null]]
+        for group in groups {
+            for descending in [false, true] {
+                for a in group {
+                    for b in group {
+                        let x = a.encoded(isInline: true, descending: descending)
+                        let y = b.encoded(isInline: true, descending: descending)
+                        let order = x.tag != y.tag ? (x.tag < y.tag ? -1 : 1) : (x.key < y.key ? -1 : (x.key == y.key ? 0 : 1))
+                        let expected = descending ? -a.compare(b) : a.compare(b)
+                        #expect(order == expected, "\(a) against \(b), descending \(descending)")
+                    }
+                }
+            }
+        }
+        // A string is not inline: every value encodes alike, and the entries compare their keys.
+        let a = QueryKeyComponent.string("a").encoded(isInline: false, descending: false)
+        let b = QueryKeyComponent.string("b").encoded(isInline: false, descending: false)
+        #expect(a.tag == b.tag && a.key == b.key)
+        #expect(QueryKeyComponent.isInline(Double.self) && QueryKeyComponent.isInline(Date.self) && !QueryKeyComponent.isInline(String.self))
+    }
+
+    @Test("a change set's random id is a version 4 uuid, a new one each time")
+    func changeSetIDsAreRandom() {
+        let ids = (0..<1000).map { _ in UUID.random() }
+        #expect(Set(ids).count == ids.count)
+        for id in ids {
+            #expect(id.uuid.6 >> 4 == 4 && id.uuid.8 >> 6 == 0b10, "\(id)")
+        }
+        #expect(ChangeSet(fragments: [], changes: [], message: nil, isAtomic: false, origin: .local, state: .syncing, scope: nil).id
+                    != ChangeSet(fragments: [], changes: [], message: nil, isAtomic: false, origin: .local, state: .syncing, scope: nil).id)
+    }
+
     // MARK: - Changes as index sets
 
     @Test("moves are reported only for objects whose place among the others changed")

@@ -29,24 +29,10 @@ import Observation
 /// O(log n) without one.
 @MainActor
 public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollection, Observable {
-    typealias Entry = QueryEntry
-
-    private weak var host: ModelObjectHost?
     private let hub: QueryHub
-    private let filter: @MainActor (Model) -> Bool
-    private let firstKey: (@MainActor (Model) -> QueryKeyComponent)?
-    private let restKeys: [@MainActor (Model) -> QueryKeyComponent]
-    private let less: (Entry, Entry) -> Bool
-    private var tree: OrderStatisticTree<Entry>
-    /// The entry of every object in `tree`, by object.
-    private var members: [ObjectIdentifier: Entry]
-    /// The window's objects, all of class `Model` (nil without a window).
-    private var shown: [ModelObject]?
-    /// The window `shown` holds.
-    private var appliedWindow: Range<Int>?
-    /// What the last `update` found, for `deliver`.
-    private var found: QueryChanges?
-    private var totalChanged = false
+    /// The order, the matches, the window and the changes: not generic, so that what a change runs
+    /// through is specialised in this module whatever module `Model` lives in.
+    private let core: QueryCore
     private let registrar = ObservationRegistrar()
     private let listeners = ObserverList<QueryChanges>()
     private var buffers: [WeakBuffer] = []
@@ -55,47 +41,39 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
         weak var buffer: QueryChangeBuffer?
     }
 
+    /// The key paths the registrar tracks, made once: a key path into a generic class is otherwise
+    /// instantiated by the runtime at every use.
+    private let contentsKeyPath: KeyPath<LiveQuery, Int> = \.observedContents
+    private let totalKeyPath: KeyPath<LiveQuery, Int> = \.observedTotal
+
     /// The part of the sorted matches the collection holds, as offsets into them: `0..<50` is
     /// the first fifty, nil is all of them. Setting it takes effect at the end of the turn,
     /// delivered with changes (the objects that leave and enter), so a list view pages or scrolls by
     /// moving it. O(log n + window) per move.
     public var window: Range<Int>? {
-        didSet {
-            if window != oldValue { hub.schedule() }
+        get { core.window }
+        set {
+            guard newValue != core.window else { return }
+            core.window = newValue
+            hub.schedule()
         }
     }
 
     init(host: ModelObjectHost, hub: QueryHub, objects: some Sequence<ModelObject>, filter: @escaping @MainActor (Model) -> Bool,
          sort: [QuerySort<Model>], window: Range<Int>?) {
-        self.host = host
         self.hub = hub
-        self.filter = filter
-        firstKey = sort.first?.key
-        restKeys = sort.dropFirst().map(\.key)
-        let less = Entry.order(descending: sort.map(\.isDescending))
-        self.less = less
-        var entries: [Entry] = []
-        for object in objects {
-            guard let model = object as? Model, filter(model) else { continue }
-            entries.append(Self.entry(model, firstKey: firstKey, restKeys: restKeys))
+        let criteria = sort.map { criterion in
+            let key = criterion.key
+            return QueryCore.Criterion(key: { key(unsafeDowncast($0, to: Model.self)) }, isDescending: criterion.isDescending,
+                                       isInline: criterion.isInline)
         }
-        entries.sort(by: less)
-        tree = OrderStatisticTree(sorted: entries, less: less)
-        members = Dictionary(minimumCapacity: entries.count)
-        for entry in entries { members[ObjectIdentifier(entry.object)] = entry }
-        self.window = window
-        appliedWindow = window
-        shown = window.map { tree.elements(in: $0).map(\.object) }
+        core = QueryCore(host: host, objects: objects, isMember: { $0 is Model }, filter: { filter(unsafeDowncast($0, to: Model.self)) },
+                         sort: criteria, window: window)
         hub.add(self)
     }
 
     isolated deinit {
         for weak in buffers { weak.buffer?.finish() }
-    }
-
-    private static func entry(_ model: Model, firstKey: (@MainActor (Model) -> QueryKeyComponent)?,
-                              restKeys: [@MainActor (Model) -> QueryKeyComponent]) -> Entry {
-        Entry(first: firstKey?(model) ?? .null, rest: restKeys.map { $0(model) }, uuid: model.uuid, object: model)
     }
 
     // MARK: - The collection
@@ -105,30 +83,28 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
 
     /// The number of objects shown (in the window, or all matches without one).
     public var endIndex: Int {
-        registrar.access(self, keyPath: \.observedContents)
-        return shown?.count ?? tree.count
+        registrar.access(self, keyPath: contentsKeyPath)
+        return core.count
     }
 
     /// The object at `position` of the window (or of all matches). O(1) in a window, O(log n) without.
     public subscript(position: Int) -> Model {
-        registrar.access(self, keyPath: \.observedContents)
-        if let shown { return unsafeDowncast(shown[position], to: Model.self) }
-        return unsafeDowncast(tree[position].object, to: Model.self)
+        registrar.access(self, keyPath: contentsKeyPath)
+        return unsafeDowncast(core.object(at: position), to: Model.self)
     }
 
     /// The number of objects that pass the filter, in the window or not (the length of the list a
     /// windowed view scrolls through).
     public var totalCount: Int {
-        registrar.access(self, keyPath: \.observedTotal)
-        return tree.count
+        registrar.access(self, keyPath: totalKeyPath)
+        return core.tree.count
     }
 
     /// The index of `model` among all sorted matches (not the window), or nil when it is not one.
     /// O(log n).
     public func offset(of model: Model) -> Int? {
-        registrar.access(self, keyPath: \.observedTotal)
-        guard let entry = members[ObjectIdentifier(model)] else { return nil }
-        return tree.index(of: entry)
+        registrar.access(self, keyPath: totalKeyPath)
+        return core.offset(of: model)
     }
 
     /// The stand-ins the registrar tracks the contents and the total under.
@@ -158,136 +134,21 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
 
     // MARK: - Maintenance
 
-    /// One object the update looks at: where it was, where it goes.
-    private struct Item {
-        let object: Model
-        var old: Entry?
-        var new: Entry?
-        var oldIndex = -1
-        var newIndex = -1
-    }
-
-    /// The entry `model` has now, or nil when it is not a match.
-    private func currentEntry(_ model: Model) -> Entry? {
-        guard let host, model.host === host, filter(model) else { return nil }
-        return Self.entry(model, firstKey: firstKey, restKeys: restKeys)
-    }
-
-    private func isSamePlace(_ a: Entry, _ b: Entry) -> Bool { !less(a, b) && !less(b, a) }
-
     func accepts(_ type: ModelObject.Type) -> Bool { type is Model.Type }
 
-    func update(_ objects: [ModelObject]) -> Bool {
-        // Where each object was and goes: O(log n) each, before anything moves.
-        var stayed: [Item] = []
-        var moving: [Item] = []
-        for object in objects {
-            guard let model = object as? Model else { continue }
-            var item = Item(object: model, old: members[ObjectIdentifier(model)], new: currentEntry(model))
-            guard item.old != nil || item.new != nil else { continue }
-            if let old = item.old {
-                guard let index = tree.index(of: old) else { preconditionFailure("a query member is missing from its order") }
-                item.oldIndex = index
-            }
-            if let old = item.old, let new = item.new, isSamePlace(old, new) {
-                item.newIndex = -2  // resolved below, once the others have moved
-                stayed.append(item)
-            } else {
-                moving.append(item)
-            }
-        }
-        let windowMoved = window != appliedWindow
-        guard !stayed.isEmpty || !moving.isEmpty || windowMoved else { return false }
-        let oldCount = tree.count
-        let oldShown = shown ?? (windowMoved ? tree.all.map(\.object) : nil)
-        for item in moving {
-            if let old = item.old {
-                tree.remove(old)
-                members[ObjectIdentifier(item.object)] = nil
-            }
-        }
-        for item in moving {
-            if let new = item.new {
-                tree.insert(new)
-                members[ObjectIdentifier(item.object)] = new
-            }
-        }
-        for index in stayed.indices {
-            let new = stayed[index].new!
-            members[ObjectIdentifier(stayed[index].object)] = new
-            stayed[index].newIndex = tree.index(of: new)!
-        }
-        for index in moving.indices {
-            if let new = moving[index].new { moving[index].newIndex = tree.index(of: new)! }
-        }
-        totalChanged = tree.count != oldCount
-        if let oldShown {
-            found = windowChanges(from: oldShown, stayed: stayed, moving: moving, windowMoved: windowMoved)
-        } else {
-            found = allChanges(stayed: stayed, moving: moving, oldCount: oldCount)
-        }
-        return found?.isEmpty == false || totalChanged
-    }
-
-    /// The changes of a query without a window: every index is an index of the whole list.
-    private func allChanges(stayed: [Item], moving: [Item], oldCount: Int) -> QueryChanges {
-        var result = QueryChanges(oldCount: oldCount, newCount: tree.count)
-        for item in stayed { result.updated.insert(item.oldIndex) }
-        var candidates: [(old: Int, new: Int)] = []
-        var oldUnstable: [Int] = []
-        var newUnstable: [Int] = []
-        for item in moving {
-            if item.old != nil { oldUnstable.append(item.oldIndex) }
-            if item.new != nil { newUnstable.append(item.newIndex) }
-            switch (item.old != nil, item.new != nil) {
-            case (true, true): candidates.append((item.oldIndex, item.newIndex))
-            case (true, false): result.removed.insert(item.oldIndex)
-            default: result.inserted.insert(item.newIndex)
-            }
-        }
-        oldUnstable.sort()
-        newUnstable.sort()
-        QueryDiff.resolve(candidates, oldUnstable: oldUnstable, newUnstable: newUnstable, into: &result)
-        return result
-    }
-
-    /// The changes of a windowed query (or one whose window moved): when no object left or joined
-    /// before the window's end, only updates inside it; otherwise the window is read again and
-    /// compared with what it showed. O(changed) or O(log n + window).
-    private func windowChanges(from oldShown: [ModelObject], stayed: [Item], moving: [Item], windowMoved: Bool) -> QueryChanges {
-        let end = appliedWindow?.upperBound ?? Int.max
-        let reachesWindow = windowMoved || moving.contains { item in
-            (item.old != nil && item.oldIndex < end) || (item.new != nil && item.newIndex < end)
-        }
-        guard reachesWindow else {
-            var result = QueryChanges(oldCount: oldShown.count, newCount: oldShown.count)
-            let start = appliedWindow?.lowerBound ?? 0
-            for item in stayed where item.oldIndex >= start && item.oldIndex < end {
-                result.updated.insert(item.oldIndex - start)
-            }
-            return result
-        }
-        appliedWindow = window
-        let newShown = window.map { tree.elements(in: $0).map(\.object) } ?? tree.all.map(\.object)
-        shown = window == nil ? nil : newShown
-        var relocated = Set<ObjectIdentifier>()
-        var changed = Set<ObjectIdentifier>()
-        for item in moving where item.old != nil && item.new != nil { relocated.insert(ObjectIdentifier(item.object)) }
-        for item in stayed { changed.insert(ObjectIdentifier(item.object)) }
-        return QueryDiff.changes(from: oldShown, to: newShown, relocated: relocated, changed: changed)
-    }
+    func update(_ objects: [ModelObject]) -> Bool { core.update(objects) }
 
     func deliver() {
-        guard let changes = found else { return }
-        found = nil
+        guard let changes = core.found else { return }
+        core.found = nil
         if changes.changesOrder {
-            registrar.willSet(self, keyPath: \.observedContents)
-            registrar.didSet(self, keyPath: \.observedContents)
+            registrar.willSet(self, keyPath: contentsKeyPath)
+            registrar.didSet(self, keyPath: contentsKeyPath)
         }
-        if totalChanged {
-            totalChanged = false
-            registrar.willSet(self, keyPath: \.observedTotal)
-            registrar.didSet(self, keyPath: \.observedTotal)
+        if core.totalChanged {
+            core.totalChanged = false
+            registrar.willSet(self, keyPath: totalKeyPath)
+            registrar.didSet(self, keyPath: totalKeyPath)
         }
         guard !changes.isEmpty else { return }
         listeners.notify(changes)

@@ -1,22 +1,32 @@
 import Foundation
 
-/// One object in a live query's order: its sort keys as they were when it was placed, its uuid
-/// (which breaks ties, so the order is total and the same on every replica) and the object.
+/// One object in a live query's order: its first sort key as a plain number, all its keys when the
+/// order needs more (as they were when it was placed), its uuid (which breaks ties, so the order is
+/// total and the same on every replica) and the object.
+///
+/// An entry of a query sorted by one number is plain bytes: moving, copying and comparing entries
+/// in the query's tree touches no reference count and no object, which is what keeps a change at a
+/// few cache lines per level of the tree instead of a cache miss on every object a search passes.
 struct QueryEntry {
-    /// The first sort key (`null` for a query without sort criteria).
-    var first: QueryKeyComponent
-    /// The further sort keys, if any (empty: no allocation).
-    var rest: [QueryKeyComponent]
+    /// The first sort key encoded in the query's direction (`QueryKeyComponent.encoded`): entries
+    /// whose keys are inline order as these numbers do; 0 when the key is compared from `keys`.
+    var key: UInt64
     /// The uuid's bytes as two big-endian numbers: compared, they order as the uuid strings do.
     var high: UInt64
     var low: UInt64
-    /// The object (of the query's class: a query downcasts it). Not generic, so that the order's
-    /// code is specialised once, in this module, instead of copying entries through value witnesses.
-    let object: ModelObject
+    /// The object (of the query's class: a query downcasts it). Not retained by the entry: the
+    /// query's `members` holds every object in its tree, and comparisons never read it (the copies
+    /// a tree keeps as separators may outlive the object, and are only compared).
+    unowned(unsafe) let object: ModelObject
+    /// Every sort key, for a query whose order needs more than `key` (a first key that is not a
+    /// number, or further keys); nil otherwise.
+    let keys: QueryKeys?
+    /// 0 or 1: whether the first key is null, in the query's direction (compared before `key`).
+    var tag: UInt8
 
-    init(first: QueryKeyComponent, rest: [QueryKeyComponent], uuid: UUID, object: ModelObject) {
-        self.first = first
-        self.rest = rest
+    init(first: QueryKeyComponent, isInline: Bool, descending: Bool, keys: QueryKeys?, uuid: UUID, object: ModelObject) {
+        (tag, key) = first.encoded(isInline: isInline, descending: descending)
+        self.keys = keys
         (high, low) = withUnsafeBytes(of: uuid.uuid) { bytes in
             (UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
              UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
@@ -25,16 +35,25 @@ struct QueryEntry {
     }
 
     /// The strict total order of entries under `descending` (one flag per sort key, the first
-    /// key's first): keys in turn, then the uuid.
-    static func order(descending: [Bool]) -> (QueryEntry, QueryEntry) -> Bool {
-        let firstDescending = descending.first ?? false
-        let restDescending = Array(descending.dropFirst())
+    /// key's first) when the first key `isInline`: the encoded first key, then the other keys (from
+    /// `keys`), then the uuid.
+    static func order(descending: [Bool], firstIsInline: Bool) -> (QueryEntry, QueryEntry) -> Bool {
+        guard !firstIsInline || descending.count > 1 else {
+            return { a, b in
+                if a.tag != b.tag { return a.tag < b.tag }
+                if a.key != b.key { return a.key < b.key }
+                return a.high != b.high ? a.high < b.high : a.low < b.low
+            }
+        }
+        let from = firstIsInline ? 1 : 0
         return { a, b in
-            var c = a.first.compare(b.first)
-            if c != 0 { return firstDescending ? c > 0 : c < 0 }
-            for index in restDescending.indices {
-                c = a.rest[index].compare(b.rest[index])
-                if c != 0 { return restDescending[index] ? c > 0 : c < 0 }
+            if a.tag != b.tag { return a.tag < b.tag }
+            if a.key != b.key { return a.key < b.key }
+            if let x = a.keys?.components, let y = b.keys?.components {
+                for index in from..<descending.count {
+                    let c = x[index].compare(y[index])
+                    if c != 0 { return descending[index] ? c > 0 : c < 0 }
+                }
             }
             return a.high != b.high ? a.high < b.high : a.low < b.low
         }

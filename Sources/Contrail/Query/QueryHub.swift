@@ -55,14 +55,26 @@ final class QueryHub {
             host?.watchesSets = false
             return
         }
-        var batches = Array(repeating: [ModelObject](), count: queries.count)
-        for object in objects.values {
-            for position in route(type(of: object)) { batches[position].append(object) }
-        }
         var updated: [any MaintainedQuery] = []
-        for (position, weak) in queries.enumerated() {
-            guard let query = weak.query else { continue }
-            if query.update(batches[position]) { updated.append(query) }
+        if objects.count == 1, let object = objects.values.first {
+            // One object (the common turn): each query that accepts its class, without batches.
+            let single = [object]
+            var routed = route(type(of: object))[...]
+            for (position, weak) in queries.enumerated() {
+                guard let query = weak.query else { continue }
+                let isRouted = routed.first == position
+                if isRouted { routed.removeFirst() }
+                if query.update(isRouted ? single : []) { updated.append(query) }
+            }
+        } else {
+            var batches = Array(repeating: [ModelObject](), count: queries.count)
+            for object in objects.values {
+                for position in route(type(of: object)) { batches[position].append(object) }
+            }
+            for (position, weak) in queries.enumerated() {
+                guard let query = weak.query else { continue }
+                if query.update(batches[position]) { updated.append(query) }
+            }
         }
         for query in updated { query.deliver() }
     }

@@ -43,6 +43,36 @@ enum QueryKeyComponent {
         }
     }
 
+    /// The component as a tag and a number whose order, compared as (tag, number), is `compare`'s,
+    /// reversed when `descending`: the tag says whether the value is `null`, the number holds an
+    /// inline value (0 for a string or a boxed value, which `isInline` is false for: those are
+    /// compared whole). Doubles map to their IEEE bits, the negative ones inverted, with every NaN as
+    /// one NaN (after every number) and -0 as 0, so that equal doubles map to equal numbers.
+    @inline(__always)
+    func encoded(isInline: Bool, descending: Bool) -> (tag: UInt8, key: UInt64) {
+        let sign: UInt64 = 1 << 63
+        var tag: UInt8 = 1
+        var key: UInt64 = 0
+        switch self {
+        case .null: tag = 0
+        case .double(var value):
+            if value.isNaN { value = .nan } else if value == 0 { value = 0 }
+            let bits = value.bitPattern
+            key = bits & sign != 0 ? ~bits : bits | sign
+        case .int(let value): key = UInt64(bitPattern: value) ^ sign
+        case .unsigned(let value): key = value
+        case .string, .other: assert(!isInline, "a string or boxed key is never inline")
+        }
+        if !isInline { key = 0 }
+        return descending ? (1 - tag, ~key) : (tag, key)
+    }
+
+    /// Whether values of type `Value` are components that `encoded` holds whole in its number.
+    static func isInline<Value>(_ type: Value.Type) -> Bool {
+        Value.self == Double.self || Value.self == Int.self || Value.self == Date.self || Value.self == Float.self
+            || Value.self == Int64.self || Value.self == Int32.self || Value.self == UInt64.self || Value.self == UInt.self
+    }
+
     /// A reader of `keyPath`'s value as a component.
     @MainActor
     static func reader<Model, Value: Comparable>(_ keyPath: KeyPath<Model, Value>) -> @MainActor (Model) -> QueryKeyComponent {

@@ -14,24 +14,26 @@ public struct QuerySort<Model: ModelObject> {
     let key: @MainActor (Model) -> QueryKeyComponent
     /// Whether larger keys come first.
     let isDescending: Bool
+    /// Whether the keys are numbers a query compares without their boxes (`QueryKeyComponent.isInline`).
+    let isInline: Bool
 
     /// Smaller values of `keyPath` first.
     public static func ascending<Value: Comparable>(_ keyPath: KeyPath<Model, Value>) -> QuerySort {
-        QuerySort(key: QueryKeyComponent.reader(keyPath), isDescending: false)
+        QuerySort(key: QueryKeyComponent.reader(keyPath), isDescending: false, isInline: QueryKeyComponent.isInline(Value.self))
     }
 
     /// Larger values of `keyPath` first.
     public static func descending<Value: Comparable>(_ keyPath: KeyPath<Model, Value>) -> QuerySort {
-        QuerySort(key: QueryKeyComponent.reader(keyPath), isDescending: true)
+        QuerySort(key: QueryKeyComponent.reader(keyPath), isDescending: true, isInline: QueryKeyComponent.isInline(Value.self))
     }
 
     /// Smaller values of `keyPath` first, `nil` before every value.
     public static func ascending<Value: Comparable>(_ keyPath: KeyPath<Model, Value?>) -> QuerySort {
-        QuerySort(key: QueryKeyComponent.optionalReader(keyPath), isDescending: false)
+        QuerySort(key: QueryKeyComponent.optionalReader(keyPath), isDescending: false, isInline: QueryKeyComponent.isInline(Value.self))
     }
 
     /// Larger values of `keyPath` first, `nil` after every value.
     public static func descending<Value: Comparable>(_ keyPath: KeyPath<Model, Value?>) -> QuerySort {
-        QuerySort(key: QueryKeyComponent.optionalReader(keyPath), isDescending: true)
+        QuerySort(key: QueryKeyComponent.optionalReader(keyPath), isDescending: true, isInline: QueryKeyComponent.isInline(Value.self))
     }
 }

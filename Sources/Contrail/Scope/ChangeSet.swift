@@ -66,7 +66,7 @@ public final class ChangeSet: Encodable {
     weak var scope: Scope?
 
     init(fragments: [SyncFragment], changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State, scope: Scope?,
-         id: UUID = UUID()) {
+         id: UUID = .random()) {
         self.fragments = fragments
         self.changes = changes
         self.message = message

@@ -8,7 +8,9 @@ import Foundation
 ///   windows of 50 open: the time of the set and the delivery, events included (the p50 of single
 ///   changes). Every change hits some window (the object is taken from one), so every sample
 ///   delivers events. Baseline: the same change, then for each of the 10 queries a re-filter,
-///   re-sort, cut of the window and `CollectionDifference` against the window before.
+///   re-sort, cut of the window and `CollectionDifference` against the window before. Checked:
+///   every window equals re-filtering and re-sorting after the runs, and in 300 more changes each
+///   delivery, replayed as a table view's batch update, turns the rows before into the rows after.
 /// - `query.change.anywhere`: the same with the object picked anywhere in the scope (most changes
 ///   then reach no window).
 /// - `query.open`: opening one query over the 100,000 points; baseline: `filter` + `sorted` of the
@@ -127,13 +129,18 @@ enum QueryBench {
         let all = canvas.points
         let samples = options.iterations(3_000, smoke: 30)
 
-        func change(_ point: BenchPoint) {
-            // A new sort key for every query (each sorts by one of the four) and maybe a new filter result.
-            switch Int.random(in: 0..<4, using: &random) {
-            case 0: point.x = Double.random(in: 0..<1, using: &random)
-            case 1: point.y = Double.random(in: 0..<1, using: &random)
-            case 2: point.z = Double.random(in: 0..<1, using: &random)
-            default: point.w = Double.random(in: 0..<1, using: &random)
+        /// A change of one of the four properties to a new value: a new sort key for the queries that
+        /// sort by it and maybe a new filter result for those that filter by it. Drawn before the
+        /// clock starts (the generator is a system call), so the time is the change and its events.
+        func draw() -> (property: Int, value: Double) {
+            (Int.random(in: 0..<4, using: &random), Double.random(in: 0..<1, using: &random))
+        }
+        func change(_ point: BenchPoint, _ drawn: (property: Int, value: Double)) {
+            switch drawn.property {
+            case 0: point.x = drawn.value
+            case 1: point.y = drawn.value
+            case 2: point.z = drawn.value
+            default: point.w = drawn.value
             }
         }
         func timed(_ pick: () -> BenchPoint) -> [Double] {
@@ -141,8 +148,9 @@ enum QueryBench {
             times.reserveCapacity(samples)
             for _ in 0..<samples {
                 let point = pick()
+                let drawn = draw()
                 let start = cpuSeconds()
-                change(point)
+                change(point, drawn)
                 ChangeDelivery.main.deliverPending()
                 times.append(cpuSeconds() - start)
             }
@@ -156,6 +164,10 @@ enum QueryBench {
         }
         let windowEvents = counter.count - before
         let anywhere = timed { all[Int.random(in: 0..<all.count, using: &random)] }
+        try checkEvents(queries, samples: options.smoke ? 20 : 300) {
+            let query = queries[Int.random(in: 0..<queries.count, using: &random)]
+            change(query.isEmpty ? all[0] : query[Int.random(in: 0..<query.count, using: &random)], draw())
+        }
         for (query, spec) in zip(queries, specs) {
             let expected = brute(points(scope), spec)
             try require("query.change: a window differs from re-filtering and re-sorting",
@@ -171,8 +183,9 @@ enum QueryBench {
         for _ in 0..<baselineSamples {
             let query = queries[Int.random(in: 0..<queries.count, using: &random)]
             let point = query.isEmpty ? all[0] : query[Int.random(in: 0..<query.count, using: &random)]
+            let drawn = draw()
             let start = cpuSeconds()
-            change(point)
+            change(point, drawn)
             ChangeDelivery.main.deliverPending()
             let current = points(scope)
             for (index, spec) in specs.enumerated() {
@@ -189,6 +202,65 @@ enum QueryBench {
                             baseline: baselineP50),
                 BenchFigure(name: "query.change.anywhere", value: Stopwatch.percentile(anywhere, 0.5) * 1e6, unit: "µs p50",
                             baseline: baselineP50))
+    }
+
+    /// The deliveries a check received, by query.
+    final class EventLog {
+        var received: [[QueryChanges]]
+
+        init(queries: Int) {
+            received = Array(repeating: [], count: queries)
+        }
+    }
+
+    /// Makes `samples` changes with `change`, one per turn, and checks that each query's delivery,
+    /// replayed on the rows it showed before as a table view applies a batch update, gives the rows
+    /// it shows after (and that a query without a delivery shows the same rows).
+    static func checkEvents(_ queries: [LiveQuery<BenchPoint>], samples: Int, _ change: () -> Void) throws {
+        let log = EventLog(queries: queries.count)
+        for (index, query) in queries.enumerated() { query.onChanges(log) { log.received[index].append($0) } }
+        var rows = queries.map { $0.map(ObjectIdentifier.init) }
+        var deliveries = 0
+        for _ in 0..<samples {
+            change()
+            ChangeDelivery.main.deliverPending()
+            for (index, query) in queries.enumerated() {
+                let now = query.map(ObjectIdentifier.init)
+                let received = log.received[index]
+                log.received[index].removeAll()
+                try require("query.change: \(received.count) deliveries in one turn", received.count <= 1)
+                if let changes = received.first {
+                    deliveries += 1
+                    try require("query.change: \(changes) does not turn the rows before into the rows after",
+                                replayed(changes, on: rows[index], new: now) == now)
+                } else {
+                    try require("query.change: rows changed without a delivery", now == rows[index])
+                }
+                rows[index] = now
+            }
+        }
+        try require("query.change: \(deliveries) deliveries for \(samples) changes in windows", deliveries >= samples)
+    }
+
+    /// `old` with `changes` applied as a table view applies a batch update (delete, insert, move;
+    /// every other row keeps its order), inserted rows taken from `new`; nil when they are not a
+    /// valid batch.
+    static func replayed(_ changes: QueryChanges, on old: [ObjectIdentifier], new: [ObjectIdentifier]) -> [ObjectIdentifier]? {
+        guard changes.oldCount == old.count, changes.newCount == new.count else { return nil }
+        let sources = Set(changes.moved.map(\.from))
+        guard sources.count == changes.moved.count, Set(changes.moved.map(\.to)).count == changes.moved.count,
+              changes.removed.allSatisfy({ $0 < old.count && !sources.contains($0) }),
+              changes.inserted.allSatisfy({ $0 < new.count }), changes.updated.allSatisfy({ $0 < old.count && !changes.removed.contains($0) }),
+              changes.moved.allSatisfy({ $0.from < old.count && $0.to < new.count && !changes.inserted.contains($0.to) }) else { return nil }
+        var result: [ObjectIdentifier?] = Array(repeating: nil, count: new.count)
+        for index in changes.inserted { result[index] = new[index] }
+        for move in changes.moved { result[move.to] = old[move.from] }
+        var rest = old.indices.filter { !changes.removed.contains($0) && !sources.contains($0) }.map { old[$0] }[...]
+        for index in result.indices where result[index] == nil {
+            guard let next = rest.popFirst() else { return nil }
+            result[index] = next
+        }
+        return rest.isEmpty ? result.map { $0! } : nil
     }
 
     // MARK: - query.bytes_per_query
