@@ -228,6 +228,51 @@ struct ConvergenceTests {
         Self.expectConverged(failures, of: seeds.count)
     }
 
+    /// Half the edits type into and delete from the board's `SharedText` and add to its
+    /// `SharedCounter`, concurrently from 2–5 clients that go offline (sync off, dropped
+    /// connections, paused), undo and redo, while the server restarts: every replica must end with
+    /// the server's text and total, and the total must be the sum of every acknowledged delta.
+    @Test func seededRunsConvergeWithSharedTextAndCounters() async {
+        let fuzzer = ConvergenceFuzzer(server: .inMemory)
+        fuzzer.sharedValues = true
+        fuzzer.settleTimeout = .seconds(10)
+        fuzzer.steps = 20...50
+        var failures: [ConvergenceFuzzer.Counterexample] = []
+        var typed = 0
+        var texts = Set<String>()
+        let seeds: ClosedRange<UInt64> = 1...60
+        for seed in seeds {
+            typed += fuzzer.plan(seed: seed).operations.filter { operation in
+                if case .edit(_, .typeText) = operation { return true }
+                return false
+            }.count
+            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
+            texts.insert(fuzzer.lastBoardNote)
+        }
+        for failure in failures { print("convergence with shared values: \(failure)") }
+        #expect(typed > 200, "the seeds type into the shared text")
+        #expect(texts.filter { $0.count > 5 }.count > 20, "the runs end with texts, not empty ones")
+        Self.expectConverged(failures, of: seeds.count)
+    }
+
+    /// The same with `contrail serve` SIGKILLed at restarts: the text's state comes back from the
+    /// server's log (Protocol §8.21's compact encoding).
+    @Test func seededRunsWithSharedValuesConvergeWithAChildServerKilledAtRestarts() async throws {
+        let fuzzer = ConvergenceFuzzer(server: .childProcess(executable: try ServerProcess.executable.path(percentEncoded: false)))
+        fuzzer.sharedValues = true
+        fuzzer.settleTimeout = .seconds(15)
+        fuzzer.steps = 20...40
+        var failures: [ConvergenceFuzzer.Counterexample] = []
+        var restarts = 0
+        for seed: UInt64 in 1...8 {
+            restarts += fuzzer.plan(seed: seed).operations.filter { $0 == .restartServer }.count
+            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
+        }
+        for failure in failures { print("convergence with shared values and a child server: \(failure)") }
+        #expect(restarts > 0, "the seeds kill the server at least once")
+        Self.expectConverged(failures, of: 8)
+    }
+
     /// No divergence and no lost insert; at most one run that did not settle (or start) within its
     /// timeout on a loaded machine.
     static func expectConverged(_ failures: [ConvergenceFuzzer.Counterexample], of count: Int) {

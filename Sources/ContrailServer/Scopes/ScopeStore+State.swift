@@ -71,8 +71,10 @@ extension ScopeStore {
         members["kinds"] = .object(kindMembers)
         members["changeSets"] = .array(applied.ids.map { .string($0.wireString) })
         if deleted.count > 0 {
+            // [uuid, class, properties(, shared text states)]: a revived object keeps its texts' characters.
             members["deleted"] = .array(deleted.all.map { uuid, object in
-                .array([.string(uuid.wireString), .string(object.className), .object(object.properties)])
+                .array([.string(uuid.wireString), .string(object.className), .object(object.properties)]
+                    + (object.texts.isEmpty ? [] : [.object(object.texts)]))
             })
         }
         return .object(members)
@@ -105,9 +107,11 @@ extension ScopeStore {
         }
         if case .array(let entries)? = snapshot["deleted"] {
             for case .array(let entry) in entries {
-                guard entry.count == 3, case .string(let uuidText) = entry[0], let uuid = UUID(wireString: uuidText),
+                guard entry.count == 3 || entry.count == 4, case .string(let uuidText) = entry[0], let uuid = UUID(wireString: uuidText),
                       case .string(let className) = entry[1], case .object(let properties) = entry[2] else { return nil }
-                rememberDeleted(uuid, StoredObject(className: className, properties: properties))
+                let texts = entry.count == 4 ? entry[3].objectValue : [:]
+                guard let texts else { return nil }
+                rememberDeleted(uuid, StoredObject(className: className, properties: properties, texts: texts))
             }
         }
     }
