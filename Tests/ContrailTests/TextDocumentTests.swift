@@ -163,6 +163,25 @@ import Testing
         _ = decoded
     }
 
+    /// Deleted runs cost a run header in memory, whatever their length: their text goes, and where a
+    /// replica's characters are is kept per run.
+    @Test func deletedRunsCostARunHeaderInMemory() throws {
+        let document = TextDocument(replica: "a")
+        try document.insert(String(repeating: "abcdefghij", count: 10_000), at: 0)
+        let full = document.memoryFootprint
+        #expect(full >= 400_000, "positive control: 100,000 visible characters cost their scalars (\(full) bytes)")
+        for start in stride(from: 90_000, through: 0, by: -10_000) { try document.delete(start..<(start + 9_990)) }
+        #expect(document.count == 100)
+        #expect(document.memoryFootprint < 8_000, "100 visible characters and 20 runs: \(document.memoryFootprint) bytes")
+        #expect(document.text == String(repeating: "abcdefghij", count: 10))
+        // The same from a state: a deleted run of 2^24 - 1 characters in a few bytes costs no more.
+        let huge: JSON = ["replicas": ["a"], "runs": .string(Data([1, 1, 5, 0xFF, 0xFF, 0xFF, 0x07, 0, 0]).base64EncodedString()), "text": ""]
+        let decoded = try TextDocument(replica: "z", state: huge)
+        #expect(decoded.count == 0 && decoded.memoryFootprint < 8_000, "\(decoded.memoryFootprint) bytes")
+        try decoded.insert("x", at: 0)
+        #expect(try TextDocument(replica: "y", state: decoded.stateJSON).text == "x")
+    }
+
     /// Deleted runs cost a few bytes each in the encoded state, whatever their length.
     @Test func deletedRunsCostAFewBytesInTheState() throws {
         let document = TextDocument(replica: "a")

@@ -21,7 +21,6 @@ extension TextDocument {
     public var stateJSON: JSON {
         var table = ReplicaTable()
         var bytes = TextStateBytes()
-        var text = String.UnicodeScalarView()
         // Runs that continue each other are one (how a document holds them depends on its history).
         var all: [TextRun] = []
         for leaf in leaves {
@@ -71,12 +70,11 @@ extension TextDocument {
             for (offset, field) in fields.enumerated() {
                 if offset == 0, header & 0b110 == 1 << 1 { bytes.write(signed: field) } else { bytes.write(varint: field) }
             }
-            if !run.deleted { text.append(contentsOf: content[Int(run.agent)][Int(run.seq)..<Int(run.seq + run.length)]) }
         }
         return .object([
             "replicas": .array(table.names.map { .string($0) }),
             "runs": .string(Data(bytes.bytes).base64EncodedString()),
-            "text": .string(String(text)),
+            "text": .string(text),
         ])
     }
 
@@ -105,7 +103,6 @@ extension TextDocument {
         runs.reserveCapacity(runCount)
         var rightCodes: [UInt8] = []
         rightCodes.reserveCapacity(runCount)
-        var lengths = Array(repeating: 0, count: self.names.count)
         var total = 0
         for _ in 0..<runCount {
             let header = try bytes.readByte()
@@ -140,7 +137,6 @@ extension TextDocument {
             if rightCode == 3 { (run.rightAgent, run.rightSeq) = try id(&bytes) }
             rightCodes.append(rightCode)
             runs.append(run)
-            lengths[Int(agent)] = max(lengths[Int(agent)], seq + length)
         }
         guard bytes.isAtEnd else { throw .malformed("bytes after a text state's runs") }
         // Right origins implied by the next run, from the last run back.
@@ -157,47 +153,38 @@ extension TextDocument {
         guard runs.reduce(0, { $0 + $1.visibleLength }) == scalars.count else {
             throw .malformed("a text state's text is not as long as its visible runs")
         }
-        var textOffset = 0
-        var texts: [ArraySlice<Unicode.Scalar>?] = []
-        texts.reserveCapacity(runs.count)
-        for run in runs {
-            if run.deleted {
-                texts.append(nil)
-            } else {
-                texts.append(scalars[textOffset..<(textOffset + Int(run.length))])
-                textOffset += Int(run.length)
-            }
-        }
-        // Every character once, without gaps; deleted characters get a placeholder.
-        for (agent, length) in lengths.enumerated() {
-            content[agent] = Array(repeating: Self.unknownScalar, count: length)
-            owner[agent] = Array(repeating: -1, count: length)
-        }
+        // Every character once, without gaps: checked per run, so a deleted run costs nothing per character.
         leaves = []
         leavesByID = []
         let chunk = Self.maxRuns / 2
         var start = 0
+        var textStart = 0
+        var placed = Array(repeating: [(seq: Int32, length: Int32, leaf: Int32)](), count: self.names.count)
         while start < runs.count || leaves.isEmpty {
             let slice = Array(runs[start..<min(start + chunk, runs.count)])
-            let leaf = TextLeaf(runs: slice, id: Int32(leaves.count), index: leaves.count)
-            for (offset, run) in slice.enumerated() {
-                let agent = Int(run.agent)
-                for seq in Int(run.seq)..<Int(run.seq + run.length) {
-                    guard owner[agent][seq] < 0 else { throw .malformed("a character is listed twice") }
-                    owner[agent][seq] = leaf.id
-                }
-                if let text = texts[start + offset] {
-                    content[agent].replaceSubrange(Int(run.seq)..<Int(run.seq + run.length), with: text)
-                }
-            }
+            let visible = slice.reduce(0) { $0 + $1.visibleLength }
+            let leaf = TextLeaf(runs: slice, id: Int32(leaves.count), index: leaves.count,
+                                text: Array(scalars[textStart..<(textStart + visible)]))
+            textStart += visible
+            for run in slice { placed[Int(run.agent)].append((run.seq, run.length, leaf.id)) }
             leaves.append(leaf)
             leavesByID.append(leaf)
             start += chunk
         }
-        for agentOwners in owner where agentOwners.contains(-1) { throw .malformed("a replica's characters have a gap") }
+        for (agent, unsorted) in placed.enumerated() {
+            var next: Int32 = 0
+            var pairs: [(start: Int32, leaf: Int32)] = []
+            for item in unsorted.sorted(by: { $0.seq < $1.seq }) {
+                guard item.seq == next else { throw .malformed(item.seq < next ? "a character is listed twice" : "a replica's characters have a gap") }
+                if pairs.last?.leaf != item.leaf { pairs.append((item.seq, item.leaf)) }
+                next += item.length
+            }
+            owners[agent] = pairs
+            lengths[agent] = Int(next)
+        }
         for run in runs {
             for (agent, seq) in [(run.leftAgent, run.leftSeq), (run.rightAgent, run.rightSeq)] where agent >= 0 {
-                guard Int(seq) < owner[Int(agent)].count else { throw .malformed("an origin is not a character of the state") }
+                guard Int(seq) < lengths[Int(agent)] else { throw .malformed("an origin is not a character of the state") }
             }
         }
         setCount(leaves.reduce(0) { $0 + $1.visible })
@@ -236,9 +223,13 @@ extension TextDocument {
         var ready: [Int] = []
         var runs: [(id: TextID, text: String, left: TextID?, right: TextID?, deleted: Bool, count: Int)] = []
         for leaf in incoming.leaves {
+            var offset = 0
             for run in leaf.runs {
                 let agent = Int(run.agent)
-                let scalars = incoming.content[agent][Int(run.seq)..<Int(run.seq + run.length)]
+                let length = Int(run.length)
+                // A deleted character's text is not in the state: a placeholder, deleted again below.
+                let scalars = run.deleted ? Array(repeating: Self.unknownScalar, count: length) : Array(leaf.text[offset..<(offset + length)])
+                if !run.deleted { offset += length }
                 runs.append((TextID(replica: incoming.names[agent], seq: Int(run.seq)), String(String.UnicodeScalarView(scalars)),
                              run.leftAgent < 0 ? nil : TextID(replica: incoming.names[Int(run.leftAgent)], seq: Int(run.leftSeq)),
                              run.rightAgent < 0 ? nil : TextID(replica: incoming.names[Int(run.rightAgent)], seq: Int(run.rightSeq)),
