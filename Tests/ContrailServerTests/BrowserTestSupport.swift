@@ -20,6 +20,13 @@ final class BrowserShape: ModelObject {
     @Property var color = ModelColor.red
 }
 
+/// The demo's canvas with its shared caption (`demo-caption.js`, Protocol §8.21), edited from Swift.
+final class BrowserCaptionCanvas: ModelObject {
+    @Property var name: String?
+    @Property var shapes: [BrowserShape] = []
+    @Property var caption = SharedText()
+}
+
 /// Headless Chromium with remote debugging on a free loopback port, in a throw-away profile.
 final class HeadlessChromium: Sendable {
     let process: Process
@@ -226,6 +233,23 @@ struct BrowserPage: Sendable {
         _ = try await devTools.call("Input.dispatchMouseEvent", ["type": .string(type), "x": .double(x), "y": .double(y),
                                                                   "button": "left", "buttons": type == "mouseReleased" ? 0 : 1,
                                                                   "clickCount": 1], session: session)
+    }
+
+    /// Types `text` as key presses (keyDown with the character, keyUp), one character at a time,
+    /// into the focused element, as a keyboard would.
+    func type(_ text: String) async throws {
+        for character in text {
+            let key = String(character)
+            _ = try await devTools.call("Input.dispatchKeyEvent", ["type": "keyDown", "key": .string(key), "text": .string(key),
+                                                                   "unmodifiedText": .string(key)], session: session)
+            _ = try await devTools.call("Input.dispatchKeyEvent", ["type": "keyUp", "key": .string(key)], session: session)
+        }
+    }
+
+    /// A left click (press and release) at page coordinates.
+    func click(x: Double, y: Double) async throws {
+        try await mouse("mousePressed", x: x, y: y)
+        try await mouse("mouseReleased", x: x, y: y)
     }
 
     /// A PNG screenshot of the viewport.
