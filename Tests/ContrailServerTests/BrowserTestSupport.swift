@@ -246,6 +246,17 @@ struct BrowserPage: Sendable {
         }
     }
 
+    /// Presses and releases a key that types nothing (`End`, `Home`, …), by its DOM key name and
+    /// Windows virtual key code.
+    func press(_ key: String) async throws {
+        let codes = ["End": 35, "Home": 36, "ArrowLeft": 37, "ArrowRight": 39]
+        let code = JSON.int(Int64(codes[key] ?? 0))
+        for type in ["rawKeyDown", "keyUp"] {
+            _ = try await devTools.call("Input.dispatchKeyEvent", ["type": .string(type), "key": .string(key), "code": .string(key),
+                                                                   "windowsVirtualKeyCode": code], session: session)
+        }
+    }
+
     /// A left click (press and release) at page coordinates.
     func click(x: Double, y: Double) async throws {
         try await mouse("mousePressed", x: x, y: y)

@@ -104,9 +104,10 @@ import Testing
         let (server, port) = try await startPageServer()
         let scope = Scope(name: name)
         let canvas = BrowserCaptionCanvas()
-        try canvas.caption.insert("|", at: 0)
         scope.root = canvas
         let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: testOptions())
+        try canvas.caption.insert("|", at: 0)
+        #expect(await eventually(.seconds(60)) { client.session?.pendingChangeSets == 0 })
         let browser = try await HeadlessChromium.launch(try #require(Self.chromium))
         func stop(_ devTools: DevTools?) async {
             await devTools?.close()
@@ -126,13 +127,16 @@ import Testing
                 _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched && window.contrailCaption?.text === '|'")
                 pages.append(page)
             }
-            // Each window clicks into its text area (the caret goes to the end of "|").
+            // Each window clicks into its text area, then moves the caret to the end (after "|") with the End key.
             for page in pages {
                 let box = try await page.evaluate("""
-                    (() => { const r = document.getElementById('caption').getBoundingClientRect(); return [r.right - 4, r.bottom - 4]; })()
+                    (() => { const a = document.getElementById('caption'); a.scrollIntoView({block: 'center'});
+                             const r = a.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()
                     """)
                 try await page.click(x: try #require(box[0]?.doubleValue), y: try #require(box[1]?.doubleValue))
                 _ = try await page.waitFor("document.activeElement === document.getElementById('caption')")
+                try await page.press("End")
+                _ = try await page.waitFor("document.getElementById('caption').selectionStart === 1")
             }
             // Typed at once: a key in each window and a character from Swift, ten times over.
             let typed = (first: "ABCDEFGHIJ", second: "0123456789", swift: "abcdefghij")

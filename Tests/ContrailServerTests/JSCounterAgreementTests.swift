@@ -26,9 +26,9 @@ final class CounterBoard: ModelObject {
         let name = "Counter-\(UUID().uuidString.prefix(8))"
         let scope = Scope(name: name)
         let board = CounterBoard()
-        board.likes = SharedCounter(5)
         scope.root = board
         let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: testOptions())
+        board.likes = SharedCounter(5)  // a plain write: sets the total
         #expect(await eventually(.seconds(60)) { client.session?.pendingChangeSets == 0 })
 
         var random = SplitMix64(seed: 27)
@@ -58,7 +58,8 @@ final class CounterBoard: ModelObject {
         let line = result.output.split(separator: "\n").first { $0.hasPrefix("RESULT ") }
         let report = try JSON(parsing: String(try #require(line, "node printed no result:\n\(result.output)").dropFirst(7)))
         #expect(result.status == 0, "node:\n\(result.output)")
-        #expect(report["value"] == .int(expected) && report["plain"] == .int(expected), "Node shows \(report), expected \(expected)")
+        #expect(report["value"] == .int(expected) && report["plain"] == .int(expected),
+                "Node shows \(report), expected \(expected) = 5 + \(fromJS.reduce(0, +)) from Node + \(fromSwift.reduce(0, +)) from Swift")
         #expect(await eventually(.seconds(60)) { client.session?.pendingChangeSets == 0 && board.likes.value == expected },
                 "Swift shows \(board.likes.value), expected \(expected)")
         let root = board.uuid.uuidString.lowercased()
