@@ -50,6 +50,7 @@ let package = Package(
                             .embedInCode("Pages/Assets/favicon.svg"),
                             .embedInCode("Pages/Assets/contrail-presence.js"), .embedInCode("Pages/Assets/demo-presence.js"),
                             .embedInCode("Pages/Assets/contrail-text.js"), .embedInCode("Pages/Assets/demo-caption.js"),
+                            .embedInCode("Pages/Assets/contrail-counter.js"),
                             .embedInCode("Pages/Assets/contrail-query.js"), .embedInCode("Pages/Assets/demo-list.js")]),
         // Models in a library of their own, for the benchmark's cross-module figure.
         .target(name: "ContrailBenchModels", dependencies: ["Contrail"]),

@@ -6,7 +6,7 @@ enum FuzzCommand {
     static let usage = """
     usage: contrail fuzz convergence [--seeds N] [--start S] [--websocket | --child-server]
                                      [--steps MIN-MAX] [--shrink] [--timeout SECONDS] [--no-restarts]
-                                     [--mixed-versions] [--replay FILE]
+                                     [--mixed-versions] [--shared-values] [--replay FILE]
       Runs N seeded convergence runs (default 1000, seeds S..S+N-1, default S = 1): 2-5 clients on one
       scope make random edits, switch modes, pause, drop connections, undo and redo while the server
       restarts; then every replica must equal the server and a fresh fetch, nothing may stay pending,
@@ -16,6 +16,7 @@ enum FuzzCommand {
       --timeout        how long a run may take to settle at the end (default 20)
       --no-restarts    never restart the server
       --mixed-versions every second client does not know the class FuzzSticker, which the others insert
+      --shared-values  half the edits type into and delete from a SharedText and add to a SharedCounter
       --replay FILE    replays one run printed after a failure (CONTRAIL_FUZZ_TRACE=1 prints its frames)
     Exit status 1 when any seed failed.
     usage: contrail fuzz peer --url ws://HOST:PORT/ --scope NAME [--seed N]
@@ -34,6 +35,7 @@ enum FuzzCommand {
         var timeout = 20
         var restarts = true
         var mixedVersions = false
+        var sharedValues = false
         var replay: String?
         var rest = arguments.dropFirst()
         func number(_ flag: String) throws -> UInt64 {
@@ -50,6 +52,7 @@ enum FuzzCommand {
             case "--shrink": shrink = true
             case "--no-restarts": restarts = false
             case "--mixed-versions": mixedVersions = true
+            case "--shared-values": sharedValues = true
             case "--replay":
                 guard let path = rest.popFirst() else { throw CLIError.usage("--replay needs a file\n\(usage)") }
                 replay = path
@@ -65,6 +68,7 @@ enum FuzzCommand {
         fuzzer.settleTimeout = .seconds(timeout)
         fuzzer.restarts = restarts
         fuzzer.mixedVersions = mixedVersions
+        fuzzer.sharedValues = sharedValues
         if let steps { fuzzer.steps = steps }
         if let replay {
             // A shrunk run as printed after FAIL: {"clients": N, "operations": [...]}.

@@ -60,6 +60,12 @@ package final class ConvergenceFuzzer {
     /// Whether the replicas stand for two versions of the app: every second one does not know
     /// `FuzzSticker` (it keeps the stickers the others insert as unknown objects, Protocol §8.23).
     package var mixedVersions = false
+    /// Whether half the edits are of the board's shared text (`note`: typing and deleting) and
+    /// counter (`likes`), whose concurrent edits all merge (Protocol §8.21); the check then also
+    /// asks that the total be the sum of every acknowledged delta.
+    package var sharedValues = false
+    /// The text of the first replica's `board.note` at the end of the last run.
+    package private(set) var lastBoardNote = ""
 
     package init(server: Server) {
         self.server = server
@@ -81,7 +87,7 @@ package final class ConvergenceFuzzer {
         var random = SplitMix64(seed: seed)
         let clients = Int.random(in: 2...5, using: &random)
         let count = Int.random(in: steps, using: &random)
-        return (clients, FuzzOperation.randomRun(clients: clients, count: count, restarts: restarts, using: &random))
+        return (clients, FuzzOperation.randomRun(clients: clients, count: count, restarts: restarts, shared: sharedValues, using: &random))
     }
 
     /// Reduces a failing run to a short list of operations that still fails (each candidate is tried
@@ -123,6 +129,7 @@ package final class ConvergenceFuzzer {
         let host = FuzzServerHost(kind: hostKind)
         var replicas: [FuzzReplica] = []
         let failure = await run(operations, clients: count, host: host, replicas: &replicas)
+        lastBoardNote = replicas.first?.board.note.text ?? ""
         for replica in replicas { await replica.client.close() }
         await host.shutDown()
         return failure
@@ -299,6 +306,14 @@ package final class ConvergenceFuzzer {
         case .link(let list, let at, let target):
             guard let item = replica.item(list, at) else { return }
             item.link = replica.item(list + 1, target) ?? replica.item(list, target)
+        case .typeText(let at, let text):
+            try? board.note.insert(FuzzOperation.Edit.letters(text), at: at % (board.note.count + 1))
+        case .deleteText(let at, let count):
+            guard board.note.count > 0 else { return }
+            let start = at % board.note.count
+            try? board.note.delete(start..<min(board.note.count, start + count))
+        case .addLikes(let delta):
+            board.likes.add(Int64(delta))
         }
     }
 
@@ -394,7 +409,30 @@ package final class ConvergenceFuzzer {
                 return FuzzFailure(kind: .lostInsert, details: "c\(replica.index)'s acknowledged insert \(uuid.uuidString.lowercased()) is gone, and no edit removed it")
             }
         }
+        if sharedValues, let failure = checkLikes(replicas, reference: reference) { return failure }
         return countSettlements(replicas)
+    }
+
+    /// The board's `likes` is the sum of the deltas of every local change set the server applied
+    /// (none is lost to a concurrent one); skipped when one was partly reverted (its delta may or
+    /// may not have counted).
+    private func checkLikes(_ replicas: [FuzzReplica], reference: JSON) -> FuzzFailure? {
+        var sum: Int64 = 0
+        for replica in replicas {
+            for changeSet in replica.scope.history where changeSet.origin == .local {
+                let delta = changeSet.fragments.reduce(Int64(0)) { $0 + ($1.counterDeltas?["likes"] ?? 0) }
+                guard delta != 0 else { continue }
+                switch changeSet.state {
+                case .completed: sum += delta
+                case .reverted: break
+                case .partiallyReverted, .syncing: return nil
+                }
+            }
+        }
+        guard let root = replicas.first?.board.uuid.uuidString.lowercased() else { return nil }
+        let total = reference["objects"]?[root]?["properties"]?["likes"]?.int64Value ?? 0
+        guard total != sum else { return nil }
+        return FuzzFailure(kind: .divergent, details: "likes is \(total), but the acknowledged deltas add up to \(sum)")
     }
 
     /// A replica's state, compared with the others'. With mixed versions, without null values: a

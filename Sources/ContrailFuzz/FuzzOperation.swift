@@ -21,6 +21,12 @@ package indirect enum FuzzOperation: Hashable, Sendable, Codable, CustomStringCo
         case unpin
         /// Points one item's `link` at another item.
         case link(list: Int, at: Int, target: Int)
+        /// Types `text` (a few letters) into `board.note` at a position.
+        case typeText(at: Int, text: Int)
+        /// Deletes up to `count` characters of `board.note` from a position.
+        case deleteText(at: Int, count: Int)
+        /// Adds `delta` (negative: subtracts) to `board.likes`.
+        case addLikes(Int)
 
         package var description: String {
             switch self {
@@ -37,6 +43,9 @@ package indirect enum FuzzOperation: Hashable, Sendable, Codable, CustomStringCo
             case .pin(let list, let at): return "pin(l\(list)@\(at))"
             case .unpin: return "unpin"
             case .link(let list, let at, let target): return "link(l\(list)@\(at) -> \(target))"
+            case .typeText(let at, let text): return "type(note@\(at) '\(Self.letters(text))')"
+            case .deleteText(let at, let count): return "delete(note@\(at) \(count))"
+            case .addLikes(let delta): return "likes+=\(delta)"
             }
         }
     }
@@ -81,16 +90,19 @@ package indirect enum FuzzOperation: Hashable, Sendable, Codable, CustomStringCo
         }
     }
 
-    /// A random run: `clients` clients and `count` steps drawn from `random`.
-    package static func randomRun(clients: Int, count: Int, restarts: Bool, using random: inout SplitMix64) -> [FuzzOperation] {
-        (0..<count).map { _ in randomStep(clients: clients, restarts: restarts, using: &random) }
+    /// A random run: `clients` clients and `count` steps drawn from `random`; with `shared`, half
+    /// the edits are of the shared text and counter.
+    package static func randomRun(clients: Int, count: Int, restarts: Bool, shared: Bool = false,
+                                  using random: inout SplitMix64) -> [FuzzOperation] {
+        (0..<count).map { _ in randomStep(clients: clients, restarts: restarts, shared: shared, using: &random) }
     }
 
-    static func randomStep(clients: Int, restarts: Bool, using random: inout SplitMix64) -> FuzzOperation {
+    static func randomStep(clients: Int, restarts: Bool, shared: Bool, using random: inout SplitMix64) -> FuzzOperation {
         let client = Int.random(in: 0..<clients, using: &random)
+        func edit() -> Edit { shared && Bool.random(using: &random) ? .randomShared(using: &random) : .random(using: &random) }
         switch Int.random(in: 0..<100, using: &random) {
-        case 0..<52: return .edit(client: client, .random(using: &random))
-        case 52..<58: return .atomic(client: client, (0..<Int.random(in: 2...4, using: &random)).map { _ in .random(using: &random) })
+        case 0..<52: return .edit(client: client, edit())
+        case 52..<58: return .atomic(client: client, (0..<Int.random(in: 2...4, using: &random)).map { _ in edit() })
         case 58..<61: return .mode(client: client, Int.random(in: 0..<4, using: &random))
         case 61..<63: return .syncNow(client: client)
         case 63..<65: return .pause(client: client)
@@ -125,5 +137,26 @@ extension FuzzOperation.Edit {
         case 12: return .unpin
         default: return .link(list: list(), at: small(), target: small())
         }
+    }
+
+    /// An edit of the shared text or counter.
+    static func randomShared(using random: inout SplitMix64) -> Self {
+        switch Int.random(in: 0..<5, using: &random) {
+        case 0, 1: return .typeText(at: Int.random(in: 0..<64, using: &random), text: Int.random(in: 0..<4_096, using: &random))
+        case 2: return .deleteText(at: Int.random(in: 0..<64, using: &random), count: Int.random(in: 1...4, using: &random))
+        default: return .addLikes(Int.random(in: -2...3, using: &random))
+        }
+    }
+
+    /// One to three letters, spelled from `number`.
+    static func letters(_ number: Int) -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz")
+        var rest = number
+        var result = ""
+        repeat {
+            result.append(alphabet[rest % alphabet.count])
+            rest /= alphabet.count
+        } while rest > 0 && result.count < 3
+        return result
     }
 }

@@ -20,6 +20,13 @@ final class BrowserShape: ModelObject {
     @Property var color = ModelColor.red
 }
 
+/// The demo's canvas with its shared caption (`demo-caption.js`, Protocol §8.21), edited from Swift.
+final class BrowserCaptionCanvas: ModelObject {
+    @Property var name: String?
+    @Property var shapes: [BrowserShape] = []
+    @Property var caption = SharedText()
+}
+
 /// Headless Chromium with remote debugging on a free loopback port, in a throw-away profile.
 final class HeadlessChromium: Sendable {
     let process: Process
@@ -226,6 +233,34 @@ struct BrowserPage: Sendable {
         _ = try await devTools.call("Input.dispatchMouseEvent", ["type": .string(type), "x": .double(x), "y": .double(y),
                                                                   "button": "left", "buttons": type == "mouseReleased" ? 0 : 1,
                                                                   "clickCount": 1], session: session)
+    }
+
+    /// Types `text` as key presses (keyDown with the character, keyUp), one character at a time,
+    /// into the focused element, as a keyboard would.
+    func type(_ text: String) async throws {
+        for character in text {
+            let key = String(character)
+            _ = try await devTools.call("Input.dispatchKeyEvent", ["type": "keyDown", "key": .string(key), "text": .string(key),
+                                                                   "unmodifiedText": .string(key)], session: session)
+            _ = try await devTools.call("Input.dispatchKeyEvent", ["type": "keyUp", "key": .string(key)], session: session)
+        }
+    }
+
+    /// Presses and releases a key that types nothing (`End`, `Home`, …), by its DOM key name and
+    /// Windows virtual key code.
+    func press(_ key: String) async throws {
+        let codes = ["End": 35, "Home": 36, "ArrowLeft": 37, "ArrowRight": 39]
+        let code = JSON.int(Int64(codes[key] ?? 0))
+        for type in ["rawKeyDown", "keyUp"] {
+            _ = try await devTools.call("Input.dispatchKeyEvent", ["type": .string(type), "key": .string(key), "code": .string(key),
+                                                                   "windowsVirtualKeyCode": code], session: session)
+        }
+    }
+
+    /// A left click (press and release) at page coordinates.
+    func click(x: Double, y: Double) async throws {
+        try await mouse("mousePressed", x: x, y: y)
+        try await mouse("mouseReleased", x: x, y: y)
     }
 
     /// A PNG screenshot of the viewport.

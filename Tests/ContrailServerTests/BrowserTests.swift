@@ -93,6 +93,80 @@ import Testing
         await rig.stop()
     }
 
+    /// The `/demo` caption (a `SharedText`, Protocol §8.21) typed into at once from two browser
+    /// windows, with real key presses in each window's text area, and from Swift: every character
+    /// of all three ends up in all three, in the text areas as shown, and on the server.
+    @Test(.enabled(if: chromium != nil, "needs Chromium (`chromium` on PATH); .ci/run installs the Debian package"),
+          .timeLimit(.minutes(5)))
+    func demoCaptionMergesTypingFromTwoWindowsAndSwift() async throws {
+        ModelRegistry.register(BrowserCaptionCanvas.self, BrowserShape.self)
+        let name = "BrowserCaption-\(UUID().uuidString.prefix(8))"
+        let (server, port) = try await startPageServer()
+        let scope = Scope(name: name)
+        let canvas = BrowserCaptionCanvas()
+        scope.root = canvas
+        let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: testOptions())
+        try canvas.caption.insert("|", at: 0)
+        #expect(await eventually(.seconds(60)) { client.session?.pendingChangeSets == 0 })
+        let browser = try await HeadlessChromium.launch(try #require(Self.chromium))
+        func stop(_ devTools: DevTools?) async {
+            await devTools?.close()
+            await browser.stop()
+            await client.close()
+            await server.stop()
+        }
+        var devTools: DevTools?
+        do {
+            let tools = try await DevTools(url: browser.devToolsURL)
+            devTools = tools
+            let url = "http://127.0.0.1:\(port)/demo?scope=\(name)&canvasClass=BrowserCaptionCanvas&shapeClass=BrowserShape&persist=0"
+            var pages: [BrowserPage] = []
+            for _ in 0..<2 {
+                let page = try await tools.openPage(url)
+                _ = try await tools.call("Emulation.setFocusEmulationEnabled", ["enabled": true], session: page.session)
+                _ = try await page.waitFor("window.contrailDemo && contrailDemo.fetched && window.contrailCaption?.text === '|'")
+                pages.append(page)
+            }
+            // Each window clicks into its text area, then moves the caret to the end (after "|") with the End key.
+            for page in pages {
+                let box = try await page.evaluate("""
+                    (() => { const a = document.getElementById('caption'); a.scrollIntoView({block: 'center'});
+                             const r = a.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()
+                    """)
+                try await page.click(x: try #require(box[0]?.doubleValue), y: try #require(box[1]?.doubleValue))
+                _ = try await page.waitFor("document.activeElement === document.getElementById('caption')")
+                try await page.press("End")
+                _ = try await page.waitFor("document.getElementById('caption').selectionStart === 1")
+            }
+            // Typed at once: a key in each window and a character from Swift, ten times over.
+            let typed = (first: "ABCDEFGHIJ", second: "0123456789", swift: "abcdefghij")
+            for (a, (b, c)) in zip(typed.first, zip(typed.second, typed.swift)) {
+                try await pages[0].type(String(a))
+                try await pages[1].type(String(b))
+                try canvas.caption.insert(String(c), at: canvas.caption.count)
+            }
+            let everything = Set("|" + typed.first + typed.second + typed.swift)
+            func complete(_ text: String) -> Bool { text.count == everything.count && Set(text) == everything }
+            #expect(await eventually(.seconds(60)) { complete(canvas.caption.text) }, "Swift has every character: \(canvas.caption.text)")
+            let shown = "document.getElementById('caption').value"
+            for page in pages {
+                let value = try await page.waitFor("\(shown) === \(jsString(canvas.caption.text))", result: shown, ms: 60_000)
+                #expect(value == .string(canvas.caption.text), "the window shows Swift's text")
+                #expect(try await page.evaluate("contrailCaption.text") == .string(canvas.caption.text))
+            }
+            #expect(await eventually(.seconds(60)) { client.session?.pendingChangeSets == 0 })
+            let root = canvas.uuid.uuidString.lowercased()
+            #expect(await eventually(.seconds(60)) {
+                await server.state(ofScope: name)?["objects"]?[root]?["properties"]?["caption"] == .string(canvas.caption.text)
+            }, "the server holds the same text")
+            #expect(complete(canvas.caption.text), "every character of all three: \(canvas.caption.text)")
+        } catch {
+            await stop(devTools)
+            throw error
+        }
+        await stop(devTools)
+    }
+
     /// Runs `body` with a fresh rig on a scope named `scopePrefix-xxxxxxxx`, stopping it however `body` ends.
     func withRig(scopePrefix: String, _ body: (Rig, String) async throws -> Void) async throws {
         let name = "\(scopePrefix)-\(UUID().uuidString.prefix(8))"

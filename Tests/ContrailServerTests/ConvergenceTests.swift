@@ -174,18 +174,25 @@ struct ConvergenceTests {
     /// Restarts here SIGKILL a `contrail serve` child on the same data directory: what it acknowledged
     /// must come back, and every client must settle with it.
     @Test func seededRunsConvergeWithAChildServerKilledAtRestarts() async throws {
+        try await Self.childServerCampaign(seeds: 1...12, sharedValues: false, label: "convergence with a child server")
+    }
+
+    /// Seeded runs against a `contrail serve` child that restarts SIGKILL: every run converges and
+    /// the seeds kill the server at least once.
+    static func childServerCampaign(seeds: ClosedRange<UInt64>, sharedValues: Bool, label: String) async throws {
         let fuzzer = ConvergenceFuzzer(server: .childProcess(executable: try ServerProcess.executable.path(percentEncoded: false)))
+        fuzzer.sharedValues = sharedValues
         fuzzer.settleTimeout = .seconds(15)
         fuzzer.steps = 20...40
         var failures: [ConvergenceFuzzer.Counterexample] = []
         var restarts = 0
-        for seed: UInt64 in 1...12 {
+        for seed in seeds {
             restarts += fuzzer.plan(seed: seed).operations.filter { $0 == .restartServer }.count
             if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
         }
-        for failure in failures { print("convergence with a child server: \(failure)") }
+        for failure in failures { print("\(label): \(failure)") }
         #expect(restarts > 0, "the seeds kill the server at least once")
-        Self.expectConverged(failures, of: 12)
+        expectConverged(failures, of: seeds.count)
     }
 
     @Test func seededRunsConvergeOverWebSockets() async {
@@ -226,6 +233,39 @@ struct ConvergenceTests {
         #expect(stickers > 20, "the seeds insert stickers the old replicas do not know")
         #expect(fuzzer.settlements["unknown objects kept", default: 0] > 20, "the old replicas ended holding stickers")
         Self.expectConverged(failures, of: seeds.count)
+    }
+
+    /// Half the edits type into and delete from the board's `SharedText` and add to its
+    /// `SharedCounter`, concurrently from 2–5 clients that go offline (sync off, dropped
+    /// connections, paused), undo and redo, while the server restarts: every replica must end with
+    /// the server's text and total, and the total must be the sum of every acknowledged delta.
+    @Test func seededRunsConvergeWithSharedTextAndCounters() async {
+        let fuzzer = ConvergenceFuzzer(server: .inMemory)
+        fuzzer.sharedValues = true
+        fuzzer.settleTimeout = .seconds(10)
+        fuzzer.steps = 20...50
+        var failures: [ConvergenceFuzzer.Counterexample] = []
+        var typed = 0
+        var texts = Set<String>()
+        let seeds: ClosedRange<UInt64> = 1...60
+        for seed in seeds {
+            typed += fuzzer.plan(seed: seed).operations.filter { operation in
+                if case .edit(_, .typeText) = operation { return true }
+                return false
+            }.count
+            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
+            texts.insert(fuzzer.lastBoardNote)
+        }
+        for failure in failures { print("convergence with shared values: \(failure)") }
+        #expect(typed > 200, "the seeds type into the shared text")
+        #expect(texts.filter { $0.count > 5 }.count > 20, "the runs end with texts, not empty ones")
+        Self.expectConverged(failures, of: seeds.count)
+    }
+
+    /// The same with `contrail serve` SIGKILLed at restarts: the text's state comes back from the
+    /// server's log (Protocol §8.21's compact encoding).
+    @Test func seededRunsWithSharedValuesConvergeWithAChildServerKilledAtRestarts() async throws {
+        try await Self.childServerCampaign(seeds: 1...8, sharedValues: true, label: "convergence with shared values and a child server")
     }
 
     /// No divergence and no lost insert; at most one run that did not settle (or start) within its

@@ -5,14 +5,21 @@ import Testing
 
 /// contrail-text.js and Swift's `TextDocument` (Protocol §8.21) reach the same text from the same
 /// operations: random concurrent edits of 2–5 replicas (made in Swift, with offline stretches), each
-/// replayed in Node in the order every replica applied them, must give Swift's text exactly.
+/// replayed in Node in the order every replica applied them, must give Swift's text exactly, and
+/// the same encoded state byte for byte (`stateJSON`, version 1), which each side also decodes
+/// from the other.
 @Suite struct JSTextAgreementTests {
     /// One case: every operation list made, and per replica the order it applied them in.
     struct Case {
         var operations: [[TextOperation]] = []
         var orders: [[Int]] = []
         var text = ""
+        /// Each replica's encoded state, keys sorted (as JavaScript writes them).
+        var states: [String] = []
     }
+
+    /// Letters, and a few characters that JSON escapes or that take more than one UTF-16 unit.
+    static let alphabet: [Unicode.Scalar] = Array("abcdefghijklmnopqrstuvwxyz".unicodeScalars) + ["é", "😀", "\n", "\"", "\\"]
 
     static func makeCase(seed: UInt64) throws -> Case {
         var random = SplitMix64(seed: seed)
@@ -30,7 +37,9 @@ import Testing
             switch random.next() % 8 {
             case 0...3:
                 let position = Int(random.next() % UInt64(document.count + 1))
-                let text = String((0..<(1 + Int(random.next() % 3))).map { _ in Character(Unicode.Scalar(UInt8(97 + random.next() % 26))) })
+                let text = String(String.UnicodeScalarView((0..<(1 + Int(random.next() % 3))).map { _ in
+                    alphabet[Int(random.next() % UInt64(random.next() % 4 == 0 ? alphabet.count : 26))]
+                }))
                 if let operation = try document.insert(text, at: position) { made = [operation] }
             case 4...5 where document.count > 0:
                 let start = Int(random.next() % UInt64(document.count))
@@ -63,6 +72,8 @@ import Testing
         }
         result.text = replicas[0].text
         for replica in replicas { #expect(replica.text == result.text, "Swift replicas of seed \(seed) converge") }
+        result.states = replicas.map { String(decoding: $0.stateJSON.serialized(sortedKeys: true), as: UTF8.self) }
+        #expect(Set(result.states).count == 1, "Swift replicas of seed \(seed) encode the same state")
         return result
     }
 
@@ -73,7 +84,8 @@ import Testing
         #expect(cases.filter { $0.text.count > 20 }.count > 100, "the cases are not trivial")
         let json = JSON.array(cases.map { item in
             .object(["ops": .array(item.operations.map(TextOperation.json)),
-                     "orders": .array(item.orders.map { .array($0.map { .int(Int64($0)) }) })])
+                     "orders": .array(item.orders.map { .array($0.map { .int(Int64($0)) }) }),
+                     "state": (try? JSON(parsing: item.states[0])) ?? .null])
         })
         let file = FileManager.default.temporaryDirectory.appending(path: "contrail-text-cases-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }
@@ -84,10 +96,22 @@ import Testing
         let javaScript = try #require(try JSON(parsing: result.output).arrayValue)
         try #require(javaScript.count == cases.count)
         var differences: [String] = []
-        for (index, (item, texts)) in zip(cases, javaScript).enumerated() {
-            for (order, text) in (texts.arrayValue ?? []).enumerated() where text != .string(item.text) {
-                differences.append("seed \(index), order \(order): Swift \(item.text.debugDescription), JS \(text)")
+        for (index, (item, results)) in zip(cases, javaScript).enumerated() {
+            for (order, result) in (results.arrayValue ?? []).enumerated() {
+                if result["text"] != .string(item.text) {
+                    differences.append("seed \(index), order \(order): Swift \(item.text.debugDescription), JS \(result["text"] ?? .null)")
+                }
+                if result["state"] != .string(item.states[order]) {
+                    differences.append("seed \(index), order \(order): Swift state \(item.states[order]), JS \(result["state"] ?? .null)")
+                }
+                // Swift decodes the state JavaScript wrote, to the same text and the same bytes.
+                if let state = result["state"]?.stringValue, let decoded = try? TextDocument(replica: "s", state: JSON(parsing: state)),
+                   decoded.text == item.text, String(decoding: decoded.stateJSON.serialized(sortedKeys: true), as: UTF8.self) == state {
+                    continue
+                }
+                differences.append("seed \(index), order \(order): Swift does not decode JS's state to the same one")
             }
+            if results.arrayValue?.count != item.orders.count { differences.append("seed \(index): JS replayed \(results)") }
         }
         #expect(differences.isEmpty, "\(differences.count) differ:\n\(differences.prefix(10).joined(separator: "\n"))")
     }

@@ -21,6 +21,7 @@ import Testing
         ("/contrail-store.js", "contrail-store.js", "text/javascript; charset=utf-8"),
         ("/contrail-text.js", "contrail-text.js", "text/javascript; charset=utf-8"),
         ("/demo-caption.js", "demo-caption.js", "text/javascript; charset=utf-8"),
+        ("/contrail-counter.js", "contrail-counter.js", "text/javascript; charset=utf-8"),
         ("/contrail-collections.js", "contrail-collections.js", "text/javascript; charset=utf-8"),
         ("/pages.css", "pages.css", "text/css; charset=utf-8"),
         ("/contrail-query.js", "contrail-query.js", "text/javascript; charset=utf-8"),

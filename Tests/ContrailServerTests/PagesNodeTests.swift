@@ -88,7 +88,7 @@ import Testing
         let node = try #require(Self.node)
         let assets = PagesAssetTests.assets
         let scripts = try FileManager.default.contentsOfDirectory(atPath: assets.path).filter { $0.hasSuffix(".js") }.sorted()
-        #expect(Set(["contrail.js", "demo.js", "inspector.js", "contrail-presence.js", "demo-presence.js", "contrail-store.js", "contrail-text.js", "demo-caption.js", "contrail-collections.js", "contrail-query.js", "demo-list.js"]).isSubset(of: scripts), "\(scripts)")
+        #expect(Set(["contrail.js", "demo.js", "inspector.js", "contrail-presence.js", "demo-presence.js", "contrail-store.js", "contrail-text.js", "demo-caption.js", "contrail-counter.js", "contrail-collections.js", "contrail-query.js", "demo-list.js"]).isSubset(of: scripts), "\(scripts)")
         for script in scripts {
             let check = try await runChild(node, ["--check", assets.appending(path: script).path], timeout: .seconds(60))
             #expect(check.status == 0, "node --check \(script):\n\(check.output)")

@@ -132,4 +132,44 @@ import Testing
         for replica in [a, b, fresh] { await replica.client.close() }
         await server.stop()
     }
+
+    /// A deleted object brought back keeps its shared text's characters (Protocol §8.21), across a
+    /// restart too: the server revives the text's state, not its plain text, sends that state to the
+    /// sender before its reply and to the others in the add, and later edits of any replica apply.
+    @Test func aRevivedObjectKeepsItsSharedTextsCharacters() async throws {
+        ModelRegistry.register(FuzzBoard.self, FuzzCard.self)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("resurrection-text-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try makeServer(dataDirectory: directory)
+        let a = try await makeReplica(first.connector())
+        let b = try await makeReplica(first.connector())
+        let card = FuzzCard()
+        try card.body.insert("hello", at: 0)
+        #expect(try await settled(a.scope.modify { a.board.items.append(card) }) == .completed)
+        #expect(await eventually(.seconds(30)) { b.board.items.count == 1 })
+        let held = try #require(b.board.items.first as? FuzzCard)
+        #expect(try await settled(b.scope.modify { try? held.body.insert(" world", at: 5) }) == .completed)
+        #expect(await eventually(.seconds(30)) { card.body.text == "hello world" })
+        #expect(try await settled(a.scope.modify { a.board.items.removeAll() }) == .completed)
+        await a.client.close()
+        await b.client.close()
+        await first.stop()
+
+        let second = try makeServer(dataDirectory: directory)
+        let c = try await makeReplica(second.connector())
+        let returned = FuzzCard(uuid: card.uuid)
+        #expect(try await settled(c.scope.modify { c.board.items.append(returned) }) == .completed)
+        #expect(await eventually(.seconds(30)) { returned.body.text == "hello world" }, "got \(returned.body.text.debugDescription)")
+        let d = try await makeReplica(second.connector())
+        #expect(await eventually(.seconds(30)) { (d.board.items.first as? FuzzCard)?.body.text == "hello world" })
+        #expect(try await settled(c.scope.modify { try? returned.body.insert("!", at: 11) }) == .completed)
+        let other = try #require(d.board.items.first as? FuzzCard)
+        #expect(try await settled(d.scope.modify { try? other.body.insert(">", at: 0) }) == .completed)
+        #expect(await eventually(.seconds(30)) { returned.body.text == ">hello world!" && other.body.text == ">hello world!" },
+                "got \(returned.body.text.debugDescription) and \(other.body.text.debugDescription)")
+        #expect(returned.body.lastError == nil && other.body.lastError == nil)
+        await c.client.close()
+        await d.client.close()
+        await second.stop()
+    }
 }

@@ -1,4 +1,5 @@
 import Contrail
+import Foundation
 import Testing
 
 /// The sequence CRDT of `SharedText` (Protocol §8.21) on its own: merges, interleaving, cursors,
@@ -91,15 +92,107 @@ import Testing
             ["replicas": ["a"], "ops": [[0, -1, "x", -1, 0, -1, 0]]], ["replicas": ["a"], "ops": [[3, 0, 2]]],
         ]
         for json in bad { #expect(throws: TextError.self) { try TextOperation.decode(json) } }
+        // Version 1 states: header byte, length, fields (see `TextDocument.stateJSON`).
+        func state(_ bytes: [UInt8], _ text: String, replicas: [JSON] = ["a"]) -> JSON {
+            ["replicas": .array(replicas), "runs": .string(Data(bytes).base64EncodedString()), "text": .string(text)]
+        }
         let badStates: [JSON] = [
-            ["replicas": ["a"], "runs": [[0, 1, "x", -1, 0, -1, 0]]],  // a gap before seq 1
-            ["replicas": ["a"], "runs": [[0, 0, "x", -1, 0, -1, 0], [0, 0, "y", -1, 0, -1, 0]]],  // twice
-            ["replicas": ["a"], "runs": [[0, 0, 99_999_999, -1, 0, -1, 0]]],  // too many characters
-            ["replicas": ["a"], "runs": [[0, 0, "x", 0, 7, -1, 0]]],  // an origin it lacks
+            ["replicas": ["a"], "runs": "!!!!", "text": "x"],  // not base64
+            ["replicas": ["a"], "runs": [[0, 0, "x", -1, 0, -1, 0]]],  // the array form of before version 1
+            state([2, 1, 4, 1, 0, 0], "x"),  // an unknown version
+            state([1, 1, 4], "x"),  // ends too early
+            state([1, 1, 4, 1, 0, 1], "x"),  // a gap before seq 1
+            state([1, 2, 4, 1, 0, 0, 4 | 2 << 3, 1, 0, 0], "xy"),  // twice
+            state([1, 1, 5, 0xFF, 0xFF, 0xFF, 0x7F, 0, 0], ""),  // too many characters
+            state([1, 1, 4 | 3 << 3, 1, 0, 0, 0, 7], "x"),  // an origin it lacks
+            state([1, 1, 4, 1, 0, 0], "xy"),  // more text than visible runs
+            state([1, 1, 4, 1, 0, 0, 9], "x"),  // bytes after the runs
+            state([1, 1, 4, 1, 3, 0], "x"),  // a replica index past the table
+            state([1, 1, 4 | 1 << 5, 1, 0, 0], "x"),  // the last run takes the next run's right origin
+            state([1, 0xFF, 0xFF, 0x7F], ""),  // a run count the bytes cannot hold
+            state([1, 1, 0x80 | 4, 1, 0, 0], "x"),  // an unknown header bit
         ]
         for json in badStates { #expect(throws: TextError.self) { try TextDocument(replica: "z", state: json) } }
         // Positive control: the same shape, well formed.
-        #expect(try TextDocument(replica: "z", state: ["replicas": ["a"], "runs": [[0, 0, "x", -1, 0, -1, 0]]]).text == "x")
+        #expect(try TextDocument(replica: "z", state: state([1, 1, 4, 1, 0, 0], "x")).text == "x")
+        #expect(try TextDocument(replica: "z", state: state([1, 2, 4, 1, 0, 0, 4 | 2 << 3, 1, 0, 1], "xy")).text == "xy")
+    }
+
+    /// Random bytes and mutations of real states never crash the decoder: each is a `TextError` or
+    /// a document whose own encoding decodes to the same text.
+    @Test func garbageStatesAreATypedErrorNeverACrash() throws {
+        var random = SeededGenerator(seed: 27)
+        let source = TextDocument(replica: "a")
+        let other = TextDocument(replica: "b")
+        try source.insert("hello brave new world", at: 0)
+        try other.merge(state: source.stateJSON)
+        try other.insert("XY", at: 6)
+        try source.delete(2..<9)
+        try source.merge(state: other.stateJSON)
+        let runs = try #require(source.stateJSON["runs"]?.stringValue)
+        let valid = try #require(Data(base64Encoded: runs))
+        var decoded = 0
+        var refused = 0
+        for round in 0..<3_000 {
+            var bytes = Array(valid)
+            if round % 3 == 0 {
+                bytes = (0..<Int(random.next() % 24)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                if round % 2 == 0, !bytes.isEmpty { bytes[0] = 1 }
+            } else {
+                for _ in 0..<(1 + Int(random.next() % 3)) where !bytes.isEmpty {
+                    let index = Int(random.next() % UInt64(bytes.count))
+                    switch random.next() % 3 {
+                    case 0: bytes[index] = UInt8(truncatingIfNeeded: random.next())
+                    case 1: bytes.removeSubrange(index...)
+                    default: bytes.insert(UInt8(truncatingIfNeeded: random.next()), at: index)
+                    }
+                }
+            }
+            let text = round % 5 == 0 ? "" : String(source.text.prefix(Int(random.next() % 30)))
+            let json: JSON = ["replicas": ["a", "b"], "runs": .string(Data(bytes).base64EncodedString()), "text": .string(text)]
+            do {
+                let document = try TextDocument(replica: "z", state: json)
+                #expect(try TextDocument(replica: "y", state: document.stateJSON).text == document.text)
+                decoded += 1
+            } catch {
+                refused += 1
+            }
+        }
+        #expect(refused > 2_000, "most garbage is refused")
+        #expect(try TextDocument(replica: "z", state: source.stateJSON).text == source.text, "positive control")
+        _ = decoded
+    }
+
+    /// Deleted runs cost a run header in memory, whatever their length: their text goes, and where a
+    /// replica's characters are is kept per run.
+    @Test func deletedRunsCostARunHeaderInMemory() throws {
+        let document = TextDocument(replica: "a")
+        try document.insert(String(repeating: "abcdefghij", count: 10_000), at: 0)
+        let full = document.memoryFootprint
+        #expect(full >= 400_000, "positive control: 100,000 visible characters cost their scalars (\(full) bytes)")
+        for start in stride(from: 90_000, through: 0, by: -10_000) { try document.delete(start..<(start + 9_990)) }
+        #expect(document.count == 100)
+        #expect(document.memoryFootprint < 8_000, "100 visible characters and 20 runs: \(document.memoryFootprint) bytes")
+        #expect(document.text == String(repeating: "abcdefghij", count: 10))
+        // The same from a state: a deleted run of 2^24 - 1 characters in a few bytes costs no more.
+        let huge: JSON = ["replicas": ["a"], "runs": .string(Data([1, 1, 5, 0xFF, 0xFF, 0xFF, 0x07, 0, 0]).base64EncodedString()), "text": ""]
+        let decoded = try TextDocument(replica: "z", state: huge)
+        #expect(decoded.count == 0 && decoded.memoryFootprint < 8_000, "\(decoded.memoryFootprint) bytes")
+        try decoded.insert("x", at: 0)
+        #expect(try TextDocument(replica: "y", state: decoded.stateJSON).text == "x")
+    }
+
+    /// Deleted runs cost a few bytes each in the encoded state, whatever their length.
+    @Test func deletedRunsCostAFewBytesInTheState() throws {
+        let document = TextDocument(replica: "a")
+        try document.insert(String(repeating: "abcdefghij", count: 1_000), at: 0)
+        for start in stride(from: 9_000, through: 0, by: -1_000) { try document.delete(start..<(start + 990)) }
+        #expect(document.count == 100)
+        let state = document.stateJSON.serialized().count
+        #expect(state < 100 + 20 * 4 + 80, "10 live and 10 deleted runs: \(state) bytes")
+        let copy = try TextDocument(replica: "b", state: document.stateJSON)
+        #expect(copy.text == document.text)
+        #expect(copy.stateJSON == document.stateJSON, "the encoding is deterministic")
     }
 
     /// Replicas edit at random, going offline (their operations wait in an outbox) and online (the

@@ -39,3 +39,35 @@ test("states round-trip and cursors follow their character", () => {
   assert.throws(() => TextDocument.decode({ replicas: ["a b"], ops: [] }));
   assert.throws(() => a.apply({ insert: { id: ["z", 3], text: "x", left: null, right: null } }));
 });
+
+test("garbage states are refused with an Error, never anything worse", () => {
+  const a = new TextDocument("a");
+  a.insert("hello brave new world", 0);
+  a.delete(2, 9);
+  a.insert("!", 3);
+  const state = a.stateJSON();
+  const valid = Array.from(atob(state.runs), (c) => c.charCodeAt(0));
+  let seed = 27;
+  const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed; };
+  let refused = 0;
+  for (let round = 0; round < 2000; round++) {
+    let bytes = valid.slice();
+    if (round % 3 === 0) bytes = Array.from({ length: random() % 24 }, () => random() % 256);
+    else for (let k = 0; k <= random() % 3 && bytes.length; k++) {
+      const at = random() % bytes.length;
+      if (round % 2) bytes[at] = random() % 256; else bytes.splice(at);
+    }
+    const text = state.text.slice(0, random() % 30);
+    try {
+      const doc = TextDocument.fromState("z", { replicas: ["a", "b"], runs: btoa(String.fromCharCode(...bytes)), text });
+      assert.equal(TextDocument.fromState("y", doc.stateJSON()).text, doc.text);
+    } catch (error) {
+      assert.ok(error instanceof Error && /malformed text state/.test(error.message), `unexpected ${error}`);
+      refused += 1;
+    }
+  }
+  assert.ok(refused > 1500, `most garbage is refused (${refused})`);
+  assert.throws(() => TextDocument.fromState("z", { replicas: ["a"], runs: "!!!!", text: "" }), /malformed/);
+  assert.throws(() => TextDocument.fromState("z", { replicas: ["a"], runs: [[0, 0, "x", -1, 0, -1, 0]] }), /malformed/);
+  assert.equal(TextDocument.fromState("z", state).text, a.text, "positive control");
+});

@@ -40,11 +40,11 @@ extension Scope {
                             property.storage.restore(text, in: object, offset: property.offset)
                         }
                         // A shared text sends its operations (§8.21), whatever the plain text did.
-                        let operations = text.storage.takeUnsent()
+                        let (operations, deleted) = text.storage.takeUnsent()
                         guard !operations.isEmpty else { continue }
                         values[property.name] = text.wireValue()
                         texts[property.name] = TextOperation.json(operations)
-                        let edit = SharedText(storage: text.storage, version: text.version, update: .toggle(SharedTextEdit(operations)))
+                        let edit = SharedText(storage: text.storage, version: text.version, update: .toggle(SharedTextEdit(operations, deleted: deleted)))
                         changes.append(ChangeSet.Change(object: object, property: index, old: edit, new: edit))
                         continue
                     }

@@ -60,8 +60,9 @@ public struct SharedText: PropertyValue, CustomStringConvertible {
     /// Deletes the characters in `range`.
     @MainActor public mutating func delete(_ range: Range<Int>) throws(TextError) {
         guard !range.isEmpty else { return }
+        let deleted = storage.document.text(in: range)
         let operations = try storage.document.delete(range)
-        storage.recordLocal(operations, changes: [.delete(position: range.lowerBound, count: range.count)])
+        storage.recordLocal(operations, changes: [.delete(position: range.lowerBound, count: range.count)], deletedText: deleted)
         version += 1
     }
 

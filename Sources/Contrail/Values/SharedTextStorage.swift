@@ -4,6 +4,9 @@ final class SharedTextStorage {
     private(set) var document: TextDocument
     /// Local operations since the scope last took them (`takeUnsent`).
     private(set) var unsent: [TextOperation] = []
+    /// The text the unsent deletions took away, by the id of each deletion's first character (the
+    /// document keeps no deleted text; an undo types this again).
+    private var unsentDeleted: [TextID: String] = [:]
     /// The last remote update that could not be applied (it named characters this text lacks).
     private(set) var lastError: TextError?
     @MainActor private var list: ObserverList<SharedTextEvent>?
@@ -20,7 +23,9 @@ final class SharedTextStorage {
     }
 
     /// Local edits made through the handle: kept for the next change set, and told to observers.
-    @MainActor func recordLocal(_ operations: [TextOperation], changes: [TextChange]) {
+    /// `deletedText` is what the deletions among `operations` took away, in their order.
+    @MainActor func recordLocal(_ operations: [TextOperation], changes: [TextChange], deletedText: String = "") {
+        SharedTextEdit.pair(operations, with: deletedText, into: &unsentDeleted)
         for operation in operations { TextOperation.append(operation, to: &unsent) }
         notify(changes, isRemote: false)
     }
@@ -30,13 +35,27 @@ final class SharedTextStorage {
     @MainActor func replaceText(with text: String) {
         let before = document.text
         guard text != before, let operations = try? document.replace(with: text) else { return }
-        recordLocal(operations, changes: [.delete(position: 0, count: before.unicodeScalars.count), .insert(position: 0, text: text)])
+        // The deletions took the old text's middle: what is between the common prefix and suffix.
+        let old = Array(before.unicodeScalars)
+        let deleted = operations.reduce(0) { total, operation in
+            if case .delete(_, let count) = operation { return total + count }
+            return total
+        }
+        var prefix = 0
+        let new = Array(text.unicodeScalars)
+        while prefix < old.count, prefix < new.count, old[prefix] == new[prefix] { prefix += 1 }
+        let middle = String(String.UnicodeScalarView(old[prefix..<min(old.count, prefix + deleted)]))
+        recordLocal(operations, changes: [.delete(position: 0, count: old.count), .insert(position: 0, text: text)], deletedText: middle)
     }
 
-    /// The local operations not yet in a change set, which are then forgotten here.
-    func takeUnsent() -> [TextOperation] {
-        defer { unsent = [] }
-        return unsent
+    /// The local operations not yet in a change set and the text their deletions took away, which
+    /// are then forgotten here.
+    func takeUnsent() -> (operations: [TextOperation], deleted: [TextID: String]) {
+        defer {
+            unsent = []
+            unsentDeleted = [:]
+        }
+        return (unsent, unsentDeleted)
     }
 
     /// Applies `update` (remote operations or state, a plain write, an undo or redo) and tells the
@@ -50,6 +69,7 @@ final class SharedTextStorage {
                 changes = [.delete(position: 0, count: document.count), .insert(position: 0, text: text)]
                 document = TextDocument(replica: document.replica, initialText: text)
                 unsent = []
+                unsentDeleted = [:]
             case .operations(let operations):
                 for operation in operations { changes += try document.apply(operation) }
             case .state(let state):
@@ -57,6 +77,7 @@ final class SharedTextStorage {
             case .toggle(let edit):
                 let made = try edit.toggle(document)
                 for operation in made.operations { TextOperation.append(operation, to: &unsent) }
+                SharedTextEdit.pair(made.operations, with: made.deletedText, into: &unsentDeleted)
                 changes = made.changes
             }
         } catch {
@@ -102,27 +123,60 @@ enum SharedTextUpdate {
 
 /// The edit a local change set made to a `SharedText`, for undo, redo and revert: each toggle
 /// applies the inverse of what the last one (or the edit itself) did, as new local operations —
-/// inserted characters are deleted, deleted ones are typed again where they were.
+/// inserted characters are deleted, deleted ones are typed again where they were. It keeps the text
+/// its deletions took away (the document does not), so undo history, not the text, holds it.
 final class SharedTextEdit {
     private var current: [TextOperation]
+    /// The text each deletion of `current` took away, by the id of its first character.
+    private var deleted: [TextID: String]
 
-    init(_ operations: [TextOperation]) {
+    init(_ operations: [TextOperation], deleted: [TextID: String]) {
         current = operations
+        self.deleted = deleted
     }
 
-    func toggle(_ document: TextDocument) throws(TextError) -> (operations: [TextOperation], changes: [TextChange]) {
+    /// Records in `texts` the text each deletion of `operations` took away: `text` holds them all,
+    /// in order.
+    static func pair(_ operations: [TextOperation], with text: String, into texts: inout [TextID: String]) {
+        var rest = Substring.UnicodeScalarView(text.unicodeScalars)
+        for case .delete(let id, let count) in operations where rest.count >= count {
+            texts[id] = String(String.UnicodeScalarView(rest.prefix(count)))
+            rest = rest.dropFirst(count)
+        }
+    }
+
+    /// The text characters `id.seq ..< id.seq + count` had, from the deletions that took them; nil
+    /// when some were not deleted by this edit.
+    private func text(_ id: TextID, count: Int) -> String? {
+        var view = String.UnicodeScalarView()
+        var seq = id.seq
+        while seq < id.seq + count {
+            guard let piece = deleted[TextID(replica: id.replica, seq: seq)] else { return nil }
+            view.append(contentsOf: piece.unicodeScalars)
+            seq += piece.unicodeScalars.count
+        }
+        return view.count == count ? String(view) : nil
+    }
+
+    func toggle(_ document: TextDocument) throws(TextError) -> (operations: [TextOperation], changes: [TextChange], deletedText: String) {
         var operations: [TextOperation] = []
         var changes: [TextChange] = []
+        var taken = ""
+        var made: [TextID: String] = [:]
         for operation in current.reversed() {
             switch operation {
             case .insert(let id, let text, _, _):
                 for run in document.visibleRuns(id, count: text.unicodeScalars.count).reversed() {
                     guard let position = document.position(of: TextCursor(before: run.id)) else { continue }
-                    operations += try document.delete(position..<(position + run.count))
+                    let removed = document.text(in: position..<(position + run.count))
+                    let deletions = try document.delete(position..<(position + run.count))
+                    operations += deletions
+                    taken += removed
+                    SharedTextEdit.pair(deletions, with: removed, into: &made)
                     changes.append(.delete(position: position, count: run.count))
                 }
             case .delete(let id, let count):
-                guard let text = document.typedText(id, count: count),
+                guard let text = text(id, count: count),
                       let position = document.position(of: TextCursor(before: id)),
                       let inserted = try document.insert(text, at: position) else { continue }
                 operations.append(inserted)
@@ -130,6 +184,7 @@ final class SharedTextEdit {
             }
         }
         current = operations
-        return (operations, changes)
+        deleted = made
+        return (operations, changes, taken)
     }
 }

@@ -56,6 +56,10 @@ enum TextBench {
         if let bytes = yrs?["bytes"]?.doubleValue, !options.json {
             print("(text: Yrs \(yrs?["version"]?.stringValue ?? "?") encodes the same document in \(Int(bytes)) bytes)")
         }
+        if !options.json {
+            let runs = document.runStatistics
+            print("(text: automerge-paper holds \(runs.runs) runs, \(runs.deletedRuns) of them deleted with \(runs.deletedCharacters) characters)")
+        }
 
         for name in ["friendsforever", "clownschool"] {
             let url = directory.appending(path: "\(name).json.gz")

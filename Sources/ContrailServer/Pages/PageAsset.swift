@@ -28,6 +28,7 @@ struct PageAsset: Sendable {
         "/contrail-store.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_store_js),
         "/contrail-text.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_text_js),
         "/demo-caption.js": PageAsset(contentType: javaScript, body: PackageResources.demo_caption_js),
+        "/contrail-counter.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_counter_js),
         "/contrail-collections.js": PageAsset(contentType: javaScript, body: PackageResources.contrail_collections_js),
         "/pages.css": PageAsset(contentType: css, body: PackageResources.pages_css),
         // Browsers ask for /favicon.ico on every page: the SVG icon, which they accept by its type.

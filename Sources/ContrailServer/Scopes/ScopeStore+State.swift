@@ -73,8 +73,10 @@ extension ScopeStore {
         if sequence > 0 { members["seq"] = .int(Int64(sequence)) }
         if !revisions.isEmpty { members["revisions"] = .array(revisions.map(\.json)) }
         if deleted.count > 0 {
+            // [uuid, class, properties(, shared text states)]: a revived object keeps its texts' characters.
             members["deleted"] = .array(deleted.all.map { uuid, object in
-                .array([.string(uuid.wireString), .string(object.className), .object(object.properties)])
+                .array([.string(uuid.wireString), .string(object.className), .object(object.properties)]
+                    + (object.texts.isEmpty ? [] : [.object(object.texts)]))
             })
         }
         return .object(members)
@@ -114,9 +116,11 @@ extension ScopeStore {
         }
         if case .array(let entries)? = snapshot["deleted"] {
             for case .array(let entry) in entries {
-                guard entry.count == 3, case .string(let uuidText) = entry[0], let uuid = UUID(wireString: uuidText),
+                guard entry.count == 3 || entry.count == 4, case .string(let uuidText) = entry[0], let uuid = UUID(wireString: uuidText),
                       case .string(let className) = entry[1], case .object(let properties) = entry[2] else { return nil }
-                rememberDeleted(uuid, StoredObject(className: className, properties: properties))
+                let texts = entry.count == 4 ? entry[3].objectValue : [:]
+                guard let texts else { return nil }
+                rememberDeleted(uuid, StoredObject(className: className, properties: properties, texts: texts))
             }
         }
     }

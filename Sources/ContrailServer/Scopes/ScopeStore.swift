@@ -150,6 +150,7 @@ struct ScopeStore: Sendable {
         replies.reserveCapacity(fragments.count)
         var accepted: [SyncFragment] = []
         accepted.reserveCapacity(fragments.count)
+        var revivedTexts: [SyncFragment] = []
         for (index, plan) in pass.plans.enumerated() {
             if let error = plan.error {
                 replies.append(.rejected(error))
@@ -159,9 +160,18 @@ struct ScopeStore: Sendable {
             let fragment = fragments[index]
             let kind: SyncFragment.Kind = plan.isNew ? .add : .change
             if kind == .change, plan.values.isEmpty { continue }
+            // An add carries its shared texts' whole states (§8.21), the server's: a revived object
+            // keeps the characters it had, which the sender's own add may lack.
+            var texts = plan.texts
+            if kind == .add, let object = pass.working[fragment.uuid] { texts.merge(object.texts) { _, state in state } }
             accepted.append(SyncFragment(kind: kind, uuid: fragment.uuid, className: plan.className, properties: plan.values,
-                                         textOperations: plan.texts.isEmpty ? nil : plan.texts,
+                                         textOperations: texts.isEmpty ? nil : texts,
                                          counterDeltas: plan.counters.isEmpty ? nil : plan.counters))
+            // Its sender, which ignores a text's plain value in the reply, gets them before the reply.
+            if plan.revived, let object = pass.working[fragment.uuid], !object.texts.isEmpty {
+                revivedTexts.append(SyncFragment(kind: .add, uuid: fragment.uuid, className: plan.className,
+                                                 properties: object.properties, textOperations: object.texts))
+            }
         }
         guard !accepted.isEmpty else { return SyncOutcome(replies: replies, accepted: []) }
         for (uuid, object) in pass.working { objects[uuid] = object }
@@ -186,10 +196,11 @@ struct ScopeStore: Sendable {
         var revived: [SyncFragment] = []
         for uuid in pass.revived {
             guard let object = objects[uuid] else { continue }
-            revived.append(SyncFragment(kind: .add, uuid: uuid, className: object.className, properties: object.properties))
+            revived.append(SyncFragment(kind: .add, uuid: uuid, className: object.className, properties: object.properties,
+                                        textOperations: object.texts.isEmpty ? nil : object.texts))
         }
         for uuid in pass.working.keys where objects[uuid] != nil { deleted.remove(uuid) }
-        return SyncOutcome(replies: replies, accepted: accepted + revived, revived: revived)
+        return SyncOutcome(replies: replies, accepted: accepted + revived, revived: revivedTexts + revived)
     }
 
     /// Whether every object `pass` creates is named by a value it writes to an object the scope held
@@ -299,7 +310,7 @@ struct ScopeStore: Sendable {
                 // An object the scope deleted comes back as the server last had it (its values stay,
                 // as for an `add` of an object the scope holds), with what it lacks from the sender.
                 let last = deleted[fragment.uuid].flatMap { $0.className == fragment.className ? $0 : nil }
-                target = StoredObject(className: fragment.className, properties: last?.properties ?? [:])
+                target = StoredObject(className: fragment.className, properties: last?.properties ?? [:], texts: last?.texts ?? [:])
                 pass.plans[index].isNew = true
                 if let last {
                     pass.plans[index].revived = true

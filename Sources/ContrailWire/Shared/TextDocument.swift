@@ -7,8 +7,10 @@
 /// Characters typed forward in one go are one run (`TextRun`), so a paragraph costs a few dozen
 /// bytes, not one record per character; runs sit in leaves of at most 64, each with its visible
 /// length, so finding a position skips whole leaves. A deleted run keeps its ids and origins (other
-/// replicas' insertions may be anchored to it) but no text: deleted characters cost a run header,
-/// not their text, in the encoded state (the compact encoding of §8.21; nothing is collected).
+/// replicas' insertions may be anchored to it) but no text: a deleted run costs its run header,
+/// whatever its length, in memory and in the encoded state (the compact encoding of §8.21; nothing
+/// is collected). Each leaf holds its visible characters; where each replica's characters are is
+/// kept per run, not per character.
 ///
 /// ```swift
 /// let a = TextDocument(replica: "a")
@@ -36,8 +38,12 @@ public final class TextDocument {
 
     var names: [String] = []
     var agentIndex: [String: Int32] = [:]
-    var content: [[Unicode.Scalar]] = []
-    var owner: [[Int32]] = []
+    /// Per replica: how many characters it typed (its next seq).
+    var lengths: [Int] = []
+    /// Per replica: the leaves that hold its characters, as (first seq, leaf id) pairs in seq order,
+    /// each covering the seqs up to the next pair's. A run stays in one leaf, so this holds about a
+    /// pair per run, not an entry per character.
+    var owners: [[(start: Int32, leaf: Int32)]] = []
     var leaves: [TextLeaf] = []
     var leavesByID: [TextLeaf] = []
     private var cacheLeaf = 0
@@ -75,21 +81,33 @@ public final class TextDocument {
     /// The visible text. O(characters).
     public var text: String {
         var view = String.UnicodeScalarView()
-        for leaf in leaves {
-            for run in leaf.runs where !run.deleted {
-                view.append(contentsOf: content[Int(run.agent)][Int(run.seq)..<Int(run.seq + run.length)])
-            }
-        }
+        for leaf in leaves { view.append(contentsOf: leaf.text) }
         return String(view)
     }
 
-    /// The bytes this document's storage holds: its runs, leaves, characters (deleted ones too)
-    /// and their leaf numbers, by capacity. O(leaves + replicas).
+    /// The bytes this document's storage holds, by capacity: its leaves with their runs and visible
+    /// characters, and where each replica's runs are. A deleted run costs its run header (32 bytes)
+    /// and at most one leaf pair, whatever its length. O(leaves + replicas).
     public var memoryFootprint: Int {
-        let runs = leaves.reduce(0) { $0 + $1.runs.capacity * MemoryLayout<TextRun>.stride + 64 }
-        let characters = content.reduce(0) { $0 + $1.capacity * MemoryLayout<Unicode.Scalar>.stride }
-        let owners = owner.reduce(0) { $0 + $1.capacity * MemoryLayout<Int32>.stride }
-        return runs + characters + owners + names.reduce(0) { $0 + $1.utf8.count + 48 }
+        let leafBytes = leaves.reduce(0) {
+            $0 + $1.runs.capacity * MemoryLayout<TextRun>.stride + $1.text.capacity * MemoryLayout<Unicode.Scalar>.stride + 64
+        }
+        let pairs = owners.reduce(0) { $0 + $1.capacity * MemoryLayout<(start: Int32, leaf: Int32)>.stride }
+        return leafBytes + pairs + lengths.capacity * MemoryLayout<Int>.stride + names.reduce(0) { $0 + $1.utf8.count + 48 }
+    }
+
+    /// How many runs the document holds, how many of them are deleted, and how many characters
+    /// those hold (for `contrail bench text`). O(leaves × 64).
+    package var runStatistics: (runs: Int, deletedRuns: Int, deletedCharacters: Int) {
+        var result = (runs: 0, deletedRuns: 0, deletedCharacters: 0)
+        for leaf in leaves {
+            result.runs += leaf.runs.count
+            for run in leaf.runs where run.deleted {
+                result.deletedRuns += 1
+                result.deletedCharacters += Int(run.length)
+            }
+        }
+        return result
     }
 
     // MARK: - Local edits
@@ -102,7 +120,7 @@ public final class TextDocument {
         let scalars = Array(text.unicodeScalars)
         guard !scalars.isEmpty else { return nil }
         let me = localAgent
-        let seq = Int32(content[Int(me)].count)
+        let seq = Int32(lengths[Int(me)])
         let length = Int32(scalars.count)
         var left: (Int32, Int32) = (-1, 0)
         var right: (Int32, Int32) = (-1, 0)
@@ -122,9 +140,7 @@ public final class TextDocument {
             } else {
                 right = runStart(leaf: l, run: r + 1)
                 if run.agent == me, run.seq + run.length == seq, !run.deleted, run.rightAgent == right.0, run.rightSeq == right.1 {
-                    leaves[l].runs[r].length += length
-                    appendContent(scalars, agent: me, leaf: leaves[l])
-                    adjustVisible(leaf: l, by: scalars.count)
+                    extendRun(leaf: l, run: r, with: scalars)
                     return operation(seq: seq, text: text, left: left, right: right)
                 }
             }
@@ -152,8 +168,7 @@ public final class TextDocument {
             let run = leaves[l].runs[r]
             let taken = min(remaining, Int(run.length))
             if taken < Int(run.length) { splitRun(leaf: l, run: r, at: Int32(taken)) }
-            leaves[l].runs[r].deleted = true
-            adjustVisible(leaf: l, by: -taken)
+            markDeleted(leaf: l, run: r)
             TextOperation.append(.delete(id: TextID(replica: names[Int(run.agent)], seq: Int(run.seq)), count: taken), to: &operations)
             remaining -= taken
             mergeAround(leaf: l, run: r)
@@ -190,7 +205,7 @@ public final class TextDocument {
         guard !scalars.isEmpty, id.seq >= 0, id.seq + scalars.count <= Int(Int32.max) else {
             throw .malformed("an insertion needs text and a seq in range")
         }
-        let have = agentIndex[id.replica].map { content[Int($0)].count } ?? 0
+        let have = agentIndex[id.replica].map { lengths[Int($0)] } ?? 0
         var seq = id.seq
         var left = left
         if seq + scalars.count <= have { return [] }
@@ -264,9 +279,7 @@ public final class TextDocument {
             let previous = leaves[l].runs[r - 1]
             if previous.agent == agent, previous.seq + previous.length == Int32(seq), !previous.deleted,
                leftKey == (agent, Int32(seq) - 1), previous.rightAgent == rightKey.0, previous.rightSeq == rightKey.1 {
-                leaves[l].runs[r - 1].length += length
-                appendContent(scalars, agent: agent, leaf: leaves[l])
-                adjustVisible(leaf: l, by: scalars.count)
+                extendRun(leaf: l, run: r - 1, with: scalars)
                 return [.insert(position: position, text: String(String.UnicodeScalarView(scalars)))]
             }
         }
@@ -336,7 +349,7 @@ public final class TextDocument {
 
     private func remove(id: TextID, count: Int) throws(TextError) -> [TextChange] {
         guard count > 0, id.seq >= 0 else { throw .malformed("a deletion needs a positive count") }
-        guard let agent = agentIndex[id.replica], id.seq + count <= content[Int(agent)].count else {
+        guard let agent = agentIndex[id.replica], id.seq + count <= lengths[Int(agent)] else {
             throw .unknownCharacter(replica: id.replica, seq: id.seq + count - 1)
         }
         var changes: [TextChange] = []
@@ -356,8 +369,7 @@ public final class TextDocument {
                 }
                 if taken < Int(leaves[l].runs[target].length) { splitRun(leaf: l, run: target, at: Int32(taken)) }
                 let position = visibleStart(ofLeaf: l) + leaves[l].runs[..<target].reduce(0) { $0 + $1.visibleLength }
-                leaves[l].runs[target].deleted = true
-                adjustVisible(leaf: l, by: -taken)
+                markDeleted(leaf: l, run: target)
                 if case .delete(let last, let lastCount)? = changes.last, last == position {
                     changes[changes.count - 1] = .delete(position: position, count: lastCount + taken)
                 } else {
@@ -395,17 +407,26 @@ public final class TextDocument {
     /// Whether this document holds character `id` (visible or deleted).
     public func contains(_ id: TextID) -> Bool {
         guard let agent = agentIndex[id.replica] else { return false }
-        return id.seq >= 0 && id.seq < content[Int(agent)].count
+        return id.seq >= 0 && id.seq < lengths[Int(agent)]
     }
 
-    /// The text of characters `id.seq ..< id.seq + count` of `id.replica` as they were typed
-    /// (deleted ones included, for an undo); nil when some are unknown or were loaded without text.
-    public func typedText(_ id: TextID, count: Int) -> String? {
-        guard let agent = agentIndex[id.replica], id.seq >= 0, count >= 0, id.seq + count <= content[Int(agent)].count
-        else { return nil }
-        let scalars = content[Int(agent)][id.seq..<(id.seq + count)]
-        guard !scalars.contains(Self.unknownScalar) else { return nil }
-        return String(String.UnicodeScalarView(scalars))
+    /// The visible characters in `range` (empty when it is outside the text): what deleting it
+    /// takes away, for an undo to type again. O(leaves + range).
+    package func text(in range: Range<Int>) -> String {
+        guard !range.isEmpty, range.lowerBound >= 0, range.upperBound <= count else { return "" }
+        var (l, _, _) = locate(visible: range.lowerBound)
+        var start = range.lowerBound - visibleStart(ofLeaf: l)
+        var view = String.UnicodeScalarView()
+        var remaining = range.count
+        while remaining > 0, l < leaves.count {
+            let text = leaves[l].text
+            let taken = min(remaining, text.count - start)
+            view.append(contentsOf: text[start..<(start + taken)])
+            remaining -= taken
+            l += 1
+            start = 0
+        }
+        return String(view)
     }
 
     /// The visible characters among ids `id.seq ..< id.seq + count` of `id.replica`, as runs of
@@ -414,7 +435,7 @@ public final class TextDocument {
         guard let agent = agentIndex[id.replica] else { return [] }
         var result: [(id: TextID, count: Int)] = []
         var seq = id.seq
-        let end = min(id.seq + count, content[Int(agent)].count)
+        let end = min(id.seq + count, lengths[Int(agent)])
         while seq < end, let (l, r, offset) = find(TextID(replica: id.replica, seq: seq)) {
             let run = leaves[l].runs[r]
             let taken = min(end - seq, Int(run.length) - offset)
@@ -432,6 +453,7 @@ public final class TextDocument {
 
     // MARK: - Internals
 
+    /// What a deleted character a merged state brings in is typed as, before it is deleted.
     static let unknownScalar: Unicode.Scalar = "\u{FFFF}"
 
     func agent(named name: String) -> Int32 {
@@ -439,8 +461,8 @@ public final class TextDocument {
         let index = Int32(names.count)
         names.append(name)
         agentIndex[name] = index
-        content.append([])
-        owner.append([])
+        lengths.append(0)
+        owners.append([])
         return index
     }
 
@@ -492,8 +514,8 @@ public final class TextDocument {
 
     /// The leaf, run and offset of character `id`, or nil.
     private func find(_ id: TextID) -> (Int, Int, Int)? {
-        guard let agent = agentIndex[id.replica], id.seq >= 0, id.seq < owner[Int(agent)].count else { return nil }
-        let leaf = leavesByID[Int(owner[Int(agent)][id.seq])]
+        guard let agent = agentIndex[id.replica], id.seq >= 0, id.seq < lengths[Int(agent)] else { return nil }
+        let leaf = leavesByID[Int(leafID(agent: Int(agent), seq: Int32(id.seq)))]
         let seq = Int32(id.seq)
         for (index, run) in leaf.runs.enumerated() where run.agent == agent && seq >= run.seq && seq < run.seq + run.length {
             return (leaf.index, index, Int(seq - run.seq))
@@ -519,16 +541,70 @@ public final class TextDocument {
         if leaf < cacheLeaf { cacheVisible += delta }
     }
 
-    private func appendContent(_ scalars: [Unicode.Scalar], agent: Int32, leaf: TextLeaf) {
-        content[Int(agent)].append(contentsOf: scalars)
-        owner[Int(agent)].append(contentsOf: repeatElement(leaf.id, count: scalars.count))
+    /// The id of the leaf that holds character `seq` of replica `agent` (which it holds). O(log runs).
+    private func leafID(agent: Int, seq: Int32) -> Int32 {
+        owners[agent].withUnsafeBufferPointer { pairs in
+            var low = 0
+            var high = pairs.count
+            while low < high {
+                let middle = (low + high) / 2
+                if pairs[middle].start <= seq { low = middle + 1 } else { high = middle }
+            }
+            return pairs[max(0, low - 1)].leaf
+        }
+    }
+
+    /// Records `count` new characters of `agent`, its next ones from `seq`, in `leaf`.
+    private func noteCharacters(agent: Int32, seq: Int32, count: Int, leaf: TextLeaf) {
+        let index = Int(agent)
+        assert(Int(seq) == lengths[index], "a replica's characters are added in seq order")
+        lengths[index] += count
+        if owners[index].last?.leaf != leaf.id { owners[index].append((seq, leaf.id)) }
+    }
+
+    /// The visible characters of leaf `leaf` before its run `run`: where that run's text starts.
+    private func textOffset(_ leaf: TextLeaf, before run: Int) -> Int {
+        leaf.runs.withUnsafeBufferPointer { runs in
+            var offset = 0
+            for index in 0..<run where !runs[index].deleted { offset += Int(runs[index].length) }
+            return offset
+        }
     }
 
     private func insertRun(_ run: TextRun, leaf: Int, at index: Int, scalars: [Unicode.Scalar]) {
-        leaves[leaf].runs.insert(run, at: index)
-        appendContent(scalars, agent: run.agent, leaf: leaves[leaf])
+        let target = leaves[leaf]
+        if !run.deleted { target.text.insert(contentsOf: scalars, at: textOffset(target, before: index)) }
+        target.runs.insert(run, at: index)
+        noteCharacters(agent: run.agent, seq: run.seq, count: Int(run.length), leaf: target)
         adjustVisible(leaf: leaf, by: run.visibleLength)
         checkLeaf(leaf)
+    }
+
+    /// Types `scalars` at the end of visible run `run` of leaf `l` (they continue it).
+    private func extendRun(leaf l: Int, run r: Int, with scalars: [Unicode.Scalar]) {
+        let leaf = leaves[l]
+        leaf.text.insert(contentsOf: scalars, at: textOffset(leaf, before: r + 1))
+        let run = leaf.runs[r]
+        leaf.runs[r].length += Int32(scalars.count)
+        noteCharacters(agent: run.agent, seq: run.seq + run.length, count: scalars.count, leaf: leaf)
+        adjustVisible(leaf: l, by: scalars.count)
+    }
+
+    /// Deletes visible run `r` of leaf `l`: it keeps its ids and origins, its text goes.
+    private func markDeleted(leaf l: Int, run r: Int) {
+        let leaf = leaves[l]
+        let start = textOffset(leaf, before: r)
+        let length = Int(leaf.runs[r].length)
+        leaf.text.removeSubrange(start..<(start + length))
+        // An array keeps its capacity: a leaf that lost most of its text gives the memory back.
+        if leaf.text.capacity > 256, leaf.text.count < leaf.text.capacity / 4 {
+            var smaller: [Unicode.Scalar] = []
+            smaller.reserveCapacity(leaf.text.count * 2)
+            smaller.append(contentsOf: leaf.text)
+            leaf.text = smaller
+        }
+        leaf.runs[r].deleted = true
+        adjustVisible(leaf: l, by: -length)
     }
 
     private func splitRun(leaf: Int, run: Int, at offset: Int32) {
@@ -553,16 +629,44 @@ public final class TextDocument {
         let leaf = leaves[index]
         guard leaf.runs.count > Self.maxRuns else { return }
         let half = leaf.runs.count / 2
-        let tail = TextLeaf(runs: Array(leaf.runs[half...]), id: Int32(leavesByID.count), index: index + 1)
+        let cut = textOffset(leaf, before: half)
+        let tail = TextLeaf(runs: Array(leaf.runs[half...]), id: Int32(leavesByID.count), index: index + 1, text: Array(leaf.text[cut...]))
         leaf.runs.removeSubrange(half...)
+        leaf.text.removeSubrange(cut...)
         leaf.visible -= tail.visible
         leavesByID.append(tail)
         leaves.insert(tail, at: index + 1)
         for later in (index + 2)..<leaves.count { leaves[later].index = later }
-        for run in tail.runs {
-            let agent = Int(run.agent)
-            for seq in Int(run.seq)..<Int(run.seq + run.length) { owner[agent][seq] = tail.id }
-        }
+        reassign(tail.runs, to: tail.id)
         if cacheLeaf > index { cacheLeaf += 1 }
+    }
+
+    /// Records that the characters of `runs` are now in leaf `leaf`: each replica's pairs are
+    /// rebuilt in one pass over them and the runs' ranges. O(pairs of those replicas + runs log runs).
+    private func reassign(_ runs: [TextRun], to leaf: Int32) {
+        var ranges: [Int32: [(start: Int32, end: Int32)]] = [:]
+        for run in runs { ranges[run.agent, default: []].append((run.seq, run.seq + run.length)) }
+        for (agent, unsorted) in ranges {
+            let moved = unsorted.sorted { $0.start < $1.start }
+            let old = owners[Int(agent)]
+            let end = Int32(lengths[Int(agent)])
+            var result: [(start: Int32, leaf: Int32)] = []
+            result.reserveCapacity(old.count + 2 * moved.count)
+            var pair = 0
+            var range = 0
+            var point: Int32 = 0
+            while point < end {
+                while pair + 1 < old.count, old[pair + 1].start <= point { pair += 1 }
+                while range < moved.count, moved[range].end <= point { range += 1 }
+                let inside = range < moved.count && moved[range].start <= point
+                let owner = inside ? leaf : old[pair].leaf
+                if result.last?.leaf != owner { result.append((point, owner)) }
+                var next = end
+                if pair + 1 < old.count { next = min(next, old[pair + 1].start) }
+                if range < moved.count { next = min(next, inside ? moved[range].end : moved[range].start) }
+                point = next
+            }
+            owners[Int(agent)] = result
+        }
     }
 }

@@ -31,17 +31,20 @@ struct TextRun {
     }
 }
 
-/// A leaf of the run list: up to `TextDocument.maxRuns` runs, with their visible length.
+/// A leaf of the run list: up to `TextDocument.maxRuns` runs, with their visible characters.
 final class TextLeaf {
     var runs: [TextRun]
+    /// The visible characters of `runs`, in order (a deleted run has none).
+    var text: [Unicode.Scalar]
     var visible: Int
     /// Stable number (index into `TextDocument.leavesByID`), stored per character for id lookups.
     let id: Int32
     /// Current position in `TextDocument.leaves`.
     var index: Int
 
-    init(runs: [TextRun], id: Int32, index: Int) {
+    init(runs: [TextRun], id: Int32, index: Int, text: [Unicode.Scalar] = []) {
         self.runs = runs
+        self.text = text
         self.visible = runs.reduce(0) { $0 + $1.visibleLength }
         self.id = id
         self.index = index

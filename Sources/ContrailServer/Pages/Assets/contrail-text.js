@@ -297,50 +297,161 @@ export class TextDocument {
     });
   }
 
-  /** The whole document: {replicas, runs} (deleted runs carry their length, not their text). */
+  /**
+   * The whole document, as Swift's stateJSON encodes it (Protocol §8.21, version 1):
+   * {replicas, runs: base64 of the run table, text: the visible text}, byte for byte the same.
+   */
   stateJSON() {
     const names = [], index = new Map();
     const at = (name) => { if (!index.has(name)) { index.set(name, names.length); names.push(name); } return index.get(name); };
-    // Origins that are the neighbours in the document are left out, as Swift's stateJSON does.
-    const runs = this.runs.map((r, i) => {
-      const prev = this.runs[i - 1], next = this.runs[i + 1];
-      const leftImplied = same(r.left, prev ? [prev.agent, prev.seq + prev.length - 1] : null);
-      const rightImplied = same(r.right, next ? [next.agent, next.seq] : null);
-      const fields = [at(r.agent), r.seq, r.deleted ? r.length : this.content.get(r.agent).slice(r.seq, r.seq + r.length).join("")];
-      if (!leftImplied || !rightImplied) fields.push(r.left ? at(r.left[0]) : -1, r.left ? r.left[1] : 0);
-      if (!rightImplied) fields.push(r.right ? at(r.right[0]) : -1, r.right ? r.right[1] : 0);
-      return fields;
+    // Runs that continue each other are one (how a document holds them depends on its history).
+    const runs = [];
+    for (const r of this.runs) {
+      const last = runs[runs.length - 1];
+      if (last && r.agent === last.agent && r.seq === last.seq + last.length && r.deleted === last.deleted
+          && same(r.left, [last.agent, last.seq + last.length - 1]) && same(r.right, last.right)) {
+        runs[runs.length - 1] = { ...last, length: last.length + r.length };
+      } else {
+        runs.push(r);
+      }
+    }
+    const bytes = [STATE_VERSION];
+    writeVarint(bytes, runs.length);
+    let text = "";
+    runs.forEach((r, i) => {
+      const prev = runs[i - 1], next = runs[i + 1];
+      const fields = [];
+      let header = r.deleted ? 1 : 0, signed = false;
+      if (prev && prev.agent === r.agent) {
+        const delta = r.seq - (prev.seq + prev.length);
+        if (delta !== 0) { header |= 1 << 1; fields.push(delta); signed = true; }
+      } else {
+        header |= 2 << 1;
+        fields.push(at(r.agent), r.seq);
+      }
+      if (same(r.left, prev ? [prev.agent, prev.seq + prev.length - 1] : null)) { /* implied */ }
+      else if (same(r.left, [r.agent, r.seq - 1])) header |= 1 << 3;
+      else if (r.left === null) header |= 2 << 3;
+      else { header |= 3 << 3; fields.push(at(r.left[0]), r.left[1]); }
+      if (same(r.right, next ? [next.agent, next.seq] : null)) { /* implied */ }
+      else if (next && same(r.right, next.right)) header |= 1 << 5;
+      else if (r.right === null) header |= 2 << 5;
+      else { header |= 3 << 5; fields.push(at(r.right[0]), r.right[1]); }
+      bytes.push(header);
+      writeVarint(bytes, r.length);
+      fields.forEach((field, k) => writeVarint(bytes, k === 0 && signed ? (field >= 0 ? field * 2 : -field * 2 - 1) : field));
+      if (!r.deleted) text += this.content.get(r.agent).slice(r.seq, r.seq + r.length).join("");
     });
-    return { replicas: names, runs };
+    return { replicas: names, runs: toBase64(bytes), text };
   }
 
-  /** A document typing as `replica` holding `state` (stateJSON's form). */
+  /** A document typing as `replica` holding `state` (stateJSON's form); throws on anything malformed. */
   static fromState(replica, state) {
+    const fail = (why) => { throw new Error(`malformed text state: ${why}`); };
     const doc = new TextDocument(replica);
     const names = state?.replicas;
-    if (!Array.isArray(names) || !Array.isArray(state.runs)) throw new Error("malformed text state");
-    for (const f of state.runs) {
-      if (!Array.isArray(f) || ![3, 5, 7].includes(f.length)) throw new Error("malformed text state");
-      const agent = names[f[0]];
-      const chars = typeof f[2] === "string" ? Array.from(f[2]) : Array(f[2]).fill("\uFFFF");
-      if (typeof agent !== "string" || !chars.length) throw new Error("malformed text state");
-      doc.runs.push({ agent, seq: f[1], length: chars.length, deleted: typeof f[2] !== "string",
-        left: f.length < 5 ? undefined : f[3] < 0 ? null : [names[f[3]], f[4]],
-        right: f.length < 7 ? undefined : f[5] < 0 ? null : [names[f[5]], f[6]] });
+    if (!Array.isArray(names) || !names.every((n) => typeof n === "string" && REPLICA_RE.test(n)) || new Set(names).size !== names.length
+        || typeof state.runs !== "string" || typeof state.text !== "string") fail("not {replicas, runs, text}");
+    const reader = new StateReader(fromBase64(state.runs));
+    if (reader.byte() !== STATE_VERSION) fail("unknown version");
+    const count = reader.varint(Math.min(MAX_CHARACTERS, reader.bytes.length / 2)), chars = Array.from(state.text);
+    const id = () => [names[reader.varint(names.length - 1)], reader.varint(MAX_CHARACTERS - 1)];
+    const rightCodes = [];
+    let total = 0, textOffset = 0;
+    for (let i = 0; i < count; i++) {
+      const header = reader.byte();
+      if (header & 0x80 || (header & 6) === 6) fail("unknown run header");
+      const length = reader.varint(MAX_CHARACTERS);
+      total += length;
+      if (length < 1 || total > MAX_CHARACTERS) fail("an empty run, or too many characters");
+      const prev = doc.runs[i - 1];
+      let agent, seq;
+      const idCode = (header >> 1) & 3;
+      if (idCode < 2) {
+        if (!prev) fail("the first run names no replica");
+        agent = prev.agent;
+        seq = prev.seq + prev.length + (idCode === 1 ? reader.signed(MAX_CHARACTERS) : 0);
+      } else {
+        [agent, seq] = id();
+      }
+      if (seq < 0 || seq + length > MAX_CHARACTERS) fail("a run's seq is out of range");
+      const run = { agent, seq, length, deleted: (header & 1) === 1, left: null, right: null };
+      const leftCode = (header >> 3) & 3;
+      if (leftCode === 0) run.left = prev ? [prev.agent, prev.seq + prev.length - 1] : null;
+      else if (leftCode === 1) { if (seq === 0) fail("no previous character"); run.left = [agent, seq - 1]; }
+      else if (leftCode === 3) run.left = id();
+      const rightCode = (header >> 5) & 3;
+      if (rightCode === 3) run.right = id();
+      rightCodes.push(rightCode);
+      doc.runs.push(run);
       if (!doc.content.has(agent)) doc.content.set(agent, []);
       const content = doc.content.get(agent);
-      for (let k = 0; k < chars.length; k++) content[f[1] + k] = chars[k];
+      for (let k = 0; k < length; k++) {
+        if (content[seq + k] !== undefined) fail("a character is listed twice");
+        content[seq + k] = run.deleted ? "\uFFFF" : chars[textOffset + k] ?? fail("the text is shorter than its runs");
+      }
+      if (!run.deleted) textOffset += length;
     }
-    doc.runs.forEach((r, i) => {
-      const prev = doc.runs[i - 1], next = doc.runs[i + 1];
-      if (r.left === undefined) r.left = prev ? [prev.agent, prev.seq + prev.length - 1] : null;
-      if (r.right === undefined) r.right = next ? [next.agent, next.seq] : null;
-    });
+    if (!reader.atEnd()) fail("bytes after the runs");
+    if (textOffset !== chars.length) fail("the text is longer than its runs");
+    for (let i = doc.runs.length - 1; i >= 0; i--) {
+      const next = doc.runs[i + 1];
+      if (rightCodes[i] === 0) doc.runs[i].right = next ? [next.agent, next.seq] : null;
+      else if (rightCodes[i] === 1) { if (!next) fail("the last run has no next one"); doc.runs[i].right = next.right; }
+    }
     for (const content of doc.content.values()) {
-      for (let k = 0; k < content.length; k++) if (content[k] === undefined) throw new Error("malformed text state: a gap");
+      for (let k = 0; k < content.length; k++) if (content[k] === undefined) fail("a gap");
+    }
+    for (const r of doc.runs) {
+      for (const origin of [r.left, r.right]) if (origin && origin[1] >= doc.have(origin[0])) fail("an origin it lacks");
     }
     return doc;
   }
+}
+
+const STATE_VERSION = 1;
+const MAX_CHARACTERS = 1 << 24;
+
+function writeVarint(bytes, value) {
+  while (value >= 0x80) { bytes.push((value & 0x7f) | 0x80); value = Math.floor(value / 128); }
+  bytes.push(value);
+}
+
+/** Reads the run table's bytes; every read is bounds-checked. */
+class StateReader {
+  constructor(bytes) { this.bytes = bytes; this.offset = 0; }
+  byte() {
+    if (this.offset >= this.bytes.length) throw new Error("malformed text state: the runs end too early");
+    return this.bytes[this.offset++];
+  }
+  varint(max) {
+    let value = 0, scale = 1;
+    for (;;) {
+      const byte = this.byte();
+      value += (byte & 0x7f) * scale;
+      if (!(byte & 0x80)) break;
+      scale *= 128;
+      if (scale >= 2 ** 35) throw new Error("malformed text state: a varint is too long");
+    }
+    if (value > max) throw new Error(`malformed text state: a number is above ${max}`);
+    return value;
+  }
+  signed(max) {
+    const raw = this.varint(2 * max + 1);
+    return raw % 2 === 0 ? raw / 2 : -(raw + 1) / 2;
+  }
+  atEnd() { return this.offset === this.bytes.length; }
+}
+
+function toBase64(bytes) {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.slice(i, i + 0x8000));
+  return btoa(binary);
+}
+
+function fromBase64(text) {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) throw new Error("malformed text state: runs are not base64");
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 }
 
 /**

@@ -163,7 +163,7 @@ const changes = (entry, id, key) => key in (entry.originals.get(id) ?? {});
  * Events: "change" {model, key, value, previous, remote}, "insert"/"remove" {model, key, item} for
  * collections, "attach"/"detach" {model}, "state" after a full state (or a restore from
  * contrail-store.js, with `restored: true`), "changeset" {fragments, remote, origin},
- * "settled" {fragments, rejected}.
+ * "settled" {fragments, rejected, answers}.
  *
  * Its bookkeeping follows the Swift client's rules (README, Design; Convergence in the documentation
  * catalog); the Swift counterpart of each rule is named where it is implemented.
@@ -633,7 +633,7 @@ export class Scope extends Emitter {
     } finally {
       this._remote = false;
     }
-    this.emit("settled", { fragments: entry.fragments, rejected });
+    this.emit("settled", { fragments: entry.fragments, rejected, answers });  // answers[i]: fragment i's reply entry
     if (stale) this._client?._refetch(this);
   }
 }
@@ -907,9 +907,11 @@ export class Client extends Emitter {
    */
   _sendChangeSet(scope, entry) {
     if (scope._scopeIndex === null || entry.index !== null) return;  // sent after the fetch reply, or sent
-    // A server that does not merge shared text (§8.21) gets the plain values only; collections go as
-    // edits of their bases to a server that takes them (§8.24); entry.fragments stay whole.
-    let fragments = this.extensions?.has("SharedText") ? entry.fragments : entry.fragments.map(({ text, ...plain }) => plain);
+    // A server that does not merge shared text or counters (§8.21) gets the plain values only;
+    // collections go as edits of their bases to a server that takes them (§8.24); entry.fragments stay whole.
+    const unlisted = ["SharedText", "SharedCounter"].filter((name) => !this.extensions?.has(name));
+    let fragments = !unlisted.length ? entry.fragments : entry.fragments.map(({ text, counter, ...plain }) => ({
+      ...plain, ...(text && !unlisted.includes("SharedText") ? { text } : {}), ...(counter && !unlisted.includes("SharedCounter") ? { counter } : {}) }));
     if (this.extensions?.has(COLLECTION_OPS)) fragments = fragments.map(withCollectionEdits);
     const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: entry.atomic, fragments, changeSet: entry.id };
     const refusal = overLimits(message, this._limits);
