@@ -63,7 +63,7 @@ final class ModelTracking {
     /// last queued.
     @exclusivity(unchecked) var treeTurn: UInt = 0
     /// The object's identity across replicas, made when first asked for.
-    lazy var uuid = UUID()
+    lazy var uuid = UUID.random()
     /// The change the host is recording for this object in its current flush; valid only while
     /// `pendingGeneration` is that flush's generation (the host's bookkeeping, kept here so that
     /// finding it is a load and a compare).
