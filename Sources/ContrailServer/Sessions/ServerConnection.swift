@@ -190,7 +190,7 @@ final class ServerConnection: Sendable {
         let reply = OutgoingMessage.frame([.message(.sessionCreateReply(SessionCreateReply(
             sessionToken: session.token,
             extensions: [ScopeDetach.typeName, PresenceUpdate.typeName, SharedMerge.counterExtension, SharedMerge.textExtension,
-                         SyncFragment.collectionOpsExtension] + (origins ? ["ScopeSyncOrigin"] : []),
+                         SyncFragment.collectionOpsExtension, ScopeStateChunk.typeName] + (origins ? ["ScopeSyncOrigin"] : []),
             limits: SessionLimits(maxMessageBytes: core.limits.maxMessageBytes,
                                   maxFragmentsPerMessage: core.limits.maxFragmentsPerMessage,
                                   maxPresenceBytes: core.limits.maxPresenceBytes,
