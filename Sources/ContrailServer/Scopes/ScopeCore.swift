@@ -75,7 +75,7 @@ struct ScopeCore {
                             chunks: Bool = false) -> @Sendable () -> Void {
         let root = store.rootUUID.wireString
         let accepted = { @Sendable in
-            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
+            _ = outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
         }
         if chunks {
             let parts = cachedParts ?? ScopeStateChunk.parts(of: store.stateFragments(), maxObjects: limits.stateChunkObjects,

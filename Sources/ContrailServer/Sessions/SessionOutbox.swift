@@ -32,6 +32,10 @@ final class SessionOutbox: Sendable {
         /// States streamed in parts (§8.25), in fetch order: the first one's parts are numbered as
         /// acknowledgements make room; the others wait for it.
         var streams: [StateStream] = []
+        /// The index of the last part numbered, and the highest index the client acknowledged:
+        /// a part is under way while the first is above the second.
+        var lastPartIndex = 0
+        var acknowledged = 0
     }
 
     private let state = SanitizerVisibleMutex(State())
@@ -100,7 +104,7 @@ final class SessionOutbox: Sendable {
     var unsentParts: Int { state.withLock { $0.streams.reduce(0) { $0 + $1.remaining.count } } }
 
     /// Numbers the next parts of the first streamed state while the resend buffer has room for them
-    /// (always one when nothing is unacknowledged).
+    /// (always one when no part is under way, whatever else waits for its acknowledgement).
     private func releaseParts(_ state: inout State) {
         while let stream = state.streams.first {
             guard let part = stream.next(index: state.nextIndex) else {
@@ -108,8 +112,9 @@ final class SessionOutbox: Sendable {
                 continue
             }
             let size = part.estimatedSize
-            guard state.unacked.count == state.start || state.unackedBytes + size <= streamBudget else { return }
+            guard state.lastPartIndex <= state.acknowledged || state.unackedBytes + size <= streamBudget else { return }
             state.streams[0].advance()
+            state.lastPartIndex = state.nextIndex
             Self.append(part, size: size, to: &state)
         }
     }
@@ -229,6 +234,7 @@ final class SessionOutbox: Sendable {
     var unackedBytes: Int { state.withLock { $0.unackedBytes } }
 
     private static func prune(_ state: inout State, ack: Int) {
+        state.acknowledged = max(state.acknowledged, ack)
         while state.start < state.unacked.count, state.unacked[state.start].index <= ack {
             state.unackedBytes -= state.unacked[state.start].estimatedSize
             state.start += 1
