@@ -93,7 +93,9 @@ final class TileBoard: ModelObject {
     @Test func changeDuringTheStreamLandsOnceAfterIt() async throws {
         let server = try makeServer { options in
             options.stateChunkObjects = 20
-            options.maxResendBytes = 32 << 10   // a window of a few parts
+            // A window of part 0 (the root's collection of 1,000: 41 KB) and a dozen more, of ten
+            // times as many in all; room besides for the broadcast.
+            options.maxResendBytes = 128 << 10
         }
         let (writer, _, tiles, firstIndex) = try await populate(server, count: 1_000)
         var index = firstIndex
