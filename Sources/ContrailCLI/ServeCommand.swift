@@ -52,6 +52,9 @@ enum ServeCommand {
       --max-objects N         most objects per scope (default 1000000)
       --max-resend-bytes N    most bytes of unacknowledged messages kept per session; a session
                               over it is closed with 4097 (default 16777216)
+      --state-chunk-objects N a fetched state of more objects goes in parts of at most N to a
+                              client that asks (Protocol §8.25; default 5000)
+      --state-chunk-bytes N   likewise, at most about N bytes of JSON per part (default 1048576)
       --max-open-scopes N     most scopes loaded at once; fetches past it get an error until
                               idle scopes unload (default 1000)
       --max-scopes-per-session N
@@ -202,6 +205,8 @@ enum ServeCommand {
             case "--max-fragments": options.maxFragmentsPerMessage = try number(flag, Int.self)
             case "--max-objects": options.maxObjectsPerScope = try number(flag, Int.self)
             case "--max-resend-bytes": options.maxResendBytes = try number(flag, Int.self)
+            case "--state-chunk-objects": options.stateChunkObjects = try number(flag, Int.self)
+            case "--state-chunk-bytes": options.stateChunkBytes = try number(flag, Int.self)
             case "--max-open-scopes": options.maxOpenScopes = try number(flag, Int.self)
             case "--max-scopes-per-session": options.maxScopesPerSession = try number(flag, Int.self)
             case "--scope-idle": options.scopeIdleTimeout = try seconds(flag)

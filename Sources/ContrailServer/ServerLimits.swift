@@ -7,4 +7,6 @@ struct ServerLimits: Sendable {
     var maxScopesPerSession: Int
     var maxPresenceBytes: Int
     var presenceUpdatesPerSecond: Int
+    var stateChunkObjects = 5_000
+    var stateChunkBytes = 1 << 20
 }

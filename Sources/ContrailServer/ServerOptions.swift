@@ -49,6 +49,12 @@ public struct ServerOptions: Sendable {
     /// `limit-exceeded` reason, and its client starts a new one and refetches. This bounds what a
     /// slow or absent reader costs the server.
     public var maxResendBytes = 16 << 20
+    /// A fetched state larger than this many objects goes in parts (`ScopeStateChunk`, Protocol
+    /// §8.25) to a client that asks for them; at most this many objects per part.
+    public var stateChunkObjects = 5_000
+    /// Likewise in bytes of fragment JSON: a part ends once it reaches this size (one larger object
+    /// gets a part of its own). Keep it well under half of ``maxResendBytes``.
+    public var stateChunkBytes = 1 << 20
     /// The longest presence value relayed (Protocol §8.20), in bytes of its JSON; a longer one is
     /// dropped (a Contrail client refuses it before sending: the limit is advertised).
     public var maxPresenceBytes = 4_096
@@ -159,6 +165,7 @@ public struct ServerOptions: Sendable {
         ServerLimits(maxMessageBytes: maxMessageBytes, maxFragmentsPerMessage: maxFragmentsPerMessage,
                      maxObjectsPerScope: maxObjectsPerScope, maxResendBytes: maxResendBytes,
                      maxScopesPerSession: maxScopesPerSession, maxPresenceBytes: maxPresenceBytes,
-                     presenceUpdatesPerSecond: presenceUpdatesPerSecond)
+                     presenceUpdatesPerSecond: presenceUpdatesPerSecond, stateChunkObjects: max(1, stateChunkObjects),
+                     stateChunkBytes: max(1, stateChunkBytes))
     }
 }

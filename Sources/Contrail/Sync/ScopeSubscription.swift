@@ -24,6 +24,12 @@ final class ScopeSubscription {
     let queue = ChangeSetQueue()
     /// Fires once the state of the latest fetch is applied (or the fetch fails).
     var attached = ReplyWaiter<Void>()
+    /// A full state arriving in parts (Protocol §8.25), if one is.
+    var incoming: StateAssembly.Phase?
+    /// Told each part's progress (from the latest `fetch(_:progress:)` that passed one).
+    var progress: (@MainActor (FetchProgress) -> Void)?
+    /// Parts of states received so far: a fetch keeps waiting past its timeout while this grows.
+    var partsReceived = 0
     /// UUIDs the local root had before it took over the server's root UUID.
     private var rootAliases: [UUID: UUID] = [:]
     private var changeToken: ObservationToken?

@@ -71,8 +71,17 @@ public final class Session {
     /// Fetches `scope` (by its name) from the server and keeps it in sync from then on. The scope
     /// needs a root object; it takes over the server's root UUID, objects the server does not have
     /// are detached, and properties the state leaves out get their defaults (Protocol §3.4).
-    /// Fetching a scope again refreshes it. A refused fetch throws `SyncError.fetchFailed`.
-    public func fetch(_ scope: Scope, params: [String: JSON] = [:], mode: SyncMode = .realtime) async throws(SyncError) {
+    /// Fetching a scope again refreshes it. A refused fetch throws `SyncError.fetchFailed`; a state
+    /// too large for one message from a server that cannot send it in parts, with the error type
+    /// `state-too-large` (fetching again cannot help, and the session does not retry it).
+    ///
+    /// A large state comes in parts from a Contrail server (Protocol §8.25): `progress` is called
+    /// with the objects received of the total as each part arrives (once, whole, for a state in
+    /// one message), and the scope changes only when the last part is in, all at once: the app
+    /// never sees half a state. Change sets others make meanwhile follow the state. The wait
+    /// (`connectTimeout`) starts over with every part.
+    public func fetch(_ scope: Scope, params: [String: JSON] = [:], mode: SyncMode = .realtime,
+                      progress: (@MainActor (FetchProgress) -> Void)? = nil) async throws(SyncError) {
         guard client != nil, !isClosed else { throw .closed }
         guard scope.root != nil else { throw .scopeHasNoRoot(scope.name) }
         let subscription: ScopeSubscription
@@ -94,11 +103,20 @@ public final class Session {
             for changeSet in scope.restoredPending { _ = subscription.queue.append(changeSet) }
             scope.restoredPending.removeAll()
         }
+        if let progress { subscription.progress = progress }
         requestFetch(subscription)
-        let result = await subscription.attached.wait(timeout: options.connectTimeout, clock: timeline.clock)
-        if case .failure(let error) = result {
-            if !subscription.isAttached { remove(subscription) }
-            throw error
+        var parts = subscription.partsReceived
+        while true {
+            let result = await subscription.attached.wait(timeout: options.connectTimeout, clock: timeline.clock)
+            if case .failure(.timedOut) = result, subscription.partsReceived != parts, !isClosed {
+                parts = subscription.partsReceived   // parts keep coming: wait on
+                continue
+            }
+            if case .failure(let error) = result {
+                if !subscription.isAttached { remove(subscription) }
+                throw error
+            }
+            return
         }
     }
 
@@ -291,6 +309,7 @@ public final class Session {
             subscription.scopeIndex = nil
             subscription.isAttached = false
             subscription.isFetching = false
+            subscription.incoming = nil
             subscription.queue.markAllUnsent()
         }
         for subscription in subscriptions { requestFetch(subscription) }
@@ -380,34 +399,94 @@ public final class Session {
             settleRequest(reply.replyTo, with: message)
         case .scopeState(let state):
             guard let subscription = byScopeIndex[state.scopeIndex] else { break }
-            subscription.isFetching = false
-            do {
-                try Self.checkComplete(state)
-                try subscription.applyState(state)
-                subscription.wasAttached = true
-                subscription.failedRefetches = 0
-                subscription.attached.resolve(.success(()))
-                sendPresence(subscription, subscribing: true)
-            } catch {
-                // Refused whole (an empty state never resets a replica); a fetch awaiting it throws,
-                // and `Client.lastError` says so also when none does (a state the server pushed).
-                subscription.attached.resolve(.failure(error))
-                client?.stateRefused(error)
-            }
-            pump()
+            subscription.incoming = nil   // a whole state supersedes one arriving in parts
+            subscription.progress?(FetchProgress(received: state.fragments.count, total: state.fragments.count))
+            applyState(state, to: subscription, then: [])
+        case .scopeStateChunk(let chunk):
+            guard let subscription = byScopeIndex[chunk.scopeIndex] else { break }
+            receivePart(chunk, of: subscription)
+            // Acknowledged at once: the server sends the next parts as the acknowledged ones make room (§8.25).
+            connection?.send(.ping(Ping(ack: lastServerIndex, resendMissing: false)))
         case .scopeSync(let sync):
-            guard let subscription = byScopeIndex[sync.scopeIndex], subscription.isAttached else { break }
-            if subscription.mode.applies {
-                if !subscription.applyRemote(sync.fragments) { requestFetch(subscription) }
-            } else if !sync.fragments.isEmpty {
-                subscription.missedRemote = true
+            guard let subscription = byScopeIndex[sync.scopeIndex] else { break }
+            if case .receiving(var assembly) = subscription.incoming {
+                // After the state's snapshot: applied right after the state (§8.25).
+                subscription.incoming = nil   // keeps the assembly's buffers unique while it grows
+                assembly.hold(sync.fragments)
+                subscription.incoming = .receiving(assembly)
+                break
             }
+            guard subscription.isAttached else { break }
+            applyRemote(sync.fragments, to: subscription)
         case .presencePeers(let peers):
             receivePresence(peers)
         case .sessionCreate, .sessionCreateReply, .scopeFetch, .scopeDetach, .presence, .markRevision:
             break
         }
         return true
+    }
+
+    /// Applies a full state whole, then the change sets that arrived while it streamed (`held`).
+    private func applyState(_ state: ScopeState, to subscription: ScopeSubscription, then held: [[SyncFragment]]) {
+        subscription.isFetching = false
+        do {
+            try Self.checkComplete(state)
+            try subscription.applyState(state)
+            subscription.wasAttached = true
+            subscription.failedRefetches = 0
+            for fragments in held { applyRemote(fragments, to: subscription) }
+            subscription.attached.resolve(.success(()))
+            sendPresence(subscription, subscribing: true)
+        } catch {
+            // Refused whole (an empty state never resets a replica); a fetch awaiting it throws,
+            // and `Client.lastError` says so also when none does (a state the server pushed).
+            subscription.attached.resolve(.failure(error))
+            client?.stateRefused(error)
+        }
+        pump()
+    }
+
+    /// Takes one part of a state arriving in parts (§8.25): checked against the parts before it,
+    /// reported to the fetch's `progress`, and, once the last is in, applied whole. A part that
+    /// does not follow refuses the state (`SyncError.invalidState`, as a bad `ScopeState` does);
+    /// the rest of it is dropped.
+    private func receivePart(_ chunk: ScopeStateChunk, of subscription: ScopeSubscription) {
+        subscription.partsReceived += 1
+        var assembly: StateAssembly
+        do {
+            switch subscription.incoming {
+            case .receiving(let current) where chunk.offset != 0:
+                assembly = current
+                subscription.incoming = nil   // keeps the assembly's buffers unique while it grows
+                try assembly.take(chunk)
+            case .refused where chunk.offset != 0:
+                return
+            default:
+                assembly = try StateAssembly(first: chunk)
+            }
+        } catch {
+            subscription.incoming = .refused
+            subscription.isFetching = false
+            subscription.attached.resolve(.failure(error))
+            client?.stateRefused(error)
+            return
+        }
+        subscription.progress?(FetchProgress(received: assembly.received, total: assembly.total))
+        guard assembly.isComplete else {
+            subscription.incoming = .receiving(assembly)
+            return
+        }
+        subscription.incoming = nil
+        applyState(assembly.state(index: chunk.index, scopeIndex: chunk.scopeIndex), to: subscription, then: assembly.heldSyncs)
+    }
+
+    /// Applies a remote change set of an attached scope (or notes it missed, in a mode that skips them).
+    private func applyRemote(_ fragments: [SyncFragment], to subscription: ScopeSubscription) {
+        if subscription.mode.applies {
+            if !subscription.applyRemote(fragments) { requestFetch(subscription) }
+        } else if !fragments.isEmpty {
+            subscription.missedRemote = true
+        }
     }
 
     /// Refuses an empty or rootless state before any of it is applied (§2.5: the root goes first).
@@ -453,7 +532,8 @@ public final class Session {
         guard !subscription.isFetching else { return }
         subscription.isFetching = true
         if subscription.attached.isResolved { subscription.attached = ReplyWaiter() }
-        _ = request({ .scopeFetch(ScopeFetch(index: $0, name: subscription.scope.name, params: subscription.params)) }) {
+        let chunks = serverExtensions.contains(ScopeStateChunk.typeName)
+        _ = request({ .scopeFetch(ScopeFetch(index: $0, name: subscription.scope.name, params: subscription.params, chunks: chunks)) }) {
             [weak self, weak subscription] reply in
             guard let self, let subscription else { return }
             guard case .scopeFetchReply(let fetchReply) = reply else { return }
@@ -464,7 +544,8 @@ public final class Session {
             } else {
                 subscription.isFetching = false
                 subscription.attached.resolve(.failure(.fetchFailed(fetchReply.error ?? WireErrorBody(message: "Fetch failed"))))
-                if subscription.wasAttached { self.retryFetch(subscription) }
+                // A state too large for one message (§8.25) stays so: not fetched again.
+                if subscription.wasAttached, fetchReply.error?.type != "state-too-large" { self.retryFetch(subscription) }
             }
         }
     }

@@ -1,9 +1,9 @@
 import Foundation
 
-/// `contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|cluster|connections|reconnect|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|bigscope|cluster|connections|reconnect|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
+    usage: contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|bigscope|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -17,6 +17,8 @@ enum BenchCommand {
       `tls` compares echo over wss:// with ws:// (and the handshake) in the same run; it needs
       OpenSSL 3 (libssl.so.3) at run time. `text` replays the editing traces of shared/data (or
       CONTRAIL_EDITING_TRACES) against Yrs through python3 + pycrdt when installed.
+      `bigscope`: first sync of a scope of --objects N tiles (default 100000) over a WebSocket (time
+      to a usable scope, peak client RSS) against loading them from a Codable JSON file.
       `collections`: collection edits (Protocol §8.24): bytes of one append, and offline edits
       (log and wire bytes per edit, time to settle after reconnecting).
       --grants sync's server gives each session an identity with a dozen grants (patterns included),
@@ -28,6 +30,7 @@ enum BenchCommand {
         var suites: [String] = []
         var sessions = 10_000
         var clients = 1_000
+        var objects: Int?
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             switch argument {
@@ -44,18 +47,23 @@ enum BenchCommand {
                     throw CLIError.usage("--clients needs a positive number\n\(usage)")
                 }
                 clients = number
+            case "--objects":
+                guard let value = rest.popFirst(), let number = Int(value), number > 0 else {
+                    throw CLIError.usage("--objects needs a positive number\n\(usage)")
+                }
+                objects = number
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "--grants": options.grants = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "cluster",
-                 "connections", "reconnect":
+            case "model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope",
+                 "cluster", "connections", "reconnect":
                 suites.append(argument)
-            case "all": suites += ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections"]
+            case "all": suites += ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
         }
-        if suites.isEmpty { suites = ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections"] }
+        if suites.isEmpty { suites = ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope"] }
         if !options.json {
             print(pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
         }
@@ -72,6 +80,7 @@ enum BenchCommand {
             case "durability": figures = try await DurabilityBench.run(options)
             case "text": figures = try await TextBench.run(options)
             case "collections": figures = try await CollectionsBench.run(options)
+            case "bigscope": figures = try await BigScopeBench.run(options, objects: objects)
             case "cluster": figures = try await ClusterBench.run(options)
             case "connections": figures = try await ConnectionsBench.run(options, sessions: sessions)
             case "reconnect": figures = try await ReconnectBench.run(options, clients: clients)

@@ -116,10 +116,10 @@ actor ClusterScope: HostedScope {
     // MARK: Serving sessions
 
     /// Catches up with the log, then subscribes the session and queues the reply and the state.
-    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
+    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int, chunks: Bool) async {
         do throws(NATSError) {
             try await caughtUp()
-            let deliver = try inReplica { $0.core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: $0.store) }
+            let deliver = try inReplica { $0.core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: $0.store, chunks: chunks) }
             deliver()
         } catch {
             log.write("cluster.unavailable", level: .error, scope: name, "scope '\(name)': cluster unavailable: \(error)")

@@ -16,9 +16,10 @@ protocol HostedScope: Actor {
     nonisolated var name: String { get }
 
     /// Subscribes the session owning `outbox` (once, however often it fetches) as `scopeIndex` and
-    /// queues `ScopeFetchReply` (answering `replyTo`) then `ScopeState`, or a `ScopeFetchReply`
-    /// with an error when the scope cannot be loaded.
-    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async
+    /// queues `ScopeFetchReply` (answering `replyTo`) then `ScopeState` (or, for a client that asked
+    /// for `chunks`, a large state as `ScopeStateChunk`s, §8.25), or a `ScopeFetchReply` with an
+    /// error when the scope cannot be loaded or its state cannot go in one message.
+    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int, chunks: Bool) async
 
     /// Applies one `ScopeSync` from the session owning `outbox`, acting as `identity` (the session
     /// checked its write access; procedures see it); queues its reply and the broadcasts.

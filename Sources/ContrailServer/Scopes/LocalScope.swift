@@ -184,12 +184,12 @@ actor LocalScope: HostedScope {
 
     /// Subscribes a session (once, however often it fetches) and queues `ScopeFetchReply` then
     /// `ScopeState` into its outbox, with no broadcast in between.
-    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int) async {
+    func fetch(outbox: SessionOutbox, scopeIndex: Int, replyTo: Int, chunks: Bool) async {
         if !exists {
             // Answered from memory: a fresh, empty state on the root the scope will be created with.
             let empty = unwritten ?? seeded(ScopeStore(rootUUID: ScopeName.unwrittenRootUUID(of: name)))
             unwritten = empty
-            core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: empty)()
+            core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: empty, chunks: chunks)()
             return
         }
         let store: ScopeStore
@@ -205,7 +205,7 @@ actor LocalScope: HostedScope {
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, error: reason))) }
             return
         }
-        afterEarlierWrites(core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: store))
+        afterEarlierWrites(core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: store, chunks: chunks))
     }
 
     /// Applies one `ScopeSync` from the session owning `outbox`, then (once its record is durable,

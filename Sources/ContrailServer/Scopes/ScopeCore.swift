@@ -36,6 +36,8 @@ struct ScopeCore {
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     /// The `fragments` text of the current full state, until the next change.
     private var cachedState: String?
+    /// The current full state in parts (§8.25), until the next change.
+    private var cachedParts: [ScopeStateChunk.Part]?
     /// Collection values an edit may name as its base besides the current one (§8.24); nil in a
     /// cluster, where every server must resolve an edit alike.
     private var recentCollections: RecentCollections?
@@ -54,37 +56,75 @@ struct ScopeCore {
 
     /// Forgets the cached state text (the store was replaced or unloaded).
     mutating func storeReplaced() {
+        forgetState()
+    }
+
+    private mutating func forgetState() {
         cachedState = nil
+        cachedParts = nil
     }
 
     /// Subscribes the session owning `outbox` as `scopeIndex` and returns what queues
-    /// `ScopeFetchReply` then `ScopeState` of `store`, with no broadcast in between. O(objects)
-    /// the first time after a change, O(1) while the state is cached.
-    mutating func subscribe(_ outbox: SessionOutbox, scopeIndex: Int, replyTo: Int, store: ScopeStore) -> @Sendable () -> Void {
-        subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
+    /// `ScopeFetchReply` then the state of `store`, with no broadcast in between: one `ScopeState`,
+    /// or for a client that asked for `chunks` a state of more than one part as a stream of
+    /// `ScopeStateChunk`s (§8.25; broadcasts queued later go out between the parts and follow the
+    /// state). A state too large for one message, to a client that did not ask for chunks, is
+    /// refused with a `state-too-large` fetch error and no subscription. O(objects) the first time
+    /// after a change, O(1) while the state is cached.
+    mutating func subscribe(_ outbox: SessionOutbox, scopeIndex: Int, replyTo: Int, store: ScopeStore,
+                            chunks: Bool = false) -> @Sendable () -> Void {
+        let root = store.rootUUID.wireString
+        let accepted = { @Sendable in
+            _ = outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
+        }
+        if chunks {
+            let parts = cachedParts ?? ScopeStateChunk.parts(of: store.stateFragments(), maxObjects: limits.stateChunkObjects,
+                                                             maxBytes: limits.stateChunkBytes)
+            cachedParts = parts
+            if parts.count > 1 {
+                subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
+                let stream = StateStream(scopeIndex: scopeIndex, rootUUID: root, parts: parts)
+                return {
+                    accepted()
+                    outbox.enqueueStream(stream)
+                }
+            }
+            if cachedState == nil { cachedState = parts.first?.text }
+        }
         let fragments = cachedState ?? String(decoding: SyncFragment.serialized(store.stateFragments()), as: UTF8.self)
         cachedState = fragments
-        let root = store.rootUUID.wireString
+        let limit = min(outbox.limitBytes, limits.maxMessageBytes)
+        guard fragments.utf8.count + 128 <= limit else {
+            let objects = store.objects.count
+            let reason = WireErrorBody.stateTooLarge(
+                "The state of scope '\(name)' (\(objects) objects, \(fragments.utf8.count) bytes) is over the limit of \(limit) bytes "
+                    + "for one ScopeState; a client that speaks ScopeStateChunk (Protocol §8.25) can fetch it")
+            return { outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, error: reason))) } }
+        }
+        subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
         return {
-            outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
+            accepted()
             outbox.enqueue { .scopeState(index: $0, scopeIndex: scopeIndex, rootUUID: root, fragments: fragments) }
         }
     }
 
-    /// Removes the subscription of the session owning `outbox`.
+    /// Removes the subscription of the session owning `outbox`, and the parts of its state not yet sent.
     mutating func unsubscribe(_ outbox: SessionOutbox) {
-        subscribers[ObjectIdentifier(outbox)] = nil
+        if let subscriber = subscribers.removeValue(forKey: ObjectIdentifier(outbox)) {
+            outbox.cancelStreams(scopeIndex: subscriber.scopeIndex)
+        }
     }
 
-    /// Forgets every subscription (the scope closed).
+    /// Forgets every subscription (the scope closed), and the parts of their states not yet sent.
     mutating func unsubscribeAll() {
+        for subscriber in subscribers.values { subscriber.outbox.cancelStreams(scopeIndex: subscriber.scopeIndex) }
         subscribers = [:]
     }
 
     /// What queues `fragments` as a `ScopeSync` to every subscriber (nothing when empty): what a
     /// cluster replica's sessions missed when it restored a newer snapshot.
     mutating func broadcast(_ fragments: [SyncFragment]) -> @Sendable () -> Void {
-        cachedState = nil
+        forgetState()
         guard !fragments.isEmpty else { return {} }
         let text = String(decoding: SyncFragment.serialized(fragments), as: UTF8.self)
         let everyone = Array(subscribers.values)
@@ -146,7 +186,7 @@ struct ScopeCore {
             return .unchanged { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies,
                                                                                           repeated: repeated))) } }
         }
-        cachedState = nil
+        forgetState()
         let broadcast = received.map { CanonicalDate.asReceived(outcome.accepted, received: $0) } ?? outcome.accepted
         let logged = edits.compacted(outcome.accepted)
         let originIndex = origin.flatMap { subscribers[ObjectIdentifier($0)]?.scopeIndex }

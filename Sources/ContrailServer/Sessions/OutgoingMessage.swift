@@ -11,6 +11,8 @@ enum OutgoingMessage: Sendable {
     case scopeSync(index: Int, scopeIndex: Int, fragments: String, origin: String? = nil)
     /// `ScopeState` whose `fragments` array is already JSON text.
     case scopeState(index: Int, scopeIndex: Int, rootUUID: String, fragments: String)
+    /// `ScopeStateChunk` (§8.25): one part of a state streamed to `scopeIndex`.
+    case scopeStateChunk(index: Int, scopeIndex: Int, rootUUID: String, total: Int, part: ScopeStateChunk.Part)
 
     /// The message's `index` (0 for unsequenced ones).
     var index: Int {
@@ -18,6 +20,7 @@ enum OutgoingMessage: Sendable {
         case .message(let message): return message.index
         case .scopeSync(let index, _, _, _): return index
         case .scopeState(let index, _, _, _): return index
+        case .scopeStateChunk(let index, _, _, _, _): return index
         }
     }
 
@@ -28,6 +31,7 @@ enum OutgoingMessage: Sendable {
         case .message: return 128
         case .scopeSync(_, _, let fragments, let origin): return fragments.utf8.count + 64 + (origin?.utf8.count ?? 0)
         case .scopeState(_, _, _, let fragments): return fragments.utf8.count + 128
+        case .scopeStateChunk(_, _, _, _, let part): return part.text.utf8.count + 160
         }
     }
 
@@ -57,6 +61,20 @@ enum OutgoingMessage: Sendable {
             text += rootUUID
             text += #"","fragments":"#
             text += fragments
+            text += "}"
+        case .scopeStateChunk(let index, let scopeIndex, let rootUUID, let total, let part):
+            text += #"{"type":"ScopeStateChunk","index":"#
+            text += String(index)
+            text += #","scopeIndex":"#
+            text += String(scopeIndex)
+            text += #","rootUUID":""#
+            text += rootUUID
+            text += #"","total":"#
+            text += String(total)
+            text += #","offset":"#
+            text += String(part.offset)
+            text += #","fragments":"#
+            text += part.text
             text += "}"
         }
     }

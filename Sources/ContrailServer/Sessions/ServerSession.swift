@@ -312,7 +312,7 @@ actor ServerSession {
             scopeIndex = scopes.add(named, writable: identity.may(.write, fetch.name))
             core.log.write("scope.fetched", session: number, scope: fetch.name, "session \(number): fetched '\(fetch.name)' as scope \(scopeIndex)")
         }
-        await scope.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: fetch.index)
+        await scope.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: fetch.index, chunks: fetch.chunks)
     }
 
     private func handleSync(_ sync: ScopeSync) async {

@@ -29,6 +29,13 @@ final class SessionOutbox: Sendable {
         var overflowed = false
         /// The highest client index accepted (what our pings acknowledge).
         var clientIndex = 0
+        /// States streamed in parts (§8.25), in fetch order: the first one's parts are numbered as
+        /// acknowledgements make room; the others wait for it.
+        var streams: [StateStream] = []
+        /// The index of the last part numbered, and the highest index the client acknowledged:
+        /// a part is under way while the first is above the second.
+        var lastPartIndex = 0
+        var acknowledged = 0
     }
 
     private let state = SanitizerVisibleMutex(State())
@@ -58,6 +65,10 @@ final class SessionOutbox: Sendable {
         self.onOverflow = onOverflow
     }
 
+    /// The most unacknowledged bytes (estimated) under which the next part of a streamed state is
+    /// numbered and sent: half the resend buffer, so that the other messages always have the other half.
+    var streamBudget: Int { limitBytes / 2 }
+
     /// Numbers a sequenced message (`make` gets its index) and queues it. Returns false (and
     /// queues nothing) once the resend buffer has overflowed.
     @discardableResult
@@ -69,18 +80,60 @@ final class SessionOutbox: Sendable {
             if state.unackedBytes + size > limitBytes, state.unacked.count > state.start {
                 state.overflowed = true
                 state.pending.removeAll()
+                state.streams.removeAll()
                 return (false, true)
             }
-            state.nextIndex += 1
-            state.unacked.append(message)
-            state.unackedBytes += size
-            if state.awaitingResend { return (true, false) }
-            state.pending.append(message)
-            if state.pending.count == 1 { state.wake?() }
+            Self.append(message, size: size, to: &state)
             return (true, false)
         }
         if overflowNow { onOverflow() }
         return accepted
+    }
+
+    /// Streams a full state in `parts` (§8.25) after everything queued so far: each part is numbered
+    /// when it is sent, which is once the client has acknowledged enough of the earlier ones
+    /// (``streamBudget``). Messages queued meanwhile go out between the parts. O(1) here.
+    func enqueueStream(_ stream: StateStream) {
+        state.withLock { state in
+            guard !state.overflowed else { return }
+            state.streams.append(stream)
+            releaseParts(&state)
+        }
+    }
+
+    /// Drops the parts not yet sent of the states streamed to `scopeIndex` (the scope was left).
+    func cancelStreams(scopeIndex: Int) {
+        state.withLock { state in state.streams.removeAll { $0.scopeIndex == scopeIndex } }
+    }
+
+    /// The parts of streamed states not yet sent (for tests and logs).
+    var unsentParts: Int { state.withLock { $0.streams.reduce(0) { $0 + $1.remaining.count } } }
+
+    /// Numbers the next parts of the first streamed state while the resend buffer has room for them
+    /// (always one when no part is under way, whatever else waits for its acknowledgement).
+    private func releaseParts(_ state: inout State) {
+        while let stream = state.streams.first {
+            guard let part = stream.next(index: state.nextIndex) else {
+                state.streams.removeFirst()
+                continue
+            }
+            let size = part.estimatedSize
+            guard state.lastPartIndex <= state.acknowledged || state.unackedBytes + size <= streamBudget else { return }
+            state.streams[0].advance()
+            state.lastPartIndex = state.nextIndex
+            Self.append(part, size: size, to: &state)
+        }
+    }
+
+    /// Takes a numbered message into the resend buffer and, unless a resume waits for its resend
+    /// exchange, into the next frame.
+    private static func append(_ message: OutgoingMessage, size: Int, to state: inout State) {
+        state.nextIndex += 1
+        state.unacked.append(message)
+        state.unackedBytes += size
+        if state.awaitingResend { return }
+        state.pending.append(message)
+        if state.pending.count == 1 { state.wake?() }
     }
 
     /// Queues an unsequenced message (`SessionCreateReply`, `Ping`): not buffered for resend.
@@ -114,7 +167,10 @@ final class SessionOutbox: Sendable {
 
     /// Drops the messages the client acknowledged (`index <= ack`).
     func acknowledge(_ ack: Int) {
-        state.withLock { state in Self.prune(&state, ack: ack) }
+        state.withLock { state in
+            Self.prune(&state, ack: ack)
+            releaseParts(&state)
+        }
     }
 
     /// The resend exchange (§1.6): prunes by `ack`, then replaces whatever is queued with one
@@ -127,6 +183,7 @@ final class SessionOutbox: Sendable {
             state.pending.append(.message(.ping(Ping(ack: state.clientIndex, resendMissing: true))))
             state.pending.append(contentsOf: state.unacked[state.start...])
             state.wake?()
+            releaseParts(&state)
         }
     }
 
@@ -183,6 +240,7 @@ final class SessionOutbox: Sendable {
     var unackedBytes: Int { state.withLock { $0.unackedBytes } }
 
     private static func prune(_ state: inout State, ack: Int) {
+        state.acknowledged = max(state.acknowledged, ack)
         while state.start < state.unacked.count, state.unacked[state.start].index <= ack {
             state.unackedBytes -= state.unacked[state.start].estimatedSize
             state.start += 1

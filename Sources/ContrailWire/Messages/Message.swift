@@ -15,6 +15,8 @@ package enum Message: Sendable, Equatable {
     case scopeFetchReply(ScopeFetchReply)
     /// Server → client: a scope's full state (§2.5).
     case scopeState(ScopeState)
+    /// Server → client, Contrail extension: one part of a scope's full state (``ScopeStateChunk``, §8.25).
+    case scopeStateChunk(ScopeStateChunk)
     /// Both directions: a change set (§2.6).
     case scopeSync(ScopeSync)
     /// Server → client: one reply per fragment of a ScopeSync (§2.7).
@@ -42,6 +44,7 @@ package enum Message: Sendable, Equatable {
         case .scopeFetch(let message): return message.index
         case .scopeFetchReply(let message): return message.index
         case .scopeState(let message): return message.index
+        case .scopeStateChunk(let message): return message.index
         case .scopeSync(let message): return message.index
         case .scopeSyncReply(let message): return message.index
         case .ping(let message): return message.index
@@ -62,6 +65,7 @@ package enum Message: Sendable, Equatable {
         case .scopeFetch: return ScopeFetch.typeName
         case .scopeFetchReply: return ScopeFetchReply.typeName
         case .scopeState: return ScopeState.typeName
+        case .scopeStateChunk: return ScopeStateChunk.typeName
         case .scopeSync: return ScopeSync.typeName
         case .scopeSyncReply: return ScopeSyncReply.typeName
         case .ping: return Ping.typeName
@@ -100,6 +104,7 @@ package enum Message: Sendable, Equatable {
         case ScopeFetch.typeName: self = .scopeFetch(try ScopeFetch(json: json))
         case ScopeFetchReply.typeName: self = .scopeFetchReply(try ScopeFetchReply(json: json))
         case ScopeState.typeName: self = .scopeState(try ScopeState(json: json))
+        case ScopeStateChunk.typeName: self = .scopeStateChunk(try ScopeStateChunk(json: json))
         case ScopeSync.typeName: self = .scopeSync(try ScopeSync(json: json))
         case ScopeSyncReply.typeName: self = .scopeSyncReply(try ScopeSyncReply(json: json))
         case Ping.typeName: self = .ping(try Ping(json: json))
@@ -121,6 +126,7 @@ package enum Message: Sendable, Equatable {
         case .scopeFetch(let message): return message.json
         case .scopeFetchReply(let message): return message.json
         case .scopeState(let message): return message.json
+        case .scopeStateChunk(let message): return message.json
         case .scopeSync(let message): return message.json
         case .scopeSyncReply(let message): return message.json
         case .ping(let message): return message.json

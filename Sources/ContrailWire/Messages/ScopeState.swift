@@ -28,24 +28,8 @@ package struct ScopeState: Sendable, Equatable {
         let fields = try WireFields(json, type: Self.typeName)
         index = try fields.index()
         scopeIndex = try fields.unsigned("scopeIndex", "Invalid scopeIndex")
-        guard case .string(let text)? = fields.members["rootUUID"], let root = UUID(wireString: text) else {
-            throw fields.failure("Invalid rootUUID")
-        }
-        rootUUID = root
-        let elements = try fields.fragmentArray()
-        var fragments: [SyncFragment] = []
-        fragments.reserveCapacity(elements.count)
-        for (position, element) in elements.enumerated() {
-            do {
-                fragments.append(try SyncFragment(json: element))
-            } catch {
-                if case .invalidFragment(_, let reason) = error {
-                    throw WireError.invalidFragment(index: position, reason: reason)
-                }
-                throw error
-            }
-        }
-        self.fragments = fragments
+        rootUUID = try fields.rootUUID()
+        fragments = try fields.syncFragments()
     }
 
     /// The wire object.

@@ -134,6 +134,12 @@ extension WireErrorBody {
     /// Contrail extension (§8.18): close 4097 reason when the session's credential expired.
     public static let credentialExpired = WireErrorBody(message: "Credential expired", type: "credential-expired")
 
+    /// Contrail extension (§8.25): a `ScopeFetchReply` error for a state too large for one
+    /// `ScopeState`, to a client that did not ask for `ScopeStateChunk`s. Fetching again cannot help.
+    public static func stateTooLarge(_ reason: String) -> WireErrorBody {
+        WireErrorBody(message: reason, type: "state-too-large")
+    }
+
     /// Contrail extension (§8.6): a configured limit was exceeded.
     public static func limitExceeded(_ reason: String) -> WireErrorBody {
         WireErrorBody(message: reason, type: "limit-exceeded")

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Reads and checks the fields of one message object, producing `WireError.invalidMessage` with
 /// the original server's wording.
 struct WireFields {
@@ -87,5 +89,32 @@ struct WireFields {
     func fragmentArray() throws(WireError) -> [JSON] {
         guard case .array(let elements)? = members["fragments"] else { throw failure("SyncFragments not on `fragments`") }
         return elements
+    }
+
+    /// The `fragments` array decoded; a bad element fails with `WireError.invalidFragment(index:reason:)`
+    /// naming its position. O(fragments).
+    func syncFragments() throws(WireError) -> [SyncFragment] {
+        let elements = try fragmentArray()
+        var fragments: [SyncFragment] = []
+        fragments.reserveCapacity(elements.count)
+        for (position, element) in elements.enumerated() {
+            do {
+                fragments.append(try SyncFragment(json: element))
+            } catch {
+                if case .invalidFragment(_, let reason) = error {
+                    throw WireError.invalidFragment(index: position, reason: reason)
+                }
+                throw error
+            }
+        }
+        return fragments
+    }
+
+    /// The required `rootUUID`.
+    func rootUUID() throws(WireError) -> UUID {
+        guard case .string(let text)? = members["rootUUID"], let root = UUID(wireString: text) else {
+            throw failure("Invalid rootUUID")
+        }
+        return root
     }
 }

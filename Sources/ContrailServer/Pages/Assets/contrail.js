@@ -823,16 +823,56 @@ export class Client extends Emitter {
     } else if (m.type === "ScopeState") {
       const scope = this._scopesByIndex.get(m.scopeIndex);
       if (scope) {
-        scope._refetching = false;
-        scope._applyRemote(m.fragments ?? [], m.rootUUID);
-        const record = this._fetched.find((r) => r.scope === scope);
-        record?.resolve(scope);
-        this.emit("attached", scope);
+        scope._incoming = null;
+        this._applyState(scope, m.fragments ?? [], m.rootUUID, []);
       }
+    } else if (m.type === "ScopeStateChunk") {
+      // §8.25: a large state in parts, acknowledged at once so the server sends the next ones.
+      this._raw({ type: "Ping", index: 0, ack: this._serverIndex, resendMissing: false });
+      const scope = this._scopesByIndex.get(m.scopeIndex);
+      if (scope) this._receivePart(scope, m);
     } else if (m.type === "ScopeSync") {
       const scope = this._scopesByIndex.get(m.scopeIndex);
-      if (scope && Array.isArray(m.fragments) && m.fragments.length) scope._applyRemote(m.fragments, null, m.origin ?? null);
+      if (scope?._incoming?.held && Array.isArray(m.fragments)) scope._incoming.held.push(m);  // follows the state
+      else if (scope && Array.isArray(m.fragments) && m.fragments.length) scope._applyRemote(m.fragments, null, m.origin ?? null);
     }
+  }
+
+  /** Applies a full state, then the change sets that arrived while it came in parts (`held`). */
+  _applyState(scope, fragments, rootUUID, held) {
+    scope._refetching = false;
+    scope._applyRemote(fragments, rootUUID);
+    for (const m of held) if (m.fragments.length) scope._applyRemote(m.fragments, null, m.origin ?? null);
+    const record = this._fetched.find((r) => r.scope === scope);
+    record?.resolve(scope);
+    this.emit("attached", scope);
+  }
+
+  /**
+   * One part of a state (§8.25): checked against the parts before it, reported as a `progress`
+   * event ({scope, received, total}), and applied whole once the last is in. A part that does not
+   * follow refuses the state (an `error` event, the fetch rejected); the rest of it is dropped.
+   */
+  _receivePart(scope, m) {
+    const fragments = Array.isArray(m.fragments) ? m.fragments : [];
+    if (m.offset !== 0 && scope._incoming?.refused) return;
+    const parts = m.offset === 0 ? { root: m.rootUUID, total: m.total, fragments: [], held: [] } : scope._incoming;
+    if (!parts?.held || !Number.isInteger(m.total) || parts.root !== m.rootUUID || parts.total !== m.total
+        || m.offset !== parts.fragments.length || !fragments.length || fragments.length > parts.total - parts.fragments.length) {
+      scope._incoming = { refused: true };
+      scope._refetching = false;
+      const error = new Error(`invalid ScopeStateChunk at offset ${m.offset} of ${m.total}`);
+      this.emit("error", error);
+      const record = this._fetched.find((r) => r.scope === scope);
+      if (record) { this._fetched.splice(this._fetched.indexOf(record), 1); record.reject(error); }
+      return;
+    }
+    for (const fragment of fragments) parts.fragments.push(fragment);
+    scope._incoming = parts;
+    this.emit("progress", { scope, received: parts.fragments.length, total: parts.total });
+    if (parts.fragments.length < parts.total) return;
+    scope._incoming = null;
+    this._applyState(scope, parts.fragments, parts.root, parts.held);
   }
 
   /** Online: (re)sends every held or unacknowledged message in index order and starts pinging. */
@@ -878,7 +918,9 @@ export class Client extends Emitter {
 
   _sendFetch(record) {
     const { scope, params } = record;
-    this._send({ type: "ScopeFetch", index: 0, name: scope.name, params }, (reply) => {
+    const message = { type: "ScopeFetch", index: 0, name: scope.name, params };
+    if (this.extensions.has("ScopeStateChunk")) message.chunks = true;  // §8.25
+    this._send(message, (reply) => {
       if (reply.error || !Number.isInteger(reply.scopeIndex)) {
         this._fetched.splice(this._fetched.indexOf(record), 1);
         record.reject(new Error(reply.error?.message ?? "scope fetch failed"));
