@@ -9,6 +9,23 @@ struct ServerScopeStoreTests {
         SyncFragment(kind: .change, uuid: uuid, className: "Board", properties: properties, bases: bases)
     }
 
+    /// A repeated change set with a counter delta is answered with the counter's total even where
+    /// the total it sent matches: its sender may have fetched the scope in between and count the
+    /// delta twice. A plain value it sent that matches the scope gets nothing (positive control).
+    @Test func aRepeatedCounterDeltaIsAnsweredWithTheTotal() {
+        var store = ScopeStore()
+        let root = store.rootUUID
+        let id = UUID()
+        let fragment = SyncFragment(kind: .change, uuid: root, className: "Board", properties: ["likes": 2, "title": "t"],
+                                    counterDeltas: ["likes": 2])
+        let first = store.apply([fragment], atomic: false, maxObjects: 100, changeSetID: id)
+        #expect(first.replies.allSatisfy { $0.isAccepted } && !first.repeated)
+        let again = store.apply([fragment], atomic: false, maxObjects: 100, changeSetID: id)
+        #expect(again.repeated)
+        #expect(again.replies.first?.modifications == ["likes": 2])
+        #expect(store.objects[root]?.properties["likes"] == 2, "applied once")
+    }
+
     /// A reference that arrives after its target was collected must not teach the server that the
     /// property holds plain strings (the next removal would then collect a pinned object).
     @Test func referenceToACollectedObjectIsRejectedWhileTheKindIsOpen() {

@@ -87,6 +87,12 @@ struct ScopeStore: Sendable {
             for key in (fragment.collectionEdits ?? [:]).keys {
                 if let current = object.properties[key] { modifications[key] = current }
             }
+            // So does a counter sent as a delta (§8.21): a sender that fetched the scope after the first
+            // time may hold the delta twice (once in the fetched total, once as pending), and its
+            // sent total can equal the scope's by chance.
+            for key in (fragment.counterDeltas ?? [:]).keys {
+                if let current = object.properties[key] { modifications[key] = current }
+            }
             return FragmentReply(error: nil, modifications: modifications.isEmpty ? nil : modifications)
         }
         return SyncOutcome(replies: replies, accepted: [], repeated: true)
