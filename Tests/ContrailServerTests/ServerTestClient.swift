@@ -8,7 +8,9 @@ import Testing
 /// Invariant for `@unchecked Sendable`: one test task drives it at a time.
 final class ServerTestClient: @unchecked Sendable {
     let transport: any SyncTransport
-    private var iterator: TypedAsyncStream<String, TransportClosed>.Iterator
+    private let frames: IteratorBox
+    /// A read that outlived a timed-out `nextFrame`: the next call takes its frame, so none is lost.
+    private var pendingRead: Task<String?, any Error>?
     /// Messages received but not yet taken.
     private var buffered: [JSON] = []
     /// How the transport ended, once it has.
@@ -19,14 +21,14 @@ final class ServerTestClient: @unchecked Sendable {
     init(server: ContrailServer, headers: [(String, String)] = [], peer: String? = nil) {
         let (client, serverEnd) = InMemoryTransport.pair()
         transport = client
-        iterator = client.frames.makeAsyncIterator()
+        frames = IteratorBox(client.frames.makeAsyncIterator())
         server.accept(serverEnd, headers: headers, peer: peer)
     }
 
     /// A client over `transport` (e.g. a WebSocket to a server in a child process).
     init(transport: any SyncTransport) {
         self.transport = transport
-        iterator = transport.frames.makeAsyncIterator()
+        frames = IteratorBox(transport.frames.makeAsyncIterator())
     }
 
     /// A client over a real WebSocket to `ws://127.0.0.1:port/`, its socket bound to `source`
@@ -48,27 +50,41 @@ final class ServerTestClient: @unchecked Sendable {
 
     /// The next frame's text, or nil when the transport ended (see `closed`). The default wait is
     /// long: the machine running the whole suite may be very busy.
+    /// A timeout throws `TestTimeout` at once (the read goes on in the background and the next
+    /// call takes its frame), so a missing message fails the test instead of hanging it.
     func nextFrame(timeout: Duration = .seconds(30)) async throws -> String? {
         if finished { return nil }
-        let box = IteratorBox(iterator)
-        let frame: String? = try await withThrowingTaskGroup(of: String?.self) { group in
-            group.addTask { try await box.next() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw TestTimeout()
-            }
-            defer { group.cancelAll() }
-            do {
-                let first = try await group.next() ?? nil
-                return first
-            } catch let error as TransportClosed {
-                self.closed = error
-                return nil
-            }
+        let read = pendingRead ?? Task { [frames] in try await frames.next() }
+        pendingRead = read
+        let frame: String?
+        do {
+            frame = try await Self.result(of: read, within: timeout)
+        } catch let error as TransportClosed {
+            pendingRead = nil
+            closed = error
+            finished = true
+            return nil
         }
-        iterator = box.iterator
+        pendingRead = nil
         if frame == nil { finished = true }
         return frame
+    }
+
+    /// `task`'s value, or `TestTimeout` once `timeout` has passed, without waiting for `task` to end.
+    private static func result<T: Sendable>(of task: Task<T, any Error>, within timeout: Duration) async throws -> T {
+        let outcome = ResumeOnce<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            outcome.set(continuation)
+            let timer = Task {
+                try await Task.sleep(for: timeout)
+                outcome.resume(with: .failure(TestTimeout()))
+            }
+            Task {
+                let result = await task.result
+                timer.cancel()
+                outcome.resume(with: result)
+            }
+        }
     }
 
     /// The next message (any type), unwrapping array frames.
@@ -146,7 +162,40 @@ final class ServerTestClient: @unchecked Sendable {
     }
 }
 
-/// Lets the iterator be advanced from a child task.
+/// Resumes a continuation with whichever result comes first. `@unchecked Sendable`: the
+/// continuation is only touched under `lock`.
+private final class ResumeOnce<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, any Error>?
+    private var early: Result<T, any Error>?
+
+    func set(_ continuation: CheckedContinuation<T, any Error>) {
+        lock.lock()
+        if let early {
+            lock.unlock()
+            continuation.resume(with: early)
+            return
+        }
+        self.continuation = continuation
+        lock.unlock()
+    }
+
+    func resume(with result: Result<T, any Error>) {
+        lock.lock()
+        guard let continuation else {
+            if early == nil { early = result }
+            lock.unlock()
+            return
+        }
+        self.continuation = nil
+        early = result  // later results find no continuation and an early result: ignored
+        lock.unlock()
+        continuation.resume(with: result)
+    }
+}
+
+/// Lets the iterator be advanced from another task; one read at a time (`ServerTestClient`
+/// keeps at most one pending).
 final class IteratorBox: @unchecked Sendable {
     var iterator: TypedAsyncStream<String, TransportClosed>.Iterator
     init(_ iterator: TypedAsyncStream<String, TransportClosed>.Iterator) { self.iterator = iterator }

@@ -54,7 +54,7 @@ struct FragmentLogEntry: Sendable {
         }
         if let changeSetID {
             writer.writeKey("id")
-            writer.writeString(changeSetID.wireString)
+            writer.writeUUID(changeSetID)
         }
         if let sequence {
             writer.writeKey("seq")

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Writes `JSON` values as compact UTF-8 text into a byte buffer.
 package struct JSONWriter {
     package var bytes: [UInt8] = []
@@ -60,6 +62,16 @@ package struct JSONWriter {
         append("\":")
     }
 
+    /// Writes `uuid` as a JSON string in its wire form, without making a `String` first.
+    package mutating func writeUUID(_ uuid: UUID) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 38) { buffer in
+            buffer[0] = UInt8(ascii: "\"")
+            _ = uuid.writeWireBytes(to: UnsafeMutableBufferPointer(rebasing: buffer[1..<37]))
+            buffer[37] = UInt8(ascii: "\"")
+            bytes.append(contentsOf: UnsafeBufferPointer(buffer))
+        }
+    }
+
     @inline(__always)
     package mutating func append(_ literal: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
@@ -88,6 +100,18 @@ package struct JSONWriter {
         // large for any double, which every JSON parser (ours included) reads back as ±infinity.
         guard value.isFinite else {
             append(value.isNaN ? "null" : value < 0 ? "-1e999" : "1e999")
+            return
+        }
+        // Whole numbers below 10^15 (coordinates, counts): the digits and ".0", exactly what
+        // `description` writes for them, without formatting a string.
+        if value.magnitude < 1e15, value == value.rounded(.towardZero) {
+            if value == 0 {
+                append(value.sign == .minus ? "-0.0" : "0.0")
+            } else {
+                if value < 0 { bytes.append(UInt8(ascii: "-")) }
+                writeDigits(UInt64(value.magnitude))
+                append(".0")
+            }
             return
         }
         // Swift's description is the shortest text that parses back to the same double, and for

@@ -198,7 +198,7 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         writer.writeKey("type", first: true)
         writer.writeString(kind.rawValue)
         writer.writeKey("uuid")
-        writer.writeString(uuid.wireString)
+        writer.writeUUID(uuid)
         writer.writeKey("clsName")
         writer.writeString(className)
         writer.writeKey("properties")

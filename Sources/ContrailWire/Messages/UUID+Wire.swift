@@ -35,22 +35,27 @@ extension UUID {
 
     /// The lowercase 8-4-4-4-12 form, as Jetstream sends UUIDs.
     public var wireString: String {
+        String(unsafeUninitializedCapacity: 36) { writeWireBytes(to: $0) }
+    }
+
+    /// Writes the 36 bytes of ``wireString`` at the start of `out` (which holds at least 36) and
+    /// returns 36: for writers that put a UUID in a buffer without making a string.
+    @inline(__always)
+    package func writeWireBytes(to out: UnsafeMutableBufferPointer<UInt8>) -> Int {
         let hex: StaticString = "0123456789abcdef"
+        let digits = hex.utf8Start
         return withUnsafeBytes(of: uuid) { raw in
-            String(unsafeUninitializedCapacity: 36) { out in
-                let digits = hex.utf8Start
-                var outIndex = 0
-                for (index, byte) in raw.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        out[outIndex] = UInt8(ascii: "-")
-                        outIndex += 1
-                    }
-                    out[outIndex] = digits[Int(byte >> 4)]
-                    out[outIndex + 1] = digits[Int(byte & 0x0F)]
-                    outIndex += 2
+            var outIndex = 0
+            for (index, byte) in raw.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    out[outIndex] = UInt8(ascii: "-")
+                    outIndex += 1
                 }
-                return outIndex
+                out[outIndex] = digits[Int(byte >> 4)]
+                out[outIndex + 1] = digits[Int(byte & 0x0F)]
+                outIndex += 2
             }
+            return outIndex
         }
     }
 
