@@ -13,7 +13,7 @@ import Testing
 @Suite("Held replies and delivery batches") struct HeldReplyTests {
     private func sync(_ n: Int, index: Int, scopeIndex: Int, object: UUID) -> ScopeSync {
         ScopeSync(index: index, scopeIndex: scopeIndex,
-                  fragments: [SyncFragment(kind: .change, uuid: object, className: "Shape", properties: ["x": .int(Int64(n))])])
+                  fragments: [SyncFragment(kind: .change, uuid: object, className: "Canvas", properties: ["x": .int(Int64(n))])])
     }
 
     private func isReply(_ message: OutgoingMessage) -> Bool {
@@ -92,8 +92,11 @@ import Testing
         await scope.fetch(outbox: sender, scopeIndex: 1, replyTo: 1, chunks: false)
         await scope.fetch(outbox: reader, scopeIndex: 1, replyTo: 1, chunks: false)
         #expect(sender.takePending(generation: 1).count == 2)
-        #expect(reader.takePending(generation: 1).count == 2)
-        let object = UUID()
+        let fetched = reader.takePending(generation: 1)
+        guard case .scopeState(_, _, let root, _)? = fetched.last, let object = UUID(wireString: root) else {
+            Issue.record("no state: \(fetched)")
+            return
+        }
         await scope.sync(sync(1, index: 2, scopeIndex: 1, object: object), from: sender, identity: .unrestricted)
 
         // Block the writer thread until the gate opens.
@@ -101,12 +104,14 @@ import Testing
         let blocked = Atomic<Bool>(false)
         let blocker = Task { await writer.perform { _ in blocked.store(true, ordering: .relaxed); gate.wait() } }
         #expect(await eventually { blocked.load(ordering: .relaxed) })
-        _ = sender.takePending(generation: 1)
-        _ = reader.takePending(generation: 1)
+        let first = sender.takePending(generation: 1)
+        let seen = reader.takePending(generation: 1)
+        #expect(first.count == 1 && first.allSatisfy(isReply), "\(first)")
+        #expect(seen.count == 1 && seen.allSatisfy(isBroadcast), "the first change reached the reader: \(seen)")
 
         await scope.sync(sync(2, index: 3, scopeIndex: 1, object: object), from: sender, identity: .unrestricted)
         let broadcast = reader.takePending(generation: 1)
-        #expect(broadcast.count == 1 && broadcast.allSatisfy(isBroadcast), "the reader has the change while the disk is held")
+        #expect(broadcast.count == 1 && broadcast.allSatisfy(isBroadcast), "the reader has the change while the disk is held: \(broadcast)")
         #expect(sender.takePending(generation: 1).isEmpty, "the sender's reply waits for the record")
 
         gate.signal()
