@@ -18,8 +18,9 @@ package struct SanitizerVisibleMutex<Value: ~Copyable>: ~Copyable {
     }
 
     /// Runs `body` with exclusive access to the value, as `Mutex.withLock`. Not reentrant.
-    /// Inlinable, so callers in other modules get it specialised: an unspecialised generic call
-    /// looks up type metadata at run time on every lock (measured at 5 % of the server's CPU).
+    /// Inlinable, so that callers in other modules may get it specialised (an unspecialised generic
+    /// call looks up type metadata at run time on every lock); a release build still calls the
+    /// generic one from `ContrailServer` (seen in `perf`), so this is not yet the fix.
     @inlinable
     package borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
