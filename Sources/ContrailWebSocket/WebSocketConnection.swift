@@ -251,6 +251,9 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Bytes queued for the socket and not yet written.
     public var bufferedByteCount: Int { channel.pendingByteCount }
 
+    /// Messages received and not yet taken by ``receive()``: whether a reader has more at hand.
+    package var receivedCount: Int { inbound.queuedCount }
+
     private func enqueue(_ message: WebSocketMessage) throws(WebSocketError) -> Channel.WriteOutcome {
         let size = message.byteCount
         guard size <= options.maxMessageSize else { throw .messageTooBig(size) }

@@ -29,7 +29,7 @@ import Testing
 
     @Test func partsAreReleasedAsAcknowledgementsMakeRoom() {
         let parts = ScopeStateChunk.parts(of: fragments(200), maxObjects: 10, maxBytes: 1 << 20)   // 20 parts of ~1.8 KB
-        let outbox = SessionOutbox(limitBytes: 16 << 10, onOverflow: { Issue.record("overflow") })   // budget 8 KiB
+        let outbox = SessionOutbox(limitBytes: 16 << 10, onEnd: { _ in Issue.record("overflow") })   // budget 8 KiB
         _ = outbox.attach({}, resumed: false)
         outbox.enqueueStream(StateStream(scopeIndex: 0, rootUUID: "r", parts: parts))
         var sent = outbox.takePending(generation: 1)
@@ -60,7 +60,7 @@ import Testing
     @Test func aPartLargerThanTheBudgetGoesAlone() {
         let big = [SyncFragment(kind: .change, uuid: UUID(), className: "Tile", properties: ["pad": .string(String(repeating: "x", count: 20_000))])]
         let parts = ScopeStateChunk.parts(of: big + fragments(10), maxObjects: 1, maxBytes: 1 << 20)
-        let outbox = SessionOutbox(limitBytes: 16 << 10, onOverflow: { Issue.record("overflow") })
+        let outbox = SessionOutbox(limitBytes: 16 << 10, onEnd: { _ in Issue.record("overflow") })
         _ = outbox.attach({}, resumed: false)
         outbox.enqueue { .scopeSync(index: $0, scopeIndex: 0, fragments: "[]") }
         outbox.enqueueStream(StateStream(scopeIndex: 0, rootUUID: "r", parts: parts))
@@ -73,7 +73,7 @@ import Testing
 
     @Test func resendBringsTheUnacknowledgedPartsAndCancelDropsTheRest() {
         let parts = ScopeStateChunk.parts(of: fragments(100), maxObjects: 10, maxBytes: 1 << 20)
-        let outbox = SessionOutbox(limitBytes: 16 << 10, onOverflow: {})
+        let outbox = SessionOutbox(limitBytes: 16 << 10, onEnd: { _ in })
         _ = outbox.attach({}, resumed: false)
         outbox.enqueueStream(StateStream(scopeIndex: 3, rootUUID: "r", parts: parts))
         let first = outbox.takePending(generation: 1)

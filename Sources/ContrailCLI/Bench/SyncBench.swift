@@ -10,7 +10,10 @@ import Foundation
 ///   frame of the same size with N-1 connections echoing at the same time, measured in the same
 ///   run: the transport doing the same number of deliveries at once, without sync.
 /// - `sync.fanout.c100`: fragments per second one server delivers to 99 clients, as a ratio to the
-///   frames per second a bare WebSocket server pushes to 99 connections.
+///   frames per second a bare WebSocket server pushes to 99 connections. The baseline pushes one
+///   frame per change set; the server may coalesce what one burst delivers to a reader into one
+///   frame (Protocol §1.2), which is part of what it is measured for. Every receiver's last value
+///   is checked.
 /// - `sync.presence.p50/p99.c100`: from a presence change in client A to the presence observer
 ///   firing in each of the other 99 clients (Protocol §8.20, the server's throttle raised to 1000
 ///   changes a second so that it does not set the pace). Baseline: `sync.latency` of the same

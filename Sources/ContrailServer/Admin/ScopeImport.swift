@@ -85,7 +85,7 @@ enum ScopeImport {
     /// are told (§8.22).
     static func apply(_ fragments: [SyncFragment], to scope: any HostedScope, identity: SessionIdentity = .unrestricted,
                       origin: String = #"{"admin":"import"}"#) async throws(AdminError) -> [String] {
-        let outbox = SessionOutbox(limitBytes: Int.max / 2, origin: origin) {}
+        let outbox = SessionOutbox(limitBytes: Int.max / 2, origin: origin) { _ in }
         let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let generation = outbox.attach({ wake.yield() }, resumed: false)
         let message = ScopeSync(index: 1, scopeIndex: 0, fragments: fragments, atomic: true, changeSetID: UUID())

@@ -205,13 +205,19 @@ actor LocalScope: HostedScope {
             outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, error: reason))) }
             return
         }
-        afterEarlierWrites(core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: store, chunks: chunks))
+        // At once, like the broadcasts it must precede: a state with change sets not yet durable is
+        // what every subscriber is sent anyway (see ``sync(_:from:identity:received:)``).
+        core.subscribe(outbox, scopeIndex: scopeIndex, replyTo: replyTo, store: store, chunks: chunks)()
     }
 
-    /// Applies one `ScopeSync` from the session owning `outbox`, then (once its record is durable,
-    /// see ``ScopeLogWriter``) broadcasts what was accepted to every other subscribed session and
-    /// queues the reply. `received`: the fragments as the client sent them, when `message` holds
-    /// dates converted to epoch seconds; the broadcast carries those values as received.
+    /// Applies one `ScopeSync` from the session owning `outbox`, broadcasts what was accepted to
+    /// every other subscribed session at once, and queues the reply held (``HeldReply``) until the
+    /// change set's record is durable (see ``ScopeLogWriter``): a reader never waits for the disk,
+    /// and the sender is told its change is safe only once it is. If the record cannot be written,
+    /// the sender is told so and every subscriber's session ends (they were sent a change the scope
+    /// no longer has), so their clients fetch the scope again. `received`: the fragments as the
+    /// client sent them, when `message` holds dates converted to epoch seconds; the broadcast
+    /// carries those values as received.
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]? = nil) async {
         // One at a time, in arrival order, also across the wait for the log to load: a session's
         // resent message may arrive (on a new connection) while its earlier one waits here, and the
@@ -244,9 +250,11 @@ actor LocalScope: HostedScope {
             return
         }
         self.store = nil  // keep the store uniquely referenced while it is mutated
-        let changeSet = core.apply(message, to: &store, from: outbox, identity: identity, received: received)
+        // With a log, the reply waits (held in its place) for the durability of the change set, or
+        // for that of the earlier ones when nothing changed.
+        let hold = writer != nil && persistence != nil ? HeldReply() : nil
+        let changeSet = core.apply(message, to: &store, from: outbox, identity: identity, received: received, hold: hold)
         let logged: [SyncFragment]
-        let deliver: @Sendable () -> Void
         switch changeSet {
         case .refused(let refusal):
             self.store = store
@@ -254,23 +262,26 @@ actor LocalScope: HostedScope {
             return
         case .unchanged(let reply):
             self.store = store
-            afterEarlierWrites(reply)
+            reply()
+            if let hold { afterEarlierWrites { hold.release() } }
             return
-        case .accepted(let accepted, let delivery):
-            (logged, deliver) = (accepted, delivery)
+        case .accepted(let accepted, let deliver):
+            logged = accepted
+            deliver()
         }
         let sequence = store.advanceSequence()
         self.store = store
-        guard let writer, let persistence else { deliver(); return }
+        guard let writer, let persistence, let hold else { return }
         let payload = ScopePersistence.changeSetPayload(logged, changeSetID: message.changeSetID, sequence: sequence, time: wallClock(),
                                                         user: identity.user)
         let fragmentCount = message.fragments.count
         let replyTo = message.index
         writer.append(persistence, payload) { [self] error in
-            guard let error else { deliver(); return }
-            // Not durable: nothing is broadcast or acknowledged; the scope reloads from disk.
+            guard let error else { hold.release(); return }
+            // Not durable: not acknowledged; the scope reloads from disk, and the sessions that were
+            // sent the change start over.
             let failed = Array(repeating: FragmentReply.rejected(WireErrorBody.couldNotApplySyncMessage("storage failed")), count: fragmentCount)
-            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: failed))) }
+            hold.release { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: failed))) }
             Task { await self.storageFailed(persistence, error) }
         }
         compactIfDue(persistence, store: store, appended: payload.count)
@@ -437,7 +448,8 @@ actor LocalScope: HostedScope {
     /// close the log; the next use reloads what the disk has.
     private func storageFailed(_ failed: ScopePersistence, _ error: ServerError) async {
         guard persistence === failed else { return }
-        log.write("scope.error", level: .error, scope: name, "scope '\(name)': \(error)")
+        log.write("scope.error", level: .error, scope: name, "scope '\(name)': \(error); ending the sessions subscribed to it")
+        core.endSubscribers(.couldNotApplySyncMessage("scope '\(name)' could not store a change it had sent; start a new session and fetch it again"))
         persistence = nil
         store = nil
         core.storeReplaced()
@@ -455,7 +467,7 @@ actor LocalScope: HostedScope {
     /// nothing of this scope follows what `done` queues.
     func unsubscribe(_ outbox: SessionOutbox, then done: @escaping @Sendable () -> Void) async {
         core.unsubscribe(outbox)
-        afterEarlierWrites(done)
+        done()  // broadcasts are queued as change sets are applied: none of this scope follows
     }
 
     /// The state as `Scope.stateJSON()` shapes it; nil if it cannot be loaded.

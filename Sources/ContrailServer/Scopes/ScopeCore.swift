@@ -115,6 +115,12 @@ struct ScopeCore {
         }
     }
 
+    /// Ends the session of every subscriber with `reason` (the scope can no longer vouch for what it
+    /// sent them: their clients start over with a fresh fetch). O(subscribers).
+    func endSubscribers(_ reason: WireErrorBody) {
+        for subscriber in subscribers.values { subscriber.outbox.end(reason) }
+    }
+
     /// Forgets every subscription (the scope closed), and the parts of their states not yet sent.
     mutating func unsubscribeAll() {
         for subscriber in subscribers.values { subscriber.outbox.cancelStreams(scopeIndex: subscriber.scopeIndex) }
@@ -143,10 +149,15 @@ struct ScopeCore {
     /// and the reply to `origin`; a nil `origin` (a change set another cluster server published)
     /// gets no reply. `identity`: the sending session's, for the procedure (nil: a change set from
     /// another cluster server, which names no procedure). `received`: the fragments as the client
-    /// sent them, which the broadcast carries.
+    /// sent them, which the broadcast carries. `hold`: when given, the reply to an unchanged or
+    /// accepted change set is queued held (``HeldReply``), for the caller to release once durable.
     mutating func apply(_ message: ScopeSync, to store: inout ScopeStore, from origin: SessionOutbox?,
-                        identity: SessionIdentity? = nil, received: [SyncFragment]? = nil) -> ChangeSet {
+                        identity: SessionIdentity? = nil, received: [SyncFragment]? = nil, hold: HeldReply? = nil) -> ChangeSet {
         let replyTo = message.index
+        let answer = { @Sendable (make: (Int) -> OutgoingMessage) in
+            guard let origin else { return }
+            if let hold { hold.place(make, in: origin) } else { origin.enqueue(make) }
+        }
         // Collection edits (§8.24) become arrays with their bases, so that what follows is the
         // merge of §8.4, unchanged (a repeat is answered with current values instead).
         var message = message
@@ -183,8 +194,8 @@ struct ScopeCore {
         }
         guard !outcome.accepted.isEmpty else {
             let repeated = outcome.repeated
-            return .unchanged { origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies,
-                                                                                          repeated: repeated))) } }
+            return .unchanged { answer { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies,
+                                                                                repeated: repeated))) } }
         }
         forgetState()
         let broadcast = received.map { CanonicalDate.asReceived(outcome.accepted, received: $0) } ?? outcome.accepted
@@ -221,7 +232,7 @@ struct ScopeCore {
             if let revivedText, let origin, let originIndex {
                 origin.enqueue { .scopeSync(index: $0, scopeIndex: originIndex, fragments: revivedText) }
             }
-            origin?.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
+            answer { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
         }
     }
 }

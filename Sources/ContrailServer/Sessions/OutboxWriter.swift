@@ -45,8 +45,17 @@ final class OutboxWriter: Sendable {
         outbox.detach(generation: generation.load(ordering: .acquiring))
     }
 
-    /// Something was queued: start a task unless one is running (which then looks again).
+    /// Something was queued: start a task unless one is running (which then looks again). Held back
+    /// while the task that queued it handles a burst of frames (``DeliveryBatch``).
     private func wake() {
+        if let batch = DeliveryBatch.current {
+            batch.hold { [weak self] in self?.wakeNow() }
+            return
+        }
+        wakeNow()
+    }
+
+    private func wakeNow() {
         let start = phase.withLock { phase -> Bool in
             switch phase {
             case .idle:

@@ -84,15 +84,19 @@ enum OutgoingMessage: Sendable {
     static func frames(_ messages: [OutgoingMessage], maxBytes: Int) -> [String] {
         var frames: [String] = []
         var text = "["
+        text.reserveCapacity(min(maxBytes, messages.reduce(2) { $0 + $1.estimatedSize + 1 }))
         for message in messages {
-            var object = ""
-            message.write(to: &object)
-            if text.utf8.count > 1, text.utf8.count + object.utf8.count + 1 > maxBytes {
+            // Written in place; moved to a frame of its own only when it does not fit (rare).
+            let before = text.utf8.count
+            if before > 1 { text += "," }
+            message.write(to: &text)
+            if before > 1, text.utf8.count + 1 > maxBytes {
+                let start = text.utf8.index(text.startIndex, offsetBy: before + 1)
+                let object = String(text[start...])
+                text.removeSubrange(text.utf8.index(text.startIndex, offsetBy: before)...)
                 frames.append(text + "]")
-                text = "["
+                text = "[" + object
             }
-            if text.utf8.count > 1 { text += "," }
-            text += object
         }
         if text.utf8.count > 1 { frames.append(text + "]") }
         return frames

@@ -228,6 +228,11 @@ final class ServerConnection: Sendable {
         }
     }
 
+    /// Whether the client's next frame has already arrived (a WebSocket's; other transports: never known).
+    private var hasFrameAtHand: Bool {
+        ((transport as? WebSocketTransport)?.connection.receivedCount ?? 0) > 0
+    }
+
     /// Attaches to the session and pumps frames both ways until the transport ends.
     private func serve(_ session: ServerSession, resumed: Bool, _ frames: inout TypedAsyncStream<String, TransportClosed>.Iterator) async {
         let (accepted, previous) = await session.attach(self)
@@ -245,12 +250,24 @@ final class ServerConnection: Sendable {
             writer.stop()
             core.ticker.stopPinging(key: ObjectIdentifier(self))
         }
+        // What the frames at hand deliver goes out once they are all handled, or every
+        // `DeliveryBatch.maxFrames` frames for a client that never pauses (see ``DeliveryBatch``).
+        let batch = DeliveryBatch()
+        defer { batch.flush() }
+        var burst = 0
         while true {
             let frame = await nextFrame(&frames)
             guard let frame else { break }
             // Handled in a task of its own: a task keeps the stack memory of its deepest call until it
             // ends, and this loop lives as long as the connection.
-            if case .close(let code, let reason) = await Task(operation: { await session.handle(frame) }).value {
+            let verdict = await Task(operation: { await batch.run { await session.handle(frame) } }).value
+            burst += 1
+            if burst >= DeliveryBatch.maxFrames || !hasFrameAtHand {
+                batch.flush()
+                burst = 0
+            }
+            if case .close(let code, let reason) = verdict {
+                batch.flush()
                 core.log.write("connection.closed", level: .warning, session: session.number, "session \(session.number): closing the connection: \(reason.message)")
                 await close(code: code, reason: reason.closeReason())
                 break

@@ -60,9 +60,8 @@ actor ServerSession {
         let limits = core.limits
         let origin = JSON.object(["session": .int(Int64(number)), "user": .string(identity.user)]).serialized(sortedKeys: true)
         self.outbox = SessionOutbox(limitBytes: limits.maxResendBytes, origin: String(decoding: origin, as: UTF8.self),
-                                    receivesOrigins: receivesOrigins, receivesCollectionEdits: receivesCollectionEdits) { [token] in
-            core.expireSession(token: token, reason: .limitExceeded(
-                "Resend buffer is full (\(limits.maxResendBytes) bytes unacknowledged); start a new session"))
+                                    receivesOrigins: receivesOrigins, receivesCollectionEdits: receivesCollectionEdits) { [token] reason in
+            core.expireSession(token: token, reason: reason)
         }
     }
 

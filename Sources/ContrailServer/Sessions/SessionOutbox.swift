@@ -32,6 +32,9 @@ final class SessionOutbox: Sendable {
         /// States streamed in parts (§8.25), in fetch order: the first one's parts are numbered as
         /// acknowledgements make room; the others wait for it.
         var streams: [StateStream] = []
+        /// The indices of replies queued in their place but not to be sent yet (``HeldReply``),
+        /// ascending: nothing queued from the first of them on is taken.
+        var held: [Int] = []
         /// The index of the last part numbered, and the highest index the client acknowledged:
         /// a part is under way while the first is above the second.
         var lastPartIndex = 0
@@ -41,8 +44,9 @@ final class SessionOutbox: Sendable {
     private let state = SanitizerVisibleMutex(State())
     /// The most bytes (estimated) of unacknowledged messages kept.
     let limitBytes: Int
-    /// Called once, when the resend buffer goes over its limit.
-    private let onOverflow: @Sendable () -> Void
+    /// Ends the session with a reason: once, when the resend buffer goes over its limit, or when a
+    /// scope can no longer vouch for what it sent the session (``end(_:)``).
+    private let onEnd: @Sendable (WireErrorBody) -> Void
     /// Who the session's change sets come from, as the JSON text of a broadcast's `origin`
     /// (`{"session": 12, "user": "alice"}`); nil: nobody is told.
     let origin: String?
@@ -57,12 +61,12 @@ final class SessionOutbox: Sendable {
     /// An outbox whose resend buffer holds at most `limitBytes` of unacknowledged messages (one
     /// message is always kept, whatever its size).
     init(limitBytes: Int, origin: String? = nil, receivesOrigins: Bool = false, receivesCollectionEdits: Bool = false,
-         onOverflow: @escaping @Sendable () -> Void) {
+         onEnd: @escaping @Sendable (WireErrorBody) -> Void) {
         self.limitBytes = max(1, limitBytes)
         self.origin = origin
         self.receivesOrigins = receivesOrigins
         self.receivesCollectionEdits = receivesCollectionEdits
-        self.onOverflow = onOverflow
+        self.onEnd = onEnd
     }
 
     /// The most unacknowledged bytes (estimated) under which the next part of a streamed state is
@@ -73,21 +77,59 @@ final class SessionOutbox: Sendable {
     /// queues nothing) once the resend buffer has overflowed.
     @discardableResult
     func enqueue(_ make: (Int) -> OutgoingMessage) -> Bool {
-        let (accepted, overflowNow) = state.withLock { state -> (Bool, Bool) in
-            if state.overflowed { return (false, false) }
-            let message = make(state.nextIndex)
+        enqueue(make, held: false) != nil
+    }
+
+    /// Numbers and queues a reply that is not sent, nor anything queued after it, until
+    /// ``release(_:replacingWith:)``; returns its index (nil, queuing nothing, once the resend
+    /// buffer has overflowed). See ``HeldReply``.
+    func enqueueHeld(_ make: (Int) -> OutgoingMessage) -> Int? {
+        enqueue(make, held: true)
+    }
+
+    private func enqueue(_ make: (Int) -> OutgoingMessage, held: Bool) -> Int? {
+        let (index, overflowNow) = state.withLock { state -> (Int?, Bool) in
+            if state.overflowed { return (nil, false) }
+            let index = state.nextIndex
+            let message = make(index)
             let size = message.estimatedSize
             if state.unackedBytes + size > limitBytes, state.unacked.count > state.start {
                 state.overflowed = true
                 state.pending.removeAll()
                 state.streams.removeAll()
-                return (false, true)
+                return (nil, true)
             }
+            if held { state.held.append(index) }
             Self.append(message, size: size, to: &state)
-            return (true, false)
+            return (index, false)
         }
-        if overflowNow { onOverflow() }
-        return accepted
+        if overflowNow { onEnd(.limitExceeded("Resend buffer is full (\(limitBytes) bytes unacknowledged); start a new session")) }
+        return index
+    }
+
+    /// Lets the held reply numbered `index` go, with everything queued after it up to the next held
+    /// one; `replacement` (given the index) takes its place first. O(queued messages).
+    func release(_ index: Int, replacingWith replacement: ((Int) -> OutgoingMessage)? = nil) {
+        state.withLock { state in
+            guard let position = state.held.firstIndex(of: index) else { return }
+            state.held.remove(at: position)
+            if let replacement {
+                let message = replacement(index)
+                if let first = state.unacked[state.start...].first, index >= first.index,
+                   index - first.index < state.unacked.count - state.start {
+                    let slot = state.start + index - first.index
+                    state.unackedBytes += message.estimatedSize - state.unacked[slot].estimatedSize
+                    state.unacked[slot] = message
+                }
+                if let slot = state.pending.firstIndex(where: { $0.index == index }) { state.pending[slot] = message }
+            }
+            if !state.pending.isEmpty { state.wake?() }
+        }
+    }
+
+    /// Ends the session with `reason` (a scope lost what it sent the session: its client must start over).
+    func end(_ reason: WireErrorBody) {
+        onEnd(reason)
     }
 
     /// Streams a full state in `parts` (§8.25) after everything queued so far: each part is numbered
@@ -203,10 +245,23 @@ final class SessionOutbox: Sendable {
     func takePending(generation: Int) -> [OutgoingMessage] {
         state.withLock { state in
             guard !state.pending.isEmpty, state.generation == generation, state.wake != nil else { return [] }
-            let taken = state.pending
-            state.pending = []   // moved out whole: nothing is copied, and an idle session keeps no buffer
-            return taken
+            if let firstHeld = state.held.first {
+                // Up to the first held reply: a held reply's index is only ever in `pending` once.
+                guard let cut = state.pending.firstIndex(where: { $0.index != 0 && $0.index >= firstHeld }) else {
+                    return Self.takeAll(&state)
+                }
+                let taken = Array(state.pending[..<cut])
+                state.pending.removeFirst(cut)
+                return taken
+            }
+            return Self.takeAll(&state)
         }
+    }
+
+    private static func takeAll(_ state: inout State) -> [OutgoingMessage] {
+        let taken = state.pending
+        state.pending = []   // moved out whole: nothing is copied, and an idle session keeps no buffer
+        return taken
     }
 
     /// Connects the writer of a newly attached connection (replacing the previous one) and

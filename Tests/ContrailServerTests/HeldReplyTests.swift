@@ -1,0 +1,123 @@
+@testable import ContrailServer
+import Contrail
+import ContrailSupport
+import ContrailTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// Broadcasts do not wait for the disk: with a data directory, a change set is broadcast to the
+/// other sessions as soon as it is applied, and only the sender's reply waits (held in its place in
+/// the sender's outbox, with whatever follows it) for the record to be durable. And what one burst
+/// of frames delivers goes out together (``DeliveryBatch``).
+@Suite("Held replies and delivery batches") struct HeldReplyTests {
+    private func sync(_ n: Int, index: Int, scopeIndex: Int, object: UUID) -> ScopeSync {
+        ScopeSync(index: index, scopeIndex: scopeIndex,
+                  fragments: [SyncFragment(kind: .change, uuid: object, className: "Canvas", properties: ["x": .int(Int64(n))])])
+    }
+
+    private func isReply(_ message: OutgoingMessage) -> Bool {
+        if case .message(.scopeSyncReply) = message { true } else { false }
+    }
+
+    private func isBroadcast(_ message: OutgoingMessage) -> Bool {
+        if case .scopeSync = message { true } else { false }
+    }
+
+    @Test func aHeldReplyHoldsWhatFollowsItUntilReleased() {
+        let outbox = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
+        _ = outbox.attach({}, resumed: false)
+        outbox.enqueue { .scopeSync(index: $0, scopeIndex: 0, fragments: "[1]") }
+        let hold = HeldReply()
+        hold.place({ .scopeSync(index: $0, scopeIndex: 0, fragments: "[2]") }, in: outbox)
+        outbox.enqueue { .scopeSync(index: $0, scopeIndex: 0, fragments: "[3]") }
+        outbox.enqueuePing()
+        #expect(outbox.takePending(generation: 1).map(\.index) == [1])
+        #expect(outbox.takePending(generation: 1).isEmpty, "nothing after the held reply goes before it")
+        hold.release()
+        #expect(outbox.takePending(generation: 1).map(\.index) == [2, 3, 0])
+        // Control: with nothing held, all goes at once.
+        outbox.enqueue { .scopeSync(index: $0, scopeIndex: 0, fragments: "[4]") }
+        outbox.enqueue { .scopeSync(index: $0, scopeIndex: 0, fragments: "[5]") }
+        #expect(outbox.takePending(generation: 1).map(\.index) == [4, 5])
+    }
+
+    @Test func aReplacementTakesTheHeldReplysPlaceAlsoForResend() {
+        let outbox = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
+        _ = outbox.attach({}, resumed: false)
+        let hold = HeldReply()
+        hold.place({ .scopeSync(index: $0, scopeIndex: 0, fragments: "[\"accepted\"]") }, in: outbox)
+        #expect(outbox.takePending(generation: 1).isEmpty)
+        hold.release { .scopeSync(index: $0, scopeIndex: 0, fragments: "[\"failed\"]") }
+        let sent = outbox.takePending(generation: 1)
+        #expect(sent.map(\.index) == [1])
+        if case .scopeSync(_, _, let text, _)? = sent.first { #expect(text == "[\"failed\"]") } else { Issue.record("not the replacement") }
+        outbox.resend(after: 0)
+        let resent = outbox.takePending(generation: 1)
+        #expect(resent.count == 2)
+        if case .scopeSync(_, _, let text, _)? = resent.last { #expect(text == "[\"failed\"]") } else { Issue.record("resend lost the replacement") }
+    }
+
+    @Test func aBatchHoldsWakesUntilFlushedAndNotAfter() async {
+        let batch = DeliveryBatch()
+        let woken = Atomic<Int>(0)
+        await batch.run {
+            DeliveryBatch.current?.hold { woken.add(1, ordering: .relaxed) }
+            DeliveryBatch.current?.hold { woken.add(1, ordering: .relaxed) }
+        }
+        #expect(woken.load(ordering: .relaxed) == 0)
+        #expect(batch.heldCount == 2)
+        batch.flush()
+        #expect(woken.load(ordering: .relaxed) == 2)
+        // A task that inherited the batch and runs after the burst ended is not held back.
+        batch.hold { woken.add(1, ordering: .relaxed) }
+        #expect(woken.load(ordering: .relaxed) == 3)
+    }
+
+    /// The writer thread is held on purpose (an fsync that never ends): the other session gets the
+    /// broadcast meanwhile, the sender's reply waits, and comes once the record is written.
+    @Test func broadcastsDoNotWaitBehindASlowLogWriter() async throws {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "held-reply-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let writer = ScopeLogWriter(policy: .everyRecord, log: ServerLog(sink: nil))
+        defer { writer.finish() }
+        let scope = LocalScope(name: "Canvas", limits: ServerOptions().limits, dataDirectory: directory, writer: writer,
+                               slots: ScopeSlots(limit: 10), idleTimeout: .seconds(3600), clock: ElapsedClock(ContinuousClock()),
+                               log: ServerLog(sink: nil))
+        let sender = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
+        let reader = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
+        _ = sender.attach({}, resumed: false)
+        _ = reader.attach({}, resumed: false)
+        await scope.fetch(outbox: sender, scopeIndex: 1, replyTo: 1, chunks: false)
+        await scope.fetch(outbox: reader, scopeIndex: 1, replyTo: 1, chunks: false)
+        #expect(sender.takePending(generation: 1).count == 2)
+        let fetched = reader.takePending(generation: 1)
+        guard case .scopeState(_, _, let root, _)? = fetched.last, let object = UUID(wireString: root) else {
+            Issue.record("no state: \(fetched)")
+            return
+        }
+        await scope.sync(sync(1, index: 2, scopeIndex: 1, object: object), from: sender, identity: .unrestricted)
+
+        // Block the writer thread until the gate opens.
+        let gate = DispatchSemaphore(value: 0)
+        let blocked = Atomic<Bool>(false)
+        let blocker = Task { await writer.perform { _ in blocked.store(true, ordering: .relaxed); gate.wait() } }
+        #expect(await eventually { blocked.load(ordering: .relaxed) })
+        let first = sender.takePending(generation: 1)
+        let seen = reader.takePending(generation: 1)
+        #expect(first.count == 1 && first.allSatisfy(isReply), "\(first)")
+        #expect(seen.count == 1 && seen.allSatisfy(isBroadcast), "the first change reached the reader: \(seen)")
+
+        await scope.sync(sync(2, index: 3, scopeIndex: 1, object: object), from: sender, identity: .unrestricted)
+        let broadcast = reader.takePending(generation: 1)
+        #expect(broadcast.count == 1 && broadcast.allSatisfy(isBroadcast), "the reader has the change while the disk is held: \(broadcast)")
+        #expect(sender.takePending(generation: 1).isEmpty, "the sender's reply waits for the record")
+
+        gate.signal()
+        await blocker.value
+        await writer.perform { _ in }   // after the append and its completion
+        let replies = sender.takePending(generation: 1)
+        #expect(replies.count == 1 && replies.allSatisfy(isReply))
+    }
+}
