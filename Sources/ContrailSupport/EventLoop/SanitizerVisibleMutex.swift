@@ -7,9 +7,9 @@ import Synchronization
 /// critical section acquires and releases the lock (at the address of a marker object that exists
 /// only in TSan builds); elsewhere it is a `Mutex` and one nil pointer.
 package struct SanitizerVisibleMutex<Value: ~Copyable>: ~Copyable {
-    @usableFromInline let mutex: Mutex<Value>
+    private let mutex: Mutex<Value>
     /// The address TSan's annotations name; nil unless the TSan runtime is linked.
-    @usableFromInline let marker: SanitizerMarker?
+    private let marker: SanitizerMarker?
 
     /// A lock guarding `value`.
     package init(_ value: consuming sending Value) {
@@ -18,17 +18,14 @@ package struct SanitizerVisibleMutex<Value: ~Copyable>: ~Copyable {
     }
 
     /// Runs `body` with exclusive access to the value, as `Mutex.withLock`. Not reentrant.
-    /// Inlinable, so that callers in other modules may get it specialised (an unspecialised generic
-    /// call looks up type metadata at run time on every lock); a release build still calls the
-    /// generic one from `ContrailServer` (seen in `perf`), so this is not yet the fix.
-    @inlinable
     package borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
         try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
             guard let marker else { return try body(&value) }
-            marker.acquire()
-            defer { marker.release() }
+            let address = Unmanaged.passUnretained(marker).toOpaque()
+            ccontrail_tsan_acquire(address)
+            defer { ccontrail_tsan_release(address) }
             return try body(&value)
         }
     }
@@ -42,13 +39,4 @@ extension SanitizerVisibleMutex: @unchecked Sendable where Value: ~Copyable {}
 package var isUnderThreadSanitizer: Bool { ccontrail_tsan_active() != 0 }
 
 /// The object whose address names a `SanitizerVisibleMutex` to ThreadSanitizer.
-@usableFromInline
-final class SanitizerMarker: Sendable {
-    @usableFromInline init() {}
-
-    /// Tells TSan a critical section starts.
-    @usableFromInline func acquire() { ccontrail_tsan_acquire(Unmanaged.passUnretained(self).toOpaque()) }
-
-    /// Tells TSan a critical section ends.
-    @usableFromInline func release() { ccontrail_tsan_release(Unmanaged.passUnretained(self).toOpaque()) }
-}
+final class SanitizerMarker: Sendable {}
