@@ -10,7 +10,7 @@ import Testing
 /// new session), and an app that raises `ClientOptions.maxMessageBytes` takes it.
 @MainActor
 @Suite("A state over the client's message limit") struct StateTooLargeTests {
-    static let rootUUID = UUID(uuidString: "11111111-2222-3333-4444-555555555555")!
+    nonisolated static let rootUUID = UUID(uuidString: "11111111-2222-3333-4444-555555555555")!
 
     /// A raw Jetstream server over WebSocket: no extensions; it answers every `ScopeFetch` with a
     /// state of `cards` cards of 1,000 characters each, in one `ScopeState`, and counts the fetches
@@ -42,7 +42,9 @@ import Testing
                     switch message {
                     case .sessionCreate:
                         let count = sessions.withLock { $0 += 1; return $0 }
-                        try await send { _ in .sessionCreateReply(SessionCreateReply(sessionToken: "token-\(count)")) }
+                        // Unsequenced: the first sequenced message is index 1.
+                        let reply = Message.sessionCreateReply(SessionCreateReply(sessionToken: "token-\(count)"))
+                        try await connection.send(.text(MessageFrame.encode([reply], asArray: false)))
                     case .scopeFetch(let fetch):
                         let scopeIndex = fetches.withLock { $0[fetch.name, default: 0] += 1; return $0.values.reduce(0, +) }
                         try await send { .scopeFetchReply(ScopeFetchReply(index: $0, replyTo: fetch.index, scopeIndex: scopeIndex)) }
