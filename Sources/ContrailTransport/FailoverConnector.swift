@@ -23,10 +23,13 @@ public final class FailoverConnector: SyncConnector {
         self.options = options
     }
 
-    /// A connector over `urls` (`wss://` ones verified as `tls` says) with otherwise default options.
-    public convenience init(urls: [String], tls: TLSClientConfiguration) {
+    /// A connector over `urls` (`wss://` ones verified as `tls` says) taking messages and frames of
+    /// up to `maxMessageBytes`, with otherwise default options.
+    public convenience init(urls: [String], tls: TLSClientConfiguration, maxMessageBytes: Int = 16 << 20) {
         var options = WebSocketOptions()
         options.tls = tls
+        options.maxFrameSize = maxMessageBytes
+        options.maxMessageSize = maxMessageBytes
         self.init(urls: urls, options: options)
     }
 

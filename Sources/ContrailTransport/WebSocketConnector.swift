@@ -14,10 +14,13 @@ public struct WebSocketConnector: SyncConnector {
         self.options = options
     }
 
-    /// A connector to `url` (`wss://` verified as `tls` says) with otherwise default options.
-    public init(url: String, tls: TLSClientConfiguration) {
+    /// A connector to `url` (`wss://` verified as `tls` says) taking messages and frames of up to
+    /// `maxMessageBytes`, with otherwise default options.
+    public init(url: String, tls: TLSClientConfiguration, maxMessageBytes: Int = 16 << 20) {
         var options = WebSocketOptions()
         options.tls = tls
+        options.maxFrameSize = maxMessageBytes
+        options.maxMessageSize = maxMessageBytes
         self.init(url: url, options: options)
     }
 

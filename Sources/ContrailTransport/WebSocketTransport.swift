@@ -23,6 +23,9 @@ public final class WebSocketTransport: SyncTransport {
                 if case .closed(let code, let reason) = error {
                     throw TransportClosed(code: code?.rawValue, reason: reason)
                 }
+                if case .protocolViolation(.messageTooBig, let reason) = error {
+                    throw TransportClosed(code: nil, reason: reason, messageTooLarge: true)
+                }
                 throw TransportClosed(code: nil, reason: error.description)
             }
         })

@@ -704,7 +704,13 @@ public final class WebSocketConnection: @unchecked Sendable {
             code = peer.code
             reason = peer.reason
             let normal = peer.code == .normal || peer.code == .goingAway || peer.code == .noStatusReceived
-            error = initiatedByUs || normal ? nil : .closed(peer.code, peer.reason)
+            // A close we started over the peer's protocol violation (an oversized message, say)
+            // stays that error when the peer answers it: the reader learns why.
+            if let failure, failure.closeCode != nil {
+                error = failure
+            } else {
+                error = initiatedByUs || normal ? nil : .closed(peer.code, peer.reason)
+            }
         } else if let failure {
             code = failure.closeCode ?? .abnormalClosure
             reason = failure.description

@@ -41,6 +41,7 @@ import Testing
             case .renewSession(let s, _, let c): "renew(\(s), \(c))"
             case .resumeSession(let s, let c): "resume(\(s), \(c))"
             case .connectionLost(let s): "lost(\(s))"
+            case .messageTooLarge(let s): "tooLarge(\(s))"
             case .endSession(let s): "end(\(s))"
             case .tick(let s): "tick(\(s))"
             case .startKeepAlive: "startKeepAlive"
@@ -166,6 +167,19 @@ import Testing
         #expect(Self.spell(resumed) == ["start(c3, 3)", "resume(s, c3)", "healthTimer(3)"])
         guard case .connected(_, 3, _, 1) = machine.state else { Issue.record("\(machine.state)"); return }
         #expect(machine.status == .online)
+    }
+
+    /// A message over the client's limit (an original server's oversized state): resuming would
+    /// have the server resend it, so the session is told (its fetch fails) and a new one follows.
+    @Test func aMessageOverTheLimitEndsInANewSessionNotAResume() {
+        var (machine, _) = connected()
+        let closed = machine.handle(.connectionClosed(id: 1, TransportClosed(code: nil, reason: "frame too big", messageTooLarge: true)))
+        #expect(Self.spell(closed) == ["lost(s)", "tooLarge(s)", "backoff(timer 2, attempt 0)"])
+        #expect(Self.spell(machine.handle(.backoffElapsed(timer: 2))) == ["open(3, resume: nil)"])
+        // The control: the same close without the flag resumes.
+        var (other, _) = connected()
+        #expect(Self.spell(other.handle(.connectionClosed(id: 1, TransportClosed(code: nil, reason: "frame too big")))) == ["lost(s)", "backoff(timer 2, attempt 0)"])
+        #expect(Self.spell(other.handle(.backoffElapsed(timer: 2))) == ["open(3, resume: s)"])
     }
 
     @Test func failedReconnectsBackOffFurtherUntilAConnectionWasHealthy() {

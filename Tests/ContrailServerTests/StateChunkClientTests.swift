@@ -122,6 +122,64 @@ import Testing
         await client.close()
     }
 
+    /// Answers the `ScopeFetch` a `fetchWithProgress` sent (reply index 1).
+    func answerFetch(_ peer: ScriptedPeer) async throws {
+        guard case .scopeFetch(let fetch)? = await peer.nextNonPing() else {
+            Issue.record("expected ScopeFetch")
+            throw SyncError.closed
+        }
+        await peer.send(.scopeFetchReply(ScopeFetchReply(index: 1, replyTo: fetch.index, scopeIndex: 0)))
+    }
+
+    @Test func progressAsASequenceGrowsToTheTotalAndEndsWhenUsable() async throws {
+        let (client, session, peer) = try await connect(extensions: [ScopeStateChunk.typeName])
+        let (scope, board) = makeScope()
+        let progress = session.fetchWithProgress(scope)
+        try await answerFetch(peer)
+        let state = fragments(cards: 6)
+        await peer.send(part(2, Array(state[0..<3]), offset: 0, total: 7), part(3, Array(state[3..<5]), offset: 3, total: 7),
+                        part(4, Array(state[5..<7]), offset: 5, total: 7))
+        var seen: [FetchProgress] = []
+        for try await step in progress { seen.append(step) }
+        #expect(seen.map(\.received) == [3, 5, 7] && seen.allSatisfy { $0.total == 7 })
+        #expect(seen.last?.fraction == 1)
+        #expect(board.cards.count == 6, "the sequence ends once the scope is usable")
+        await client.close()
+    }
+
+    @Test func progressAsASequenceOfAWholeStateIsOneStep() async throws {
+        let (client, session, peer) = try await connect(extensions: [])
+        let (scope, board) = makeScope()
+        let progress = session.fetchWithProgress(scope)
+        try await answerFetch(peer)
+        await peer.send(.scopeState(ScopeState(index: 2, scopeIndex: 0, rootUUID: rootUUID, fragments: fragments(cards: 2))))
+        var seen: [FetchProgress] = []
+        for try await step in progress { seen.append(step) }
+        #expect(seen == [FetchProgress(received: 3, total: 3)])
+        #expect(board.cards.count == 2)
+        await client.close()
+    }
+
+    @Test func aFailedFetchEndsTheSequenceWithItsError() async throws {
+        let (client, session, peer) = try await connect(extensions: [ScopeStateChunk.typeName])
+        let (scope, board) = makeScope()
+        let progress = session.fetchWithProgress(scope)
+        try await answerFetch(peer)
+        let state = fragments(cards: 4)
+        await peer.send(part(2, Array(state[0..<2]), offset: 0, total: 5), part(3, [state[3]], offset: 3, total: 5))
+        var seen: [FetchProgress] = []
+        var failure: SyncError?
+        do throws(SyncError) {
+            for try await step in progress { seen.append(step) }
+        } catch {
+            failure = error
+        }
+        if case .invalidState? = failure {} else { Issue.record("expected invalidState, got \(String(describing: failure))") }
+        #expect(seen.map(\.received) == [2])
+        #expect(board.cards.isEmpty)
+        await client.close()
+    }
+
     @Test func firstPartNotAtZeroIsATypedError() async throws {
         let (client, session, peer) = try await connect(extensions: [ScopeStateChunk.typeName])
         let (scope, board) = makeScope()

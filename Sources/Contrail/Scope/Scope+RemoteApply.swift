@@ -34,6 +34,7 @@ extension Scope {
         var report = ApplyReport()
         // Pass 1: find or create every added object; objects of unknown classes are only noted.
         var created: [UUID: ModelObject] = [:]
+        created.reserveCapacity(fragments.count)
         var unknownAdded: [UUID: String] = [:]
         for fragment in fragments where fragment.kind == .add {
             if objects[fragment.uuid] != nil || created[fragment.uuid] != nil { continue }
@@ -47,11 +48,13 @@ extension Scope {
             }
             created[fragment.uuid] = try ModelRegistry.make(className: fragment.className, uuid: fragment.uuid)
         }
-        let resolver: ModelResolver = { [objects] uuid in created[uuid] ?? objects[uuid] }
+        // Reads the table (not a copy of it), so that the inserts below do not copy it whole.
+        let resolver: ModelResolver = { [unowned self] uuid in created[uuid] ?? objects[uuid] }
         let isUnknown: (UUID) -> Bool = { [unknown] uuid in unknownAdded[uuid] != nil || unknown.objects[uuid] != nil }
         let mayHideReferences = !unknownAdded.isEmpty || !unknown.objects.isEmpty
         // Pass 2: decode every value (validation; nothing changes yet).
         var writes: [(ModelObject, Int, Any)] = []
+        writes.reserveCapacity(fragments.count)
         var kept: [(uuid: UUID, name: String, value: JSON?)] = []
         var unknownWrites: [(uuid: UUID, className: String, properties: [String: JSON])] = []
         for fragment in fragments {
@@ -94,6 +97,9 @@ extension Scope {
         // holds may then let go of a kept reference, Sync's `redirect`).
         keepUnknown(fragments: fragments, kept: kept, unknownWrites: unknownWrites, isState: applyDefaults)
         var changes: [ChangeSet.Change] = []
+        changes.reserveCapacity(writes.count)
+        // The objects the batch adds join the scope's table as they attach: grown once, not step by step.
+        if !created.isEmpty { objects.reserveCapacity(objects.count + created.count) }
         applyingRemote {
             for (object, index, remote) in writes {
                 guard let value = redirect.map({ $0(object, index, remote) }) ?? remote else { continue }

@@ -58,13 +58,13 @@ public final class Client {
     /// A client for a WebSocket server at `url` (`ws://host:port/path`, or `wss://` verified as
     /// `options.tls` says).
     public convenience init(url: String, options: ClientOptions = .init()) {
-        self.init(connector: WebSocketConnector(url: url, tls: options.tls), options: options)
+        self.init(connector: WebSocketConnector(url: url, tls: options.tls, maxMessageBytes: options.maxMessageBytes), options: options)
     }
 
     /// A client for the servers of a cluster (`contrail serve --nats`): it connects to the first
     /// URL that answers and, on losing its server, to the next ones in turn (`FailoverConnector`).
     public convenience init(urls: [String], options: ClientOptions = .init()) {
-        self.init(connector: FailoverConnector(urls: urls, tls: options.tls), options: options)
+        self.init(connector: FailoverConnector(urls: urls, tls: options.tls, maxMessageBytes: options.maxMessageBytes), options: options)
     }
 
     /// A client that opens its transports with `connector` (an in-memory server, a custom transport).
@@ -136,14 +136,14 @@ public final class Client {
     /// Connects to `url`, opens a session and fetches `scope` (Jetstream's `syncWithScopeName`).
     public static func sync(_ scope: Scope, url: String, params: [String: JSON] = [:],
                             options: ClientOptions = .init()) async throws(SyncError) -> Client {
-        try await sync(scope, connector: WebSocketConnector(url: url, tls: options.tls), params: params, options: options)
+        try await sync(scope, connector: WebSocketConnector(url: url, tls: options.tls, maxMessageBytes: options.maxMessageBytes), params: params, options: options)
     }
 
     /// Connects to the first of the cluster's server `urls` that answers, opens a session and
     /// fetches `scope`; on losing its server the client fails over to the next URL.
     public static func sync(_ scope: Scope, urls: [String], params: [String: JSON] = [:],
                             options: ClientOptions = .init()) async throws(SyncError) -> Client {
-        try await sync(scope, connector: FailoverConnector(urls: urls), params: params, options: options)
+        try await sync(scope, connector: FailoverConnector(urls: urls, tls: options.tls, maxMessageBytes: options.maxMessageBytes), params: params, options: options)
     }
 
     /// Connects with `connector`, opens a session and fetches `scope`.
@@ -220,6 +220,10 @@ public final class Client {
             session.didResume(connection)
         case .connectionLost(let session):
             session.connectionLost()
+        case .messageTooLarge(let session):
+            let error = SyncError.stateTooLarge(limit: options.maxMessageBytes)
+            lastError = error
+            session.messageTooLarge(error)
         case .endSession(let session):
             session.clientClosed()
         case .tick(let session):

@@ -117,6 +117,8 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
         case resumeSession(Session, Connection)
         /// The session lost its connection (`Session.connectionLost`).
         case connectionLost(Session)
+        /// The server sent a message over the client's limit (`Session.messageTooLarge`).
+        case messageTooLarge(Session)
         /// The session ends (`Session.clientClosed`).
         case endSession(Session)
         /// Sends the keep-alive and checks reply deadlines (`Session.tick`).
@@ -234,6 +236,11 @@ package struct ClientLifecycle<Session: AnyObject, Connection: AnyObject, Attemp
             if fatal && !restartSessionOnFatalError {
                 state = .stopped(session: session)
                 return [.connectionLost(session), .recordError(Self.error(reason))]
+            }
+            if reason?.messageTooLarge == true {
+                // Resuming would have the server resend the same message: a new session instead,
+                // without the fetch whose state did not fit.
+                return [.connectionLost(session), .messageTooLarge(session)] + backoff(session, failures: failures, renew: true)
             }
             if reason?.code == JetstreamCloseCode.draining {
                 // §8.22: the server keeps no session; a new one, preferably on another server.

@@ -38,6 +38,11 @@ public struct ClientOptions: Sendable {
     /// Whether collections go as edits to a server that takes them (Protocol §8.24); off, they go
     /// whole with their bases, as to an original server (the fuzzer mixes both kinds of peer).
     package var sendsCollectionEdits = true
+    /// The largest message (and WebSocket frame) taken from the server, in bytes (16 MiB by
+    /// default). A scope's state from a server that cannot send it in parts (an original Jetstream
+    /// server, Protocol §8.25) must fit: a larger one fails its fetch with
+    /// `SyncError.stateTooLarge(limit:)`.
+    public var maxMessageBytes = 16 << 20
 
     /// Default options.
     public init() {}

@@ -321,6 +321,19 @@ public final class Session {
         dropPresence()
     }
 
+    /// The server sent a message over the client's limit and the connection ended (a new session
+    /// follows, since resuming would resend it). A full state awaited from a server that cannot
+    /// send it in parts (Protocol §8.25) is taken to be that message: the earliest fetch awaiting
+    /// its state fails with `error` (`SyncError.stateTooLarge`) and its scope leaves the session,
+    /// so it is not fetched again (no reconnect loop). O(scopes).
+    func messageTooLarge(_ error: SyncError) {
+        let fetching = subscriptions.filter(\.isFetching)
+        guard let subscription = fetching.first(where: { $0.scopeIndex != nil }) ?? fetching.first else { return }
+        subscription.isFetching = false
+        subscription.attached.resolve(.failure(error))
+        remove(subscription)
+    }
+
     /// The client was closed: the session ends, waiting callers fail, and its scopes' later edits
     /// are no longer queued here (fetch them into the next session). Unsettled change sets stay
     /// `syncing`; they are not carried over to another session.
@@ -409,11 +422,9 @@ public final class Session {
             connection?.send(.ping(Ping(ack: lastServerIndex, resendMissing: false)))
         case .scopeSync(let sync):
             guard let subscription = byScopeIndex[sync.scopeIndex] else { break }
-            if case .receiving(var assembly) = subscription.incoming {
+            if case .receiving(let assembly) = subscription.incoming {
                 // After the state's snapshot: applied right after the state (§8.25).
-                subscription.incoming = nil   // keeps the assembly's buffers unique while it grows
                 assembly.hold(sync.fragments)
-                subscription.incoming = .receiving(assembly)
                 break
             }
             guard subscription.isAttached else { break }
@@ -452,12 +463,11 @@ public final class Session {
     /// the rest of it is dropped.
     private func receivePart(_ chunk: ScopeStateChunk, of subscription: ScopeSubscription) {
         subscription.partsReceived += 1
-        var assembly: StateAssembly
+        let assembly: StateAssembly
         do {
             switch subscription.incoming {
             case .receiving(let current) where chunk.offset != 0:
                 assembly = current
-                subscription.incoming = nil   // keeps the assembly's buffers unique while it grows
                 try assembly.take(chunk)
             case .refused where chunk.offset != 0:
                 return

@@ -5,7 +5,12 @@ import Foundation
 /// scope that arrived meanwhile, which follow the state. Checks every part against the first: same
 /// root and total, exactly the next offset; anything else is a typed error
 /// (`SyncError.invalidState`) and the state is refused whole.
-struct StateAssembly {
+///
+/// A class, so that the growing array of objects has one owner and each part is appended in place:
+/// as a value held in an enum case, every part copied the objects before it (quadratic in parts).
+/// Used on the main actor only (a `ScopeSubscription`'s).
+@MainActor
+final class StateAssembly {
     /// Where a subscription's incoming state stands.
     enum Phase {
         /// Parts are arriving.
@@ -38,7 +43,7 @@ struct StateAssembly {
     var isComplete: Bool { fragments.count == total }
 
     /// Takes the next part. O(part).
-    mutating func take(_ chunk: ScopeStateChunk) throws(SyncError) {
+    func take(_ chunk: ScopeStateChunk) throws(SyncError) {
         guard chunk.rootUUID == rootUUID, chunk.total == total else {
             throw .invalidState("a state's part names root \(chunk.rootUUID.wireString) of \(chunk.total) objects, "
                 + "not root \(rootUUID.wireString) of \(total)")
@@ -53,7 +58,7 @@ struct StateAssembly {
     }
 
     /// Keeps a change set of the scope that arrived during the state, to apply after it.
-    mutating func hold(_ sync: [SyncFragment]) {
+    func hold(_ sync: [SyncFragment]) {
         heldSyncs.append(sync)
     }
 

@@ -8,6 +8,7 @@ extension ScopeStore {
         var fragments: [SyncFragment] = []
         fragments.reserveCapacity(objects.count)
         var seen: Set<UUID> = []
+        seen.reserveCapacity(objects.count)
         var stack: [UUID] = [rootUUID]
         while let uuid = stack.popLast() {
             guard let object = objects[uuid], seen.insert(uuid).inserted else { continue }

@@ -29,6 +29,10 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The server refused to mark a revision (§8.26): a label in use or not a label, a scope the
     /// session may not write; nothing was marked.
     case revisionRefused(WireErrorBody)
+    /// A scope's state came as one message larger than the client takes (`limit` bytes,
+    /// `ClientOptions.maxMessageBytes`): a server that cannot send it in parts (an original
+    /// Jetstream server, §8.25). The fetch is not tried again; raise the limit to take it.
+    case stateTooLarge(limit: Int)
 
     /// What went wrong, in words.
     public var description: String {
@@ -47,6 +51,8 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidState(let reason): return "the server's scope state could not be applied: \(reason)"
         case .extensionUnavailable(let name): return "the server does not offer the \(name) extension"
         case .revisionRefused(let error): return "the server marked no revision: \(error.message)"
+        case .stateTooLarge(let limit):
+            return "the scope's state is larger than the client's message limit of \(limit) bytes: raise ClientOptions.maxMessageBytes to fetch it"
         }
     }
 }

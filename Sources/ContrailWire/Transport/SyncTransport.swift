@@ -35,11 +35,15 @@ public struct TransportClosed: Error, Equatable, Sendable, CustomStringConvertib
     public var code: UInt16?
     /// The close reason, or what failed.
     public var reason: String
+    /// Whether this side ended the transport because the peer sent a message larger than it takes
+    /// (a WebSocket frame or message over its limit: close code 1009 sent, `code` nil).
+    public var messageTooLarge: Bool
 
     /// A closed transport with this code and reason.
-    public init(code: UInt16?, reason: String) {
+    public init(code: UInt16?, reason: String, messageTooLarge: Bool = false) {
         self.code = code
         self.reason = reason
+        self.messageTooLarge = messageTooLarge
     }
 
     /// "transport closed with code C: reason".
