@@ -81,6 +81,7 @@ actor ClusterLink {
         natsOptions.name = "contrail-serve"
         natsOptions.credentials = options.credentials
         natsOptions.tls = options.tls
+        natsOptions.tlsHandshakeFirst = options.tlsHandshakeFirst
         natsOptions.requestTimeout = options.requestTimeout
         let connection = try await NATSConnection.connect(natsOptions)
         do throws(NATSError) {

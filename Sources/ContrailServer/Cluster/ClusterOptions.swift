@@ -5,12 +5,15 @@ import ContrailNATS
 public struct ClusterOptions: Sendable {
     /// The NATS servers to use (any of them; the client moves to the next on failure).
     public var servers: [NATSServerURL]
-    /// The user and password or token for a NATS that requires them (from a file or the
-    /// environment: `contrail serve --nats-credentials`, `CONTRAIL_NATS_*`; never in a URL).
+    /// The user and password, token, nkey seed or user JWT (`.creds`) for a NATS that requires them
+    /// (from a file or the environment: `contrail serve --nats-credentials`, `CONTRAIL_NATS_*`;
+    /// never in a URL).
     public var credentials: NATSCredentials = .none
     /// TLS to every NATS server, verified with this configuration (e.g. a private CA's bundle:
     /// `contrail serve --nats-ca FILE`); nil: TLS only to `tls://` URLs, with the system's roots.
     public var tls: TLSClientConfiguration? = nil
+    /// TLS before the NATS server's `INFO` (servers with `tls { handshake_first: true }`); implies TLS.
+    public var tlsHandshakeFirst = false
     /// Copies JetStream keeps of the log and the snapshots (3 in a three-node NATS cluster).
     public var replicas = 1
     /// A server writes a snapshot of a scope after this many of its own change sets, and trims
