@@ -23,7 +23,8 @@ import Foundation
 /// wake-up can come before the stream has stored the message (a replicated stream stores it once a
 /// quorum has it) or for a publish it refuses, so the wake-up's message id is awaited: while one is
 /// not applied, the replica reads again after 1 ms, doubling up to `wakeUpRetryLimit`, for up to
-/// `requestTimeout` after the last wake-up naming it. Behind that, while sessions are subscribed it
+/// `requestTimeout` after the last wake-up naming it, or until a snapshot restored past the sequence
+/// its publish expected last (`Contrail-Previous`) shows it trimmed. Behind that, while sessions are subscribed it
 /// reads every `catchUpInterval` (a lost wake-up), and after each reconnection to NATS.
 actor ClusterScope: HostedScope {
     /// The state built from the log.
@@ -78,9 +79,15 @@ actor ClusterScope: HostedScope {
     private var watcher: Task<Void, Never>?
     /// Retries a failed catch-up (JetStream unavailable for a while) until one succeeds.
     private var repair: Task<Void, Never>?
-    /// Message ids of wake-ups whose message is not applied yet, with the time of the last wake-up
-    /// naming each (their publish may be in flight, or refused and never stored).
-    private var awaited: [String: ElapsedClock.Instant] = [:]
+    /// A wake-up's message not applied yet: when the last wake-up naming it came, and the sequence
+    /// its publish expected last on the subject (it is stored after that one, or not at all).
+    private struct Awaited {
+        var since: ElapsedClock.Instant
+        var previous: UInt64
+    }
+    /// Message ids of wake-ups whose message is not applied yet (their publish may be in flight, or
+    /// refused and never stored).
+    private var awaited: [String: Awaited] = [:]
     /// Message ids applied lately (their wake-up may come after a catch-up applied them), oldest first.
     private var recentlyApplied = RecentIDs(limit: 4_096)
     /// Reads again, with backoff, while `awaited` is not empty.
@@ -336,7 +343,8 @@ actor ClusterScope: HostedScope {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await message in subscription.messages {
-                    await self.notified(awaiting: message.headers?[NATSHeaders.messageID])
+                    await self.notified(awaiting: message.headers?[NATSHeaders.messageID],
+                                        previous: message.headers?[ClusterEntry.previousHeader].flatMap(UInt64.init) ?? 0)
                 }
             }
             group.addTask { for await _ in reconnections { await self.notified(awaiting: nil) } }
@@ -345,14 +353,17 @@ actor ClusterScope: HostedScope {
     }
 
     /// A wake-up: reads what is stored; if the message `id` names is not among it yet, keeps
-    /// reading with backoff until it is (or until `requestTimeout` passed without a new wake-up for it).
-    private func notified(awaiting id: String?) async {
+    /// reading with backoff until it is (or until `requestTimeout` passed without a new wake-up for
+    /// it, or a snapshot restored past `previous` covers it). `previous` is the sequence its
+    /// publish expected last (its `Contrail-Previous` header).
+    func notified(awaiting id: String?, previous: UInt64 = 0) async {
         guard case .loaded = phase else { return }  // unloaded: the next use reads from the snapshot
-        if let id, !recentlyApplied.contains(id) {
-            if awaited.count >= Self.awaitedLimit, let oldest = awaited.min(by: { $0.value < $1.value })?.key {
+        // With `previous` behind the last snapshot, its message is in that snapshot or was refused.
+        if let id, !recentlyApplied.contains(id), previous >= lastSnapshot {
+            if awaited.count >= Self.awaitedLimit, let oldest = awaited.min(by: { $0.value.since < $1.value.since })?.key {
                 awaited[oldest] = nil
             }
-            awaited[id] = clock.now
+            awaited[id] = Awaited(since: clock.now, previous: previous)
         }
         do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
         followUpIfAwaiting()
@@ -376,7 +387,7 @@ actor ClusterScope: HostedScope {
     private func readAwaited() async -> Bool {
         let patience = link.options.requestTimeout
         let now = clock.now
-        awaited = awaited.filter { now - $0.value < patience }
+        awaited = awaited.filter { now - $0.value.since < patience }
         if case .loaded = phase, !awaited.isEmpty {
             do throws(NATSError) { try await catchUp() } catch { catchUpFailed(error) }
         }
@@ -430,6 +441,9 @@ actor ClusterScope: HostedScope {
         phase = .empty
         log.write("scope.unloaded", scope: name, "scope '\(name)': unloaded (no session for \(idleTimeout))")
     }
+
+    /// How many wake-ups' messages are awaited (read again with backoff). For tests.
+    var awaitedCount: Int { awaited.count }
 
     /// Whether the replica is in memory and following the log. For tests and the inspector.
     var isLoaded: Bool {
@@ -562,7 +576,7 @@ actor ClusterScope: HostedScope {
 
     /// Notes that the message with this id is applied: no wake-up waits for it any more.
     private func applied(id: String) {
-        if let since = awaited.removeValue(forKey: id) { metrics?.natsApplyLag.observe(clock.now - since) }
+        if let awaiting = awaited.removeValue(forKey: id) { metrics?.natsApplyLag.observe(clock.now - awaiting.since) }
         recentlyApplied.insert(id)
     }
 
@@ -596,6 +610,9 @@ actor ClusterScope: HostedScope {
             break
         }
         lastSnapshot = max(lastSnapshot, seq)
+        // A message awaited after `previous` < seq is in the snapshot (trimmed from the log: its id
+        // will never be read) or was refused at that expectation (a retry wakes again): no waiting.
+        awaited = awaited.filter { $0.value.previous >= seq }
         return seq
     }
 
