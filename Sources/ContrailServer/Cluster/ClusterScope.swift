@@ -103,6 +103,9 @@ actor ClusterScope: HostedScope {
     static let awaitedLimit = 4_096
     /// The first wait before reading again for an awaited message (doubling up to `wakeUpRetryLimit`).
     static let wakeUpRetryStart: Duration = .milliseconds(1)
+    /// Set when the log holds a message in a format this server does not read: the scope stops here
+    /// (no message is applied past it, every catch-up fails with it) until the replica is unloaded.
+    private var stopped: ClusterLogFormat.UnknownFormat?
     /// Publish latency and apply lag are observed here (nil: nowhere).
     private let metrics: ServerMetrics?
 
@@ -159,9 +162,11 @@ actor ClusterScope: HostedScope {
     /// Appends the queued change sets, a batch per publish, until none is left.
     private func commit() async {
         while !queued.isEmpty {
+            // Batches are log format 2: one change set per message while a live server reads only 1.
+            let format = await link.writeFormat
             var count = 0
             var bytes = 0
-            while count < queued.count, count == 0 || bytes + queued[count].payload.count <= link.options.maxBatchBytes {
+            while count < queued.count, count == 0 || (format >= 2 && bytes + queued[count].payload.count <= link.options.maxBatchBytes) {
                 bytes += queued[count].payload.count + 1
                 count += 1
             }
@@ -175,7 +180,7 @@ actor ClusterScope: HostedScope {
             origins[id] = batch.map { ($0.outbox, $0.message) }
             let sequence: UInt64
             do throws(NATSError) {
-                sequence = try await append(ClusterEntry.batchPayload(batch.map(\.payload)), id: id)
+                sequence = try await append(ClusterEntry.batchPayload(batch.map(\.payload)), id: id, format: count > 1 ? 2 : 1)
             } catch {
                 guard let origins = origins.removeValue(forKey: id) else { continue }
                 log.write("cluster.append_failed", level: .error, scope: name, "scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
@@ -205,7 +210,7 @@ actor ClusterScope: HostedScope {
 
     /// Publishes `entry` on the state this server has applied; after losing the race to another
     /// server (10071) catches up and tries again. Returns the entry's sequence.
-    private func append(_ payload: [UInt8], id: String) async throws(NATSError) -> UInt64 {
+    private func append(_ payload: [UInt8], id: String, format: Int) async throws(NATSError) -> UInt64 {
         try await loaded()
         let handles = try await link.handles()
         var failures = 0
@@ -215,8 +220,9 @@ actor ClusterScope: HostedScope {
             do throws(NATSError) {
                 let started = ServerMetrics.now()
                 defer { if let metrics { ServerMetrics.observe(metrics.natsPublish, since: started) } }
-                let ack = try await handles.jetStream.publish(subject, payload: payload,
-                    headers: NATSHeaders([(ClusterEntry.previousHeader, String(previous))]),
+                var headers = [(ClusterEntry.previousHeader, String(previous))]
+                if format > 1 { headers.append((ClusterLogFormat.header, String(format))) }
+                let ack = try await handles.jetStream.publish(subject, payload: payload, headers: NATSHeaders(headers),
                     messageID: id, expectedLastSubjectSequence: previous)
                 return ack.seq
             } catch .jetStream(let error) where error.errorCode == JetStreamAPIError.wrongLastSequence {
@@ -438,6 +444,7 @@ actor ClusterScope: HostedScope {
         awaited = [:]
         recentlyApplied = RecentIDs(limit: 4_096)
         idleSince = nil
+        stopped = nil
         phase = .empty
         log.write("scope.unloaded", scope: name, "scope '\(name)': unloaded (no session for \(idleTimeout))")
     }
@@ -453,6 +460,7 @@ actor ClusterScope: HostedScope {
     /// Logs the failure and keeps trying (100 ms, doubling up to 5 s) until a catch-up succeeds, so
     /// a replica left behind while JetStream was unavailable does not wait for the next message.
     private func catchUpFailed(_ error: NATSError) {
+        guard stopped == nil else { return }  // said once, when it stopped; retrying cannot help
         log.write("cluster.catch_up_failed", level: .warning, scope: name, "scope '\(name)': catching up: \(error)")
         guard repair == nil else { return }
         let clock = clock
@@ -506,10 +514,20 @@ actor ClusterScope: HostedScope {
     }
 
     private func runPass() async throws(NATSError) {
+        if let stopped { throw .invalidResponse(stopped.description) }
         let handles = try await link.handles()
         let stream = link.options.streamName
         while let message = try await handles.jetStream.nextMessage(stream: stream, subject: subject, from: applied + 1) {
             if case .closed = phase { return }
+            let format = ClusterLogFormat.format(of: message)
+            guard ClusterLogFormat.readable(format, by: link.options.logFormat) else {
+                // Never skipped: this replica would differ from the others from here on.
+                let unknown = ClusterLogFormat.UnknownFormat(scope: name, sequence: message.sequence, format: String(format.prefix(20)),
+                                                             reads: link.options.logFormat)
+                stopped = unknown
+                log.write("cluster.unknown_log_format", level: .error, scope: name, "scope '\(name)' stopped on this server: \(unknown)")
+                throw .invalidResponse(unknown.description)
+            }
             let previous = message.headers?[ClusterEntry.previousHeader].flatMap(UInt64.init) ?? 0
             if previous > applied {
                 // Its publisher had applied messages this server never saw: they were trimmed behind
