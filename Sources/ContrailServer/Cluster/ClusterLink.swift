@@ -105,10 +105,10 @@ actor ClusterLink {
             while !Task.isCancelled {
                 try? await Task.sleep(for: options.formatRefresh)
                 do throws(NATSError) {
-                    let format = try await ClusterLogFormat.register(server: serverID, reads: options.logFormat,
-                                                                     lifetime: options.formatLifetime, now: Date(), in: handles.snapshots)
+                    let agreement = try await ClusterLogFormat.register(server: serverID, reads: options.logFormat,
+                                                                        lifetime: options.formatLifetime, now: Date(), in: handles.snapshots)
                     guard let self else { return }
-                    await self.setWriteFormat(format)
+                    await self.setWriteFormat(agreement.write)
                 } catch {
                     guard let self else { return }
                     await self.formatRefreshFailed(error)
@@ -145,9 +145,14 @@ actor ClusterLink {
             stream.allowDirect = true
             _ = try await jetStream.createStream(stream)
             let snapshots = try await KeyValueBucket(jetStream: jetStream, name: options.snapshotBucket, replicas: options.replicas)
-            let format = try await ClusterLogFormat.register(server: serverID, reads: options.logFormat,
-                                                             lifetime: options.formatLifetime, now: Date(), in: snapshots)
-            return Handles(jetStream: jetStream, snapshots: snapshots, format: format)
+            let agreement = try await ClusterLogFormat.register(server: serverID, reads: options.logFormat,
+                                                                lifetime: options.formatLifetime, now: Date(), in: snapshots)
+            if agreement.newerLive {
+                // Servers that read a newer format may be writing it until their next refresh sees
+                // this one: wait that out before reading any scope (a rollback or a late old server).
+                try? await Task.sleep(for: options.formatRefresh * 3 / 2)
+            }
+            return Handles(jetStream: jetStream, snapshots: snapshots, format: agreement.write)
         } catch {
             await connection.close()
             throw error

@@ -49,11 +49,20 @@ enum ClusterLogFormat {
         return number >= 1 && number <= reads
     }
 
+    /// What a registration found.
+    struct Agreement: Equatable {
+        /// The format to write: the lowest any live server reads (at most this one's).
+        var write: Int
+        /// Whether another live server reads a newer format than this one (it may have been writing it
+        /// until it sees this registration).
+        var newerLive: Bool
+    }
+
     /// Adds or refreshes `server` in the record (dropping entries older than `lifetime`) and returns
-    /// the format to write: the lowest any live server reads, at most `reads`. Retries lost races.
+    /// what to write. Retries lost races. O(servers).
     /// - Throws: the bucket's errors.
     static func register(server: String, reads: Int, lifetime: Duration, now: Date, in bucket: KeyValueBucket)
-        async throws(NATSError) -> Int
+        async throws(NATSError) -> Agreement
     {
         for _ in 0..<20 {
             let current = try await bucket.get(recordKey)
@@ -68,8 +77,8 @@ enum ClusterLogFormat {
             } catch .jetStream(let error) where error.errorCode == JetStreamAPIError.wrongLastSequence {
                 continue  // another server refreshed at the same time
             }
-            let lowest = servers.values.compactMap { $0["reads"]?.int64Value }.min().map(Int.init) ?? reads
-            return min(reads, lowest)
+            let formats = servers.values.compactMap { $0["reads"]?.int64Value }.map(Int.init)
+            return Agreement(write: min(reads, formats.min() ?? reads), newerLive: formats.contains { $0 > reads })
         }
         throw .timedOut("registering in the cluster's log-format record")
     }
