@@ -65,5 +65,7 @@ public struct NATSServerURL: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension String {
-    func trimmingSpaces() -> String { self[...].trimming(" \t\r\n") }
+    /// Without spaces, tabs, CRs and LFs at either end ("\n\r", not "\r\n": that literal is one
+    /// Character, which matches neither a lone "\n" nor a lone "\r").
+    func trimmingSpaces() -> String { self[...].trimming(" \t\n\r") }
 }

@@ -60,11 +60,13 @@ package final class Ed25519Signer: @unchecked Sendable {
     /// configuring, off the event loops).
     package init(seed: [UInt8]) throws(KeyError) {
         guard seed.count == 32 else { throw .badSeedLength(seed.count) }
+        let functions: Functions
         do {
             functions = try Functions(try OpenSSLLibrary.shared())
         } catch {
             throw .cryptoUnavailable(error.reason)
         }
+        self.functions = functions
         let ed25519: Int32 = 1087  // EVP_PKEY_ED25519 (NID_ED25519)
         guard let key = seed.withUnsafeBufferPointer({ functions.newRawPrivateKey(ed25519, nil, $0.baseAddress, $0.count) }) else {
             functions.clearErrors()

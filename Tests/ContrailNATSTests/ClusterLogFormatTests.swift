@@ -15,7 +15,7 @@ import Testing
 struct ClusterLogFormatTests {
     func makeServer(_ nats: NATSServerProcess, logFormat: Int = 2, lines: LogLines? = nil) throws -> ContrailServer {
         var options = ServerOptions()
-        options.log = lines.map { lines in { lines.append($0) } }
+        if let lines { options.log = { line in lines.append(line) } } else { options.log = nil }
         var cluster = ClusterOptions(servers: [nats.url])
         cluster.logFormat = logFormat
         cluster.formatRefresh = .milliseconds(200)

@@ -50,10 +50,15 @@ struct OperatorSetup {
     let operatorKey: NKey
     let account: NKey
     let accountJWT: String
+    /// The system account (JetStream needs one in operator mode).
+    let system: NKey
+    let systemJWT: String
 
     init() throws {
         operatorKey = try randomNKey(.operator_)
         account = try randomNKey(.account)
+        system = try randomNKey(.account)
+        systemJWT = try natsJWT("account", subject: system.publicKey, issuer: operatorKey)
         let limits: [String: Any] = ["subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": true,
                                      "conn": -1, "leaf": -1, "mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1]
         accountJWT = try natsJWT("account", subject: account.publicKey, issuer: operatorKey, nats: ["limits": limits])
@@ -76,8 +81,10 @@ struct OperatorSetup {
         try """
             operator: "\(store)/operator.jwt"
             resolver: MEMORY
+            system_account: \(system.publicKey)
             resolver_preload: {
               \(account.publicKey): "\(accountJWT)"
+              \(system.publicKey): "\(systemJWT)"
             }
             """.write(toFile: store + "/nats.conf", atomically: true, encoding: .utf8)
         return try await NATSServerProcess.start(storeDirectory: store, extra: ["-c", store + "/nats.conf"])
