@@ -12,8 +12,18 @@ import Testing
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
 struct ClusterTrimmedWakeUpTests {
     @Test func aWakeUpForATrimmedMessageIsNotAwaitedAndAFutureOneIs() async throws {
-        let nats = try await NATSServerProcess.start()
+        // The replica under test connects as a user that may not subscribe to the scopes' subjects:
+        // it hears no wake-up, so it falls behind the trimmed log.
+        let nats = try await NATSServerProcess.start(configuration: """
+            authorization {
+              users = [
+                {user: "full", password: "pw-full"}
+                {user: "blind", password: "pw-blind", permissions: {subscribe: {deny: ["contrail.scope.>"]}}}
+              ]
+            }
+            """)
         var cluster = ClusterOptions(servers: [nats.url])
+        cluster.credentials = .userPassword(user: "full", password: "pw-full")
         cluster.snapshotEvery = 2
         var options = ServerOptions()
         options.log = nil
@@ -24,13 +34,16 @@ struct ClusterTrimmedWakeUpTests {
         // The replica under test: loaded now, then it hears nothing while the log moves on.
         var quiet = cluster
         quiet.catchUpInterval = .seconds(3_600)
+        quiet.credentials = .userPassword(user: "blind", password: "pw-blind")
         let clock = ElapsedClock(ContinuousClock())
         let scope = ClusterScope(name: "Deck", link: ClusterLink(options: quiet, log: ServerLog(sink: nil)),
                                  limits: ServerOptions().limits, clock: clock, log: ServerLog(sink: nil))
         #expect(await scope.stateJSON() != nil)
 
         // Enough change sets for two snapshots: the log is trimmed behind the first.
-        let connection = try await NATSConnection.connect(nats.url)
+        var full = NATSOptions(servers: [nats.url])
+        full.credentials = cluster.credentials
+        let connection = try await NATSConnection.connect(full)
         let jetStream = JetStream(connection: connection)
         var round = 0
         let trimmed = await eventually(.seconds(60)) { @MainActor in

@@ -585,6 +585,8 @@ actor ClusterScope: HostedScope {
                 case nil: break
                 }
             }
+            // Also past a batch with no member (hostile or empty): it is read once, not forever.
+            _ = try? inReplica { $0.applied = message.sequence }
         case (_, .loaded):
             _ = try? inReplica { $0.applied = message.sequence }
         default:
