@@ -49,7 +49,7 @@ public enum NATSCredentials: Sendable, Equatable, CustomStringConvertible, Custo
             return .nkey(seed: trimmed)
         }
         var values: [String: String] = [:]
-        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
             let trimmed = String(line).trimmingSpaces()
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }

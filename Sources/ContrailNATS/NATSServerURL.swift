@@ -65,7 +65,7 @@ public struct NATSServerURL: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension String {
-    /// Without spaces, tabs, CRs and LFs at either end ("\n\r", not "\r\n": that literal is one
-    /// Character, which matches neither a lone "\n" nor a lone "\r").
-    func trimmingSpaces() -> String { self[...].trimming(" \t\n\r") }
+    /// Without spaces, tabs, CRs and LFs at either end: lone "\n" and "\r", and "\r\n", which Swift
+    /// counts as one Character equal to neither.
+    func trimmingSpaces() -> String { self[...].trimming(" \t\n\r" + "\r\n") }
 }

@@ -17,6 +17,9 @@ struct NATSCredentialsTests {
 
             """) == .userPassword(user: "alice", password: "p=a ss"))
         #expect(try NATSCredentials.parsing("CONTRAIL_NATS_TOKEN=t0k") == .token("t0k"))
+        // CRLF line ends (a file written on Windows): "\r\n" is one Character to Swift.
+        #expect(try NATSCredentials.parsing("CONTRAIL_NATS_USER=alice\r\nCONTRAIL_NATS_PASSWORD=pw\r\n")
+            == .userPassword(user: "alice", password: "pw"))
         #expect(try NATSCredentials.environment(["CONTRAIL_NATS_TOKEN": "t0k", "HOME": "/"]) == .token("t0k"))
         #expect(try NATSCredentials.environment(["CONTRAIL_NATS_USER": "bob", "CONTRAIL_NATS_PASSWORD": "pw"])
             == .userPassword(user: "bob", password: "pw"))
