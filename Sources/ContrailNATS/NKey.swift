@@ -9,7 +9,7 @@ package struct NKey: Sendable, CustomStringConvertible {
     /// What a key is for: the prefix byte of its text form.
     package enum Role: UInt8, Sendable {
         /// `O…`: signs accounts.
-        case operator_ = 112  // 14 << 3
+        case operatorKey = 112  // 14 << 3
         /// `A…`: signs users.
         case account = 0
         /// `U…`: connects.

@@ -55,7 +55,7 @@ struct OperatorSetup {
     let systemJWT: String
 
     init() throws {
-        operatorKey = try randomNKey(.operator_)
+        operatorKey = try randomNKey(.operatorKey)
         account = try randomNKey(.account)
         system = try randomNKey(.account)
         systemJWT = try natsJWT("account", subject: system.publicKey, issuer: operatorKey)
@@ -100,7 +100,7 @@ struct NKeyTests {
         let again = try NKey(seedText: "  " + key.seedText + "\n")
         #expect(again.publicKey == key.publicKey && again.role == .user)
         #expect(try randomNKey(.account).publicKey.hasPrefix("A"))
-        #expect(try randomNKey(.operator_).seedText.hasPrefix("SO"))
+        #expect(try randomNKey(.operatorKey).seedText.hasPrefix("SO"))
         #expect(!"\(key)".contains(key.seedText) && "\(key)".contains(key.publicKey))
 
         var corrupted = Array(key.seedText)
