@@ -24,9 +24,7 @@ struct ClusterLogFormatTests {
     }
 
     func replica(_ server: ContrailServer) async throws -> (Client, Deck) {
-        var options = ClientOptions()
-        options.replyTimeout = .seconds(60)
-        return try await deckReplica(server.connector(), options: options)
+        try await patientDeckReplica(server)
     }
 
     /// The log messages of scope "Deck" after the genesis: (format header, payload starts a batch).

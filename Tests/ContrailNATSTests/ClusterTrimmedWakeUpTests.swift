@@ -14,14 +14,7 @@ struct ClusterTrimmedWakeUpTests {
     @Test func aWakeUpForATrimmedMessageIsNotAwaitedAndAFutureOneIs() async throws {
         // The replica under test connects as a user that may not subscribe to the scopes' subjects:
         // it hears no wake-up, so it falls behind the trimmed log.
-        let nats = try await NATSServerProcess.start(configuration: """
-            authorization {
-              users = [
-                {user: "full", password: "pw-full"}
-                {user: "blind", password: "pw-blind", permissions: {subscribe: {deny: ["contrail.scope.>"]}}}
-              ]
-            }
-            """)
+        let nats = try await NATSServerProcess.start(configuration: NATSServerProcess.fullAndBlindUsers)
         var cluster = ClusterOptions(servers: [nats.url])
         cluster.credentials = .userPassword(user: "full", password: "pw-full")
         cluster.snapshotEvery = 2

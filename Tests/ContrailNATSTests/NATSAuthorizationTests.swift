@@ -90,13 +90,8 @@ struct NATSAuthorizationTests {
         return try await NATSConnection.connect(options)
     }
 
-    /// The server answers what a connection publishes: the connection is past the handshake.
     func roundTrip(_ connection: NATSConnection) async throws {
-        let subscription = try await connection.subscribe("auth.check")
-        try await connection.publish("auth.check", payload: Array("hi".utf8))
-        var iterator = subscription.messages.makeAsyncIterator()
-        let message = try await withTimeout(.seconds(10)) { await iterator.next() }
-        #expect(message?.payload == Array("hi".utf8))
+        try await natsRoundTrip(connection)
     }
 
     @Test func aUserAndPasswordOpenANATSWithUsersAndAWrongPasswordIsATypedError() async throws {
@@ -281,4 +276,13 @@ final class LogLines: Sendable {
     private let lines = SanitizerVisibleMutex<[String]>([])
     func append(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
+}
+
+/// The server answers what a connection publishes: the connection is past the handshake.
+func natsRoundTrip(_ connection: NATSConnection) async throws {
+    let subscription = try await connection.subscribe("auth.check")
+    try await connection.publish("auth.check", payload: Array("hi".utf8))
+    var iterator = subscription.messages.makeAsyncIterator()
+    let message = try await withTimeout(.seconds(30)) { await iterator.next() }
+    #expect(message?.payload == Array("hi".utf8))
 }

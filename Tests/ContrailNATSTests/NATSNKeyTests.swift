@@ -160,11 +160,7 @@ struct NATSNKeyServerTests {
     }
 
     func roundTrip(_ connection: NATSConnection) async throws {
-        let subscription = try await connection.subscribe("nkey.check")
-        try await connection.publish("nkey.check", payload: Array("hi".utf8))
-        var iterator = subscription.messages.makeAsyncIterator()
-        let message = try await withTimeout(.seconds(30)) { await iterator.next() }
-        #expect(message?.payload == Array("hi".utf8))
+        try await natsRoundTrip(connection)
     }
 
     func refusal(_ nats: NATSServerProcess, _ credentials: NATSCredentials) async -> NATSError? {
