@@ -10,8 +10,9 @@ import Foundation
 /// `Nats-Msg-Id`); every server applies the subject's messages one by one in sequence order to its
 /// in-memory replica, a ``ScopeStore`` with its ``ScopeCore`` (the apply is deterministic, so all
 /// copies agree), which broadcasts to this server's sessions and, for a server's own message,
-/// replies to its session — after JetStream acknowledged the publish. A publish that lost the race (error 10071) catches up and
-/// is published again. Group commit: one publish is in flight per scope; the change sets that
+/// replies to its session — after JetStream acknowledged the publish (a server's own message stored
+/// right after what it applied is applied from the bytes it published, not read back). A publish
+/// that lost the race (error 10071) catches up and is published again. Group commit: one publish is in flight per scope; the change sets that
 /// arrive meanwhile go out together as the next message (``ClusterEntry/batch(_:)``). Every
 /// `snapshotEvery` own change sets the state is written to the snapshot bucket and the log is
 /// trimmed behind the snapshot before it.
@@ -179,8 +180,10 @@ actor ClusterScope: HostedScope {
             let id = UUID().uuidString
             origins[id] = batch.map { ($0.outbox, $0.message) }
             let sequence: UInt64
+            let payload = ClusterEntry.batchPayload(batch.map(\.payload))
+            let format = count > 1 ? 2 : 1
             do throws(NATSError) {
-                sequence = try await append(ClusterEntry.batchPayload(batch.map(\.payload)), id: id, format: count > 1 ? 2 : 1)
+                sequence = try await append(payload, id: id, format: format)
             } catch {
                 guard let origins = origins.removeValue(forKey: id) else { continue }
                 log.write("cluster.append_failed", level: .error, scope: name, "scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
@@ -196,8 +199,21 @@ actor ClusterScope: HostedScope {
                 ownSinceSnapshot = 0
                 snapshotDue = true
             }
-            // Stored: the replies go out when it is applied, by this catch-up or a later one.
-            do throws(NATSError) { try await catchUp(through: sequence) } catch { catchUpFailed(error) }
+            // Stored right after what this server applied (no other server's message between): apply
+            // the bytes just published, as every server does from the log, without reading them back
+            // (a NATS round trip, a JSON response and base64 less per batch).
+            if sequence == applied + 1, !passRunning, origins[id] != nil {
+                var headers = [(NATSHeaders.messageID, id)]
+                if format > 1 { headers.append((ClusterLogFormat.header, String(format))) }
+                apply(StoredMessage(subject: subject, sequence: sequence, headers: NATSHeaders(headers), payload: payload))
+            }
+            // Stored: the replies go out when it is applied, by this catch-up or a later one (the
+            // pass also writes a snapshot when one is due).
+            do throws(NATSError) {
+                if snapshotDue, applied >= sequence { try await catchUp() } else { try await catchUp(through: sequence) }
+            } catch {
+                catchUpFailed(error)
+            }
             let applied = queueWaiters
             queueWaiters = []
             for waiter in applied { waiter.resume() }
