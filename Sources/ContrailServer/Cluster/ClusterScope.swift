@@ -164,10 +164,10 @@ actor ClusterScope: HostedScope {
     private func commit() async {
         while !queued.isEmpty {
             // Batches are log format 2: one change set per message while a live server reads only 1.
-            let format = await link.writeFormat
+            let writeFormat = await link.writeFormat
             var count = 0
             var bytes = 0
-            while count < queued.count, count == 0 || (format >= 2 && bytes + queued[count].payload.count <= link.options.maxBatchBytes) {
+            while count < queued.count, count == 0 || (writeFormat >= 2 && bytes + queued[count].payload.count <= link.options.maxBatchBytes) {
                 bytes += queued[count].payload.count + 1
                 count += 1
             }
