@@ -246,18 +246,17 @@ struct NATSNKeyServerTests {
 /// `handshake_first` NATS servers (`tls { handshake_first: true }`): TLS before `INFO`.
 @Suite(.timeLimit(.minutes(5)))
 struct NATSTLSFirstTests {
-    /// A fake server that expects the TLS handshake before anything, then sends `INFO` and answers the
-    /// first `PING` with `PONG` (what nats-server 2.10's `handshake_first` does).
-    func tlsFirstServer() async throws -> (UInt16, TCPServer) {
-        let context = try TLSServerContext(certificateChainPath: TLSFixtures.path("server.pem"),
-                                           privateKeyPath: TLSFixtures.path("server-key.pem"))
+    /// A fake server that expects the TLS handshake before anything, then sends `INFO` and answers
+    /// each `PING` with `PONG` (what nats-server 2.10's `handshake_first` does): a plain fake NATS
+    /// that greets at once, behind the Python TLS terminator (which connects to it only after the
+    /// client's TLS handshake). Returns the terminator's port.
+    func tlsFirstServer() async throws -> (UInt16, TCPServer, ChildProcess) {
         let server = TCPServer()
-        let port = try await server.start()
+        let backend = try await server.start()
         let info = #"{"server_id":"FAKE","version":"2.10.7","max_payload":1048576,"headers":true,"tls_required":true}"#
         Task {
             for await connection in server.connections {
                 Task {
-                    guard let session = try? context.makeSession(), await connection.startSecurity(session) else { return }
                     try? await connection.send(Array("INFO \(info)\r\n".utf8))
                     var text = ""
                     while let bytes = try? await connection.receive() {
@@ -270,7 +269,8 @@ struct NATSTLSFirstTests {
                 }
             }
         }
-        return (port, server)
+        let (terminator, ports) = try await TLSFixtures.terminator(backendPort: backend, certificates: ["server"])
+        return (ports["server"]!, server, terminator)
     }
 
     func options(_ port: UInt16, first: Bool) -> NATSOptions {
@@ -282,7 +282,7 @@ struct NATSTLSFirstTests {
     }
 
     @Test func aTLSFirstClientConnectsAndAPlainFirstClientGetsNoINFO() async throws {
-        let (port, server) = try await tlsFirstServer()
+        let (port, server, terminator) = try await tlsFirstServer()
         var first = options(port, first: true)
         first.connectTimeout = .seconds(30)  // a bound for a loaded machine, not what is tested
         let connection = try await NATSConnection.connect(first)
@@ -297,6 +297,7 @@ struct NATSTLSFirstTests {
         } catch {
             guard case .connectionFailed = error else { Issue.record("\(error)"); return }
         }
+        await terminator.kill()
         await server.stop()
     }
 
