@@ -38,11 +38,19 @@ enum ServeCommand {
       --nats-replicas N       copies JetStream keeps of the log and snapshots (default 1; 3 in a
                               three-node NATS cluster)
       --nats-credentials FILE for a NATS that requires authorization: a file of NAME=value lines,
-                              CONTRAIL_NATS_USER and CONTRAIL_NATS_PASSWORD, or CONTRAIL_NATS_TOKEN.
-                              Without it, those environment variables, if set. Never in the URL.
+                              CONTRAIL_NATS_USER and CONTRAIL_NATS_PASSWORD, or CONTRAIL_NATS_TOKEN;
+                              a file holding an nkey seed (SU...); or a NATS .creds file (user JWT
+                              and nkey seed). Without it, those environment variables, if set.
+                              Never in the URL; a file other users may read is refused.
       --nats-ca FILE          TLS to NATS (also for nats:// URLs), the server's certificate verified
                               with this PEM bundle of CA certificates; tls://host:port URLs alone
                               use the system's roots
+      --nats-tls-first        TLS before the server's INFO, for NATS servers configured with
+                              tls { handshake_first: true } (implies TLS)
+      --nats-log-format N     the newest log entry format this server reads and writes (1: one
+                              change set per log message; 2, the default: group-commit batches
+                              too); it writes the lowest format any live server reads. Give 1
+                              while servers from before batches still run (README: rolling upgrade)
       --session-expiry SECS   end sessions idle for this long (default 600)
       --max-waiting-bytes N   most memory (estimated) of sessions waiting for their clients to
                               come back; past it the longest-waiting end first (default 536870912)
@@ -250,6 +258,14 @@ enum ServeCommand {
                 }
             case "--nats-credentials": natsCredentialsFile = try value(flag)
             case "--nats-ca": natsCA = try value(flag)
+            case "--nats-log-format":
+                guard options.cluster != nil else { throw CLIError.usage("--nats-log-format needs --nats first\n\n\(help)") }
+                let format = try number(flag, Int.self)
+                guard (1...2).contains(format) else { throw CLIError.usage("--nats-log-format: \(format) is not 1 or 2\n\n\(help)") }
+                options.cluster?.logFormat = format
+            case "--nats-tls-first":
+                guard options.cluster != nil else { throw CLIError.usage("--nats-tls-first needs --nats first\n\n\(help)") }
+                options.cluster?.tlsHandshakeFirst = true
             case "--nats-replicas":
                 guard options.cluster != nil else { throw CLIError.usage("--nats-replicas needs --nats first\n\n\(help)") }
                 options.cluster?.replicas = max(1, try number(flag, Int.self))

@@ -2,7 +2,7 @@ import ContrailSupport
 import Foundation
 
 /// A client connection to NATS over TCP (TLS after the server's `INFO` for `tls://` servers or with
-/// `NATSOptions.tls`) on the shared event loop: the core protocol
+/// `NATSOptions.tls`, TLS first with `NATSOptions.tlsHandshakeFirst`) on the shared event loop: the core protocol
 /// with headers (`PUB`/`HPUB`, `SUB`/`UNSUB`, `MSG`/`HMSG`, `PING`/`PONG`, `-ERR`), request/reply over
 /// one wildcard inbox, and reconnection across several servers (subscriptions are restored).
 ///
@@ -357,7 +357,7 @@ public actor NATSConnection {
     private static func handshake(_ server: NATSServerURL, options: NATSOptions) async throws(NATSError)
         -> (TCPConnection, NATSServerInfo, NATSParser)
     {
-        let wantsTLS = server.isSecure || options.tls != nil
+        let wantsTLS = server.isSecure || options.tls != nil || options.tlsHandshakeFirst
         var session: TLSSession?
         if wantsTLS {
             // Made before connecting: loading the CA bundle blocks, so it happens off the loop.
@@ -376,7 +376,12 @@ public actor NATSConnection {
         }
         var parser = NATSParser()
         do throws(NATSError) {
-            guard case .info(let json) = try await nextOperation(tcp, &parser, tls: nil) else {
+            if options.tlsHandshakeFirst, let session {
+                // `handshake_first` servers: TLS before anything, INFO comes through it.
+                guard await tcp.startSecurity(session) else { throw .tls(.handshakeFailed("\(server) closed before the TLS handshake")) }
+            }
+            let early = options.tlsHandshakeFirst ? session : nil
+            guard case .info(let json) = try await nextOperation(tcp, &parser, tls: early) else {
                 throw .protocolViolation("the server did not start with INFO")
             }
             let info: NATSServerInfo
@@ -384,7 +389,7 @@ public actor NATSConnection {
                 throw .protocolViolation("unreadable INFO: \(error)")
             }
             guard info.headers == true else { throw .connectionFailed("\(server) does not support headers (NATS 2.2 or later needed)") }
-            if let session {
+            if let session, !options.tlsHandshakeFirst {
                 // The server sent INFO in plaintext and waits for the client's TLS handshake on the same
                 // socket; CONNECT (with the credentials) goes encrypted. Plaintext after INFO would pass
                 // as if it came through TLS: refused.
@@ -394,7 +399,7 @@ public actor NATSConnection {
                 guard parser.bufferedByteCount == 0, await tcp.startSecurity(session) else {
                     throw .protocolViolation("\(server) sent more than INFO before the TLS handshake")
                 }
-            } else if info.tlsRequired == true {
+            } else if session == nil, info.tlsRequired == true {
                 throw .tlsRequired(server.description)
             }
             parser.maxPayload = max(info.maxPayload, 1) + 64 * 1024
@@ -403,7 +408,7 @@ public actor NATSConnection {
                 "lang": "swift", "version": "0.1", "name": options.name, "echo": true,
             ]
             // Sent whether or not INFO says `auth_required`: a server without authorization ignores them.
-            for (key, value) in options.credentials.connectFields { connect[key] = value }
+            for (key, value) in try options.credentials.connectFields(nonce: info.nonce) { connect[key] = value }
             let body = (try? JSONSerialization.data(withJSONObject: connect, options: [.sortedKeys])) ?? Data()
             do {
                 try await tcp.send(Array("CONNECT ".utf8) + Array(body) + Array("\r\nPING\r\n".utf8))

@@ -1,5 +1,6 @@
 /// How a connection proves itself to a NATS server that requires authorization: a user and
-/// password, or a token, sent in the `CONNECT` line. Never part of a URL (a URL shows in process
+/// password, a token, an nkey (the server's nonce signed with its seed) or a user JWT with its
+/// nkey (NATS decentralised auth, a `.creds` file), sent in the `CONNECT` line. Never part of a URL (a URL shows in process
 /// lists and logs): they come from a file or the environment (`environment(_:)`, `parsing(_:)`).
 ///
 /// Its descriptions and mirror name the kind and the user, never the password or token.
@@ -10,6 +11,11 @@ public enum NATSCredentials: Sendable, Equatable, CustomStringConvertible, Custo
     case userPassword(user: String, password: String)
     /// `auth_token` in `CONNECT`.
     case token(String)
+    /// An nkey seed (`SU…`): `CONNECT` carries its public key and its signature of the server's nonce.
+    case nkey(seed: String)
+    /// A user JWT and the seed of the nkey it names (a `.creds` file): `CONNECT` carries the JWT and
+    /// the signature of the server's nonce.
+    case userJWT(jwt: String, seed: String)
 
     /// The environment variable holding a token.
     public static let tokenVariable = "CONTRAIL_NATS_TOKEN"
@@ -27,14 +33,23 @@ public enum NATSCredentials: Sendable, Equatable, CustomStringConvertible, Custo
                  source: "the environment")
     }
 
-    /// The credentials in a file of `NAME=value` lines with the environment variables' names (the
-    /// shape of a systemd `EnvironmentFile`; `#` starts a comment line, blank lines are skipped,
-    /// the value is everything after the first `=`, quotes are not removed). O(length).
+    /// The credentials in a file: a NATS `.creds` file (a `BEGIN NATS USER JWT` block and a
+    /// `BEGIN USER NKEY SEED` block), a file holding one nkey seed (`SU…`), or `NAME=value` lines
+    /// with the environment variables' names (the shape of a systemd `EnvironmentFile`; `#` starts
+    /// a comment line, blank lines are skipped, the value is everything after the first `=`,
+    /// quotes are not removed). O(length).
     /// - Throws: `invalidCredentials` for an unknown name, a line without `=`, an incomplete or
-    ///   ambiguous set, or a file that names none.
+    ///   ambiguous set, a file that names none, a malformed seed or a `.creds` file without its JWT
+    ///   or seed (the message never holds a secret).
     public static func parsing(_ text: String) throws(NATSError) -> NATSCredentials {
+        if text.contains("BEGIN NATS USER JWT") { return try parsingCreds(text) }
+        let trimmed = text.trimmingSpaces()
+        if trimmed.hasPrefix("SU"), !trimmed.contains("=") {
+            _ = try NKey(seedText: trimmed)
+            return .nkey(seed: trimmed)
+        }
         var values: [String: String] = [:]
-        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
             let trimmed = String(line).trimmingSpaces()
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
@@ -54,6 +69,24 @@ public enum NATSCredentials: Sendable, Equatable, CustomStringConvertible, Custo
         return credentials
     }
 
+    /// A `.creds` file: the line after `BEGIN NATS USER JWT` is the JWT, the line after
+    /// `BEGIN USER NKEY SEED` the seed.
+    private static func parsingCreds(_ text: String) throws(NATSError) -> NATSCredentials {
+        let lines = text.split(whereSeparator: \.isNewline).map { String($0).trimmingSpaces() }.filter { !$0.isEmpty }
+        func block(_ marker: String) -> String? {
+            guard let start = lines.firstIndex(where: { $0.hasPrefix("---") && $0.contains(marker) }), start + 1 < lines.count,
+                  !lines[start + 1].hasPrefix("---") else { return nil }
+            return lines[start + 1]
+        }
+        guard let jwt = block("BEGIN NATS USER JWT"), jwt.split(separator: ".").count == 3 else {
+            throw .invalidCredentials("the .creds file has no user JWT")
+        }
+        guard let seed = block("BEGIN USER NKEY SEED") else { throw .invalidCredentials("the .creds file has no nkey seed") }
+        let key = try NKey(seedText: seed)
+        guard key.role == .user else { throw .invalidCredentials("the .creds file's seed is not a user's (SU…)") }
+        return .userJWT(jwt: jwt, seed: seed)
+    }
+
     private static func make(token: String?, user: String?, password: String?, source: String) throws(NATSError) -> NATSCredentials {
         for (name, value) in [(tokenVariable, token), (userVariable, user), (passwordVariable, password)] where value?.isEmpty == true {
             throw .invalidCredentials("\(name) in \(source) is empty")
@@ -68,21 +101,38 @@ public enum NATSCredentials: Sendable, Equatable, CustomStringConvertible, Custo
         }
     }
 
-    /// The members this adds to `CONNECT`.
-    var connectFields: [String: String] {
+    /// The members this adds to `CONNECT`, answering the server's `nonce` (an nkey signs it).
+    /// - Throws: `invalidCredentials` for a malformed seed; `authorizationFailed` when an nkey is
+    ///   given and the server sent no nonce (it does not do nkey authorization).
+    func connectFields(nonce: String?) throws(NATSError) -> [String: String] {
         switch self {
-        case .none: [:]
-        case .userPassword(let user, let password): ["user": user, "pass": password]
-        case .token(let token): ["auth_token": token]
+        case .none: return [:]
+        case .userPassword(let user, let password): return ["user": user, "pass": password]
+        case .token(let token): return ["auth_token": token]
+        case .nkey(let seed):
+            let key = try NKey(seedText: seed)
+            return ["nkey": key.publicKey, "sig": try Self.sign(nonce, with: key)]
+        case .userJWT(let jwt, let seed):
+            return ["jwt": jwt, "sig": try Self.sign(nonce, with: try NKey(seedText: seed))]
         }
     }
 
-    /// What they are, without the secret: "none", "user 'alice' with a password", "a token".
+    private static func sign(_ nonce: String?, with key: NKey) throws(NATSError) -> String {
+        guard let nonce else {
+            throw .authorizationFailed("an nkey was given but the server sent no nonce to sign (it does not use nkeys)")
+        }
+        return try key.signature(Array(nonce.utf8))
+    }
+
+    /// What they are, without the secret: "none", "user 'alice' with a password", "a token", "an nkey
+    /// seed", "a user JWT with its nkey seed".
     public var description: String {
         switch self {
         case .none: "none"
         case .userPassword(let user, _): "user '\(user)' with a password"
         case .token: "a token"
+        case .nkey: "an nkey seed"
+        case .userJWT: "a user JWT with its nkey seed"
         }
     }
 

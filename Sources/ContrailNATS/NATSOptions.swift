@@ -2,12 +2,17 @@
 public struct NATSOptions: Sendable {
     /// The servers to try, in order; on losing one the connection moves to the next.
     public var servers: [NATSServerURL]
-    /// The user and password or token sent in `CONNECT` (none by default); on every reconnect too.
+    /// The user and password, token, nkey or user JWT sent in `CONNECT` (none by default); on every
+    /// reconnect too.
     public var credentials: NATSCredentials = .none
     /// TLS to every server, verified with this configuration (CA bundle, pins) against the URL's host;
     /// nil: TLS only to `tls://` servers, verified with the system's roots. A server that does not offer
     /// TLS when it is wanted is refused (no silent downgrade).
     public var tls: TLSClientConfiguration? = nil
+    /// TLS before the server's `INFO`, for servers configured with `tls { handshake_first: true }`
+    /// (they send nothing until the client's TLS handshake). Implies TLS to every server (verified with
+    /// `tls`, or the system's roots when nil). A plain server never answers it: the connect times out.
+    public var tlsHandshakeFirst = false
     /// The client name the server shows in its monitoring.
     public var name: String = "contrail"
     /// How long one TCP connect plus the INFO/CONNECT/PING handshake may take.

@@ -18,6 +18,8 @@ public struct NATSServerInfo: Sendable, Decodable, Equatable {
     public var tlsRequired: Bool?
     /// Whether the server accepts TLS without requiring it (`allow_non_tls`).
     public var tlsAvailable: Bool?
+    /// The random text to sign with an nkey in `CONNECT` (sent when the server accepts nkeys or JWTs).
+    public var nonce: String?
     /// Other cluster members' client URLs, if any.
     public var connectURLs: [String]?
 
@@ -32,5 +34,6 @@ public struct NATSServerInfo: Sendable, Decodable, Equatable {
         case tlsRequired = "tls_required"
         case tlsAvailable = "tls_available"
         case connectURLs = "connect_urls"
+        case nonce
     }
 }

@@ -65,5 +65,7 @@ public struct NATSServerURL: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension String {
-    func trimmingSpaces() -> String { self[...].trimming(" \t\r\n") }
+    /// Without spaces, tabs, CRs and LFs at either end: lone "\n" and "\r", and "\r\n", which Swift
+    /// counts as one Character equal to neither.
+    func trimmingSpaces() -> String { self[...].trimming(" \t\n\r" + "\r\n") }
 }

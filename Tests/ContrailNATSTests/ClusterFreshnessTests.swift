@@ -70,14 +70,7 @@ struct ClusterFreshnessTests {
     /// subjects) still applies another server's change, by its periodic catch-up while a session
     /// is subscribed; one with a periodic catch-up of an hour has not by then (the control).
     @Test func withNoWakeUpAtAllThePeriodicCatchUpBringsTheChange() async throws {
-        let nats = try await NATSServerProcess.start(configuration: """
-            authorization {
-              users = [
-                {user: "full", password: "pw-full"}
-                {user: "blind", password: "pw-blind", permissions: {subscribe: {deny: ["contrail.scope.>"]}}}
-              ]
-            }
-            """)
+        let nats = try await NATSServerProcess.start(configuration: NATSServerProcess.fullAndBlindUsers)
         func makeServer(_ user: String, catchUpInterval: Duration) throws -> ContrailServer {
             var options = ServerOptions()
             options.log = nil

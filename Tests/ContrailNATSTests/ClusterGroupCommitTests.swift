@@ -40,9 +40,7 @@ struct ClusterGroupCommitTests {
             return try ContrailServer(options: options)
         }
         func replica(_ server: ContrailServer) async throws -> (Client, Deck) {
-            var options = ClientOptions()
-            options.replyTimeout = .seconds(60)
-            return try await deckReplica(server.connector(), options: options)
+            try await patientDeckReplica(server)
         }
         let writing = try makeServer()
         let reading = try makeServer()

@@ -1,4 +1,5 @@
 import Contrail
+import ContrailServer
 import ContrailTestSupport
 
 /// A client syncing a fresh "Deck" scope through `connector` (a server's in-process connector),
@@ -9,6 +10,15 @@ func deckReplica(_ connector: any SyncConnector, options: ClientOptions = Client
     let deck = Deck()
     scope.root = deck
     return (try await Client.sync(scope, connector: connector, options: options), deck)
+}
+
+/// A deck replica of `server` whose client waits up to 60 s for replies (a loaded machine, many
+/// writers at once).
+@MainActor
+func patientDeckReplica(_ server: ContrailServer) async throws -> (Client, Deck) {
+    var options = ClientOptions()
+    options.replyTimeout = .seconds(60)
+    return try await deckReplica(server.connector(), options: options)
 }
 
 /// The same over WebSocket, to a `contrail serve` child process at `url`.

@@ -17,6 +17,9 @@ struct NATSCredentialsTests {
 
             """) == .userPassword(user: "alice", password: "p=a ss"))
         #expect(try NATSCredentials.parsing("CONTRAIL_NATS_TOKEN=t0k") == .token("t0k"))
+        // CRLF line ends (a file written on Windows): "\r\n" is one Character to Swift.
+        #expect(try NATSCredentials.parsing("CONTRAIL_NATS_USER=alice\r\nCONTRAIL_NATS_PASSWORD=pw\r\n")
+            == .userPassword(user: "alice", password: "pw"))
         #expect(try NATSCredentials.environment(["CONTRAIL_NATS_TOKEN": "t0k", "HOME": "/"]) == .token("t0k"))
         #expect(try NATSCredentials.environment(["CONTRAIL_NATS_USER": "bob", "CONTRAIL_NATS_PASSWORD": "pw"])
             == .userPassword(user: "bob", password: "pw"))
@@ -87,13 +90,8 @@ struct NATSAuthorizationTests {
         return try await NATSConnection.connect(options)
     }
 
-    /// The server answers what a connection publishes: the connection is past the handshake.
     func roundTrip(_ connection: NATSConnection) async throws {
-        let subscription = try await connection.subscribe("auth.check")
-        try await connection.publish("auth.check", payload: Array("hi".utf8))
-        var iterator = subscription.messages.makeAsyncIterator()
-        let message = try await withTimeout(.seconds(10)) { await iterator.next() }
-        #expect(message?.payload == Array("hi".utf8))
+        try await natsRoundTrip(connection)
     }
 
     @Test func aUserAndPasswordOpenANATSWithUsersAndAWrongPasswordIsATypedError() async throws {
@@ -278,4 +276,13 @@ final class LogLines: Sendable {
     private let lines = SanitizerVisibleMutex<[String]>([])
     func append(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
+}
+
+/// The server answers what a connection publishes: the connection is past the handshake.
+func natsRoundTrip(_ connection: NATSConnection) async throws {
+    let subscription = try await connection.subscribe("auth.check")
+    try await connection.publish("auth.check", payload: Array("hi".utf8))
+    var iterator = subscription.messages.makeAsyncIterator()
+    let message = try await withTimeout(.seconds(30)) { await iterator.next() }
+    #expect(message?.payload == Array("hi".utf8))
 }

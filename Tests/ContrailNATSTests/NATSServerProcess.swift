@@ -76,6 +76,17 @@ final class NATSServerProcess: Sendable {
         return try await start(storeDirectory: store, extra: ["-c", file])
     }
 
+    /// Users "full" (password "pw-full") and "blind" ("pw-blind", who may not subscribe to the
+    /// scopes' subjects: a cluster server connected as it gets no wake-up).
+    static let fullAndBlindUsers = """
+        authorization {
+          users = [
+            {user: "full", password: "pw-full"}
+            {user: "blind", password: "pw-blind", permissions: {subscribe: {deny: ["contrail.scope.>"]}}}
+          ]
+        }
+        """
+
     /// Kills the server and waits until it has exited (the store stays for `restart`).
     func stop() async {
         await kill()

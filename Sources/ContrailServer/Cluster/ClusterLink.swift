@@ -1,4 +1,5 @@
 import ContrailNATS
+import Foundation
 
 /// A server's one connection to NATS, shared by its scopes: connected on first use (and again
 /// after a failure, so a server that could not reach NATS keeps trying with each request), with
@@ -8,10 +9,20 @@ actor ClusterLink {
     struct Handles: Sendable {
         let jetStream: JetStream
         let snapshots: KeyValueBucket
+        /// The log format to write, as the log-format record said when this server registered.
+        let format: Int
     }
 
     let options: ClusterOptions
     private let log: ServerLog
+    /// This server's entry in the cluster's log-format record.
+    private let serverID = UUID().uuidString
+    /// The log format this server writes now: the lowest any live server reads (1 until the record
+    /// was read).
+    private(set) var writeFormat = 1
+    /// Refreshes this server's entry in the log-format record every `formatRefresh`.
+    private var formatRefresher: Task<Void, Never>?
+    private var formatFailures = 0
     private var connecting: Task<Result<Handles, NATSError>, Never>?
     /// The handles of the last connect that succeeded (for ``isConnected``, which must not wait).
     private var connected: Handles?
@@ -31,13 +42,22 @@ actor ClusterLink {
             task = connecting
         } else {
             let options = options
+            let serverID = serverID
             task = Task { () -> Result<Handles, NATSError> in
-                do throws(NATSError) { return .success(try await Self.connect(options)) } catch { return .failure(error) }
+                do throws(NATSError) { return .success(try await Self.connect(options, serverID: serverID)) } catch { return .failure(error) }
             }
             connecting = task
         }
         let result = await task.value
-        if case .success(let handles) = result { connected = handles }
+        if case .success(let handles) = result {
+            if formatRefresher == nil || connected?.jetStream.connection !== handles.jetStream.connection {
+                // A new connection (the first, or one replacing a closed one) registered while connecting.
+                formatRefresher?.cancel()
+                setWriteFormat(handles.format)
+                startFormatRefresher(handles)
+            }
+            connected = handles
+        }
         if case .failure(let error) = result {
             log.write("cluster.error", level: .error, "cluster: \(error)")
             if connecting == task { connecting = nil }
@@ -76,11 +96,46 @@ actor ClusterLink {
         }
     }
 
-    private static func connect(_ options: ClusterOptions) async throws(NATSError) -> Handles {
+    /// Refreshes this server's entry in the log-format record every `formatRefresh` (the first
+    /// registration is part of connecting); a failed refresh keeps the last format.
+    private func startFormatRefresher(_ handles: Handles) {
+        let options = options
+        let serverID = serverID
+        formatRefresher = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: options.formatRefresh)
+                do throws(NATSError) {
+                    let agreement = try await ClusterLogFormat.register(server: serverID, reads: options.logFormat,
+                                                                        lifetime: options.formatLifetime, now: Date(), in: handles.snapshots)
+                    guard let self else { return }
+                    await self.setWriteFormat(agreement.write)
+                } catch {
+                    guard let self else { return }
+                    await self.formatRefreshFailed(error)
+                }
+            }
+        }
+    }
+
+    private func setWriteFormat(_ format: Int) {
+        if format != writeFormat {
+            log.write("cluster.log_format", "cluster: writing log format \(format) (the lowest any live server reads; this one reads \(options.logFormat))")
+        }
+        writeFormat = format
+    }
+
+    /// Logs the first few failed refreshes (NATS down: the connection's own errors say the rest).
+    private func formatRefreshFailed(_ error: NATSError) {
+        formatFailures += 1
+        if formatFailures <= 3 { log.write("cluster.log_format_failed", level: .warning, "cluster: refreshing the log-format record: \(error)") }
+    }
+
+    private static func connect(_ options: ClusterOptions, serverID: String) async throws(NATSError) -> Handles {
         var natsOptions = NATSOptions(servers: options.servers)
         natsOptions.name = "contrail-serve"
         natsOptions.credentials = options.credentials
         natsOptions.tls = options.tls
+        natsOptions.tlsHandshakeFirst = options.tlsHandshakeFirst
         natsOptions.requestTimeout = options.requestTimeout
         let connection = try await NATSConnection.connect(natsOptions)
         do throws(NATSError) {
@@ -90,7 +145,14 @@ actor ClusterLink {
             stream.allowDirect = true
             _ = try await jetStream.createStream(stream)
             let snapshots = try await KeyValueBucket(jetStream: jetStream, name: options.snapshotBucket, replicas: options.replicas)
-            return Handles(jetStream: jetStream, snapshots: snapshots)
+            let agreement = try await ClusterLogFormat.register(server: serverID, reads: options.logFormat,
+                                                                lifetime: options.formatLifetime, now: Date(), in: snapshots)
+            if agreement.newerLive {
+                // Servers that read a newer format may be writing it until their next refresh sees
+                // this one: wait that out before reading any scope (a rollback or a late old server).
+                try? await Task.sleep(for: options.formatRefresh * 3 / 2)
+            }
+            return Handles(jetStream: jetStream, snapshots: snapshots, format: agreement.write)
         } catch {
             await connection.close()
             throw error
@@ -100,6 +162,9 @@ actor ClusterLink {
     /// Closes the connection; later calls fail with `closed`.
     func close() async {
         isClosed = true
+        formatRefresher?.cancel()
+        formatRefresher = nil
+        if let connected { await ClusterLogFormat.deregister(server: serverID, in: connected.snapshots) }
         if case .success(let handles)? = await connecting?.value { await handles.jetStream.connection.close() }
         connecting = nil
     }

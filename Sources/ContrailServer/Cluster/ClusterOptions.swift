@@ -3,14 +3,28 @@ import ContrailNATS
 /// How `contrail serve --nats` joins a cluster: every server of the cluster shares each scope
 /// through one JetStream stream (a subject per scope) and a key-value bucket of snapshots.
 public struct ClusterOptions: Sendable {
+    /// The newest log entry format this server reads and writes (`ClusterLogFormat`: 1 = one change
+    /// set per message, 2 = group-commit batches too). It writes the lowest format any live server
+    /// of the cluster reads. `contrail serve --nats-log-format 1` keeps a new server from writing
+    /// batches while servers from before them still run (they are not in the format record).
+    public var logFormat = 2
+    /// How often a server refreshes its entry in the cluster's log-format record (and learns the
+    /// format to write).
+    public var formatRefresh: Duration = .seconds(10)
+    /// How long an entry of the log-format record lives without a refresh (a server that stopped
+    /// without removing it, e.g. killed). Servers' wall clocks must agree within it.
+    public var formatLifetime: Duration = .seconds(60)
     /// The NATS servers to use (any of them; the client moves to the next on failure).
     public var servers: [NATSServerURL]
-    /// The user and password or token for a NATS that requires them (from a file or the
-    /// environment: `contrail serve --nats-credentials`, `CONTRAIL_NATS_*`; never in a URL).
+    /// The user and password, token, nkey seed or user JWT (`.creds`) for a NATS that requires them
+    /// (from a file or the environment: `contrail serve --nats-credentials`, `CONTRAIL_NATS_*`;
+    /// never in a URL).
     public var credentials: NATSCredentials = .none
     /// TLS to every NATS server, verified with this configuration (e.g. a private CA's bundle:
     /// `contrail serve --nats-ca FILE`); nil: TLS only to `tls://` URLs, with the system's roots.
     public var tls: TLSClientConfiguration? = nil
+    /// TLS before the NATS server's `INFO` (servers with `tls { handshake_first: true }`); implies TLS.
+    public var tlsHandshakeFirst = false
     /// Copies JetStream keeps of the log and the snapshots (3 in a three-node NATS cluster).
     public var replicas = 1
     /// A server writes a snapshot of a scope after this many of its own change sets, and trims
