@@ -73,6 +73,7 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
     }
 
     isolated deinit {
+        hub.queryFreed()
         for weak in buffers { weak.buffer?.finish() }
     }
 
