@@ -73,6 +73,7 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
     }
 
     isolated deinit {
+        hub.queryFreed()
         for weak in buffers { weak.buffer?.finish() }
     }
 
@@ -139,9 +140,9 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
     func update(_ objects: [ModelObject]) -> Bool { core.update(objects) }
 
     func deliver() {
-        guard let changes = core.found else { return }
+        let found = core.found
         core.found = nil
-        if changes.changesOrder {
+        if let changes = found, changes.changesOrder {
             registrar.willSet(self, keyPath: contentsKeyPath)
             registrar.didSet(self, keyPath: contentsKeyPath)
         }
@@ -150,7 +151,7 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
             registrar.willSet(self, keyPath: totalKeyPath)
             registrar.didSet(self, keyPath: totalKeyPath)
         }
-        guard !changes.isEmpty else { return }
+        guard let changes = found, !changes.isEmpty else { return }
         listeners.notify(changes)
         buffers.removeAll { $0.buffer == nil }
         for weak in buffers { weak.buffer?.push(changes) }

@@ -71,7 +71,7 @@ final class QueryCore {
             members[ObjectIdentifier(object)] = Member(entry: entry, object: object)
         }
         entries.sort(by: less)
-        tree = OrderStatisticTree(sorted: entries, capacity: 32, less: less)
+        tree = OrderStatisticTree(sorted: entries, capacity: 32, less: less, prefix: Entry.prefix)
         self.members = members
         self.window = window
         appliedWindow = window
@@ -125,25 +125,13 @@ final class QueryCore {
     /// asked for; returns whether there is something to deliver (`found`, `totalChanged`).
     /// O(k log n) for k objects, plus O(log n + window) when the changes reach the window.
     func update(_ objects: [ModelObject]) -> Bool {
+        if objects.count == 1, window == appliedWindow { return update(one: objects[0]) }
         // Where each object was and goes: O(log n) each, before anything moves.
         var stayed: [Item] = []
         var moving: [Item] = []
-        let isSingle = objects.count == 1
         for object in objects {
             var item = Item(object: object, old: members[ObjectIdentifier(object)]?.entry, new: currentEntry(object))
             guard item.old != nil || item.new != nil else { continue }
-            if isSingle, let old = item.old {
-                guard let new = item.new, isSamePlace(old, new) else {
-                    // One object that moves: removing and inserting it give its two indices.
-                    moving.append(item)
-                    break
-                }
-                if isPastWindow(old) {
-                    // One object that changed in place past the window's end: nothing shows it.
-                    if keepsKeys { members[ObjectIdentifier(object)]?.entry = new }
-                    return false
-                }
-            }
             if let old = item.old {
                 guard let index = tree.index(of: old) else { preconditionFailure("a query member is missing from its order") }
                 item.oldIndex = index
@@ -200,6 +188,56 @@ final class QueryCore {
         } else {
             found = allChanges(stayed: stayed, moving: moving, oldCount: oldCount)
         }
+        return found?.isEmpty == false || totalChanged
+    }
+
+    /// `update` for the common turn: one object changed and the window stayed. One member-table
+    /// lookup, no arrays: in place, it is looked up in the tree only when the window may show it;
+    /// moved, removing and inserting it give its two indices, and the window is edited only when one
+    /// of them lies before the window's end. O(log n), plus O(window) when the window changes.
+    private func update(one object: ModelObject) -> Bool {
+        let slot = members.index(forKey: ObjectIdentifier(object))
+        let old = slot.map { members.values[$0].entry }
+        let new = currentEntry(object)
+        totalChanged = false
+        found = nil
+        if let slot, let old, let new, isSamePlace(old, new) {
+            if keepsKeys { members.values[slot].entry = new }
+            // In place past the window's end: nothing shows it.
+            if isPastWindow(old) { return false }
+            guard let index = tree.index(of: old) else { preconditionFailure("a query member is missing from its order") }
+            let shownRange = shown == nil ? 0..<tree.count : appliedWindow ?? 0..<tree.count
+            guard shownRange.contains(index) else { return false }
+            var result = QueryChanges(oldCount: count, newCount: count)
+            result.updated.insert(index - shownRange.lowerBound)
+            found = result
+            return true
+        }
+        guard old != nil || new != nil else { return false }
+        let oldCount = tree.count
+        var item = Item(object: object, old: old, new: new)
+        if let old {
+            guard let at = tree.remove(old) else { preconditionFailure("a query member is missing from its order") }
+            item.oldIndex = at
+        }
+        if let new {
+            item.newIndex = tree.insert(new)
+            if let slot {
+                members.values[slot].entry = new
+            } else {
+                members[ObjectIdentifier(object)] = Member(entry: new, object: object)
+            }
+        } else if let slot {
+            members.remove(at: slot)
+        }
+        totalChanged = tree.count != oldCount
+        guard shown != nil, let end = appliedWindow?.upperBound else {
+            found = allChanges(stayed: [], moving: [item], oldCount: oldCount)
+            return found?.isEmpty == false || totalChanged
+        }
+        // Both places past the window's end: the window shows what it showed.
+        guard (old != nil && item.oldIndex < end) || (new != nil && item.newIndex < end) else { return totalChanged }
+        found = editWindow(item, oldCount: oldCount)
         return found?.isEmpty == false || totalChanged
     }
 

@@ -34,6 +34,12 @@ struct QueryEntry {
         self.object = object
     }
 
+    /// The entry's tree prefix (`OrderStatisticTree.prefix`): the tag and the encoded first key
+    /// without its lowest bit, which orders as `order` does where it differs.
+    static func prefix(_ entry: QueryEntry) -> UInt64 {
+        entry.key >> 1 | UInt64(entry.tag) << 63
+    }
+
     /// The strict total order of entries under `descending` (one flag per sort key, the first
     /// key's first) when the first key `isInline`: the encoded first key, then the other keys (from
     /// `keys`), then the uuid.

@@ -11,8 +11,13 @@ final class QueryHub {
     /// The host that owns this hub (a query may outlive it, and holds the hub).
     private weak var host: ModelObjectHost?
     private var queries: [WeakQuery] = []
-    /// Members reported since the last delivery, each once.
+    /// The member reported since the last delivery while it is the only one (the common turn: no
+    /// dictionary); once a second one is reported, every member is in `dirty` instead.
+    private var single: ModelObject?
+    /// Members reported since the last delivery, each once, when there are more than one.
     private var dirty: [ObjectIdentifier: ModelObject] = [:]
+    /// Whether a query was freed since the last flush (its entry in `queries` is gone).
+    private var hasFreed = false
     /// By class: the positions in `queries` of the queries that accept it. Rebuilt when `queries` changes.
     private var routes: [ObjectIdentifier: [Int]] = [:]
     private var isScheduled = false
@@ -30,8 +35,21 @@ final class QueryHub {
 
     /// Member `object` changed, joined or left. O(1).
     func changed(_ object: ModelObject) {
-        dirty[ObjectIdentifier(object)] = object
+        if dirty.isEmpty, single == nil || single === object {
+            single = object
+        } else {
+            if let first = single {
+                dirty[ObjectIdentifier(first)] = first
+                single = nil
+            }
+            dirty[ObjectIdentifier(object)] = object
+        }
         schedule()
+    }
+
+    /// A query was freed: the next flush drops it. O(1).
+    func queryFreed() {
+        hasFreed = true
     }
 
     /// Asks for an update at the end of this turn (a query's window moved).
@@ -46,25 +64,29 @@ final class QueryHub {
     /// windowed query whose window the changes reach.
     func flush() {
         isScheduled = false
+        let one = single
+        single = nil
         var objects: [ObjectIdentifier: ModelObject] = [:]
-        swap(&objects, &dirty)
-        let before = queries.count
-        queries.removeAll { $0.query == nil }
-        if queries.count != before { routes.removeAll() }
+        if !dirty.isEmpty { swap(&objects, &dirty) }
+        if hasFreed {
+            hasFreed = false
+            queries.removeAll { $0.query == nil }
+            routes.removeAll()
+        }
         guard !queries.isEmpty else {
             host?.watchesSets = false
             return
         }
         var updated: [any MaintainedQuery] = []
-        if objects.count == 1, let object = objects.values.first {
+        if let one {
             // One object (the common turn): each query that accepts its class, without batches.
-            let single = [object]
-            var routed = route(type(of: object))[...]
-            for (position, weak) in queries.enumerated() {
-                guard let query = weak.query else { continue }
+            let batch = [one]
+            var routed = route(type(of: one))[...]
+            for position in queries.indices {
+                guard let query = queries[position].query else { continue }
                 let isRouted = routed.first == position
                 if isRouted { routed.removeFirst() }
-                if query.update(isRouted ? single : []) { updated.append(query) }
+                if query.update(isRouted ? batch : []) { updated.append(query) }
             }
         } else {
             var batches = Array(repeating: [ModelObject](), count: queries.count)
