@@ -38,6 +38,9 @@ public struct ClientOptions: Sendable {
     /// Whether collections go as edits to a server that takes them (Protocol §8.24); off, they go
     /// whole with their bases, as to an original server (the fuzzer mixes both kinds of peer).
     package var sendsCollectionEdits = true
+    /// Whether consecutive pending change sets that may be merged go as one message
+    /// (``ChangeSetBatch``); off, every change set goes alone (the coalescing tests compare both).
+    package var coalescesChangeSets = true
 
     /// Default options.
     public init() {}
