@@ -8,8 +8,11 @@ import Foundation
 /// the queue, its id, its undo step, its state, its record in the fragment log; each is settled from
 /// the batch's reply as if it had been sent alone (``replies(to:)``).
 ///
-/// What is merged: change sets that are not atomic, call no procedure and carry no shared-text
-/// operations or counter deltas (``canJoin(_:)``), consecutive in the queue and never sent before,
+/// What is merged: change sets that are not atomic, call no procedure, carry no shared-text
+/// operations or counter deltas, add no object that has left the scope or is added again since,
+/// and are no longer on the scope's undo stack (``canJoin(_:in:)``: an undo replays the values a
+/// change set replaced, which only a change set settled on its own has rebased over remote
+/// edits, Protocol §8.3; a scope restored from a fragment log has no undo steps), consecutive in the queue and never sent before,
 /// into one non-atomic `ScopeSync` with a new id, up to ``maxMembers`` of them and within the
 /// server's limits. Their fragments are merged per object: a later
 /// `change` of an object overwrites the values of the object's last `change` in the batch (after
@@ -35,10 +38,21 @@ struct ChangeSetBatch {
     /// The merged fragment of each object.
     private var slot: [UUID: Int] = [:]
 
-    /// Whether `changeSet` may be merged with others (see the type's documentation).
-    static func canJoin(_ changeSet: ChangeSet) -> Bool {
-        !changeSet.isAtomic && changeSet.procedure == nil
-            && changeSet.fragments.allSatisfy { $0.textOperations == nil && $0.counterDeltas == nil }
+    /// Whether the change set of `entry` may be merged with others (see the type's documentation).
+    /// O(fragments + the scope's undo steps).
+    static func canJoin(_ entry: ChangeSetQueue.Entry, in queue: ChangeSetQueue) -> Bool {
+        let changeSet = entry.changeSet
+        guard !changeSet.isAtomic, changeSet.procedure == nil, let scope = changeSet.scope,
+              !scope.undoStack.contains(where: { $0 === changeSet }) else { return false }
+        return changeSet.fragments.allSatisfy { fragment in
+            guard fragment.textOperations == nil, fragment.counterDeltas == nil else { return false }
+            guard fragment.kind == .add else { return true }
+            // An object added and taken out again later (it left the scope, or another pending
+            // change set adds it again) could reach the server unreachable at the end of the batch
+            // and be refused there; it goes alone, as it was made.
+            guard let object = scope.object(for: fragment.uuid) else { return false }
+            return queue.addCount(of: object) == 1
+        }
     }
 
     /// The most change sets one batch merges.

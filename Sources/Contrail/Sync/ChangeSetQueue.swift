@@ -96,6 +96,9 @@ final class ChangeSetQueue {
         return entry
     }
 
+    /// How many queued change sets add `object`. O(1).
+    func addCount(of object: ModelObject) -> Int { byAdded[ObjectIdentifier(object)]?.count ?? 0 }
+
     /// Whether `entry` is in the queue.
     private func isQueued(_ entry: Entry) -> Bool { entry.order >= 0 }
 

@@ -613,26 +613,27 @@ public final class Session {
         guard let first = unsent.first, unsent.count > 1 else { return nil }
         let frozen = first.batch
         if frozen == nil {
-            guard options.coalescesChangeSets, !serverExtensions.isEmpty, ChangeSetBatch.canJoin(first.changeSet),
-                  let second = unsent.dropFirst().first, second.batch == nil, ChangeSetBatch.canJoin(second.changeSet) else { return nil }
+            guard options.coalescesChangeSets, !serverExtensions.isEmpty, ChangeSetBatch.canJoin(first, in: subscription.queue),
+                  let second = unsent.dropFirst().first, second.batch == nil, ChangeSetBatch.canJoin(second, in: subscription.queue)
+            else { return nil }
         }
         let maxFragments = min(serverLimits?.maxFragmentsPerMessage ?? 10_000, 10_000)
         var batch = ChangeSetBatch()
-        var outgoing: [[SyncFragment]] = []
+        var memberFragments: [[SyncFragment]] = []
         for entry in unsent {
             if let frozen {
                 guard entry.batch == frozen else { break }
             } else {
-                guard batch.count < ChangeSetBatch.maxMembers, entry.batch == nil, ChangeSetBatch.canJoin(entry.changeSet) else { break }
+                guard batch.count < ChangeSetBatch.maxMembers, entry.batch == nil, ChangeSetBatch.canJoin(entry, in: subscription.queue) else { break }
             }
             let fragments = outgoing(entry, of: subscription)
             guard batch.fragments.count + fragments.count <= maxFragments, batch.add(entry, outgoing: fragments) else { break }
-            outgoing.append(fragments)
+            memberFragments.append(fragments)
         }
         guard batch.count > 1 else { return nil }
         let probe = Message.scopeSync(ScopeSync(index: nextIndex, scopeIndex: scopeIndex, fragments: batch.fragments, changeSetID: UUID()))
         guard Self.overLimits(serverLimits, fragments: batch.fragments, message: probe) == nil else { return nil }
-        return (batch, outgoing)
+        return (batch, memberFragments)
     }
 
     /// Sends `batch` as one non-atomic `ScopeSync` under the id its members keep (a new one the
