@@ -223,6 +223,12 @@ final class ScopeSubscription {
                 scope.keepUnknown(property.name, hidden ? sent : nil, of: object.uuid)
             }
         }
+        // Remote the value the pending edits were made on (a fetch that finds the server where this
+        // replica left it), they already show what the rebase would reach: O(n), not O(holders × n).
+        if property.valueKind == .collection, let position = holder.positions[key],
+           Self.models(holder.changeSet.changes[position].old).map(\.uuid) == Self.models(remote).map(\.uuid) {
+            return nil
+        }
         return rebase(object, index, remote: remote, from: holder)
     }
 

@@ -749,7 +749,9 @@ public final class Session {
         let rejection = replies.first { !$0.isAccepted }?.error.map(ChangeSet.Rejection.refusedByServer)
         var complete = true
         for (fragment, fragmentReply) in zip(fragments, replies) {
-            if let modifications = fragmentReply.modifications, !modifications.isEmpty,
+            // A value the server answers with that is the one the change set sent (a merge that kept
+            // it) changes nothing here: no rebase of the change sets after it.
+            if let modifications = fragmentReply.modifications?.filter({ fragment.properties[$0.key] != $0.value }), !modifications.isEmpty,
                !subscription.applyModifications(modifications, to: fragment.uuid, after: entry) {
                 complete = false
             }
