@@ -15,6 +15,11 @@ final class ChangeSetQueue {
         let changeSet: ChangeSet
         /// The index of the `ScopeSync` that carries it on the current wire session, once sent.
         var index: Int?
+        /// The id of the batch it was sent in (``ChangeSetBatch``), once sent in one: it goes again
+        /// in that batch, under that id, after a reconnect.
+        var batch: UUID?
+        /// Its place in the queue's order (later change sets have higher numbers); -1 once removed.
+        fileprivate(set) var order = -1
         /// Where each key's change sits in `changeSet.changes`.
         let positions: [ChangeKey: Int]
         /// Objects this change set sends an `add` for: it holds every key of theirs, with no original
@@ -37,8 +42,6 @@ final class ChangeSetQueue {
                 scope?.object(for: fragment.uuid).map(ObjectIdentifier.init)
             })
         }
-
-        func holds(_ key: ChangeKey) -> Bool { positions[key] != nil || added.contains(key.object) }
 
         /// Whether the key is held through an `add` only (no change with an original).
         func holdsThroughAdd(_ key: ChangeKey) -> Bool { positions[key] == nil && added.contains(key.object) }
@@ -72,41 +75,72 @@ final class ChangeSetQueue {
     }
 
     private(set) var entries: [Entry] = []
+    /// The queued change sets holding each key through a change, oldest first.
+    private var byKey: [ChangeKey: [Entry]] = [:]
+    /// The queued change sets adding each object (holding all its keys), oldest first.
+    private var byAdded: [ObjectIdentifier: [Entry]] = [:]
+    private var nextOrder = 0
 
     var count: Int { entries.count }
     var isEmpty: Bool { entries.isEmpty }
 
-    /// Adds a change set at the end.
+    /// Adds a change set at the end. O(its changes).
     @discardableResult
     func append(_ changeSet: ChangeSet) -> Entry {
         let entry = Entry(changeSet)
+        entry.order = nextOrder
+        nextOrder += 1
         entries.append(entry)
+        for key in entry.positions.keys { byKey[key, default: []].append(entry) }
+        for object in entry.added { byAdded[object, default: []].append(entry) }
         return entry
     }
 
-    /// The oldest pending change set that holds `key`.
-    func firstHolder(of key: ChangeKey) -> Entry? {
-        entries.first { $0.holds(key) }
+    /// How many queued change sets add `object`. O(1).
+    func addCount(of object: ModelObject) -> Int { byAdded[ObjectIdentifier(object)]?.count ?? 0 }
+
+    /// Whether `entry` is in the queue.
+    private func isQueued(_ entry: Entry) -> Bool { entry.order >= 0 }
+
+    /// The queued change sets that hold `key`, oldest first, from the first one after `order`.
+    /// O(holders of the key).
+    private func holders(of key: ChangeKey, after order: Int) -> [Entry] {
+        let changing = byKey[key] ?? []
+        let adding = byAdded[key.object] ?? []
+        guard !adding.isEmpty else { return changing.filter { $0.order > order } }
+        guard !changing.isEmpty else { return adding.filter { $0.order > order } }
+        return (changing + adding).filter { $0.order > order }.sorted { $0.order < $1.order }
     }
 
-    /// `entry` and every later change set that holds `key`, oldest first.
+    /// The first queued change set after `order` that holds `key`. O(1) for the oldest holders.
+    private func firstHolder(of key: ChangeKey, after order: Int) -> Entry? {
+        let changing = byKey[key]?.first { $0.order > order }
+        let adding = byAdded[key.object]?.first { $0.order > order }
+        guard let changing, let adding else { return changing ?? adding }
+        return changing.order < adding.order ? changing : adding
+    }
+
+    /// The oldest pending change set that holds `key`. O(1).
+    func firstHolder(of key: ChangeKey) -> Entry? {
+        firstHolder(of: key, after: -1)
+    }
+
+    /// `entry` and every later change set that holds `key`, oldest first. O(holders of the key).
     func holders(of key: ChangeKey, from entry: Entry) -> [Entry] {
-        guard let position = entries.firstIndex(where: { $0 === entry }) else { return [] }
-        return entries[position...].filter { $0.holds(key) }
+        guard isQueued(entry) else { return [] }
+        return holders(of: key, after: entry.order - 1)
     }
 
     /// The first change set after `entry` that holds `key`.
     func holder(of key: ChangeKey, after entry: Entry) -> Entry? {
-        guard let position = entries.firstIndex(where: { $0 === entry }) else { return firstHolder(of: key) }
-        return entries[(position + 1)...].first { $0.holds(key) }
+        firstHolder(of: key, after: isQueued(entry) ? entry.order : -1)
     }
 
     /// Every key of `entry`'s changes that a change set after it holds: through a change of its
     /// own, or through an `add` of the key's object (which sends the current value).
     func keys(heldAfter entry: Entry) -> Set<ChangeKey> {
-        guard let position = entries.firstIndex(where: { $0 === entry }) else { return [] }
-        let later = entries[(position + 1)...]
-        return Set(entry.positions.keys.filter { key in later.contains { $0.holds(key) } })
+        guard isQueued(entry) else { return [] }
+        return Set(entry.positions.keys.filter { firstHolder(of: $0, after: entry.order) != nil })
     }
 
     /// Reverts `entry` locally: keys of the objects in `objects` (all when nil) go back to their
@@ -123,10 +157,19 @@ final class ChangeSetQueue {
         entry.changeSet.revert(excluding: later, onlyObjects: objects)
     }
 
-    /// Removes `entry` from the queue.
+    /// Removes `entry` from the queue. O(1) for the oldest (replies come in order), plus its keys.
     func remove(_ entry: Entry) {
-        // Usually the oldest (replies come in order): found at once.
-        if let position = entries.firstIndex(where: { $0 === entry }) { entries.remove(at: position) }
+        guard isQueued(entry), let position = entries.firstIndex(where: { $0 === entry }) else { return }
+        entries.remove(at: position)
+        for key in entry.positions.keys { Self.drop(entry, from: &byKey, key) }
+        for object in entry.added { Self.drop(entry, from: &byAdded, object) }
+        entry.order = -1
+    }
+
+    private static func drop<Key: Hashable>(_ entry: Entry, from index: inout [Key: [Entry]], _ key: Key) {
+        guard var list = index.removeValue(forKey: key) else { return }
+        if list.first === entry { list.removeFirst() } else { list.removeAll { $0 === entry } }
+        if !list.isEmpty { index[key] = list }
     }
 
     /// Forgets every send (a new wire session numbers from 1 again).

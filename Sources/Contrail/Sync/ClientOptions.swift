@@ -44,6 +44,10 @@ public struct ClientOptions: Sendable {
     /// `SyncError.stateTooLarge(limit:)`.
     public var maxMessageBytes = 16 << 20
 
+    /// Whether consecutive pending change sets that may be merged go as one message
+    /// (``ChangeSetBatch``); off, every change set goes alone (the coalescing tests compare both).
+    package var coalescesChangeSets = true
+
     /// Default options.
     public init() {}
 

@@ -584,24 +584,92 @@ public final class Session {
     private func pump(forcing forced: ScopeSubscription? = nil) {
         for subscription in subscriptions where subscription.isAttached && (subscription.mode.sends || subscription === forced) {
             guard let scopeIndex = subscription.scopeIndex else { continue }
-            for entry in subscription.queue.unsent {
+            var unsent = subscription.queue.unsent
+            while let entry = unsent.first {
                 guard inFlight < options.maxPendingMessages else { return }
-                send(entry, of: subscription, scopeIndex: scopeIndex)
+                if let (batch, outgoing) = batch(from: unsent, of: subscription, scopeIndex: scopeIndex) {
+                    unsent = unsent.dropFirst(batch.count)
+                    send(batch, outgoing: outgoing, of: subscription, scopeIndex: scopeIndex)
+                } else {
+                    unsent = unsent.dropFirst()
+                    send(entry, of: subscription, scopeIndex: scopeIndex)
+                }
             }
         }
     }
 
-    private func send(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, scopeIndex: Int) {
-        var fragments = subscription.fragments(of: entry)
-        // A server that does not merge shared values (§8.21) gets their plain values only.
-        if !serverExtensions.contains(SharedMerge.textExtension) || !serverExtensions.contains(SharedMerge.counterExtension) {
-            fragments = fragments.map { fragment in
-                var plain = fragment
-                if !serverExtensions.contains(SharedMerge.textExtension) { plain.textOperations = nil }
-                if !serverExtensions.contains(SharedMerge.counterExtension) { plain.counterDeltas = nil }
-                return plain
+    /// The fragments `entry` sends: the subscription's (root aliases resolved), with shared values
+    /// as plain values only for a server that does not merge them (§8.21).
+    private func outgoing(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription) -> [SyncFragment] {
+        let fragments = subscription.fragments(of: entry)
+        guard !serverExtensions.contains(SharedMerge.textExtension) || !serverExtensions.contains(SharedMerge.counterExtension) else {
+            return fragments
+        }
+        return fragments.map { fragment in
+            var plain = fragment
+            if !serverExtensions.contains(SharedMerge.textExtension) { plain.textOperations = nil }
+            if !serverExtensions.contains(SharedMerge.counterExtension) { plain.counterDeltas = nil }
+            return plain
+        }
+    }
+
+    /// The batch the oldest of `unsent` goes in (``ChangeSetBatch``), with each member's outgoing
+    /// fragments: the batch it was sent in before (the same members, to go under the same id), or
+    /// a new one of the change sets that may join, within the server's limits. Nil: it goes alone
+    /// (it may not join, the next one may not, coalescing is off, or the server is an original
+    /// Jetstream server). O(members' fragments).
+    private func batch(from unsent: ArraySlice<ChangeSetQueue.Entry>, of subscription: ScopeSubscription, scopeIndex: Int)
+        -> (ChangeSetBatch, [[SyncFragment]])? {
+        guard let first = unsent.first, unsent.count > 1 else { return nil }
+        let frozen = first.batch
+        if frozen == nil {
+            guard options.coalescesChangeSets, !serverExtensions.isEmpty, ChangeSetBatch.canJoin(first, in: subscription.queue),
+                  let second = unsent.dropFirst().first, second.batch == nil, ChangeSetBatch.canJoin(second, in: subscription.queue)
+            else { return nil }
+        }
+        let maxFragments = min(serverLimits?.maxFragmentsPerMessage ?? 10_000, 10_000)
+        var batch = ChangeSetBatch()
+        var memberFragments: [[SyncFragment]] = []
+        for entry in unsent {
+            if let frozen {
+                guard entry.batch == frozen else { break }
+            } else {
+                guard batch.count < ChangeSetBatch.maxMembers, entry.batch == nil, ChangeSetBatch.canJoin(entry, in: subscription.queue) else { break }
+            }
+            let fragments = outgoing(entry, of: subscription)
+            guard batch.fragments.count + fragments.count <= maxFragments, batch.add(entry, outgoing: fragments) else { break }
+            memberFragments.append(fragments)
+        }
+        guard batch.count > 1 else { return nil }
+        let probe = Message.scopeSync(ScopeSync(index: nextIndex, scopeIndex: scopeIndex, fragments: batch.fragments, changeSetID: UUID()))
+        guard Self.overLimits(serverLimits, fragments: batch.fragments, message: probe) == nil else { return nil }
+        return (batch, memberFragments)
+    }
+
+    /// Sends `batch` as one non-atomic `ScopeSync` under the id its members keep (a new one the
+    /// first time), and settles each member from the reply (``ChangeSetBatch/replies(to:outgoing:)``).
+    private func send(_ batch: ChangeSetBatch, outgoing: [[SyncFragment]], of subscription: ScopeSubscription, scopeIndex: Int) {
+        let id = batch.entries[0].batch ?? UUID.random()
+        let edits = options.sendsCollectionEdits && serverExtensions.contains(SyncFragment.collectionOpsExtension)
+        let sent = edits ? batch.fragments.map { $0.withCollectionEdits() } : batch.fragments
+        inFlight += 1
+        let index = request({ index in .scopeSync(ScopeSync(index: index, scopeIndex: scopeIndex, fragments: sent, changeSetID: id)) }) {
+            [weak self, weak subscription] reply in
+            guard let self else { return }
+            self.inFlight -= 1
+            guard let subscription else { return }
+            for (entry, (fragments, memberReply)) in zip(batch.entries, batch.replies(to: reply, outgoing: outgoing)) {
+                self.settle(entry, of: subscription, fragments: fragments, reply: memberReply)
             }
         }
+        for entry in batch.entries {
+            entry.batch = id
+            entry.index = index
+        }
+    }
+
+    private func send(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, scopeIndex: Int) {
+        let fragments = outgoing(entry, of: subscription)
         // Collections go as edits of their bases to a server that takes them (§8.24); the whole
         // fragments stay for settling the reply.
         let edits = options.sendsCollectionEdits && serverExtensions.contains(SyncFragment.collectionOpsExtension)
@@ -691,7 +759,9 @@ public final class Session {
         let rejection = replies.first { !$0.isAccepted }?.error.map(ChangeSet.Rejection.refusedByServer)
         var complete = true
         for (fragment, fragmentReply) in zip(fragments, replies) {
-            if let modifications = fragmentReply.modifications, !modifications.isEmpty,
+            // A value the server answers with that is the one the change set sent (a merge that kept
+            // it) changes nothing here: no rebase of the change sets after it.
+            if let modifications = fragmentReply.modifications?.filter({ fragment.properties[$0.key] != $0.value }), !modifications.isEmpty,
                !subscription.applyModifications(modifications, to: fragment.uuid, after: entry) {
                 complete = false
             }

@@ -23,11 +23,12 @@ import Foundation
 /// - `offline.N.broadcast.perEdit`: bytes a Contrail subscriber of the scope receives per edit
 ///   while the client settles. Baseline: the sender's bytes per edit.
 /// - `offline.N.settle`: seconds from reconnecting (a restored scope, a new `Client`) to every
-///   offline change set settled, and the subscriber holding the same state. Baseline: the same
-///   number of change sets that each set one number, made offline and settled the same way.
+///   offline change set settled (sent coalesced, ``ChangeSetBatch``), and the subscriber holding
+///   the same state. Baseline: seconds a fresh replica takes to fetch that final state.
 ///
 /// `CONTRAIL_BENCH_OFFLINE` (a comma-separated list of N, e.g. `1000,5000,50000`) replaces the
-/// offline sizes (1,000 and 5,000; 60 with `--smoke`).
+/// offline sizes (1,000 and 5,000; 60 with `--smoke`). With `CONTRAIL_BENCH_TRACE` set, each run
+/// prints when the sender settled, when the subscriber caught up, and the process's peak memory.
 @MainActor
 enum CollectionsBench {
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
@@ -109,9 +110,8 @@ enum CollectionsBench {
 
     // MARK: - Offline edits
 
-    /// One offline run: `adds` appends to one collection and `adds / 3` label changes (or, for
-    /// the baseline, as many changes of one number), each its own change set, logged; then the log
-    /// restored into a fresh scope and synced.
+    /// One offline run: `adds` appends to one collection and `adds / 3` label changes, each its own
+    /// change set, logged; then the log restored into a fresh scope and synced.
     struct OfflineRun {
         var edits = 0
         var logBytes = 0
@@ -119,24 +119,25 @@ enum CollectionsBench {
         var broadcastBytes = 0
         var stateBytes = 0
         var settleSeconds = 0.0
+        /// Seconds a fresh replica took to fetch the final state.
+        var fetchSeconds = 0.0
     }
 
     static func offline(adds: Int, directory: URL) async throws -> [BenchFigure] {
-        let edits = try await offlineRun(adds: adds, numbersOnly: false, directory: directory)
-        let numbers = try await offlineRun(adds: adds, numbersOnly: true, directory: directory)
+        let edits = try await offlineRun(adds: adds, directory: directory)
         let perEdit = { (bytes: Int) in Double(bytes) / Double(edits.edits) }
         return [
             BenchFigure(name: "offline.\(adds).log.perEdit", value: perEdit(edits.logBytes), unit: "bytes", baseline: perEdit(edits.stateBytes)),
             BenchFigure(name: "offline.\(adds).wire.perEdit", value: perEdit(edits.sentBytes), unit: "bytes", baseline: perEdit(edits.stateBytes)),
             BenchFigure(name: "offline.\(adds).broadcast.perEdit", value: perEdit(edits.broadcastBytes), unit: "bytes",
                         baseline: perEdit(edits.sentBytes)),
-            BenchFigure(name: "offline.\(adds).settle", value: edits.settleSeconds, unit: "s", baseline: numbers.settleSeconds),
+            BenchFigure(name: "offline.\(adds).settle", value: edits.settleSeconds, unit: "s", baseline: edits.fetchSeconds),
         ]
     }
 
-    static func offlineRun(adds: Int, numbersOnly: Bool, directory: URL) async throws -> OfflineRun {
+    static func offlineRun(adds: Int, directory: URL) async throws -> OfflineRun {
         let server = try makeServer(directory)
-        let name = "offline-\(adds)-\(numbersOnly ? "numbers" : "edits")"
+        let name = "offline-\(adds)"
         let logURL = directory.appending(path: "\(name).log")
         // Online first, so that the server and the log know the shelf.
         let scope = Scope(name: name)
@@ -156,23 +157,15 @@ enum CollectionsBench {
         var run = OfflineRun()
         var random = SplitMix64(seed: UInt64(adds))
         for index in 0..<adds {
-            if numbersOnly {
-                scope.modify { shelf.step += 1 }
-            } else {
-                scope.modify {
-                    let item = Item()
-                    item.label = "item \(index)"
-                    shelf.left.append(item)
-                }
+            scope.modify {
+                let item = Item()
+                item.label = "item \(index)"
+                shelf.left.append(item)
             }
             run.edits += 1
             if index % 3 == 2 {
-                if numbersOnly {
-                    scope.modify { shelf.step += 1 }
-                } else {
-                    let item = shelf.left[Int(random.next() % UInt64(shelf.left.count))]
-                    scope.modify { item.label = "changed \(index)" }
-                }
+                let item = shelf.left[Int(random.next() % UInt64(shelf.left.count))]
+                scope.modify { item.label = "changed \(index)" }
                 run.edits += 1
             }
         }
@@ -205,7 +198,9 @@ enum CollectionsBench {
         try await until(.seconds(600)) { watcher.stateJSON() == expected }
         run.settleSeconds = Stopwatch.seconds(ContinuousClock.now - started)
         if ProcessInfo.processInfo.environment["CONTRAIL_BENCH_TRACE"] != nil {
-            FileHandle.standardError.write(Data("offline \(name): sender settled after \(senderSettled) s, subscriber after \(run.settleSeconds) s\n".utf8))
+            let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+            let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? "VmHWM: unknown"
+            FileHandle.standardError.write(Data("offline \(name): sender settled after \(senderSettled) s, subscriber after \(run.settleSeconds) s, \(peak)\n".utf8))
         }
         run.sentBytes = counter.totals.sent
         run.broadcastBytes = watcherCounter.totals.received - watchedBefore
@@ -214,7 +209,9 @@ enum CollectionsBench {
         // The work was done: a fresh replica fetches every offline edit from the server.
         let fresh = Scope(name: name)
         fresh.root = Shelf()
+        let fetchStarted = ContinuousClock.now
         let check = try await Client.sync(fresh, connector: server.connector())
+        run.fetchSeconds = Stopwatch.seconds(ContinuousClock.now - fetchStarted)
         try await until(.seconds(120)) { fresh.stateJSON() == expected }
         await check.close()
         await client.close()

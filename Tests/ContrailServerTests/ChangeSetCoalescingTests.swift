@@ -1,0 +1,198 @@
+import Contrail
+import ContrailFuzz
+import ContrailServer
+import ContrailTestSupport
+import ContrailWebSocket
+import Foundation
+import Testing
+
+/// Coalescing of pending change sets (``ChangeSetBatch``, issue 30 item 2): a client that comes back
+/// with many pending change sets sends them in few messages, and the outcome is the one of sending
+/// them one by one: the same server state, the same local state, the same settled states, the same
+/// undo, atomic change sets applied whole or not at all. The histories run against another client's
+/// concurrent edits of the same collections and values.
+@MainActor
+@Suite struct ChangeSetCoalescingTests {
+    /// What one run ends with, as text that names items by label (both runs make the same items,
+    /// with different UUIDs).
+    struct Outcome: Equatable {
+        var server = ""
+        var local = ""
+        var states: [ChangeSet.State] = []
+        var afterUndo = ""
+        var serverAfterUndo = ""
+        var undoStates: [ChangeSet.State] = []
+    }
+
+    static func text(_ scope: Scope) -> String {
+        guard let shelf = scope.root as? Shelf else { return "no shelf" }
+        let items = { (list: [Item]) in list.map { "\($0.label)/\($0.count)" }.joined(separator: ",") }
+        return "\(shelf.title) \(shelf.step) [\(items(shelf.left))] [\(items(shelf.right))] \(shelf.featured?.label ?? "-")"
+    }
+
+    /// A random history of `steps` change sets made while the scope does not sync (appends, inserts,
+    /// removals, moves within and between collections, label and count writes, atomic change sets,
+    /// undos), and meanwhile another client's edits; then the scope syncs again. Returns the outcome
+    /// and how many `ScopeSync` messages the client sent for the history.
+    func run(seed: UInt64, steps: Int, coalescing: Bool, appendsOnly: Bool = false) async throws -> (Outcome, messages: Int) {
+        ModelRegistry.register(Shelf.self, Item.self)
+        let server = try ContrailServer(options: Wire.options())
+        let name = "coalesce-\(seed)"
+        let scope = Scope(name: name)
+        let shelf = Shelf()
+        scope.root = shelf
+        var options = ClientOptions()
+        options.coalescesChangeSets = coalescing
+        let counter = SyncCounter(base: server.connector())
+        let client = try await Client.sync(scope, connector: counter, options: options)
+        let session = try #require(client.session)
+        scope.modify {
+            shelf.left = (0..<6).map { index in
+                let item = Item()
+                item.label = "i\(index)"
+                return item
+            }
+        }
+        #expect(await eventually { session.pendingChangeSets == 0 })
+        let otherScope = Scope(name: name)
+        otherScope.root = Shelf()
+        let other = try await Client.sync(otherScope, connector: server.connector())
+        #expect(await eventually { (otherScope.root as? Shelf)?.left.count == 6 })
+
+        // Only the last four change sets stay undo steps (separate); the ones before may coalesce.
+        scope.historyLimit = 4
+        session.setMode(.syncOff, for: scope)
+        var random = SplitMix64(seed: seed)
+        func pick(_ count: Int) -> Int { Int(random.next() % UInt64(max(count, 1))) }
+        var made: [ChangeSet] = []
+        var created = 6
+        func newItem() -> Item {
+            let item = Item()
+            item.label = "i\(created)"
+            created += 1
+            return item
+        }
+        for step in 0..<steps {
+            var changeSet: ChangeSet?
+            switch appendsOnly ? random.next() % 2 : random.next() % 11 {
+            case 0, 1: changeSet = scope.modify { shelf.left.append(newItem()) }
+            case 2: changeSet = scope.modify { shelf.right.append(newItem()) }
+            case 3: changeSet = scope.modify { shelf.left.insert(newItem(), at: pick(shelf.left.count + 1)) }
+            case 4 where !shelf.left.isEmpty: changeSet = scope.modify { shelf.left.remove(at: pick(shelf.left.count)) }
+            case 5 where !shelf.left.isEmpty:
+                changeSet = scope.modify { shelf.right.append(shelf.left.remove(at: pick(shelf.left.count))) }
+            case 6 where shelf.left.count > 1:
+                changeSet = scope.modify { shelf.left.insert(shelf.left.remove(at: pick(shelf.left.count)), at: pick(shelf.left.count)) }
+            case 7 where !shelf.left.isEmpty:
+                let item = shelf.left[pick(shelf.left.count)]
+                changeSet = scope.modify { item.label += "'" }
+            case 8 where !shelf.right.isEmpty:
+                let item = shelf.right[pick(shelf.right.count)]
+                changeSet = scope.modifyAtomically { item.count += 1; shelf.step += 1 }
+            case 9: changeSet = scope.modify { shelf.title = "t\(step)" }
+            default: if scope.canUndo { changeSet = scope.undo() }
+            }
+            if let changeSet { made.append(changeSet) }
+        }
+        // Meanwhile, another client edits what the history edits too.
+        if let otherShelf = otherScope.root as? Shelf {
+            otherScope.modify {
+                otherShelf.title = "other"
+                otherShelf.left.first?.count = 7
+                let item = Item()
+                item.label = "other"
+                otherShelf.right.append(item)
+            }
+        }
+        #expect(await eventually { other.session?.pendingChangeSets == 0 })
+        let sentBefore = counter.syncs
+        session.setMode(.realtime, for: scope)
+        #expect(await eventually(.seconds(120)) { session.pendingChangeSets == 0 }, "seed \(seed)")
+        var outcome = Outcome()
+        outcome.local = Self.text(scope)
+        outcome.states = made.map(\.state)
+        let messages = counter.syncs - sentBefore
+        outcome.server = try await Self.fetched(name, from: server)
+        // Undo the last three steps: each is a change set of its own, whatever went in one message.
+        var undone: [ChangeSet] = []
+        for _ in 0..<3 where scope.canUndo {
+            if let changeSet = scope.undo() { undone.append(changeSet) }
+        }
+        #expect(await eventually(.seconds(120)) { session.pendingChangeSets == 0 }, "seed \(seed)")
+        outcome.afterUndo = Self.text(scope)
+        outcome.undoStates = undone.map(\.state)
+        outcome.serverAfterUndo = try await Self.fetched(name, from: server)
+        await other.close()
+        await client.close()
+        await server.stop()
+        return (outcome, messages)
+    }
+
+    /// The scope as a fresh replica fetches it from `server`.
+    static func fetched(_ name: String, from server: ContrailServer) async throws -> String {
+        let fresh = Scope(name: name)
+        fresh.root = Shelf()
+        let client = try await Client.sync(fresh, connector: server.connector())
+        let text = text(fresh)
+        await client.close()
+        return text
+    }
+
+    @Test(arguments: 1...30 as ClosedRange<UInt64>)
+    func coalescedHistoriesEndAsTheyDoOneByOne(seed: UInt64) async throws {
+        let (alone, aloneMessages) = try await run(seed: seed, steps: 40, coalescing: false)
+        let (batched, batchedMessages) = try await run(seed: seed, steps: 40, coalescing: true)
+        #expect(batched == alone, "seed \(seed)")
+        #expect(alone.server == alone.local, "seed \(seed): the uncoalesced run converged")
+        // Positive controls: the history went one message per change set alone, in fewer batched.
+        #expect(aloneMessages == alone.states.count, "seed \(seed)")
+        #expect(batchedMessages < aloneMessages, "seed \(seed): \(batchedMessages) messages for \(aloneMessages) change sets")
+    }
+
+    /// Hundreds of appends: one message for those that are no longer undo steps, one for each of the
+    /// last four, and the same outcome as one by one.
+    @Test func hundredsOfAppendsGoInFewMessages() async throws {
+        let (alone, aloneMessages) = try await run(seed: 99, steps: 300, coalescing: false, appendsOnly: true)
+        let (batched, batchedMessages) = try await run(seed: 99, steps: 300, coalescing: true, appendsOnly: true)
+        #expect(batched == alone)
+        #expect(aloneMessages == 300)
+        #expect(batchedMessages <= 5, "\(batchedMessages) messages")
+    }
+}
+
+/// A connector whose transports count the `ScopeSync` messages the client sends.
+final class SyncCounter: SyncConnector, Sendable {
+    private let base: any SyncConnector
+    private let count = SanitizerVisibleMutex(0)
+
+    init(base: any SyncConnector) { self.base = base }
+
+    var syncs: Int { count.withLock { $0 } }
+
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
+        Counted(base: try await base.connect(headers: headers), counter: self)
+    }
+
+    fileprivate func counted(_ frame: String) {
+        let syncs = frame.components(separatedBy: "\"type\":\"ScopeSync\"").count - 1
+        if syncs > 0 { count.withLock { $0 += syncs } }
+    }
+
+    private final class Counted: SyncTransport {
+        let base: any SyncTransport
+        let counter: SyncCounter
+        var frames: TypedAsyncStream<String, TransportClosed> { base.frames }
+
+        init(base: any SyncTransport, counter: SyncCounter) {
+            self.base = base
+            self.counter = counter
+        }
+
+        func send(_ frame: String) async throws(TransportClosed) {
+            counter.counted(frame)
+            try await base.send(frame)
+        }
+
+        func close(code: UInt16, reason: String) async { await base.close(code: code, reason: reason) }
+    }
+}
