@@ -151,6 +151,70 @@ import Testing
 
     /// Hundreds of appends: one message for those that are no longer undo steps, one for each of the
     /// last four, and the same outcome as one by one.
+    /// A batch the server applied but whose reply never came back, then the app restarts from its
+    /// fragment log: its change sets go again as the same message under the same id, so the server
+    /// answers a repeat and the title another client wrote meanwhile stays. Control: the same
+    /// restart with the batch id taken out of the restored change sets sends a new message, and the
+    /// stale title is written over the other client's.
+    @Test(arguments: [true, false])
+    func aBatchResentAfterARestartIsAnsweredAsARepeat(keepsBatchID: Bool) async throws {
+        ModelRegistry.register(Shelf.self, Item.self)
+        let server = try ContrailServer(options: Wire.options())
+        let url = FileManager.default.temporaryDirectory.appending(path: "batch-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let name = "batch-restart"
+        let scope = Scope(name: name)
+        let shelf = Shelf()
+        scope.root = shelf
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        let replies = ReplyGate(base: server.connector())
+        let client = try await Client.sync(scope, connector: replies)
+        let session = try #require(client.session)
+        #expect(await eventually { session.pendingChangeSets == 0 })
+        session.setMode(.syncOff, for: scope)
+        scope.historyLimit = 1  // the last change set stays an undo step; the ones before may coalesce
+        scope.modify { shelf.title = "mine" }
+        for index in 0..<4 {
+            scope.modify {
+                let item = Item()
+                item.label = "i\(index)"
+                shelf.left.append(item)
+            }
+        }
+        scope.modify { shelf.step = 1 }
+        replies.dropsReplies = true
+        session.setMode(.realtime, for: scope)
+        #expect(await eventually { try? await Self.serverTitle(name, server) == "mine" })
+        // Another client writes the title after the batch was applied.
+        let otherScope = Scope(name: name)
+        otherScope.root = Shelf()
+        let other = try await Client.sync(otherScope, connector: server.connector())
+        otherScope.modify { (otherScope.root as? Shelf)?.title = "theirs" }
+        #expect(await eventually { other.session?.pendingChangeSets == 0 })
+        // The app stops before any reply arrives, and starts again from its log.
+        try log.close()
+        await client.close()
+        let restored = Scope(name: name)
+        let reopened = FragmentLog(url: url)
+        #expect(try reopened.attach(to: restored).pendingChangeSets == 6)
+        #expect(restored.unsettledRestored.filter { $0.sentBatch != nil }.count == 5, "the batch's members come back with its id")
+        if !keepsBatchID { for changeSet in restored.unsettledRestored { changeSet.sentBatch = nil } }
+        let again = try await Client.sync(restored, connector: server.connector())
+        #expect(await eventually { again.session?.pendingChangeSets == 0 })
+        #expect(try await Self.serverTitle(name, server) == (keepsBatchID ? "theirs" : "mine"))
+        try reopened.close()
+        await again.close()
+        await other.close()
+        await server.stop()
+    }
+
+    static func serverTitle(_ name: String, _ server: ContrailServer) async throws -> String? {
+        let state = try #require(await server.state(ofScope: name))
+        let root = try #require(state["root"]?.stringValue)
+        return state["objects"]?[root]?["properties"]?["title"]?.stringValue
+    }
+
     @Test func hundredsOfAppendsGoInFewMessages() async throws {
         let (alone, aloneMessages) = try await run(seed: 99, steps: 300, coalescing: false, appendsOnly: true)
         let (batched, batchedMessages) = try await run(seed: 99, steps: 300, coalescing: true, appendsOnly: true)
@@ -192,6 +256,46 @@ final class SyncCounter: SyncConnector, Sendable {
             counter.counted(frame)
             try await base.send(frame)
         }
+
+        func close(code: UInt16, reason: String) async { await base.close(code: code, reason: reason) }
+    }
+}
+
+/// A connector whose transports, once `dropsReplies` is set, deliver no more frames from the server
+/// (the replies to what the client sends then are lost, as when an app dies before they arrive).
+final class ReplyGate: SyncConnector, Sendable {
+    private let base: any SyncConnector
+    private let dropping = SanitizerVisibleMutex(false)
+
+    init(base: any SyncConnector) { self.base = base }
+
+    var dropsReplies: Bool {
+        get { dropping.withLock { $0 } }
+        set { dropping.withLock { $0 = newValue } }
+    }
+
+    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
+        Gated(base: try await base.connect(headers: headers), gate: self)
+    }
+
+    private final class Gated: SyncTransport {
+        let base: any SyncTransport
+        let gate: ReplyGate
+        let frames: TypedAsyncStream<String, TransportClosed>
+
+        init(base: any SyncTransport, gate: ReplyGate) {
+            self.base = base
+            self.gate = gate
+            let box = IteratorBox(base.frames.makeAsyncIterator())
+            frames = TypedAsyncStream { () async throws(TransportClosed) -> String? in
+                while true {
+                    guard let frame = try await box.nextTyped() else { return nil }
+                    if !gate.dropsReplies { return frame }
+                }
+            }
+        }
+
+        func send(_ frame: String) async throws(TransportClosed) { try await base.send(frame) }
 
         func close(code: UInt16, reason: String) async { await base.close(code: code, reason: reason) }
     }

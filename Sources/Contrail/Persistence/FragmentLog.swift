@@ -126,6 +126,7 @@ public final class FragmentLog {
         report.pendingChangeSets = restored.count
         if report.records == 0, scope.root != nil { compactNow() }
         token = scope.onChanges(self) { [weak self] changeSet in self?.record(changeSet) }
+        scope.onBatchSent = { [weak self] id, changeSets in self?.recordBatch(id, changeSets) }
         return report
     }
 
@@ -148,6 +149,7 @@ public final class FragmentLog {
     public func close() throws(FragmentLogError) {
         token?.cancel()
         token = nil
+        scope?.onBatchSent = nil
         defer { writer = nil }
         try writer?.close()
     }
@@ -242,6 +244,22 @@ public final class FragmentLog {
         do { try append(changeSet) } catch { report(error) }
     }
 
+    /// Records that `changeSets` were first sent together under `id` (a marker naming their
+    /// sequence numbers, written before the message leaves), and keeps the id with each pending
+    /// record so a compaction carries it. O(pending change sets).
+    private func recordBatch(_ id: UUID, _ changeSets: [ChangeSet]) {
+        guard let writer else { return }
+        var sequences: [UUID: Int] = [:]
+        for (sequence, entry) in unsettled { if let changeSetID = entry.changeSetID { sequences[changeSetID] = sequence } }
+        let members = changeSets.compactMap { sequences[$0.id] }
+        guard !members.isEmpty else { return }
+        for sequence in members { unsettled[sequence]?.batch = id }
+        var marker = FragmentLogEntry(root: nil, fragments: [])
+        marker.batch = id
+        marker.members = members
+        do throws(FragmentLogError) { try writer.append(marker) } catch { report(error) }
+    }
+
     private func compactNow() {
         do { try compact() } catch { report(error) }
     }
@@ -255,6 +273,13 @@ public final class FragmentLog {
     /// `pending` by sequence number until a later settle marker (if any) takes it out again.
     private func restore(_ decoded: FragmentLogEntry, at offset: Int, into cache: LogReplayCache, pending: inout [Int: ChangeSet]) throws(FragmentLogError) {
         let scope = cache.scope
+        if let batch = decoded.batch, let members = decoded.members {
+            for sequence in members {
+                unsettled[sequence]?.batch = batch
+                pending[sequence]?.sentBatch = batch
+            }
+            return
+        }
         if let settled = decoded.settled {
             unsettled[settled] = nil
             if let changeSet = pending.removeValue(forKey: settled) {
@@ -300,6 +325,7 @@ public final class FragmentLog {
                 pending[sequence] = try scope.restorePending(scope.migrated(decoded.fragments, versions: decoded.versions), message: decoded.message,
                                                              isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted,
                                                              id: decoded.changeSetID ?? UUID())
+                pending[sequence]?.sentBatch = decoded.batch
             }
         } catch {
             throw .apply(offset: offset, error)

@@ -3,7 +3,7 @@ import Foundation
 /// One record of a ``FragmentLog``, decoded: a snapshot, a change set, or a settle marker.
 ///
 /// The payload is JSON: `{"root", "origin"?, "atomic"?, "message"?, "id"?, "seq"?, "compacted"?,
-/// "settled"?, "versions"?, "fragments"}`, the fragments last so that a reader knows what the record is before
+/// "settled"?, "batch"?, "members"?, "versions"?, "fragments"}`, the fragments last so that a reader knows what the record is before
 /// it reaches them (`LogReplay` relies on that; this type decodes any key order). Encoding runs on the log's writer thread, so the type is `Sendable`.
 struct FragmentLogEntry: Sendable {
     /// The record kind it is written as.
@@ -21,6 +21,11 @@ struct FragmentLogEntry: Sendable {
     var isCompacted = false
     /// A marker: the change set with this sequence number has settled.
     var settled: Int?
+    /// The coalesced message (its id) a pending change set was sent in; on a marker record, with
+    /// `members`: the change sets (by sequence) first sent in that message.
+    var batch: UUID?
+    /// A batch marker: the sequence numbers of the change sets sent together under `batch`.
+    var members: [Int]?
     /// The `modelVersion` of each class the record holds whose version is not 0, by class name.
     var versions: [String: Int] = [:]
 
@@ -68,6 +73,14 @@ struct FragmentLogEntry: Sendable {
             writer.writeKey("settled")
             writer.write(.int(Int64(settled)))
         }
+        if let batch {
+            writer.writeKey("batch")
+            writer.writeUUID(batch)
+        }
+        if let members {
+            writer.writeKey("members")
+            writer.write(.array(members.map { .int(Int64($0)) }))
+        }
         if !versions.isEmpty {
             writer.writeKey("versions")
             writer.write(.object(versions.mapValues { .int(Int64($0)) }))
@@ -102,6 +115,8 @@ struct FragmentLogEntry: Sendable {
         sequence = json["seq"]?.int64Value.map(Int.init)
         isCompacted = json["compacted"]?.boolValue ?? false
         settled = json["settled"]?.int64Value.map(Int.init)
+        batch = json["batch"]?.stringValue.flatMap(UUID.init(wireString:))
+        members = json["members"]?.arrayValue.map { $0.compactMap { $0.int64Value.map(Int.init) } }
         versions = Self.versions(from: json["versions"] ?? .null)
     }
 

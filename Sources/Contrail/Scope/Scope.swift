@@ -99,6 +99,10 @@ public final class Scope: ModelObjectHost {
     /// later record says settled).
     package var unsettledRestored: [ChangeSet] = []
 
+    /// Told when change sets are first sent together as one coalesced message under an id (the
+    /// fragment log records it, so a restart sends them together again under that id).
+    package var onBatchSent: ((UUID, [ChangeSet]) -> Void)?
+
     /// Whether `undo`/`redo` is replaying a change set (it goes on neither stack as a new edit).
     var isReplaying = false
     /// The procedure call the next non-empty flush makes (`modify(procedure:)`).

@@ -3,6 +3,8 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 extension UUID {
@@ -20,8 +22,9 @@ extension UUID {
 }
 
 /// Random bytes drawn from the system's generator 4 KiB at a time and handed out 16 at a time:
-/// one `getrandom` per 256 UUIDs. Each handed-out block is used once. (A process that forks
-/// without exec would share the unused rest with its child; Contrail spawns, never forks.)
+/// 16 `getrandom` calls per 256 UUIDs (the standard library's generator makes 2 per UUID). Each
+/// handed-out block is used once. (A process that forks without exec would share the unused rest
+/// with its child; Contrail spawns, never forks.)
 struct RandomPool {
     /// The pool every ``UUID/random()`` takes from.
     static let shared = Mutex(RandomPool())
@@ -38,25 +41,13 @@ struct RandomPool {
 
     private mutating func refill() {
         words.withUnsafeMutableBytes { buffer in
-            #if canImport(Glibc)
+            // `getentropy` (the `getrandom` system call, at most 256 bytes a call): 16 calls a refill.
             var filled = 0
-            while filled < buffer.count {
-                let count = getrandom(buffer.baseAddress! + filled, buffer.count - filled, 0)
-                if count > 0 {
-                    filled += count
-                } else if count < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
-            }
+            while filled < buffer.count, getentropy(buffer.baseAddress! + filled, 256) == 0 { filled += 256 }
             if filled < buffer.count {  // no getrandom (a very old kernel): the standard library's generator
                 var generator = SystemRandomNumberGenerator()
                 for index in stride(from: 0, to: buffer.count, by: 8) { buffer.storeBytes(of: generator.next(), toByteOffset: index, as: UInt64.self) }
             }
-            #else
-            arc4random_buf(buffer.baseAddress!, buffer.count)
-            #endif
         }
         nextWord = 0
     }

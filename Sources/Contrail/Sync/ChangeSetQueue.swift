@@ -16,8 +16,12 @@ final class ChangeSetQueue {
         /// The index of the `ScopeSync` that carries it on the current wire session, once sent.
         var index: Int?
         /// The id of the batch it was sent in (``ChangeSetBatch``), once sent in one: it goes again
-        /// in that batch, under that id, after a reconnect.
-        var batch: UUID?
+        /// in that batch, under that id, after a reconnect (and, through the fragment log, after a
+        /// restart: it is the change set's ``ChangeSet/sentBatch``).
+        var batch: UUID? {
+            get { changeSet.sentBatch }
+            set { changeSet.sentBatch = newValue }
+        }
         /// Its place in the queue's order (later change sets have higher numbers); -1 once removed.
         fileprivate(set) var order = -1
         /// Where each key's change sits in `changeSet.changes`.

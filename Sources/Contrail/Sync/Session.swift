@@ -650,6 +650,11 @@ public final class Session {
     /// first time), and settles each member from the reply (``ChangeSetBatch/replies(to:outgoing:)``).
     private func send(_ batch: ChangeSetBatch, outgoing: [[SyncFragment]], of subscription: ScopeSubscription, scopeIndex: Int) {
         let id = batch.entries[0].batch ?? UUID.random()
+        if batch.entries[0].batch == nil {
+            // Frozen from now on, and recorded (in the fragment log) before the message leaves.
+            for entry in batch.entries { entry.batch = id }
+            subscription.scope.onBatchSent?(id, batch.entries.map(\.changeSet))
+        }
         let edits = options.sendsCollectionEdits && serverExtensions.contains(SyncFragment.collectionOpsExtension)
         let sent = edits ? batch.fragments.map { $0.withCollectionEdits() } : batch.fragments
         inFlight += 1
@@ -662,10 +667,7 @@ public final class Session {
                 self.settle(entry, of: subscription, fragments: fragments, reply: memberReply)
             }
         }
-        for entry in batch.entries {
-            entry.batch = id
-            entry.index = index
-        }
+        for entry in batch.entries { entry.index = index }
     }
 
     private func send(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, scopeIndex: Int) {
