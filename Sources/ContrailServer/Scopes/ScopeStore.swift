@@ -263,10 +263,9 @@ struct ScopeStore: Sendable {
         return reached.count == created.count
     }
 
-    /// Whether `previous`, a reference or collection value, names an object that `value` does not.
-    /// O(n): an append is a prefix check.
-    private static func dropsReference(_ previous: JSON, keeping value: JSON) -> Bool {
-        let old = Self.referencedUUIDs(previous)
+    /// Whether `old`, the objects a reference or collection value named, has one that `value` does
+    /// not name. O(n): an append is a prefix check.
+    private static func dropsReference(_ old: [UUID], keeping value: JSON) -> Bool {
         guard !old.isEmpty else { return false }
         let new = Self.referencedUUIDs(value)
         if new.starts(with: old) { return false }
@@ -400,15 +399,16 @@ struct ScopeStore: Sendable {
                     if let kind, kind != known { localKinds[kindKey] = kind }
                     if kind?.isReference == true {
                         if let base, kind == .collection,
-                           let merged = merge(value, base: base, current: target[key], exists: existsOrRevivable) {
+                           let merged = merge(value, base: base, current: target.stored(key), exists: existsOrRevivable) {
                             // Always sent back: by the time the reply arrives the sender's value may
                             // differ from what it sent (it merged later remote values locally).
                             plan.modifications[key] = merged
                             value = merged
                         }
-                        if let previous = target[key], previous != value {
+                        // Compared in the compact form: a long collection is not spelt out as JSON.
+                        if let previous = target.stored(key), previous != StoredValue(value) {
                             pass.referenceChanged = true
-                            if Self.dropsReference(previous, keeping: value) { pass.mayOrphan = true }
+                            if Self.dropsReference(previous.referencedUUIDs, keeping: value) { pass.mayOrphan = true }
                         }
                         for uuid in Self.referencedUUIDs(value) { plan.references.append((key, uuid)) }
                     }
@@ -493,9 +493,9 @@ struct ScopeStore: Sendable {
 
     /// The three-way merge of a collection value, without elements that name no object (of the
     /// scope or added by the same change set), or nil when it does not apply.
-    private func merge(_ value: JSON, base: [UUID], current: JSON?, exists: (UUID) -> Bool) -> JSON? {
+    private func merge(_ value: JSON, base: [UUID], current: StoredValue?, exists: (UUID) -> Bool) -> JSON? {
         let new = Self.referencedUUIDs(value)
-        let currentUUIDs = current.map(Self.referencedUUIDs) ?? []
+        let currentUUIDs = current?.referencedUUIDs ?? []
         let merged = CollectionMerge.merge(base: base, new: new, current: currentUUIDs).filter(exists)
         return .array(merged.map { .string($0.wireString) })
     }
