@@ -3,8 +3,10 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 void ccontrail_release_free_memory(void) { malloc_trim(0); }
+long long ccontrail_allocated_bytes(void) { return (long long)mallinfo2().uordblks; }
 #else
 void ccontrail_release_free_memory(void) {}
+long long ccontrail_allocated_bytes(void) { return -1; }
 #endif
 
 #if defined(__x86_64__)

@@ -28,6 +28,10 @@ static inline long long ccontrail_descriptor_limit(void) {
 /// does not export), nothing elsewhere.
 void ccontrail_release_free_memory(void);
 
+/// The bytes the allocator has handed out and not taken back (glibc's `mallinfo2().uordblks`, for
+/// tests that account a structure's memory), -1 elsewhere.
+long long ccontrail_allocated_bytes(void);
+
 /// ThreadSanitizer's happens-before annotations (`__tsan_acquire`/`__tsan_release`), for locks it
 /// cannot see; no-ops, and `ccontrail_tsan_active()` false, unless the TSan runtime is linked.
 int ccontrail_tsan_active(void);

@@ -1,9 +1,9 @@
 import Foundation
 
-/// `contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|bigscope|cluster|connections|reconnect|all] [--json] [--smoke]`
+/// `contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|bigscope|store|cluster|connections|reconnect|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|bigscope|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
+    usage: contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|bigscope|store|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -19,6 +19,8 @@ enum BenchCommand {
       CONTRAIL_EDITING_TRACES) against Yrs through python3 + pycrdt when installed.
       `bigscope`: first sync of a scope of --objects N tiles (default 100000) over a WebSocket (time
       to a usable scope, peak client RSS) against loading them from a Codable JSON file.
+      `store`: server RSS per object after loading a scope of --objects N tiles (default 100000)
+      from its log, next to its JSON state size; the server's CPU time to load and to apply them.
       `collections`: collection edits (Protocol §8.24): bytes of one append, and offline edits
       (log and wire bytes per edit, time to settle after reconnecting).
       --grants sync's server gives each session an identity with a dozen grants (patterns included),
@@ -56,14 +58,14 @@ enum BenchCommand {
             case "--smoke": options.smoke = true
             case "--grants": options.grants = true
             case "-h", "--help": print(usage); return
-            case "model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope",
+            case "model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope", "store",
                  "cluster", "connections", "reconnect":
                 suites.append(argument)
-            case "all": suites += ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope"]
+            case "all": suites += ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope", "store"]
             default: throw CLIError.usage("unknown bench argument '\(argument)'\n\(usage)")
             }
         }
-        if suites.isEmpty { suites = ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope"] }
+        if suites.isEmpty { suites = ["model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope", "store"] }
         if !options.json {
             print(pad("name", 34) + pad("value", 16) + pad("unit", 10) + pad("baseline", 16) + "ratio")
         }
@@ -81,6 +83,7 @@ enum BenchCommand {
             case "text": figures = try await TextBench.run(options)
             case "collections": figures = try await CollectionsBench.run(options)
             case "bigscope": figures = try await BigScopeBench.run(options, objects: objects)
+            case "store": figures = try await StoreBench.run(options, objects: objects)
             case "cluster": figures = try await ClusterBench.run(options)
             case "connections": figures = try await ConnectionsBench.run(options, sessions: sessions)
             case "reconnect": figures = try await ReconnectBench.run(options, clients: clients)

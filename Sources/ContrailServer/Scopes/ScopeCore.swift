@@ -34,10 +34,16 @@ struct ScopeCore {
     /// Where applied change sets and broadcasts are counted (nil: nowhere).
     private let metrics: ServerMetrics?
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
-    /// The `fragments` text of the current full state, until the next change.
+    /// The `fragments` text of the current full state, until the next change (only for a scope of
+    /// at most ``maxCachedStateObjects``).
     private var cachedState: String?
-    /// The current full state in parts (§8.25), until the next change.
+    /// The current full state in parts (§8.25), until the next change (likewise).
     private var cachedParts: [ScopeStateChunk.Part]?
+    /// The most objects of a scope whose state text is kept between fetches. A bigger scope's text
+    /// would about double what the scope costs in memory (its compact store holds an object in
+    /// fewer bytes than its JSON): each fetch encodes it anew, and the sessions streaming it at the
+    /// same time share that copy until they are done.
+    static let maxCachedStateObjects = 20_000
     /// Collection values an edit may name as its base besides the current one (§8.24); nil in a
     /// cluster, where every server must resolve an edit alike.
     private var recentCollections: RecentCollections?
@@ -70,7 +76,7 @@ struct ScopeCore {
     /// `ScopeStateChunk`s (§8.25; broadcasts queued later go out between the parts and follow the
     /// state). A state too large for one message, to a client that did not ask for chunks, is
     /// refused with a `state-too-large` fetch error and no subscription. O(objects) the first time
-    /// after a change, O(1) while the state is cached.
+    /// after a change, O(1) while the state is cached (a scope of at most ``maxCachedStateObjects``).
     mutating func subscribe(_ outbox: SessionOutbox, scopeIndex: Int, replyTo: Int, store: ScopeStore,
                             chunks: Bool = false) -> @Sendable () -> Void {
         let root = store.rootUUID.wireString
@@ -80,7 +86,7 @@ struct ScopeCore {
         if chunks {
             let parts = cachedParts ?? ScopeStateChunk.parts(of: store.stateFragments(), maxObjects: limits.stateChunkObjects,
                                                              maxBytes: limits.stateChunkBytes)
-            cachedParts = parts
+            if store.objectCount <= Self.maxCachedStateObjects { cachedParts = parts }
             if parts.count > 1 {
                 subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
                 let stream = StateStream(scopeIndex: scopeIndex, rootUUID: root, parts: parts)
@@ -89,10 +95,10 @@ struct ScopeCore {
                     outbox.enqueueStream(stream)
                 }
             }
-            if cachedState == nil { cachedState = parts.first?.text }
+            if cachedState == nil, store.objectCount <= Self.maxCachedStateObjects { cachedState = parts.first?.text }
         }
         let fragments = cachedState ?? String(decoding: SyncFragment.serialized(store.stateFragments()), as: UTF8.self)
-        cachedState = fragments
+        if store.objectCount <= Self.maxCachedStateObjects { cachedState = fragments }
         let limit = min(outbox.limitBytes, limits.maxMessageBytes)
         guard fragments.utf8.count + 128 <= limit else {
             let objects = store.objects.count

@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import Foundation
 
@@ -76,11 +77,18 @@ final class ScopePersistence: @unchecked Sendable {
             throw error
         }
         let persistence = ScopePersistence(log: log, name: name, writer: writer, url: url, baseSequence: base)
+        // Replaying a big log read its records and parsed them into JSON trees, all gone once the
+        // records are: their pages go back to the system rather than stay resident beside the store.
+        _ = consume recovery
+        if (store?.objectCount ?? 0) >= releaseAfterObjects { Platform.releaseFreeMemory() }
         if let store { return Opened(persistence: persistence, store: store, size: log.size) }
         let fresh = ScopeStore(rootUUID: root)
         try persistence.compact(snapshot: fresh.snapshotJSON(name: name).serialized(), sequence: 0)
         return Opened(persistence: persistence, store: fresh, size: log.size)
     }
+
+    /// The objects from which a loaded scope's replay returns the allocator's free pages to the system.
+    static let releaseAfterObjects = 10_000
 
     /// The state a log's records replay to (nil: no snapshot record), the scope name its
     /// snapshot records and the snapshot's sequence number. `name` nil: any name (a file read by

@@ -87,12 +87,12 @@ extension ScopeStore {
     init?(snapshot: JSON) {
         guard case .string(let rootText)? = snapshot["root"], let root = UUID(wireString: rootText),
               case .object(let objectMembers)? = snapshot["objects"] else { return nil }
-        var objects: [UUID: StoredObject] = [:]
+        var objects: [(UUID, StoredObject)] = []
         objects.reserveCapacity(objectMembers.count)
         for (uuidText, value) in objectMembers {
             guard let uuid = UUID(wireString: uuidText), case .string(let className)? = value["clsName"],
                   case .object(let properties)? = value["properties"] else { return nil }
-            objects[uuid] = StoredObject(className: className, properties: properties, texts: value["text"]?.objectValue ?? [:])
+            objects.append((uuid, StoredObject(className: className, properties: properties, texts: value["text"]?.objectValue ?? [:])))
         }
         var kinds: [KindKey: PropertyKind] = [:]
         if case .object(let classes)? = snapshot["kinds"] {
@@ -104,7 +104,10 @@ extension ScopeStore {
                 }
             }
         }
-        self.init(rootUUID: root, objects: objects, kinds: kinds)
+        self.init(rootUUID: root, objects: [:], kinds: kinds)
+        reserveCapacity(objects.count)
+        for (uuid, object) in objects { hold(object, as: uuid) }
+        objects = []
         if case .array(let changeSets)? = snapshot["changeSets"] {
             for case .string(let text) in changeSets { if let id = UUID(wireString: text) { rememberApplied(id) } }
         }

@@ -10,6 +10,11 @@ struct ScopeStore: Sendable {
     private(set) var rootUUID: UUID
     /// Every object of the scope (all reachable from the root).
     private(set) var objects: [UUID: StoredObject]
+    /// One instance of each (class, property names) the objects use, shared by them (see
+    /// ``StoredObject``); rebuilt from the objects held when a collection finds it has grown.
+    private var shapes: Set<ObjectShape> = []
+    /// The number of shapes after the last rebuild.
+    private var shapesAtRebuild = 0
     /// The kind learnt for each (class, property).
     private(set) var kinds: [KindKey: PropertyKind]
     /// The change sets applied most recently, by id (kept in snapshots and log records).
@@ -44,10 +49,32 @@ struct ScopeStore: Sendable {
     /// A scope restored from a snapshot.
     init(rootUUID: UUID, objects: [UUID: StoredObject], kinds: [KindKey: PropertyKind]) {
         self.rootUUID = rootUUID
-        self.objects = objects
+        self.objects = [:]
         self.kinds = kinds
+        self.objects.reserveCapacity(objects.count)
+        for (uuid, object) in objects { hold(object, as: uuid) }
         if self.objects[rootUUID] == nil { self.objects[rootUUID] = StoredObject(className: "", properties: [:]) }
     }
+
+    /// Holds `object` as `uuid`, with the store's shared instance of its shape. O(property names)
+    /// for a shape not shared yet, O(1) for one that is.
+    mutating func hold(_ object: StoredObject, as uuid: UUID) {
+        var object = object
+        intern(&object)
+        objects[uuid] = object
+    }
+
+    /// Makes room for `count` objects. O(count).
+    mutating func reserveCapacity(_ count: Int) { objects.reserveCapacity(count) }
+
+    /// Gives `object` the store's shared instance of its shape (adding it when new).
+    private mutating func intern(_ object: inout StoredObject) {
+        let (inserted, canonical) = shapes.insert(object.shape)
+        if !inserted { object.adopt(canonical) }
+    }
+
+    /// The number of distinct (class, property names) the store holds (for tests).
+    var shapeCount: Int { shapes.count }
 
     /// The number of objects, the root included.
     var objectCount: Int { objects.count }
@@ -81,17 +108,17 @@ struct ScopeStore: Sendable {
             }
             var modifications: [String: JSON] = [:]
             for (key, sent) in fragment.properties {
-                if let current = object.properties[key], current != sent { modifications[key] = current }
+                if let current = object[key], current != sent { modifications[key] = current }
             }
             // A collection sent as an edit (§8.24) gets its current value: the edit's result is not known here.
             for key in (fragment.collectionEdits ?? [:]).keys {
-                if let current = object.properties[key] { modifications[key] = current }
+                if let current = object[key] { modifications[key] = current }
             }
             // So does a counter sent as a delta (§8.21): a sender that fetched the scope after the first
             // time may hold the delta twice (once in the fetched total, once as pending), and its
             // sent total can equal the scope's by chance.
             for key in (fragment.counterDeltas ?? [:]).keys {
-                if let current = object.properties[key] { modifications[key] = current }
+                if let current = object[key] { modifications[key] = current }
             }
             return FragmentReply(error: nil, modifications: modifications.isEmpty ? nil : modifications)
         }
@@ -104,7 +131,11 @@ struct ScopeStore: Sendable {
     /// The elements of collection `key` of object `uuid`, if the scope holds it as an array of UUIDs
     /// (nil for a missing object or key, or any other value). O(n).
     func collectionValue(_ uuid: UUID, _ key: String) -> [UUID]? {
-        objects[uuid]?.properties[key]?.uuidElements
+        switch objects[uuid]?.stored(key) {
+        case .uuids(let uuids)?: uuids
+        case .other(let box)?: box.json.uuidElements
+        default: nil
+        }
     }
 
     /// Counts one more accepted change set and returns its sequence number (``sequence``).
@@ -127,7 +158,10 @@ struct ScopeStore: Sendable {
 
     /// Remembers the last state of a deleted object (a snapshot restore), unless the scope holds it.
     mutating func rememberDeleted(_ uuid: UUID, _ object: StoredObject) {
-        if objects[uuid] == nil { deleted.insert(uuid, object) }
+        guard objects[uuid] == nil else { return }
+        var object = object
+        intern(&object)
+        deleted.insert(uuid, object)
     }
 
     private mutating func applyOnce(_ fragments: [SyncFragment], atomic: Bool, maxObjects: Int) -> SyncOutcome {
@@ -180,7 +214,7 @@ struct ScopeStore: Sendable {
             }
         }
         guard !accepted.isEmpty else { return SyncOutcome(replies: replies, accepted: []) }
-        for (uuid, object) in pass.working { objects[uuid] = object }
+        for (uuid, object) in pass.working { hold(object, as: uuid) }
         kinds.merge(pass.kinds) { _, new in new }
         // Collected whenever a reference the scope held changed (or an object came back), unless
         // nothing can have become unreachable: no object was unreachable before, no value lost an
@@ -229,10 +263,9 @@ struct ScopeStore: Sendable {
         return reached.count == created.count
     }
 
-    /// Whether `previous`, a reference or collection value, names an object that `value` does not.
-    /// O(n): an append is a prefix check.
-    private static func dropsReference(_ previous: JSON, keeping value: JSON) -> Bool {
-        let old = Self.referencedUUIDs(previous)
+    /// Whether `old`, the objects a reference or collection value named, has one that `value` does
+    /// not name. O(n): an append is a prefix check.
+    private static func dropsReference(_ old: [UUID], keeping value: JSON) -> Bool {
         guard !old.isEmpty else { return false }
         let new = Self.referencedUUIDs(value)
         if new.starts(with: old) { return false }
@@ -255,19 +288,25 @@ struct ScopeStore: Sendable {
             for (uuid, object) in objects where !reachable.contains(uuid) { deleted.insert(uuid, object) }
             objects = objects.filter { reachable.contains($0.key) }
         }
+        // Shapes only removed or changed objects used: rebuilt once they outnumber twice those of the last rebuild.
+        if shapes.count > 2 * shapesAtRebuild + 64 {
+            shapes = Set(objects.values.map(\.shape))
+            shapesAtRebuild = shapes.count
+        }
     }
 
     /// Calls `body` with each object `object` references, in property-name order.
     func forEachReference(of object: StoredObject, _ body: (UUID) -> Void) {
-        for key in object.properties.keys.sorted() {
-            guard let kind = kinds[KindKey(className: object.className, property: key)], kind.isReference else { continue }
-            switch object.properties[key] {
-            case .string(let text)?:
-                if let uuid = UUID(wireString: text) { body(uuid) }
-            case .array(let elements)?:
-                for case .string(let text) in elements { if let uuid = UUID(wireString: text) { body(uuid) } }
-            default:
-                break
+        object.forEachProperty { key, value in
+            switch value {
+            case .null, .bool, .int, .uint, .double: return
+            default: break
+            }
+            guard let kind = kinds[KindKey(className: object.className, property: key)], kind.isReference else { return }
+            switch value {
+            case .uuid(let uuid): body(uuid)
+            case .uuids(let uuids): for uuid in uuids { body(uuid) }
+            default: for uuid in value.referencedUUIDs { body(uuid) }
             }
         }
     }
@@ -337,7 +376,7 @@ struct ScopeStore: Sendable {
             let keepsExisting = fragment.kind == .add && (!plan.isNew || plan.revived)
             for key in fragment.properties.keys.sorted() {
                 guard var value = fragment.properties[key] else { continue }
-                if keepsExisting, let existing = target.properties[key] {
+                if keepsExisting, let existing = target[key] {
                     if existing != value { plan.modifications[key] = existing }
                     if plan.revived, kinds[KindKey(className: target.className, property: key)]?.isReference == true {
                         for uuid in Self.referencedUUIDs(existing) { plan.references.append((key, uuid)) }
@@ -360,15 +399,16 @@ struct ScopeStore: Sendable {
                     if let kind, kind != known { localKinds[kindKey] = kind }
                     if kind?.isReference == true {
                         if let base, kind == .collection,
-                           let merged = merge(value, base: base, current: target.properties[key], exists: existsOrRevivable) {
+                           let merged = merge(value, base: base, current: target.stored(key), exists: existsOrRevivable) {
                             // Always sent back: by the time the reply arrives the sender's value may
                             // differ from what it sent (it merged later remote values locally).
                             plan.modifications[key] = merged
                             value = merged
                         }
-                        if let previous = target.properties[key], previous != value {
+                        // Compared in the compact form: a long collection is not spelt out as JSON.
+                        if let previous = target.stored(key), previous != StoredValue(value) {
                             pass.referenceChanged = true
-                            if Self.dropsReference(previous, keeping: value) { pass.mayOrphan = true }
+                            if Self.dropsReference(previous.referencedUUIDs, keeping: value) { pass.mayOrphan = true }
                         }
                         for uuid in Self.referencedUUIDs(value) { plan.references.append((key, uuid)) }
                     }
@@ -377,7 +417,7 @@ struct ScopeStore: Sendable {
                         failed = true
                         break
                     }
-                    target.properties[key] = value
+                    target[key] = value
                     plan.values[key] = value
                 }
                 if failed { break }
@@ -405,10 +445,10 @@ struct ScopeStore: Sendable {
         var stack = Array(pass.working.keys)
         while let uuid = stack.popLast() {
             guard let object = pass.working[uuid] else { continue }
-            for key in object.properties.keys.sorted() {
+            object.forEachProperty { key, value in
                 let kindKey = KindKey(className: object.className, property: key)
-                guard let kind = pass.kinds[kindKey] ?? kinds[kindKey], kind.isReference, let value = object.properties[key] else { continue }
-                for child in Self.referencedUUIDs(value) where objects[child] == nil && pass.working[child] == nil && pass.temporaries[child] == nil {
+                guard let kind = pass.kinds[kindKey] ?? kinds[kindKey], kind.isReference else { return }
+                for child in value.referencedUUIDs where objects[child] == nil && pass.working[child] == nil && pass.temporaries[child] == nil {
                     guard let last = deleted[child] else { continue }
                     pass.working[child] = last
                     pass.revived.append(child)
@@ -425,7 +465,7 @@ struct ScopeStore: Sendable {
     private func mergeShared(_ fragment: SyncFragment, key: String, value: inout JSON, target: inout StoredObject,
                              plan: inout ValidationPass.Plan) -> WireErrorBody? {
         if let delta = fragment.counterDeltas?[key], !plan.isNew {
-            guard let sum = SharedMerge.addCounter(target.properties[key], delta) else {
+            guard let sum = SharedMerge.addCounter(target[key], delta) else {
                 return WireErrorBody(message: "Counter '\(key)' is not an integer or overflows")
             }
             value = sum
@@ -435,7 +475,7 @@ struct ScopeStore: Sendable {
         }
         do throws(TextError) {
             if let member = fragment.textOperations?[key] {
-                let merged = try SharedMerge.applyText(state: target.texts[key], plain: target.properties[key], member: member)
+                let merged = try SharedMerge.applyText(state: target.texts[key], plain: target[key], member: member)
                 target.texts[key] = merged.state
                 value = .string(merged.text)
                 plan.texts[key] = member
@@ -453,9 +493,9 @@ struct ScopeStore: Sendable {
 
     /// The three-way merge of a collection value, without elements that name no object (of the
     /// scope or added by the same change set), or nil when it does not apply.
-    private func merge(_ value: JSON, base: [UUID], current: JSON?, exists: (UUID) -> Bool) -> JSON? {
+    private func merge(_ value: JSON, base: [UUID], current: StoredValue?, exists: (UUID) -> Bool) -> JSON? {
         let new = Self.referencedUUIDs(value)
-        let currentUUIDs = current.map(Self.referencedUUIDs) ?? []
+        let currentUUIDs = current?.referencedUUIDs ?? []
         let merged = CollectionMerge.merge(base: base, new: new, current: currentUUIDs).filter(exists)
         return .array(merged.map { .string($0.wireString) })
     }

@@ -23,6 +23,9 @@ package enum Platform {
     /// allocator returns them by itself.
     package static func releaseFreeMemory() {}
 
+    /// The bytes the allocator has handed out: not known on Darwin (nil).
+    package static func allocatedBytes() -> Int? { nil }
+
     /// `close(2)`.
     @inline(__always) @discardableResult
     package static func close(_ fd: Int32) -> Int32 { Darwin.close(fd) }
