@@ -185,7 +185,7 @@ import Testing
         scope.modify { shelf.step = 1 }
         replies.dropsReplies = true
         session.setMode(.realtime, for: scope)
-        #expect(await eventually { try? await Self.serverTitle(name, server) == "mine" })
+        #expect(await eventually { (try? await Self.serverTitle(name, server)) == "mine" })
         // Another client writes the title after the batch was applied.
         let otherScope = Scope(name: name)
         otherScope.root = Shelf()

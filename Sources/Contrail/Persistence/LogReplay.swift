@@ -123,7 +123,7 @@ struct LogReplay {
                             replay.root = UUID(wireString: string)
                             if let root = replay.root, scope.root != nil { scope.adoptRootUUID(root) }
                         }
-                    case "seq", "settled":
+                    case "seq", "settled", "members":
                         guard try parser.parseValue(p) == .null else { return nil }  // a pending change set or a marker
                     case "versions":
                         replay.versions = FragmentLogEntry.versions(from: try parser.parseValue(p))
