@@ -43,8 +43,8 @@ import Testing
         scope.root = shelf
         var options = ClientOptions()
         options.coalescesChangeSets = coalescing
-        let counter = SyncCounter(base: server.connector())
-        let client = try await Client.sync(scope, connector: counter, options: options)
+        let counter = SyncCounter()
+        let client = try await Client.sync(scope, connector: counter.connector(server.connector()), options: options)
         let session = try #require(client.session)
         scope.modify {
             shelf.left = (0..<6).map { index in
@@ -168,8 +168,8 @@ import Testing
         scope.root = shelf
         let log = FragmentLog(url: url)
         try log.attach(to: scope)
-        let replies = ReplyGate(base: server.connector())
-        let client = try await Client.sync(scope, connector: replies)
+        let replies = ReplyGate()
+        let client = try await Client.sync(scope, connector: replies.connector(server.connector()))
         let session = try #require(client.session)
         #expect(await eventually { session.pendingChangeSets == 0 })
         session.setMode(.syncOff, for: scope)
@@ -224,79 +224,35 @@ import Testing
     }
 }
 
-/// A connector whose transports count the `ScopeSync` messages the client sends.
-final class SyncCounter: SyncConnector, Sendable {
-    private let base: any SyncConnector
+/// Counts the `ScopeSync` messages a client sends through its ``connector(_:)``s.
+final class SyncCounter: Sendable {
     private let count = SanitizerVisibleMutex(0)
-
-    init(base: any SyncConnector) { self.base = base }
 
     var syncs: Int { count.withLock { $0 } }
 
-    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
-        Counted(base: try await base.connect(headers: headers), counter: self)
-    }
-
-    fileprivate func counted(_ frame: String) {
-        let syncs = frame.components(separatedBy: "\"type\":\"ScopeSync\"").count - 1
-        if syncs > 0 { count.withLock { $0 += syncs } }
-    }
-
-    private final class Counted: SyncTransport {
-        let base: any SyncTransport
-        let counter: SyncCounter
-        var frames: TypedAsyncStream<String, TransportClosed> { base.frames }
-
-        init(base: any SyncTransport, counter: SyncCounter) {
-            self.base = base
-            self.counter = counter
+    /// `base`, with the `ScopeSync` messages sent through its transports counted here.
+    func connector(_ base: any SyncConnector) -> TappedConnector {
+        TappedConnector(base: base) { [self] frame, direction in
+            let syncs = direction == .sent ? frame.components(separatedBy: "\"type\":\"ScopeSync\"").count - 1 : 0
+            if syncs > 0 { count.withLock { $0 += syncs } }
+            return true
         }
-
-        func send(_ frame: String) async throws(TransportClosed) {
-            counter.counted(frame)
-            try await base.send(frame)
-        }
-
-        func close(code: UInt16, reason: String) async { await base.close(code: code, reason: reason) }
     }
 }
 
-/// A connector whose transports, once `dropsReplies` is set, deliver no more frames from the server
-/// (the replies to what the client sends then are lost, as when an app dies before they arrive).
-final class ReplyGate: SyncConnector, Sendable {
-    private let base: any SyncConnector
+/// Once `dropsReplies` is set, the transports of its ``connector(_:)``s deliver no more frames
+/// from the server (the replies to what the client sends then are lost, as when an app dies
+/// before they arrive).
+final class ReplyGate: Sendable {
     private let dropping = SanitizerVisibleMutex(false)
-
-    init(base: any SyncConnector) { self.base = base }
 
     var dropsReplies: Bool {
         get { dropping.withLock { $0 } }
         set { dropping.withLock { $0 = newValue } }
     }
 
-    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
-        Gated(base: try await base.connect(headers: headers), gate: self)
-    }
-
-    private final class Gated: SyncTransport {
-        let base: any SyncTransport
-        let gate: ReplyGate
-        let frames: TypedAsyncStream<String, TransportClosed>
-
-        init(base: any SyncTransport, gate: ReplyGate) {
-            self.base = base
-            self.gate = gate
-            let box = IteratorBox(base.frames.makeAsyncIterator())
-            frames = TypedAsyncStream { () async throws(TransportClosed) -> String? in
-                while true {
-                    guard let frame = try await box.nextTyped() else { return nil }
-                    if !gate.dropsReplies { return frame }
-                }
-            }
-        }
-
-        func send(_ frame: String) async throws(TransportClosed) { try await base.send(frame) }
-
-        func close(code: UInt16, reason: String) async { await base.close(code: code, reason: reason) }
+    /// `base`, gated.
+    func connector(_ base: any SyncConnector) -> TappedConnector {
+        TappedConnector(base: base) { [self] _, direction in direction == .sent || !dropsReplies }
     }
 }

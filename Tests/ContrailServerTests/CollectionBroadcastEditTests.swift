@@ -172,7 +172,7 @@ import Testing
         for (index, scope) in scopes.enumerated() {
             let shelf = Shelf()
             scope.root = shelf
-            let connector: any SyncConnector = index == 1 ? TappedConnector(base: server.connector(), log: frames) : server.connector()
+            let connector: any SyncConnector = index == 1 ? frames.connector(server.connector()) : server.connector()
             clients.append(try await Client.sync(scope, connector: connector, options: index == 2 ? originalStyle : ClientOptions()))
         }
         let shelves = scopes.map { $0.root as! Shelf }
@@ -205,45 +205,16 @@ import Testing
     private func root(of scope: Scope) -> String { scope.root?.uuid.wireString ?? "" }
 }
 
-/// Every frame a ``TappedConnector``'s transports received.
+/// Every frame the transports of its ``connector(_:)``s received.
 final class FrameLog: Sendable {
     private let frames = SanitizerVisibleMutex<[String]>([])
     var received: [String] { frames.withLock { $0 } }
-    func append(_ frame: String) { frames.withLock { $0.append(frame) } }
-}
 
-/// A connector whose transports note each frame they receive in a ``FrameLog``.
-struct TappedConnector: SyncConnector {
-    let base: any SyncConnector
-    let log: FrameLog
-
-    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
-        TappedTransport(base: try await base.connect(headers: headers), log: log)
-    }
-}
-
-/// A transport relaying its base's frames, noting each in a ``FrameLog``.
-final class TappedTransport: SyncTransport {
-    let base: any SyncTransport
-    let frames: TypedAsyncStream<String, TransportClosed>
-
-    init(base: any SyncTransport, log: FrameLog) {
-        self.base = base
-        let (stream, continuation) = TypedAsyncStream<String, TransportClosed>.makeStream()
-        frames = stream
-        Task {
-            do throws(TransportClosed) {
-                for try await frame in base.frames {
-                    log.append(frame)
-                    continuation.yield(frame)
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
+    /// `base`, with every frame its transports receive noted here.
+    func connector(_ base: any SyncConnector) -> TappedConnector {
+        TappedConnector(base: base) { [self] frame, direction in
+            if direction == .received { frames.withLock { $0.append(frame) } }
+            return true
         }
     }
-
-    func send(_ frame: String) async throws(TransportClosed) { try await base.send(frame) }
-    func close(code: UInt16, reason: String) async { await base.close(code: code, reason: reason) }
 }

@@ -200,7 +200,6 @@ final class IteratorBox: @unchecked Sendable {
     var iterator: TypedAsyncStream<String, TransportClosed>.Iterator
     init(_ iterator: TypedAsyncStream<String, TransportClosed>.Iterator) { self.iterator = iterator }
     func next() async throws -> String? { try await iterator.next() }
-    func nextTyped() async throws(TransportClosed) -> String? { try await iterator.next() }
 }
 
 struct TestTimeout: Error, CustomStringConvertible {

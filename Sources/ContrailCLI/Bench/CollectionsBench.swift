@@ -52,18 +52,18 @@ enum CollectionsBench {
         let scope = Scope(name: "append-\(count)")
         let shelf = Shelf()
         scope.root = shelf
-        let client = try await Client.sync(scope, connector: CountingConnector(base: server.connector(), counter: counter))
+        let client = try await Client.sync(scope, connector: counter.connector(server.connector()))
         let observerScope = Scope(name: scope.name)
         observerScope.root = Shelf()
         let observerCounter = FrameCounter()
-        let observer = try await Client.sync(observerScope, connector: CountingConnector(base: server.connector(), counter: observerCounter))
+        let observer = try await Client.sync(observerScope, connector: observerCounter.connector(server.connector()))
         // A subscriber that does not ask for edits, as an original client: whole arrays.
         let originalScope = Scope(name: scope.name)
         originalScope.root = Shelf()
         let originalCounter = FrameCounter()
         var originalOptions = ClientOptions()
         originalOptions.sendsCollectionEdits = false
-        let original = try await Client.sync(originalScope, connector: CountingConnector(base: server.connector(), counter: originalCounter),
+        let original = try await Client.sync(originalScope, connector: originalCounter.connector(server.connector()),
                                              options: originalOptions)
         // In change sets of at most 5,000 adds (the server takes 10,000 fragments per message).
         for start in stride(from: 0, to: count, by: 5_000) {
@@ -188,11 +188,11 @@ enum CollectionsBench {
         let watcher = Scope(name: name)
         watcher.root = Shelf()
         let watcherCounter = FrameCounter()
-        let watching = try await Client.sync(watcher, connector: CountingConnector(base: server.connector(), counter: watcherCounter))
+        let watching = try await Client.sync(watcher, connector: watcherCounter.connector(server.connector()))
         let watchedBefore = watcherCounter.totals.received
         let counter = FrameCounter()
         let started = ContinuousClock.now
-        let client = try await Client.sync(restored, connector: CountingConnector(base: server.connector(), counter: counter))
+        let client = try await Client.sync(restored, connector: counter.connector(server.connector()))
         try await settled(client, within: .seconds(600))
         let senderSettled = Stopwatch.seconds(ContinuousClock.now - started)
         try await until(.seconds(600)) { watcher.stateJSON() == expected }
@@ -244,56 +244,22 @@ enum CollectionsBench {
     }
 }
 
-/// Bytes of frames sent and received through the transports of a ``CountingConnector``.
+/// Bytes of frames sent and received through the transports of its ``connector(_:)``s.
 final class FrameCounter: Sendable {
     private let counts = SanitizerVisibleMutex<(sent: Int, received: Int)>((0, 0))
 
     var totals: (sent: Int, received: Int) { counts.withLock { $0 } }
 
-    func sent(_ bytes: Int) { counts.withLock { $0.sent += bytes } }
-    func received(_ bytes: Int) { counts.withLock { $0.received += bytes } }
-}
-
-/// A connector whose transports count the bytes of the frames they carry.
-struct CountingConnector: SyncConnector {
-    let base: any SyncConnector
-    let counter: FrameCounter
-
-    func connect(headers: [(String, String)]) async throws(SyncError) -> any SyncTransport {
-        CountingTransport(base: try await base.connect(headers: headers), counter: counter)
-    }
-}
-
-/// A transport that counts frame bytes both ways; its `frames` relay the base transport's.
-final class CountingTransport: SyncTransport {
-    let base: any SyncTransport
-    let counter: FrameCounter
-    let frames: TypedAsyncStream<String, TransportClosed>
-
-    init(base: any SyncTransport, counter: FrameCounter) {
-        self.base = base
-        self.counter = counter
-        let (stream, continuation) = TypedAsyncStream<String, TransportClosed>.makeStream()
-        frames = stream
-        Task {
-            do throws(TransportClosed) {
-                for try await frame in base.frames {
-                    counter.received(frame.utf8.count)
-                    continuation.yield(frame)
+    /// `base`, with every frame its transports carry counted here.
+    func connector(_ base: any SyncConnector) -> TappedConnector {
+        TappedConnector(base: base) { [self] frame, direction in
+            counts.withLock { counts in
+                switch direction {
+                case .sent: counts.sent += frame.utf8.count
+                case .received: counts.received += frame.utf8.count
                 }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
             }
+            return true
         }
-    }
-
-    func send(_ frame: String) async throws(TransportClosed) {
-        counter.sent(frame.utf8.count)
-        try await base.send(frame)
-    }
-
-    func close(code: UInt16, reason: String) async {
-        await base.close(code: code, reason: reason)
     }
 }
