@@ -162,13 +162,7 @@ struct ConvergenceTests {
         let fuzzer = ConvergenceFuzzer(server: .inMemory)
         fuzzer.settleTimeout = .seconds(10)
         fuzzer.steps = 20...50
-        var failures: [ConvergenceFuzzer.Counterexample] = []
-        let seeds: ClosedRange<UInt64> = 1...150
-        for seed in seeds {
-            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
-        }
-        for failure in failures { print("convergence: \(failure)") }
-        Self.expectConverged(failures, of: seeds.count)
+        await Self.campaign(fuzzer, seeds: 1...150, label: "convergence")
     }
 
     /// Restarts here SIGKILL a `contrail serve` child on the same data directory: what it acknowledged
@@ -184,27 +178,18 @@ struct ConvergenceTests {
         fuzzer.sharedValues = sharedValues
         fuzzer.settleTimeout = .seconds(15)
         fuzzer.steps = 20...40
-        var failures: [ConvergenceFuzzer.Counterexample] = []
         var restarts = 0
-        for seed in seeds {
+        await campaign(fuzzer, seeds: seeds, label: label) { seed in
             restarts += fuzzer.plan(seed: seed).operations.filter { $0 == .restartServer }.count
-            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
         }
-        for failure in failures { print("\(label): \(failure)") }
         #expect(restarts > 0, "the seeds kill the server at least once")
-        expectConverged(failures, of: seeds.count)
     }
 
     @Test func seededRunsConvergeOverWebSockets() async {
         let fuzzer = ConvergenceFuzzer(server: .webSocket)
         fuzzer.settleTimeout = .seconds(10)
         fuzzer.steps = 20...40
-        var failures: [ConvergenceFuzzer.Counterexample] = []
-        for seed: UInt64 in 1...12 {
-            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
-        }
-        for failure in failures { print("convergence over WebSockets: \(failure)") }
-        Self.expectConverged(failures, of: 12)
+        await Self.campaign(fuzzer, seeds: 1...12, label: "convergence over WebSockets")
     }
 
     /// Two app versions on one scope: every second replica does not know `FuzzSticker`, which the
@@ -216,23 +201,17 @@ struct ConvergenceTests {
         fuzzer.mixedVersions = true
         fuzzer.settleTimeout = .seconds(10)
         fuzzer.steps = 20...50
-        var failures: [ConvergenceFuzzer.Counterexample] = []
         var stickers = 0
-        let seeds: ClosedRange<UInt64> = 1...100
-        for seed in seeds {
+        await Self.campaign(fuzzer, seeds: 1...100, label: "convergence with mixed versions") { seed in
             let plan = fuzzer.plan(seed: seed)
-            if plan.clients > 1 {
-                stickers += plan.operations.filter { operation in
-                    guard case .edit(let client, .insert(_, _, let label)) = operation else { return false }
-                    return label % 3 == 0 && client % plan.clients % 2 == 0
-                }.count
-            }
-            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
+            guard plan.clients > 1 else { return }
+            stickers += plan.operations.filter { operation in
+                guard case .edit(let client, .insert(_, _, let label)) = operation else { return false }
+                return label % 3 == 0 && client % plan.clients % 2 == 0
+            }.count
         }
-        for failure in failures { print("convergence with mixed versions: \(failure)") }
         #expect(stickers > 20, "the seeds insert stickers the old replicas do not know")
         #expect(fuzzer.settlements["unknown objects kept", default: 0] > 20, "the old replicas ended holding stickers")
-        Self.expectConverged(failures, of: seeds.count)
     }
 
     /// Half the edits type into and delete from the board's `SharedText` and add to its
@@ -244,28 +223,38 @@ struct ConvergenceTests {
         fuzzer.sharedValues = true
         fuzzer.settleTimeout = .seconds(10)
         fuzzer.steps = 20...50
-        var failures: [ConvergenceFuzzer.Counterexample] = []
         var typed = 0
         var texts = Set<String>()
-        let seeds: ClosedRange<UInt64> = 1...60
-        for seed in seeds {
+        await Self.campaign(fuzzer, seeds: 1...60, label: "convergence with shared values") { seed in
             typed += fuzzer.plan(seed: seed).operations.filter { operation in
                 if case .edit(_, .typeText) = operation { return true }
                 return false
             }.count
-            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
+        } afterEach: {
             texts.insert(fuzzer.lastBoardNote)
         }
-        for failure in failures { print("convergence with shared values: \(failure)") }
         #expect(typed > 200, "the seeds type into the shared text")
         #expect(texts.filter { $0.count > 5 }.count > 20, "the runs end with texts, not empty ones")
-        Self.expectConverged(failures, of: seeds.count)
     }
 
     /// The same with `contrail serve` SIGKILLed at restarts: the text's state comes back from the
     /// server's log (Protocol §8.21's compact encoding).
     @Test func seededRunsWithSharedValuesConvergeWithAChildServerKilledAtRestarts() async throws {
         try await Self.childServerCampaign(seeds: 1...8, sharedValues: true, label: "convergence with shared values and a child server")
+    }
+
+    /// Runs `fuzzer` over `seeds` (`beforeEach` sees each seed before its run, `afterEach` runs
+    /// after it), prints every counterexample under `label`, and expects the campaign converged.
+    static func campaign(_ fuzzer: ConvergenceFuzzer, seeds: ClosedRange<UInt64>, label: String,
+                         beforeEach: (UInt64) -> Void = { _ in }, afterEach: () -> Void = {}) async {
+        var failures: [ConvergenceFuzzer.Counterexample] = []
+        for seed in seeds {
+            beforeEach(seed)
+            if let failure = await fuzzer.run(seed: seed) { failures.append(failure) }
+            afterEach()
+        }
+        for failure in failures { print("\(label): \(failure)") }
+        expectConverged(failures, of: seeds.count)
     }
 
     /// No divergence and no lost insert; at most one run that did not settle (or start) within its
