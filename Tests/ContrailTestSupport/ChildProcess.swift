@@ -182,10 +182,12 @@ public final class ChildProcess: Sendable {
         return UInt16(digits)
     }
 
-    /// Waits until the child has exited: true, or false when `timeout` of real time runs out first.
+    /// Waits until the child has exited and its output has ended (so ``text`` holds all of it: the
+    /// exit can be seen before the reader thread has read the last bytes): true, or false when
+    /// `timeout` of real time runs out first.
     @discardableResult
     public func waitForExit(timeout: Duration = .seconds(30)) async -> Bool {
-        await wait(timeout: timeout) { $0.hasExited ? true : nil }
+        await wait(timeout: timeout) { $0.hasExited && $0.isEOF ? true : nil }
     }
 
     /// Sends `signal` (SIGKILL by default) to the child if it still runs, without waiting.
