@@ -40,6 +40,18 @@ public final class WebSocketTransport: SyncTransport {
         }
     }
 
+    /// Sends one text frame on the calling thread unless the connection's write buffer is above
+    /// its high-water mark (then ``send(_:)`` would wait, and nothing is sent here).
+    public func sendWithoutWaiting(_ frame: String) throws(TransportClosed) -> Bool {
+        guard connection.hasRoomToSend else { return false }
+        do {
+            try connection.sendWithoutWaiting(.text(frame))
+        } catch {
+            throw TransportClosed(code: connection.closeCode?.rawValue, reason: error.description)
+        }
+        return true
+    }
+
     /// Closes the connection with this code and reason.
     public func close(code: UInt16, reason: String) async {
         await connection.close(code: CloseCode(rawValue: code), reason: reason)

@@ -251,6 +251,10 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Bytes queued for the socket and not yet written.
     public var bufferedByteCount: Int { channel.pendingByteCount }
 
+    /// Whether ``send(_:)`` would return without waiting now (no more than the write buffer's
+    /// high-water mark is queued).
+    package var hasRoomToSend: Bool { channel.pendingByteCount <= channel.highWater }
+
     /// Messages received and not yet taken by ``receive()``: whether a reader has more at hand.
     package var receivedCount: Int { inbound.queuedCount }
 

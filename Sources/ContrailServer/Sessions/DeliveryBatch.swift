@@ -28,17 +28,18 @@ final class DeliveryBatch: Sendable {
         return await Self.$current.withValue(self) { await body() }
     }
 
-    /// Holds `wake` back until ``flush()``; runs it at once when no burst is being handled (a task
-    /// that inherited the batch and runs later must not wait for the connection's next frame).
-    func hold(_ wake: @escaping @Sendable () -> Void) {
-        let held = state.withLock { state -> Bool in
+    /// Holds `wake` back until ``flush()`` and returns true; returns false when no burst is being
+    /// handled (a task that inherited the batch and runs later must not wait for the connection's
+    /// next frame: its caller wakes at once).
+    func hold(_ wake: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state -> Bool in
             if state.open { state.held.append(wake) }
             return state.open
         }
-        if !held { wake() }
     }
 
-    /// Ends the burst: runs the wake-ups held back, in order. O(wake-ups).
+    /// Ends the burst: runs the wake-ups held back, in order, on the calling task and outside any
+    /// lock (a writer may write its frames right there). O(wake-ups).
     func flush() {
         let wakes = state.withLock { state in
             state.open = false

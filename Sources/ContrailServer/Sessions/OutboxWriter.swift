@@ -2,12 +2,14 @@ import ContrailWire
 import ContrailWebSocket
 import Synchronization
 
-/// Writes a session's outbox to one connection's transport, in a task that exists only while there
-/// is something to write: an idle session holds no writer task (a waiting task would keep its stack
-/// memory for the life of the connection).
+/// Writes a session's outbox to one connection's transport: at the end of a burst on the task that
+/// delivered it, while the transport takes frames without waiting, and otherwise in a task that
+/// exists only while there is something to write (an idle session holds no writer task: a waiting
+/// task would keep its stack memory for the life of the connection).
 ///
-/// States: `idle` (no task), `running` (a task is draining), `rerun` (woken while running: the task
-/// looks again before it ends), `stopped` (the connection is done, or a send failed; never restarts).
+/// States: `idle` (no run), `running` (a run is writing, inline or in its task), `rerun` (woken
+/// while running: the run looks again before it ends), `stopped` (the connection is done, or a
+/// send failed; never restarts).
 final class OutboxWriter: Sendable {
     private enum Phase { case idle, running, rerun, stopped }
 
@@ -45,17 +47,18 @@ final class OutboxWriter: Sendable {
         outbox.detach(generation: generation.load(ordering: .acquiring))
     }
 
-    /// Something was queued: start a task unless one is running (which then looks again). Held back
-    /// while the task that queued it handles a burst of frames (``DeliveryBatch``).
+    /// Something was queued: write it unless a run is under way (which then looks again). Held back
+    /// while the task that queued it handles a burst of frames (``DeliveryBatch``), and written on
+    /// that task when the burst ends; otherwise (the outbox calls this under its lock) by a new task.
     private func wake() {
-        if let batch = DeliveryBatch.current {
-            batch.hold { [weak self] in self?.wakeNow() }
-            return
-        }
-        wakeNow()
+        if let batch = DeliveryBatch.current, batch.hold({ [weak self] in self?.wakeNow(inline: true) }) { return }
+        wakeNow(inline: false)
     }
 
-    private func wakeNow() {
+    /// Starts a run unless one is under way: `inline`, on the calling thread for as long as the
+    /// transport takes frames without waiting (no task and no thread hop per reader and burst),
+    /// then in a task.
+    private func wakeNow(inline: Bool) {
         let start = phase.withLock { phase -> Bool in
             switch phase {
             case .idle:
@@ -68,15 +71,57 @@ final class OutboxWriter: Sendable {
                 return false
             }
         }
-        if start { Task { await drain() } }
+        guard start else { return }
+        guard inline else {
+            Task { await drain() }
+            return
+        }
+        guard let carried = writeWithoutWaiting() else { return }
+        Task { await drain(carried) }
     }
 
-    /// Writes until the outbox is empty. Frames stay within the message limit (and small, so a close
-    /// frame is not stuck behind much); a single message over the limit cannot be delivered: the
-    /// session ends with the reason instead of stalling.
-    private func drain() async {
-        let maxBytes = core.limits.maxMessageBytes
+    /// Writes what is queued on the calling thread while the transport takes frames without
+    /// waiting. Returns the frames left for a task to write when the transport would wait, nil when
+    /// the run is over.
+    private func writeWithoutWaiting() -> [String]? {
         let generation = generation.load(ordering: .acquiring)
+        while let frames = nextFrames(generation: generation) {
+            for (index, frame) in frames.enumerated() {
+                do {
+                    guard try transport.sendWithoutWaiting(frame) else { return Array(frames[index...]) }
+                } catch {
+                    phase.withLock { $0 = .stopped }
+                    return nil
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Writes `carried`, then until the outbox is empty.
+    private func drain(_ carried: [String] = []) async {
+        let generation = generation.load(ordering: .acquiring)
+        var frames = carried
+        repeat {
+            for frame in frames {
+                do {
+                    try await transport.send(frame)
+                } catch {
+                    phase.withLock { $0 = .stopped }
+                    return
+                }
+            }
+            guard let next = nextFrames(generation: generation) else { return }
+            frames = next
+        } while true
+    }
+
+    /// The next frames to write, nil when the outbox is empty and the run ends (the phase then
+    /// says whether a wake came in meanwhile: then it looks again). Frames stay within the message
+    /// limit (and small, so a close frame is not stuck behind much); a single message over the
+    /// limit cannot be delivered: the session ends with the reason instead of stalling (nil).
+    private func nextFrames(generation: Int) -> [String]? {
+        let maxBytes = core.limits.maxMessageBytes
         while true {
             let batch = outbox.takePending(generation: generation)
             if batch.isEmpty {
@@ -92,23 +137,17 @@ final class OutboxWriter: Sendable {
                         return true
                     }
                 }
-                if done { return }
+                if done { return nil }
                 continue
             }
-            for frame in OutgoingMessage.frames(batch, maxBytes: min(maxBytes, 1 << 20)) {
-                guard frame.utf8.count <= maxBytes else {
-                    phase.withLock { $0 = .stopped }
-                    core.expireSession(token: token, reason: .limitExceeded(
-                        "A message of \(frame.utf8.count) bytes is over the message limit of \(maxBytes) bytes; start a new session"))
-                    return
-                }
-                do {
-                    try await transport.send(frame)
-                } catch {
-                    phase.withLock { $0 = .stopped }
-                    return
-                }
+            let frames = OutgoingMessage.frames(batch, maxBytes: min(maxBytes, 1 << 20))
+            if let oversized = frames.first(where: { $0.utf8.count > maxBytes }) {
+                phase.withLock { $0 = .stopped }
+                core.expireSession(token: token, reason: .limitExceeded(
+                    "A message of \(oversized.utf8.count) bytes is over the message limit of \(maxBytes) bytes; start a new session"))
+                return nil
             }
+            return frames
         }
     }
 }

@@ -12,7 +12,6 @@ final class ServerConnection: Sendable {
     /// The connect-time headers, until `run()` takes them (a session outlives its need for them).
     private let connectHeaders: SanitizerVisibleMutex<[(String, String)]>
     /// The client's address (``ClientAddress``): what failed credentials count against and the log names.
-    /// The client's address (``ClientAddress``), as the log names it.
     let peer: String
     private let core: ServerCore
     private let closed = Atomic<Bool>(false)
@@ -217,6 +216,11 @@ final class ServerConnection: Sendable {
         guard let webSocket = (transport as? WebSocketTransport)?.connection else {
             do { return try await frames.next() } catch { return nil }
         }
+        return await Self.receive(from: webSocket)
+    }
+
+    /// The next message of `webSocket` as text; nil at its end.
+    private static func receive(from webSocket: WebSocketConnection) async -> String? {
         do {
             switch try await webSocket.receive() {
             case .text(let text): return text
@@ -228,9 +232,22 @@ final class ServerConnection: Sendable {
         }
     }
 
-    /// Whether the client's next frame has already arrived (a WebSocket's; other transports: never known).
-    private var hasFrameAtHand: Bool {
-        ((transport as? WebSocketTransport)?.connection.receivedCount ?? 0) > 0
+    /// The client's next frame if it has already arrived (a WebSocket's; other transports: never known).
+    private func frameAtHand() async -> String? {
+        guard let webSocket = (transport as? WebSocketTransport)?.connection, webSocket.receivedCount > 0 else { return nil }
+        return await Self.receive(from: webSocket)
+    }
+
+    /// Handles `first` and the frames already at hand after it (at most `DeliveryBatch.maxFrames`
+    /// in all), stopping at a verdict to close.
+    private func handleBurst(_ first: String, _ session: ServerSession) async -> ServerSession.Verdict {
+        var verdict = await session.handle(first)
+        var handled = 1
+        while case .proceed = verdict, handled < DeliveryBatch.maxFrames, let frame = await frameAtHand() {
+            verdict = await session.handle(frame)
+            handled += 1
+        }
+        return verdict
     }
 
     /// Attaches to the session and pumps frames both ways until the transport ends.
@@ -254,20 +271,14 @@ final class ServerConnection: Sendable {
         // `DeliveryBatch.maxFrames` frames for a client that never pauses (see ``DeliveryBatch``).
         let batch = DeliveryBatch()
         defer { batch.flush() }
-        var burst = 0
         while true {
             let frame = await nextFrame(&frames)
             guard let frame else { break }
-            // Handled in a task of its own: a task keeps the stack memory of its deepest call until it
-            // ends, and this loop lives as long as the connection.
-            let verdict = await Task(operation: { await batch.run { await session.handle(frame) } }).value
-            burst += 1
-            if burst >= DeliveryBatch.maxFrames || !hasFrameAtHand {
-                batch.flush()
-                burst = 0
-            }
+            // The burst is handled in a task of its own: a task keeps the stack memory of its deepest
+            // call until it ends, and this loop lives as long as the connection.
+            let verdict = await Task(operation: { await batch.run { await self.handleBurst(frame, session) } }).value
+            batch.flush()
             if case .close(let code, let reason) = verdict {
-                batch.flush()
                 core.log.write("connection.closed", level: .warning, session: session.number, "session \(session.number): closing the connection: \(reason.message)")
                 await close(code: code, reason: reason.closeReason())
                 break

@@ -10,8 +10,17 @@ public protocol SyncTransport: AnyObject, Sendable {
     var frames: TypedAsyncStream<String, TransportClosed> { get }
     /// Sends one frame. Throws once the transport is closed.
     func send(_ frame: String) async throws(TransportClosed)
+    /// Sends one frame on the calling thread if the transport can take it without waiting, and
+    /// says whether it did (false: nothing was sent; use ``send(_:)``). Throws once the transport
+    /// is closed. Transports that always wait keep the default, which sends nothing.
+    func sendWithoutWaiting(_ frame: String) throws(TransportClosed) -> Bool
     /// Closes the transport with a WebSocket close code and reason.
     func close(code: UInt16, reason: String) async
+}
+
+extension SyncTransport {
+    /// Sends nothing: the frame goes through ``send(_:)``.
+    public func sendWithoutWaiting(_ frame: String) throws(TransportClosed) -> Bool { false }
 }
 
 /// Opens transports to one server, for the first connection and every reconnect.
