@@ -4,8 +4,9 @@ import ContrailWire
 /// states share their (large) fragment text between sessions; only the small envelope with the
 /// session's own `index` and `scopeIndex` is written per session, when the frame is sent.
 enum OutgoingMessage: Sendable {
-    /// Any message, serialised when sent.
-    case message(Message)
+    /// Any message, serialised when sent. Boxed: `Message` is large and rare here, and would make
+    /// every queued broadcast as large to copy.
+    indirect case message(Message)
     /// `ScopeSync` whose `fragments` array is already JSON text; `origin`, the JSON text of who made
     /// the change set (``SessionOutbox/origin``), only for a session that asked for it.
     case scopeSync(index: Int, scopeIndex: Int, fragments: String, origin: String? = nil)

@@ -6,10 +6,13 @@ import Synchronization
 /// `Mutex`-guarded value from two threads is reported as a race. This one tells TSan that each
 /// critical section acquires and releases the lock (at the address of a marker object that exists
 /// only in TSan builds); elsewhere it is a `Mutex` and one nil pointer.
+///
+/// `withLock` is inlinable so that callers in other modules get it specialised for their value and
+/// result (unspecialised, each call looks up generic metadata at run time).
 package struct SanitizerVisibleMutex<Value: ~Copyable>: ~Copyable {
-    private let mutex: Mutex<Value>
+    @usableFromInline let mutex: Mutex<Value>
     /// The address TSan's annotations name; nil unless the TSan runtime is linked.
-    private let marker: SanitizerMarker?
+    @usableFromInline let marker: SanitizerMarker?
 
     /// A lock guarding `value`.
     package init(_ value: consuming sending Value) {
@@ -18,6 +21,7 @@ package struct SanitizerVisibleMutex<Value: ~Copyable>: ~Copyable {
     }
 
     /// Runs `body` with exclusive access to the value, as `Mutex.withLock`. Not reentrant.
+    @inlinable
     package borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
@@ -39,4 +43,7 @@ extension SanitizerVisibleMutex: @unchecked Sendable where Value: ~Copyable {}
 package var isUnderThreadSanitizer: Bool { ccontrail_tsan_active() != 0 }
 
 /// The object whose address names a `SanitizerVisibleMutex` to ThreadSanitizer.
-final class SanitizerMarker: Sendable {}
+@usableFromInline
+final class SanitizerMarker: Sendable {
+    @usableFromInline init() {}
+}
