@@ -176,7 +176,8 @@ final class ServerCore: Sendable {
     private func makeScope(_ name: String, exists: Bool) -> any HostedScope {
         if let cluster {
             return ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log,
-                                idleTimeout: options.scopeIdleTimeout, metrics: metrics)
+                                idleTimeout: options.scopeIdleTimeout, metrics: metrics,
+                                historyRetention: options.historyRetention, wallClock: options.wallClock)
         }
         return LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
                           slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,

@@ -1,0 +1,165 @@
+import Contrail
+import ContrailNATS
+@testable import ContrailServer
+import ContrailTestSupport
+import ContrailWire
+import Foundation
+import Synchronization
+import Testing
+
+/// History in a cluster (Protocol §8.26): two servers over one real `nats-server -js`, change sets
+/// through both, every point of the history equal on both servers and equal to the state the
+/// scope had then, across snapshots and trims of the subject; a restore reaching a client of the
+/// other server; revisions marked on one server (or by a client) and read on the other.
+@MainActor
+@Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
+struct ClusterHistoryTests {
+    /// A wall clock the test moves (the history's times and the retention's cutoff).
+    final class WallClock: Sendable {
+        private let date = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        var now: Date { date.withLock { $0 } }
+        func advance(days: Double) { date.withLock { $0.addTimeInterval(days * 86_400) } }
+    }
+
+    func makeServer(_ nats: NATSServerProcess, retention: Duration?, clock: WallClock) throws -> ContrailServer {
+        var options = ServerOptions()
+        options.log = nil
+        options.establishTimeout = .seconds(120)
+        options.historyRetention = retention
+        options.wallClock = { clock.now }
+        var cluster = ClusterOptions(servers: [nats.url])
+        cluster.snapshotEvery = 3
+        options.cluster = cluster
+        return try ContrailServer(options: options)
+    }
+
+    func makeReplica(_ server: ContrailServer) async throws -> (Client, Scope, Deck) {
+        let scope = Scope(name: "Deck")
+        let deck = Deck()
+        scope.root = deck
+        var options = ClientOptions()
+        options.replyTimeout = .seconds(60)
+        options.connectTimeout = .seconds(60)
+        let client = try await Client.sync(scope, connector: server.connector(), options: options)
+        return (client, scope, deck)
+    }
+
+    /// One edit through `replica`'s server, synced and seen by `other`; returns the scope's state
+    /// on the writing server once both servers have it, keyed by the change set's number.
+    func edit(_ replica: (Client, Scope, Deck), _ other: (Client, Scope, Deck), score: Int, servers: [ContrailServer]) async throws -> (Int, JSON) {
+        replica.2.score = score
+        replica.2.title = "t\(score)"
+        try await replica.0.session?.sync(replica.1)
+        #expect(await eventually(.seconds(60)) { other.2.score == score }, "the other server's client sees \(score)")
+        var states: Set<JSON> = []
+        #expect(await eventually(.seconds(60)) {
+            states = []
+            for server in servers { states.insert(await server.state(ofScope: "Deck") ?? .null) }
+            return states.count == 1
+        })
+        let latest = try await servers[0].history(of: "Deck").latest
+        return (latest, try #require(states.first))
+    }
+
+    @Test func historyAndEveryPointAgreeOnBothServersAcrossTrimsWithARetention() async throws {
+        let nats = try await NATSServerProcess.start()
+        let clock = WallClock()
+        let a = try makeServer(nats, retention: .seconds(30 * 86_400), clock: clock)
+        let b = try makeServer(nats, retention: .seconds(30 * 86_400), clock: clock)
+        let onA = try await makeReplica(a)
+        let onB = try await makeReplica(b)
+        var states: [Int: JSON] = [:]
+        var beforeTheJump = 0
+        // Snapshots every 3 own change sets; the clock moves past the retention halfway, so the
+        // snapshots taken before become old and the subject is trimmed behind the newest of them.
+        for round in 1...16 {
+            if round == 9 {
+                beforeTheJump = states.keys.max() ?? 0
+                clock.advance(days: 31)
+            }
+            let (sequence, state) = try await edit(round % 2 == 0 ? onA : onB, round % 2 == 0 ? onB : onA, score: round, servers: [a, b])
+            states[sequence] = state
+        }
+        let historyA = try await a.history(of: "Deck")
+        let historyB = try await b.history(of: "Deck")
+        #expect(historyA == historyB, "both servers read the same history")
+        #expect(historyA.latest == states.keys.max())
+        #expect(historyA.oldest > 0, "the subject was trimmed behind an old snapshot (oldest \(historyA.oldest))")
+        #expect(historyA.oldest <= beforeTheJump, "the change sets younger than the retention are kept")
+        #expect(historyA.entries.map(\.sequence) == Array(historyA.oldest + 1 ..< historyA.latest + 1), "gap-free")
+        #expect(historyA.entries.allSatisfy { $0.user == "" && $0.time != nil }, "each entry has its user and time")
+        #expect(historyA.entries.last?.time == clock.now)
+        // Every point kept, on both servers, is the state the scope had then.
+        for sequence in historyA.oldest...historyA.latest {
+            guard let expected = states[sequence] else { continue }
+            #expect(try await a.scopeState("Deck", at: .sequence(sequence)).state == expected, "at \(sequence) on a")
+            #expect(try await b.scopeState("Deck", at: .sequence(sequence)).state == expected, "at \(sequence) on b")
+        }
+        #expect(states.keys.filter { $0 >= historyA.oldest }.count >= 8, "the points checked")
+        // Negatives, with the control above: past the end, before the oldest kept.
+        await #expect(throws: AdminError.self) { try await a.scopeState("Deck", at: .sequence(historyA.latest + 1)) }
+        if historyA.oldest > 1 {
+            await #expect(throws: AdminError.self) { try await b.scopeState("Deck", at: .sequence(historyA.oldest - 1)) }
+        }
+
+        // A restore on a reaches b's client as one change set, and both servers agree.
+        let target = historyA.latest - 2
+        let restored = try await a.restoreScope("Deck", to: .sequence(target))
+        #expect(restored.sequence == target && restored.fragments > 0)
+        let root = try #require(states[target]?["root"]?.stringValue)
+        let expectedScore = states[target]?["objects"]?[root]?["properties"]?["score"]
+        #expect(await eventually(.seconds(60)) { JSON.int(Int64(onB.2.score)) == expectedScore }, "b's client sees the restore")
+        #expect(await eventually(.seconds(60)) { await b.state(ofScope: "Deck") == states[target] })
+        #expect(await a.state(ofScope: "Deck") == states[target])
+        #expect(try await b.history(of: "Deck").latest == historyA.latest + 1, "the restore is one new change set")
+
+        // A revision marked on a is read on b; the label is taken once in the cluster.
+        let revision = try await a.markRevision("v1", scope: "Deck", user: "ada")
+        #expect(revision.sequence == historyA.latest + 1)
+        #expect(try await b.history(of: "Deck").revisions.map(\.label) == ["v1"])
+        #expect(try await b.scopeState("Deck", at: .revision("v1")).state == states[target])
+        await #expect(throws: AdminError.revisionExists("v1")) { try await b.markRevision("v1", scope: "Deck") }
+        await #expect(throws: AdminError.unknownRevision("v9")) { try await b.scopeState("Deck", at: .revision("v9")) }
+        // A client on b marks one after its own edit; a reads it.
+        onB.2.title = "marked by b"
+        let marked = try await onB.1.markRevision("v2")
+        #expect(try await a.history(of: "Deck").revisions.map(\.label) == ["v1", "v2"])
+        #expect(try await a.scopeState("Deck", at: .revision("v2")).state["objects"]?[root]?["properties"]?["title"] == "marked by b")
+        #expect(marked == revision.sequence + 1)
+        await #expect(throws: SyncError.self) { try await onA.1.markRevision("v2") }
+
+        await onA.0.close(); await onB.0.close()
+        await a.stop(); await b.stop(); await nats.stop()
+    }
+
+    /// Without a retention the history is what the subject holds after the latest snapshot: the
+    /// points before it are refused, the ones after it are the states the scope had.
+    @Test func withoutARetentionTheHistoryStartsAtTheLatestSnapshot() async throws {
+        let nats = try await NATSServerProcess.start()
+        let clock = WallClock()
+        let a = try makeServer(nats, retention: nil, clock: clock)
+        let b = try makeServer(nats, retention: nil, clock: clock)
+        let onA = try await makeReplica(a)
+        let onB = try await makeReplica(b)
+        var states: [Int: JSON] = [:]
+        // Before any snapshot the genesis is kept: every point from 0.
+        let (first, firstState) = try await edit(onA, onB, score: 1, servers: [a, b])
+        states[first] = firstState
+        #expect(try await b.history(of: "Deck").oldest == 0)
+        #expect(try await b.scopeState("Deck", at: .sequence(first)).state == firstState)
+        for round in 2...13 {
+            let (sequence, state) = try await edit(onA, onB, score: round, servers: [a, b])
+            states[sequence] = state
+        }
+        let history = try await b.history(of: "Deck")
+        #expect(history == (try await a.history(of: "Deck")))
+        #expect(history.oldest > first, "trimmed behind the snapshots (oldest \(history.oldest))")
+        #expect(history.entries.map(\.sequence) == Array(history.oldest + 1 ..< history.latest + 1))
+        for sequence in history.oldest...history.latest {
+            #expect(try await a.scopeState("Deck", at: .sequence(sequence)).state == states[sequence], "at \(sequence)")
+        }
+        await #expect(throws: AdminError.self) { try await a.scopeState("Deck", at: .sequence(first)) }
+        await onA.0.close(); await onB.0.close()
+        await a.stop(); await b.stop(); await nats.stop()
+    }
+}
