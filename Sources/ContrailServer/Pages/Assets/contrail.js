@@ -966,8 +966,8 @@ export class Client extends Emitter {
       this._send({ type: "MarkRevision", index: 0, scopeIndex: scope._scopeIndex, label: String(label) }, (reply) => {
         clearTimeout(timer);
         this._timers.delete(timer);
-        if (reply.error || !Number.isInteger(reply.sequence)) reject(revisionError(reply.error?.type ?? "revision-refused", reply.error?.message ?? "MarkRevision refused"));
-        else resolve(reply.sequence);
+        if (reply.error || !Number.isInteger(reply.seq)) reject(revisionError(reply.error?.type ?? "revision-refused", reply.error?.message ?? "MarkRevision refused"));
+        else resolve(reply.seq);
       });
     });
   }
