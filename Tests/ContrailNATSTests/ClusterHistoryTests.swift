@@ -128,6 +128,15 @@ struct ClusterHistoryTests {
         #expect(marked == revision.sequence + 1)
         await #expect(throws: SyncError.self) { try await onA.1.markRevision("v2") }
 
+        // A third server that never held the scope reads the same history and marks on it; a name
+        // the cluster never wrote is unknown, and a mark does not create it.
+        let c = try makeServer(nats, retention: .seconds(30 * 86_400), clock: clock)
+        #expect(try await c.history(of: "Deck") == (try await a.history(of: "Deck")))
+        #expect(try await c.markRevision("v3", scope: "Deck").sequence == marked)
+        await #expect(throws: AdminError.unknownScope("Nowhere")) { try await c.markRevision("v1", scope: "Nowhere") }
+        await #expect(throws: AdminError.unknownScope("Nowhere")) { try await c.history(of: "Nowhere") }
+        await c.stop()
+
         await onA.0.close(); await onB.0.close()
         await a.stop(); await b.stop(); await nats.stop()
     }

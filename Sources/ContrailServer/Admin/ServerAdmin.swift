@@ -166,7 +166,7 @@ struct ServerAdmin: Sendable {
     private func historyScope(_ name: String) throws(AdminError) -> any HostedScope {
         if let problem = ScopeName.problem(with: name) { throw .invalidScopeName(name: name, reason: problem.message) }
         guard core.logWriter != nil || core.cluster != nil else { throw .noDataDirectory }
-        guard let scope = core.existingScope(named: name) else { throw core.isStopped ? .stopped : .unknownScope(name) }
+        guard let scope = core.clusterScope(named: name) ?? core.existingScope(named: name) else { throw core.isStopped ? .stopped : .unknownScope(name) }
         return scope
     }
 

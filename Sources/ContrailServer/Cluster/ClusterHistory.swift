@@ -142,6 +142,16 @@ enum ClusterHistory {
         }
     }
 
+    /// Whether the cluster holds the scope: a message in its subject or a snapshot.
+    static func exists(key: String, subject: String, _ handles: ClusterLink.Handles, options: ClusterOptions) async throws(AdminError) -> Bool {
+        do throws(NATSError) {
+            if try await handles.jetStream.lastMessage(stream: options.streamName, subject: subject) != nil { return true }
+            return try await handles.snapshots.get(key) != nil
+        } catch {
+            throw .storage("the cluster is unavailable: \(error)")
+        }
+    }
+
     /// The scope's revisions, oldest mark first.
     static func revisions(_ key: String, _ handles: ClusterLink.Handles) async throws(AdminError) -> [ScopeRevision] {
         do throws(NATSError) {

@@ -30,6 +30,8 @@ extension ClusterScope {
     func markRevision(_ label: String, user: String) async throws(AdminError) -> ScopeRevision {
         if let problem = ScopeRevision.problem(with: label) { throw .invalidRevision(problem) }
         let handles = try await historyHandles()
+        // A name the cluster never wrote stays unwritten (no genesis for a mark).
+        guard try await ClusterHistory.exists(key: snapshotKey, subject: subject, handles, options: link.options) else { throw .unknownScope(name) }
         let sequence: Int
         do throws(NATSError) { sequence = try await settledSequence() } catch {
             throw .storage("scope '\(name)' cannot be read from the cluster: \(error)")
