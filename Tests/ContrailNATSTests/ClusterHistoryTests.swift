@@ -172,3 +172,62 @@ struct ClusterHistoryTests {
         await a.stop(); await b.stop(); await nats.stop()
     }
 }
+
+/// `contrail scope` against two `contrail serve --nats --history` children: a revision marked
+/// through one server's admin API is listed by the other, whose `at` prints the state at it.
+@MainActor
+@Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
+struct ClusterHistoryCLITests {
+    /// Runs `contrail scope ARGUMENTS` with the admin token; its status and output.
+    func scope(_ arguments: [String]) async throws -> (status: ClusterHistoryCLITests.Status, output: String) {
+        let child = try ChildProcess(ServeProcess.binary, ["scope"] + arguments, environment: ["CONTRAIL_ADMIN_TOKEN": "secret-admin"])
+        #expect(await child.waitForExit(timeout: .seconds(120)))
+        _ = await child.waitForOutputToEnd(timeout: .seconds(30))
+        return (child.termination == .exited(0) ? .succeeded : .failed, child.text)
+    }
+
+    enum Status { case succeeded, failed }
+
+    @Test func theCLIMarksOnOneServerAndReadsOnTheOther() async throws {
+        let nats = try await NATSServerProcess.start()
+        let directory = FileManager.default.temporaryDirectory.appending(path: "contrail-cluster-history-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tokenFile = directory.appending(path: "token").path(percentEncoded: false)
+        try Data("secret-admin\n".utf8).write(to: URL(filePath: tokenFile))
+        let arguments = ["--history", "30d", "--token-file", tokenFile]
+        let one = try await ServeProcess.start(natsURL: nats.url.description, arguments: arguments)
+        let two = try await ServeProcess.start(natsURL: nats.url.description, arguments: arguments)
+        var options = ClientOptions()
+        options.sessionParams = ["token": "secret-admin"]
+        options.replyTimeout = .seconds(60)
+        let scope = Scope(name: "Deck")
+        let deck = Deck()
+        scope.root = deck
+        let client = try await Client.sync(scope, url: one.url, options: options)
+        deck.title = "marked"
+        try await client.session?.sync(scope)
+        let first = "http://127.0.0.1:\(one.port)", second = "http://127.0.0.1:\(two.port)"
+
+        let mark = try await self.scope(["--server", first, "mark", "Deck", "v1"])
+        #expect(mark.status == .succeeded, "\(mark.output)")
+        deck.title = "after"
+        try await client.session?.sync(scope)
+        let listed = try await self.scope(["--server", second, "--json", "history", "Deck"])
+        #expect(listed.status == .succeeded, "\(listed.output)")
+        let history = try #require(ScopeHistory(json: try JSON(parsing: Array(listed.output.utf8))), "\(listed.output)")
+        #expect(history.revisions.map(\.label) == ["v1"])
+        #expect(history.entries.count == history.latest && history.oldest == 0, "every change set from the genesis")
+        let at = try await self.scope(["--server", second, "--json", "at", "Deck", "--seq", "v1"])
+        #expect(at.status == .succeeded, "\(at.output)")
+        let state = try JSON(parsing: Array(at.output.utf8))
+        let root = try #require(state["state"]?["root"]?.stringValue)
+        #expect(state["state"]?["objects"]?[root]?["properties"]?["title"] == "marked")
+        // Negative, with the control above: the label is taken, also through the other server.
+        let again = try await self.scope(["--server", second, "mark", "Deck", "v1"])
+        #expect(again.status == .failed && again.output.contains("v1"), "\(again.output)")
+
+        await client.close()
+        await one.kill(); await two.kill(); await nats.stop()
+    }
+}
