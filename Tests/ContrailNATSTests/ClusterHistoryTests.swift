@@ -33,15 +33,9 @@ struct ClusterHistoryTests {
         return try ContrailServer(options: options)
     }
 
+    /// A deck replica of `server`, patient with a loaded machine (``ClusterServerTests``'s).
     func makeReplica(_ server: ContrailServer) async throws -> (Client, Scope, Deck) {
-        let scope = Scope(name: "Deck")
-        let deck = Deck()
-        scope.root = deck
-        var options = ClientOptions()
-        options.replyTimeout = .seconds(60)
-        options.connectTimeout = .seconds(60)
-        let client = try await Client.sync(scope, connector: server.connector(), options: options)
-        return (client, scope, deck)
+        try await ClusterServerTests().makeReplica(server)
     }
 
     /// One edit through `replica`'s server, synced and seen by `other`; returns the scope's state
