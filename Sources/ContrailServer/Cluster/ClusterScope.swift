@@ -77,6 +77,10 @@ actor ClusterScope: HostedScope {
     private var queueWaiters: [CheckedContinuation<Void, Never>] = []
     /// Publishes `queued`, one batch at a time; nil when nothing is queued.
     private var committer: Task<Void, Never>?
+    /// Change sets the committer has taken from `queued`, and those it is done with (applied or
+    /// failed), since the replica was made: ``settledSequence()`` waits for what was queued before it.
+    private var taken = 0
+    private var committed = 0
     private var ownSinceSnapshot = 0
     private var snapshotDue = false
     private var lastSnapshot: UInt64 = 0
@@ -181,6 +185,8 @@ actor ClusterScope: HostedScope {
             }
             let batch = Array(queued.prefix(count))
             queued.removeFirst(count)
+            taken += count
+            defer { committed += count }  // applied, or answered as failed
             queuedBytes -= batch.reduce(0) { $0 + $1.payload.count }
             let waiters = queueWaiters
             queueWaiters = []
@@ -286,7 +292,8 @@ actor ClusterScope: HostedScope {
     /// The sequence number of the last change set (the history's numbering) once this server's
     /// change sets queued or in flight are applied and the log is caught up (``markRevision(_:user:)``).
     func settledSequence() async throws(NATSError) -> Int {
-        while committer != nil { await withCheckedContinuation { queueWaiters.append($0) } }
+        let target = taken + queued.count  // what is queued or in flight now, not what comes later
+        while committer != nil, committed < target { await withCheckedContinuation { queueWaiters.append($0) } }
         try await caughtUp()
         return try inReplica { $0.store.sequence }
     }
