@@ -135,6 +135,40 @@ struct ClusterHistoryTests {
         await a.stop(); await b.stop(); await nats.stop()
     }
 
+    /// A mark sent right behind change sets (as the browser client sends them, without waiting
+    /// for the replies) names the state with them. (The server waits for the change sets queued or
+    /// in flight at the mark; this test does not force a publish to be in flight at that moment, so
+    /// it checks the outcome, not that wait: it passed with the wait removed.)
+    @Test func aMarkRightBehindAQueuedChangeSetIncludesIt() async throws {
+        let nats = try await NATSServerProcess.start()
+        let clock = WallClock()
+        let a = try makeServer(nats, retention: .seconds(86_400), clock: clock)  // every point stays readable
+        let replica = try await makeReplica(a)
+        _ = try await edit(replica, replica, score: 1, servers: [a])
+        let root = try #require(await a.state(ofScope: "Deck")?["root"]?.stringValue.flatMap(UUID.init(wireString:)))
+        guard case .scope(let scope) = a.core.holdScope(named: "Deck") else { throw TestFailure("no scope") }
+        defer { a.core.releaseScope(named: "Deck") }
+        let outbox = SessionOutbox(limitBytes: 1 << 20) { _ in }
+        var index = 0
+        for round in 1...5 {
+            // Several change sets, so some wait behind the publish in flight (group commit).
+            for step in 1...20 {
+                index += 1
+                let title = step == 20 ? "queued \(round)" : "step \(step)"
+                let change = SyncFragment(kind: .change, uuid: root, className: "Deck", properties: ["title": .string(title)])
+                await scope.sync(ScopeSync(index: index, scopeIndex: 0, fragments: [change], atomic: false, changeSetID: UUID()),
+                                 from: outbox, identity: .unrestricted, received: nil)
+            }
+            let revision = try await scope.markRevision("r\(round)", user: "")
+            let marked = try await a.scopeState("Deck", at: .revision("r\(round)")).state
+            #expect(marked["objects"]?[root.wireString]?["properties"]?["title"] == .string("queued \(round)"), "r\(round) at \(revision.sequence)")
+        }
+        // Control: a mark with nothing queued names the latest change set.
+        #expect(try await scope.markRevision("last", user: "").sequence == (try await a.history(of: "Deck").latest))
+        await replica.0.close()
+        await a.stop(); await nats.stop()
+    }
+
     /// Without a retention the history is what the subject holds after the latest snapshot: the
     /// points before it are refused, the ones after it are the states the scope had.
     @Test func withoutARetentionTheHistoryStartsAtTheLatestSnapshot() async throws {
