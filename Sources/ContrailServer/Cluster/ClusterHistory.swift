@@ -122,7 +122,7 @@ enum ClusterHistory {
                 }
                 return (sequence, store)
             } catch {
-                guard case .failed(let reason) = error else { continue }  // a gap: try a later base
+                guard case .failed(let reason) = error else { continue }  // a gap: try an older base
                 throw reason
             }
         }
