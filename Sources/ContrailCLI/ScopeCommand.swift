@@ -8,11 +8,13 @@ enum ScopeCommand {
     static let help = """
     usage: contrail scope [--server URL] [--token-file PATH] [--json] COMMAND NAME [arguments]
 
-    A scope's history on a running contrail serve with --data, through its admin API: the
+    A scope's history on a running contrail serve with --data or --nats (any server of the
+    cluster), through its admin API: the
     credential is an admin's, as for contrail admin (--token-file PATH, or CONTRAIL_ADMIN_TOKEN,
     or CONTRAIL_TOKEN; never on the command line), and needs the scope's read grant (history,
-    at) or write grant (restore, mark). The server keeps the change sets its scope logs hold,
-    and with serve --history PERIOD also those compacted away within PERIOD.
+    at) or write grant (restore, mark). The server keeps the change sets its scope logs hold
+    (a cluster: its stream after the latest snapshot), and with serve --history PERIOD also
+    those compacted away (trimmed) within PERIOD.
 
       history NAME [--since POINT]   the change sets after POINT (default: all kept): sequence
                                      number, time, user, fragments; and the named revisions

@@ -24,9 +24,9 @@ enum ServeCommand {
       --backup-dir DIR        where `contrail admin backup` writes backups (one directory each;
                               default: none, backups over HTTP are refused)
       --history PERIOD        keep each scope's change sets readable this long after compaction
-                              (30d, 12h, 90m, 3600s; needs --data, not with --nats); default: the
+                              (30d, 12h, 90m, 3600s; needs --data or --nats); default: the
                               history is what each scope's log holds, the change sets since its
-                              last compaction (see contrail scope --help)
+                              last compaction (with --nats: since its latest snapshot)
       --fsync POLICY          when accepted change sets are forced to disk: "always" (default;
                               a change set is acknowledged only once its record is synced, with
                               group commit), "interval:200ms" (explicit opt-in to buffered
@@ -300,8 +300,8 @@ enum ServeCommand {
             options.cluster?.tls = TLSClientConfiguration(caBundlePath: natsCA)
         }
         options.tls = try tlsContext(tlsFiles)
-        if options.historyRetention != nil && (options.dataDirectory == nil || options.cluster != nil) {
-            throw CLIError.usage("--history needs --data and is not available with --nats (a cluster's history is its JetStream stream)\n\n\(help)")
+        if options.historyRetention != nil && options.dataDirectory == nil && options.cluster == nil {
+            throw CLIError.usage("--history needs --data or --nats (a server in memory keeps no history)\n\n\(help)")
         }
         if options.cluster != nil && options.dataDirectory != nil {
             throw CLIError.usage("--nats and --data exclude each other: a cluster keeps its scopes in JetStream\n\n\(help)")

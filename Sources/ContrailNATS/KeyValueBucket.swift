@@ -74,6 +74,27 @@ public struct KeyValueBucket: Sendable {
         _ = try await jetStream.publish("$KV.\(name).\(key)", payload: [], headers: NATSHeaders([(Self.operationHeader, "DEL")]))
     }
 
+    /// The current values of the keys matching `pattern` (NATS wildcards: `*` one token, `>` the
+    /// rest), oldest write first; deleted keys are left out. O(matching keys) round trips.
+    public func entries(matching pattern: String) async throws(NATSError) -> [Entry] {
+        let prefix = "$KV.\(name)."
+        var result: [Entry] = []
+        var next: UInt64 = 1
+        while let message = try await jetStream.nextMessage(stream: stream, subject: prefix + pattern, from: next) {
+            next = message.sequence + 1
+            if let operation = message.headers?[Self.operationHeader], operation == "DEL" || operation == "PURGE" { continue }
+            guard message.subject.hasPrefix(prefix) else { continue }
+            result.append(Entry(key: String(message.subject.dropFirst(prefix.count)), value: message.payload, revision: message.sequence))
+        }
+        return result
+    }
+
+    /// Removes `key` with every value it kept, leaving no tombstone (unlike ``delete(_:)``).
+    public func purge(_ key: String) async throws(NATSError) {
+        try Self.validateKey(key)
+        _ = try await jetStream.purge(stream: stream, subject: "$KV.\(name).\(key)", before: .max)
+    }
+
     /// Keys: letters, digits and `-/_=.`, not starting or ending with '.'.
     static func validateKey(_ key: String) throws(NATSError) {
         guard !key.isEmpty, !key.hasPrefix("."), !key.hasSuffix("."),

@@ -133,6 +133,20 @@ final class ServerCore: Sendable {
         }
     }
 
+    /// In cluster mode, the scope actor for `name` whether or not this server has held it (its
+    /// history is the cluster's, which any server reads); nil when stopped or not in a cluster.
+    /// Making the actor loads and writes nothing.
+    func clusterScope(named name: String) -> (any HostedScope)? {
+        guard cluster != nil else { return nil }
+        return state.withLock { state in
+            guard state.phase.state != .stopped else { return nil }
+            if let scope = state.scopes[name] { return scope }
+            let scope = makeScope(name, exists: true)
+            state.scopes[name] = scope
+            return scope
+        }
+    }
+
     /// The scope actor for `name` if the server has one now (loaded or not), without making one.
     func scopeInMemory(named name: String) -> (any HostedScope)? {
         state.withLock { $0.scopes[name] }
@@ -176,7 +190,8 @@ final class ServerCore: Sendable {
     private func makeScope(_ name: String, exists: Bool) -> any HostedScope {
         if let cluster {
             return ClusterScope(name: name, link: cluster, limits: limits, clock: clock, log: log,
-                                idleTimeout: options.scopeIdleTimeout, metrics: metrics)
+                                idleTimeout: options.scopeIdleTimeout, metrics: metrics,
+                                historyRetention: options.historyRetention, wallClock: options.wallClock)
         }
         return LocalScope(name: name, limits: limits, dataDirectory: options.dataDirectory, writer: logWriter,
                           slots: scopeSlots, idleTimeout: options.scopeIdleTimeout, clock: clock, log: log,

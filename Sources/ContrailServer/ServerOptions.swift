@@ -133,7 +133,9 @@ public struct ServerOptions: Sendable {
     /// longer ago than this. Nil (the default): the history is what the scope's log holds, the
     /// change sets since its last compaction (which runs once the log has grown to four times its
     /// compacted size and at least 1 MiB, when the scope unloads after ``scopeIdleTimeout``, when
-    /// the server stops, and on `contrail admin compact`). Needs ``dataDirectory``; not in a cluster.
+    /// the server stops, and on `contrail admin compact`). Needs ``dataDirectory`` or ``cluster``: in
+    /// a cluster, past snapshots stay in the history bucket and the log is trimmed only behind the
+    /// newest snapshot older than this (every server of the cluster should have the same value).
     public var historyRetention: Duration?
     /// The wall clock of the history: the time stamped on each accepted change set and revision,
     /// and the one ``historyRetention`` is measured on. Tests pass one they move.

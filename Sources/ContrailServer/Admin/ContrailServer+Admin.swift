@@ -52,8 +52,8 @@ extension ContrailServer {
     /// The scope's history (Protocol §8.26) after `since` (nil: all it keeps): each accepted change
     /// set with its sequence number, time, user and fragments, and the named revisions. What is kept
     /// is ``ServerOptions/historyRetention``'s. O(history size).
-    /// - Throws: ``AdminError/unknownScope(_:)``, ``AdminError/noDataDirectory``,
-    ///   ``AdminError/unsupportedInCluster``, ``AdminError/unknownRevision(_:)``.
+    /// - Throws: ``AdminError/unknownScope(_:)``, ``AdminError/noDataDirectory`` (a server in
+    ///   memory; a cluster's history is in JetStream), ``AdminError/unknownRevision(_:)``.
     public func history(of scope: String, since: HistoryPoint? = nil) async throws(AdminError) -> ScopeHistory {
         try await ServerAdmin(core: core).history(of: scope, since: since)
     }

@@ -162,11 +162,11 @@ struct ServerAdmin: Sendable {
         try await historyScope(name).markRevision(label, user: user)
     }
 
-    /// The scope whose history is asked for: refused in memory or in a cluster.
+    /// The scope whose history is asked for: refused in memory (a cluster's is in JetStream).
     private func historyScope(_ name: String) throws(AdminError) -> any HostedScope {
         if let problem = ScopeName.problem(with: name) { throw .invalidScopeName(name: name, reason: problem.message) }
-        guard core.logWriter != nil else { throw core.cluster == nil ? .noDataDirectory : .unsupportedInCluster }
-        guard let scope = core.existingScope(named: name) else { throw core.isStopped ? .stopped : .unknownScope(name) }
+        guard core.logWriter != nil || core.cluster != nil else { throw .noDataDirectory }
+        guard let scope = core.clusterScope(named: name) ?? core.existingScope(named: name) else { throw core.isStopped ? .stopped : .unknownScope(name) }
         return scope
     }
 

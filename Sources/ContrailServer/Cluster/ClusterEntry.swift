@@ -62,8 +62,8 @@ enum ClusterEntry: Equatable {
         self = try ClusterEntry(changeSet: json)
     }
 
-    /// Decodes one change set's object.
-    private init(changeSet json: JSON) throws(NATSError) {
+    /// Decodes one change set's object (a message's, or a batch member's).
+    init(changeSet json: JSON) throws(NATSError) {
         guard case .array(let elements)? = json["fragments"] else { throw .invalidResponse("a scope log entry has no fragments") }
         var fragments: [SyncFragment] = []
         fragments.reserveCapacity(elements.count)
@@ -73,6 +73,17 @@ enum ClusterEntry: Equatable {
         }
         self = .changeSet(fragments: fragments, atomic: json["atomic"]?.boolValue ?? false,
                           id: json["changeSet"]?.stringValue.flatMap(UUID.init(wireString:)))
+    }
+
+    /// A change set's payload (``encoded``) with the history's members in front: `time`
+    /// (milliseconds since 1970, when this server took it) and `user` (the sending session's
+    /// authenticated user). A server that does not keep history ignores them (unknown members of an
+    /// entry are skipped; only an unknown entry kind needs a new log format). O(bytes).
+    static func stamped(_ payload: [UInt8], user: String, time: Date) -> [UInt8] {
+        guard payload.first == UInt8(ascii: "{") else { return payload }
+        var bytes = Array(#"{"time":\#(HistoryEntry.milliseconds(time)),"user":"#.utf8) + JSON.string(user).serialized() + [UInt8(ascii: ",")]
+        bytes += payload.dropFirst()
+        return bytes
     }
 
     /// The subject token of a scope name: its UTF-8 bytes in hex (any name becomes a valid token).

@@ -9,6 +9,8 @@ actor ClusterLink {
     struct Handles: Sendable {
         let jetStream: JetStream
         let snapshots: KeyValueBucket
+        /// Revisions and past snapshots (``ClusterHistory``).
+        let history: KeyValueBucket
         /// The log format to write, as the log-format record said when this server registered.
         let format: Int
     }
@@ -152,7 +154,8 @@ actor ClusterLink {
                 // this one: wait that out before reading any scope (a rollback or a late old server).
                 try? await Task.sleep(for: options.formatRefresh * 3 / 2)
             }
-            return Handles(jetStream: jetStream, snapshots: snapshots, format: agreement.write)
+            let history = try await KeyValueBucket(jetStream: jetStream, name: options.historyBucket, replicas: options.replicas)
+            return Handles(jetStream: jetStream, snapshots: snapshots, history: history, format: agreement.write)
         } catch {
             await connection.close()
             throw error

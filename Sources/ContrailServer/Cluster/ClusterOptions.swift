@@ -39,6 +39,9 @@ public struct ClusterOptions: Sendable {
     public var presenceSubjectPrefix = "contrail.presence"
     /// The key-value bucket holding the snapshots.
     public var snapshotBucket = "contrail_snapshots"
+    /// The key-value bucket holding every scope's named revisions and, with a history retention
+    /// (`contrail serve --history`), its past snapshots (Protocol §8.26, `ClusterHistory`).
+    public var historyBucket = "contrail_history"
     /// The deadline of each JetStream call; also how long a server keeps reading for a message it
     /// was woken for that is not stored yet.
     public var requestTimeout: Duration = .seconds(5)

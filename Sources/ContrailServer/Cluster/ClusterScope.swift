@@ -49,12 +49,17 @@ actor ClusterScope: HostedScope {
 
     /// The scope's name.
     nonisolated let name: String
-    private let link: ClusterLink
-    private let limits: ServerLimits
+    let link: ClusterLink
+    let limits: ServerLimits
     private let clock: ElapsedClock
     private let log: ServerLog
-    private let subject: String
-    private let snapshotKey: String
+    let subject: String
+    let snapshotKey: String
+    /// How long past snapshots and change sets stay readable (``ClusterHistory``); nil: what the
+    /// stream holds after the latest snapshot.
+    let historyRetention: Duration?
+    /// The history's clock: each change set's `time`, each revision's, the retention's cutoff.
+    let wallClock: @Sendable () -> Date
     private var phase: Phase = .empty
     /// The sessions waiting for their own change sets, by message id.
     private var origins: [String: [(outbox: SessionOutbox, message: ScopeSync)]] = [:]
@@ -72,6 +77,10 @@ actor ClusterScope: HostedScope {
     private var queueWaiters: [CheckedContinuation<Void, Never>] = []
     /// Publishes `queued`, one batch at a time; nil when nothing is queued.
     private var committer: Task<Void, Never>?
+    /// Change sets the committer has taken from `queued`, and those it is done with (applied or
+    /// failed), since the replica was made: ``settledSequence()`` waits for what was queued before it.
+    private var taken = 0
+    private var committed = 0
     private var ownSinceSnapshot = 0
     private var snapshotDue = false
     private var lastSnapshot: UInt64 = 0
@@ -111,8 +120,11 @@ actor ClusterScope: HostedScope {
     private let metrics: ServerMetrics?
 
     init(name: String, link: ClusterLink, limits: ServerLimits, clock: ElapsedClock, log: ServerLog,
-         idleTimeout: Duration = .seconds(60), metrics: ServerMetrics? = nil) {
+         idleTimeout: Duration = .seconds(60), metrics: ServerMetrics? = nil, historyRetention: Duration? = nil,
+         wallClock: @escaping @Sendable () -> Date = { Date() }) {
         self.metrics = metrics
+        self.historyRetention = historyRetention
+        self.wallClock = wallClock
         self.name = name
         self.idleTimeout = idleTimeout
         self.link = link
@@ -148,10 +160,10 @@ actor ClusterScope: HostedScope {
     /// seconds, which is what every server's broadcasts carry (`received` is not used).
     /// Back-pressure: a session whose change set finds more than four batches' worth queued waits
     /// until the queue is below that (what one client can make the server hold stays bounded).
-    /// `identity` is not used: a cluster scope runs no procedures.
+    /// `identity`'s user and the time go into the entry for the history (a cluster scope runs no procedures).
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]?) async {
         let entry = ClusterEntry.changeSet(fragments: message.fragments, atomic: message.atomic == true, id: message.changeSetID)
-        let payload = entry.encoded
+        let payload = ClusterEntry.stamped(entry.encoded, user: identity.user, time: wallClock())
         queued.append(Queued(outbox: outbox, message: message, payload: payload))
         queuedBytes += payload.count
         if committer == nil { committer = Task { await self.commit() } }
@@ -173,6 +185,8 @@ actor ClusterScope: HostedScope {
             }
             let batch = Array(queued.prefix(count))
             queued.removeFirst(count)
+            taken += count
+            defer { committed += count }  // applied, or answered as failed
             queuedBytes -= batch.reduce(0) { $0 + $1.payload.count }
             let waiters = queueWaiters
             queueWaiters = []
@@ -273,6 +287,15 @@ actor ClusterScope: HostedScope {
     func stateJSON() async -> JSON? {
         guard (try? await caughtUp()) != nil, case .loaded(let replica) = phase else { return nil }
         return replica.store.stateJSON()
+    }
+
+    /// The sequence number of the last change set (the history's numbering) once this server's
+    /// change sets queued or in flight are applied and the log is caught up (``markRevision(_:user:)``).
+    func settledSequence() async throws(NATSError) -> Int {
+        let target = taken + queued.count  // what is queued or in flight now, not what comes later
+        while committer != nil, committed < target { await withCheckedContinuation { queueWaiters.append($0) } }
+        try await caughtUp()
+        return try inReplica { $0.store.sequence }
     }
 
     /// The number of this server's sessions subscribed.
@@ -594,7 +617,9 @@ actor ClusterScope: HostedScope {
                                      fragments: fragments, atomic: atomic, changeSetID: changeSetID)
                 let changeSet = try? inReplica { replica in
                     replica.applied = message.sequence
-                    return replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
+                    let outcome = replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
+                    if case .accepted = outcome { _ = replica.store.advanceSequence() }  // the history's numbering
+                    return outcome
                 }
                 switch changeSet {
                 case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
@@ -665,8 +690,14 @@ actor ClusterScope: HostedScope {
             guard currentSeq < seq else { return }
             let record = JSON.object(["seq": .int(Int64(seq)), "state": state]).serialized()
             _ = try await handles.snapshots.update(snapshotKey, record, revision: current?.revision ?? 0)
-            if currentSeq > 0 {
-                _ = try await handles.jetStream.purge(stream: link.options.streamName, subject: subject, before: currentSeq)
+            // With a history retention, the trim keeps what the history needs (``ClusterHistory``).
+            var trimBefore = currentSeq
+            if let historyRetention {
+                trimBefore = try await ClusterHistory.keep(state, at: seq, previous: currentSeq, of: snapshotKey, handles,
+                                                           retention: historyRetention, now: wallClock())
+            }
+            if trimBefore > 0 {
+                _ = try await handles.jetStream.purge(stream: link.options.streamName, subject: subject, before: trimBefore)
             }
             lastSnapshot = seq
         } catch {

@@ -192,7 +192,7 @@ final class ServerConnection: Sendable {
             sessionToken: session.token,
             extensions: [ScopeDetach.typeName, PresenceUpdate.typeName, SharedMerge.counterExtension, SharedMerge.textExtension,
                          SyncFragment.collectionOpsExtension, ScopeStateChunk.typeName] + (origins ? ["ScopeSyncOrigin"] : [])
-                + (core.logWriter != nil && core.cluster == nil ? [MarkRevision.typeName] : []),
+                + (core.logWriter != nil || core.cluster != nil ? [MarkRevision.typeName] : []),
             limits: SessionLimits(maxMessageBytes: core.limits.maxMessageBytes,
                                   maxFragmentsPerMessage: core.limits.maxFragmentsPerMessage,
                                   maxPresenceBytes: core.limits.maxPresenceBytes,

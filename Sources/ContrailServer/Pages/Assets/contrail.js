@@ -151,6 +151,11 @@ function overLimits(message, limits) {
   return bytes > limits.maxMessageBytes ? `the change set is ${bytes} bytes, over the server's limit of ${limits.maxMessageBytes}` : null;
 }
 
+/** The error `Scope.markRevision` rejects with: `type` says why (§8.26's error types, or the client's own). */
+function revisionError(type, message) {
+  return Object.assign(new Error(message), { type });
+}
+
 /** Whether `value` is a collection on the wire: an array of UUID strings (Protocol §3.2). */
 const isCollection = (value) => Array.isArray(value) && value.every((x) => typeof x === "string" && UUID_RE.test(x));
 /** What `_heldValue` returns to leave a property alone. */
@@ -247,6 +252,19 @@ export class Scope extends Emitter {
       objects[id] = { clsName: m.clsName, properties };
     }
     return { root: this.root.uuid, objects };
+  }
+
+  /**
+   * Names the scope's state on the server `label` (a named revision, Protocol §8.26) after every
+   * edit made before the call (flushed now, sent before it); resolves to the sequence number of the
+   * last change set it includes. Rejects with an Error whose `type` is "extension-unavailable" when
+   * the server does not list MarkRevision, "not-fetched" before the scope's fetch reply, the
+   * server's type ("revision-exists", "invalid-revision", "forbidden") when it refuses the label,
+   * "timeout" without an answer. Swift: Session.markRevision.
+   */
+  markRevision(label) {
+    this.flush();
+    return this._client ? this._client._markRevision(this, label) : Promise.reject(revisionError("not-fetched", `scope '${this.name}' is not fetched`));
   }
 
   /**
@@ -816,7 +834,7 @@ export class Client extends Emitter {
     if (!Number.isInteger(m.index) || m.index <= this._serverIndex) return;
     if (m.index !== this._serverIndex + 1) { this._forceReconnect(); return; }
     this._serverIndex = m.index;
-    if (m.type === "ScopeFetchReply" || m.type === "ScopeSyncReply") {
+    if (m.type === "ScopeFetchReply" || m.type === "ScopeSyncReply" || m.type === "MarkRevisionReply") {
       const waiter = this._replies.get(m.replyTo);
       this._replies.delete(m.replyTo);
       waiter?.handler(m);
@@ -929,6 +947,28 @@ export class Client extends Emitter {
       scope._scopeIndex = reply.scopeIndex;
       this._scopesByIndex.set(reply.scopeIndex, scope);
       for (const entry of scope.queue) this._sendChangeSet(scope, entry);
+    });
+  }
+
+  /** Scope.markRevision: a MarkRevision (§8.26) after the change sets already sent, its reply as a promise. */
+  _markRevision(scope, label) {
+    return new Promise((resolve, reject) => {
+      if (!this.extensions.has("MarkRevision")) {
+        reject(revisionError("extension-unavailable", "the server does not offer MarkRevision (an original Jetstream server, or one without history)"));
+        return;
+      }
+      if (scope._scopeIndex === null || this._scopesByIndex.get(scope._scopeIndex) !== scope) {
+        reject(revisionError("not-fetched", `scope '${scope.name}' is not fetched on this session`));
+        return;
+      }
+      // A new session forgets the request (no resend): the wait ends after replyTimeout.
+      const timer = this._later(this.replyTimeout, () => reject(revisionError("timeout", `no answer to MarkRevision '${label}' in ${this.replyTimeout} ms`)));
+      this._send({ type: "MarkRevision", index: 0, scopeIndex: scope._scopeIndex, label: String(label) }, (reply) => {
+        clearTimeout(timer);
+        this._timers.delete(timer);
+        if (reply.error || !Number.isInteger(reply.seq)) reject(revisionError(reply.error?.type ?? "revision-refused", reply.error?.message ?? "MarkRevision refused"));
+        else resolve(reply.seq);
+      });
     });
   }
 

@@ -144,7 +144,7 @@ export function mountTimeline({ container, tree, changes, name, token, onLive })
     try {
       timeline.history = await loadHistory(base, name, token);
     } catch (error) {
-      label.textContent = error.status === 409 ? "no history: the server keeps none (in memory, or a cluster)" : `history: ${error.message}`;
+      label.textContent = error.status === 409 ? "no history: the server keeps none (in memory)" : `history: ${error.message}`;
       return;
     }
     slider.min = String(timeline.history.oldest);
