@@ -380,6 +380,8 @@ actor ClusterScope: HostedScope {
     /// publish expected last (its `Contrail-Previous` header).
     func notified(awaiting id: String?, previous: UInt64 = 0) async {
         guard case .loaded = phase else { return }  // unloaded: the next use reads from the snapshot
+        // Applied already (by a catch-up a wake-up before it started), so is everything before it.
+        if let id, recentlyApplied.contains(id) { return }
         // With `previous` behind the last snapshot, its message is in that snapshot or was refused.
         if let id, !recentlyApplied.contains(id), previous >= lastSnapshot {
             if awaited.count >= Self.awaitedLimit, let oldest = awaited.min(by: { $0.value.since < $1.value.since })?.key {
