@@ -18,9 +18,11 @@ import Foundation
 ///   receivers each, all sending at once), each scope's clients on the one server a load balancer
 ///   hashing the URL's `?scope=` picks (scope affinity, the deployment README's "Running a
 ///   cluster" describes), as a ratio to 100 clients on 10 scopes of one server without NATS.
-/// - `cluster.spread.c100x10.sN`: the same with each scope's clients spread round-robin over the
-///   servers (a proxy that does not route by scope: every server serves every scope, the worst
-///   case), against the same baseline.
+/// - `cluster.cpu.c100x10.sN`: CPU µs all N servers used per change set in that run (from
+///   `/proc/<pid>/stat`), against the server without NATS: what N machines would each spend.
+/// - `cluster.spread.c100x10.sN`, `cluster.spread.cpu.c100x10.sN`: the same two with each scope's
+///   clients spread round-robin over the servers (a proxy that does not route by scope: every
+///   server serves every scope, the worst case), against the same baselines.
 /// - `cluster.batch.c100x10.sN`: change sets per log message in the affinity run (group commit),
 ///   against 1.
 /// - `cluster.log.c100x10.sN`: µs of log append per change set, the batch amortised
@@ -49,40 +51,44 @@ enum ClusterBench {
             }
         }
         let changeSets = options.iterations(200, smoke: 3)
-        let single = try await withChildren(1, arguments: []) { ports in
-            try await SyncBench.fanout(try await SyncBench.replicas(100, port: ports[0]), changeSets: changeSets)
+        let single = try await withChildren(1, arguments: []) { children in
+            try await SyncBench.fanout(try await SyncBench.replicas(100, port: children[0].port), changeSets: changeSets)
         }
         for servers in 1...3 {
-            let rate = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { ports in
+            let rate = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
                 var replicas: [SyncBench.Replica] = []
-                for index in 0..<100 { replicas += try await SyncBench.replicas(1, port: ports[index % ports.count]) }
+                for index in 0..<100 { replicas += try await SyncBench.replicas(1, port: children[index % children.count].port) }
                 return try await SyncBench.fanout(replicas, changeSets: changeSets)
             }
             figures.append(BenchFigure(name: "cluster.fanout.c100.s\(servers)", value: rate, unit: "frag/s", baseline: single))
         }
-        let alone10 = try await withChildren(1, arguments: []) { ports in
-            try await fanoutOnTenScopes(ports: ports, routing: .affinity, changeSets: changeSets)
+        let scopeChangeSets = options.iterations(1000, smoke: 3)
+        let alone10 = try await withChildren(1, arguments: []) { children in
+            try await fanoutOnTenScopes(children, routing: .affinity, changeSets: scopeChangeSets)
         }
         let appendMicros = figures[0].value
         let probe = try await NATSConnection.connect(nats.url)
         let stream = JetStream(connection: probe)
         for servers in 1...3 {
             let before = (try? await stream.streamInfo("CONTRAIL_SCOPES"))?.state.lastSeq ?? 0
-            let rate = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { ports in
-                try await fanoutOnTenScopes(ports: ports, routing: .affinity, changeSets: changeSets)
+            let routed = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
+                try await fanoutOnTenScopes(children, routing: .affinity, changeSets: scopeChangeSets)
             }
             let geneses: UInt64 = servers == 1 ? 10 : 0  // the scopes' first messages, in the first run
             let messages = Double(try await stream.streamInfo("CONTRAIL_SCOPES").state.lastSeq - before - geneses)
-            let perMessage = Double(changeSets * 10) / max(messages, 1)
-            figures.append(BenchFigure(name: "cluster.fanout.c100x10.s\(servers)", value: rate, unit: "frag/s", baseline: alone10))
+            let perMessage = Double(scopeChangeSets * 10) / max(messages, 1)
+            figures.append(BenchFigure(name: "cluster.fanout.c100x10.s\(servers)", value: routed.rate, unit: "frag/s", baseline: alone10.rate))
+            figures.append(BenchFigure(name: "cluster.cpu.c100x10.s\(servers)", value: routed.cpuMicros, unit: "us", baseline: alone10.cpuMicros))
             figures.append(BenchFigure(name: "cluster.batch.c100x10.s\(servers)", value: perMessage, unit: "changesets/msg", baseline: 1))
             figures.append(BenchFigure(name: "cluster.log.c100x10.s\(servers)", value: appendMicros / perMessage, unit: "us",
                                        baseline: appendMicros))
             guard servers > 1 else { continue }  // one server: the same deployment as above
-            let spread = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { ports in
-                try await fanoutOnTenScopes(ports: ports, routing: .roundRobin, changeSets: changeSets)
+            let spread = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
+                try await fanoutOnTenScopes(children, routing: .roundRobin, changeSets: scopeChangeSets)
             }
-            figures.append(BenchFigure(name: "cluster.spread.c100x10.s\(servers)", value: spread, unit: "frag/s", baseline: alone10))
+            figures.append(BenchFigure(name: "cluster.spread.c100x10.s\(servers)", value: spread.rate, unit: "frag/s", baseline: alone10.rate))
+            figures.append(BenchFigure(name: "cluster.spread.cpu.c100x10.s\(servers)", value: spread.cpuMicros, unit: "us",
+                                       baseline: alone10.cpuMicros))
         }
         await probe.close()
         figures += try await cpu(nats: nats.url, changeSets: options.iterations(2000, smoke: 5))
@@ -134,23 +140,27 @@ enum ClusterBench {
         case roundRobin
     }
 
-    /// 100 clients on 10 scopes, 10 each, on the servers at `ports` as `routing` says, every URL
-    /// carrying `?scope=`: fragments per second that each scope's sender reaches its 9 others with,
-    /// all 10 senders at once.
-    static func fanoutOnTenScopes(ports: [UInt16], routing: Routing, changeSets: Int) async throws -> Double {
+    /// 100 clients on 10 scopes, 10 each, on the `children` as `routing` says, every URL carrying
+    /// `?scope=`: fragments per second that each scope's sender reaches its 9 others with, all 10
+    /// senders at once, and the CPU µs all the children used meanwhile per change set sent.
+    static func fanoutOnTenScopes(_ children: [ServeChild], routing: Routing,
+                                  changeSets: Int) async throws -> (rate: Double, cpuMicros: Double) {
         var groups: [[SyncBench.Replica]] = []
         var next = 0
         for scope in 0..<10 {
             let name = "bench-\(scope)"
             var group: [SyncBench.Replica] = []
             for _ in 0..<10 {
-                let server = routing == .affinity ? serverIndex(for: name, of: ports.count) : next % ports.count
-                group += try await SyncBench.replicas(1, port: ports[server], scope: name, routed: true)
+                let server = routing == .affinity ? serverIndex(for: name, of: children.count) : next % children.count
+                group += try await SyncBench.replicas(1, port: children[server].port, scope: name, routed: true)
                 next += 1
             }
             groups.append(group)
         }
-        return try await SyncBench.fanout(groups: groups, changeSets: changeSets)
+        let before = try children.reduce(0) { $0 + (try $1.cpuSeconds()) }
+        let rate = try await SyncBench.fanout(groups: groups, changeSets: changeSets)
+        let used = try children.reduce(0) { $0 + (try $1.cpuSeconds()) } - before
+        return (rate, used / Double(changeSets * groups.count) * 1e6)
     }
 
     /// The server (of `count`) a load balancer hashing the scope name sends its clients to: FNV-1a
@@ -162,13 +172,13 @@ enum ClusterBench {
         return Int(hash % UInt64(count))
     }
 
-    /// Runs `body` with the ports of `count` `contrail serve` children started with `arguments`,
-    /// stopping them afterwards.
-    static func withChildren<T>(_ count: Int, arguments: [String], _ body: ([UInt16]) async throws -> T) async throws -> T {
+    /// Runs `body` with `count` `contrail serve` children started with `arguments`, stopping them
+    /// afterwards.
+    static func withChildren<T>(_ count: Int, arguments: [String], _ body: ([ServeChild]) async throws -> T) async throws -> T {
         var children: [ServeChild] = []
         defer { for child in children { child.stop() } }
         for _ in 0..<count { children.append(try await ServeChild.start(arguments)) }
-        return try await body(children.map(\.port))
+        return try await body(children)
     }
 
     /// Runs `body` with `count` cluster servers over `nats`, stopping them afterwards.
