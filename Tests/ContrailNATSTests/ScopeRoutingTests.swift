@@ -21,29 +21,19 @@ struct ScopeRoutingTests {
         return try ContrailServer(options: options)
     }
 
-    func replica(_ url: String) async throws -> (Client, Scope, Deck) {
-        let scope = Scope(name: "team a/deck")
-        let deck = Deck()
-        scope.root = deck
-        var options = ClientOptions()
-        options.replyTimeout = .seconds(60)
-        options.connectTimeout = .seconds(60)
-        return (try await Client.sync(scope, url: url, options: options), scope, deck)
-    }
-
     @Test func routedAndUnroutedClientsOnTwoServersSync() async throws {
         let nats = try await NATSServerProcess.start()
         let one = try makeServer(nats)
         let two = try makeServer(nats)
         let (portOne, portTwo) = (try await one.start(), try await two.start())
-        let routed = try await replica("ws://127.0.0.1:\(portOne)/?scope=team%20a%2Fdeck")
-        let alsoRouted = try await replica("ws://127.0.0.1:\(portOne)/sync?scope=team%20a%2Fdeck&v=1")
-        let unrouted = try await replica("ws://127.0.0.1:\(portTwo)/")
-        routed.2.title = "from the routed client"
-        #expect(await eventually { alsoRouted.2.title == "from the routed client" && unrouted.2.title == "from the routed client" })
-        unrouted.2.score = 7
-        #expect(await eventually { routed.2.score == 7 && alsoRouted.2.score == 7 })
-        #expect(await one.state(ofScope: "team a/deck") == (await two.state(ofScope: "team a/deck")))
+        let routed = try await deckReplica(url: "ws://127.0.0.1:\(portOne)/?scope=Deck")
+        let alsoRouted = try await deckReplica(url: "ws://127.0.0.1:\(portOne)/sync?scope=Deck&v=%20")
+        let unrouted = try await deckReplica(url: "ws://127.0.0.1:\(portTwo)/")
+        routed.1.title = "from the routed client"
+        #expect(await eventually { alsoRouted.1.title == "from the routed client" && unrouted.1.title == "from the routed client" })
+        unrouted.1.score = 7
+        #expect(await eventually { routed.1.score == 7 && alsoRouted.1.score == 7 })
+        #expect(await one.state(ofScope: "Deck") == (await two.state(ofScope: "Deck")))
         for client in [routed.0, alsoRouted.0, unrouted.0] { await client.close() }
         await one.stop()
         await two.stop()
