@@ -405,7 +405,7 @@ public actor NATSConnection {
             parser.maxPayload = max(info.maxPayload, 1) + 64 * 1024
             var connect: [String: Any] = [
                 "verbose": false, "pedantic": false, "headers": true, "no_responders": true, "protocol": 1,
-                "lang": "swift", "version": "0.1", "name": options.name, "echo": true,
+                "lang": "swift", "version": "0.1", "name": options.name, "echo": options.echo,
             ]
             // Sent whether or not INFO says `auth_required`: a server without authorization ignores them.
             for (key, value) in try options.credentials.connectFields(nonce: info.nonce) { connect[key] = value }

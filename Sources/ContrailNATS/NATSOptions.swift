@@ -13,6 +13,10 @@ public struct NATSOptions: Sendable {
     /// (they send nothing until the client's TLS handshake). Implies TLS to every server (verified with
     /// `tls`, or the system's roots when nil). A plain server never answers it: the connect times out.
     public var tlsHandshakeFirst = false
+    /// Whether this connection's own publishes are delivered to its own matching subscriptions
+    /// (`echo` in `CONNECT`; NATS' default). False: only other connections' messages arrive, so a
+    /// cluster server is not woken by the log messages it appended itself.
+    public var echo = true
     /// The client name the server shows in its monitoring.
     public var name: String = "contrail"
     /// How long one TCP connect plus the INFO/CONNECT/PING handshake may take.

@@ -32,6 +32,31 @@ struct NATSConnectionTests {
         await server.stop()
     }
 
+    /// `echo: false` in CONNECT: a connection's own publishes skip its subscriptions, another
+    /// connection's still arrive; with the default (`true`) its own arrive first (the control).
+    @Test func echoOffSkipsOwnPublishes() async throws {
+        let server = try await NATSServerProcess.start()
+        let other = try await NATSConnection.connect(server.url)
+        defer { Task { await other.close() } }
+        for echo in [true, false] {
+            var options = NATSOptions(servers: [server.url])
+            options.echo = echo
+            let connection = try await NATSConnection.connect(options)
+            let subscription = try await connection.subscribe("wake.\(echo)")
+            try await connection.flush()
+            try await connection.publish("wake.\(echo)", payload: Array("own".utf8))
+            try await connection.flush()  // the server has routed the own publish before the other's
+            try await other.publish("wake.\(echo)", payload: Array("other".utf8))
+            let first = try await withTimeout(.seconds(10)) {
+                for await message in subscription.messages { return String(decoding: message.payload, as: UTF8.self) }
+                return "none"
+            }
+            #expect(first == (echo ? "own" : "other"), "echo \(echo)")
+            await connection.close()
+        }
+        await server.stop()
+    }
+
     @Test func requestReplyAndNoResponders() async throws {
         let server = try await NATSServerProcess.start()
         let connection = try await NATSConnection.connect(server.url)

@@ -71,6 +71,17 @@ test("a denied session rejects the fetch and does not reconnect", async (t) => {
   assert.equal(ScriptedSocket.made.length, before + 1, "no second socket");
 });
 
+test("a URL routed by scope (?scope=, README: Running a cluster) keeps its query when it resumes", async (t) => {
+  const routed = new Client("ws://server.test/?scope=Canvas", { WebSocket: ScriptedSocket, backoff: { min: 1, max: 1 } });
+  t.after(() => routed.close());
+  const { ws } = await online(routed, new Scope("Canvas", { rootClass: "Canvas" }));
+  assert.equal(ws.url, "ws://server.test/?scope=Canvas");
+  const reconnecting = next(routed, "status", (s) => s === "connecting");
+  ws.drop(1006);
+  await reconnecting;
+  assert.equal(ScriptedSocket.made.at(-1).url, "ws://server.test/?scope=Canvas&x-jetstream-sessiontoken=token-1");
+});
+
 test("a dropped socket resumes the session: token in the URL, then a resend exchange", async (t) => {
   const client = scriptedClient(t);
   const scope = new Scope("Canvas", { rootClass: "Canvas" });

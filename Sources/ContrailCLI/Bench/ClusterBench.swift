@@ -15,11 +15,22 @@ import Foundation
 /// - `cluster.fanout.c100.sN`: fragments per second that one client's change sets reach 99 others
 ///   spread over N servers with, as a ratio to the same on one server without NATS.
 /// - `cluster.fanout.c100x10.sN`: the same with 100 clients on 10 scopes (one sender and 9
-///   receivers each, all sending at once), as a ratio to 100 clients on 10 scopes of one server
-///   without NATS.
-/// - `cluster.batch.c100x10.sN`: change sets per log message in that run (group commit), against 1.
+///   receivers each, all sending at once), each scope's clients on the one server a load balancer
+///   hashing the URL's `?scope=` picks (scope affinity, the deployment README's "Running a
+///   cluster" describes), as a ratio to 100 clients on 10 scopes of one server without NATS.
+/// - `cluster.cpu.c100x10.sN`: CPU µs all N servers used per change set in that run (from
+///   `/proc/<pid>/stat`), against the server without NATS: what N machines would each spend.
+/// - `cluster.spread.c100x10.sN`, `cluster.spread.cpu.c100x10.sN`: the same two with each scope's
+///   clients spread round-robin over the servers (a proxy that does not route by scope: every
+///   server serves every scope, the worst case), against the same baselines.
+/// - `cluster.batch.c100x10.sN`: change sets per log message in the affinity run (group commit),
+///   against 1.
 /// - `cluster.log.c100x10.sN`: µs of log append per change set, the batch amortised
 ///   (`cluster.append` × messages / change sets), against `cluster.append`.
+///
+/// Every server of the fan-out figures, and the server without NATS they are compared with, is a
+/// `contrail serve` child (N servers are N processes, as on N machines); the clients are in this
+/// process. The latency figures use servers in this process.
 /// - `cluster.cpu.serving` / `cluster.cpu.idle`: CPU µs per change set of a scope in a `contrail
 ///   serve` child whose session is subscribed to it, and in one whose session fetched it earlier
 ///   and detached (it has unloaded the scope), against the serving one.
@@ -40,36 +51,44 @@ enum ClusterBench {
             }
         }
         let changeSets = options.iterations(200, smoke: 3)
-        let single = try await SyncBench.fanout(clients: 100, changeSets: changeSets)
+        let single = try await withChildren(1, arguments: []) { children in
+            try await SyncBench.fanout(try await SyncBench.replicas(100, port: children[0].port), changeSets: changeSets)
+        }
         for servers in 1...3 {
-            let rate = try await withServers(servers, nats: nats.url) { servers in
+            let rate = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
                 var replicas: [SyncBench.Replica] = []
-                for index in 0..<100 {
-                    replicas += try await SyncBench.replicas(1, port: try await servers[index % servers.count].start())
-                }
+                for index in 0..<100 { replicas += try await SyncBench.replicas(1, port: children[index % children.count].port) }
                 return try await SyncBench.fanout(replicas, changeSets: changeSets)
             }
             figures.append(BenchFigure(name: "cluster.fanout.c100.s\(servers)", value: rate, unit: "frag/s", baseline: single))
         }
-        let aloneServer = try SyncBench.makeServer()
-        let alone10 = try await fanoutOnTenScopes(ports: [try await aloneServer.start()], changeSets: changeSets)
-        await aloneServer.stop()
+        let scopeChangeSets = options.iterations(1000, smoke: 3)
+        let alone10 = try await withChildren(1, arguments: []) { children in
+            try await fanoutOnTenScopes(children, routing: .affinity, changeSets: scopeChangeSets)
+        }
         let appendMicros = figures[0].value
         let probe = try await NATSConnection.connect(nats.url)
         let stream = JetStream(connection: probe)
         for servers in 1...3 {
             let before = (try? await stream.streamInfo("CONTRAIL_SCOPES"))?.state.lastSeq ?? 0
-            let rate = try await withServers(servers, nats: nats.url) { servers in
-                var ports: [UInt16] = []
-                for server in servers { ports.append(try await server.start()) }
-                return try await fanoutOnTenScopes(ports: ports, changeSets: changeSets)
+            let routed = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
+                try await fanoutOnTenScopes(children, routing: .affinity, changeSets: scopeChangeSets)
             }
-            let messages = Double(try await stream.streamInfo("CONTRAIL_SCOPES").state.lastSeq - before - 10)  // less 10 geneses
-            let perMessage = Double(changeSets * 10) / max(messages, 1)
-            figures.append(BenchFigure(name: "cluster.fanout.c100x10.s\(servers)", value: rate, unit: "frag/s", baseline: alone10))
+            let geneses: UInt64 = servers == 1 ? 10 : 0  // the scopes' first messages, in the first run
+            let messages = Double(try await stream.streamInfo("CONTRAIL_SCOPES").state.lastSeq - before - geneses)
+            let perMessage = Double(scopeChangeSets * 10) / max(messages, 1)
+            figures.append(BenchFigure(name: "cluster.fanout.c100x10.s\(servers)", value: routed.rate, unit: "frag/s", baseline: alone10.rate))
+            figures.append(BenchFigure(name: "cluster.cpu.c100x10.s\(servers)", value: routed.cpuMicros, unit: "us", baseline: alone10.cpuMicros))
             figures.append(BenchFigure(name: "cluster.batch.c100x10.s\(servers)", value: perMessage, unit: "changesets/msg", baseline: 1))
             figures.append(BenchFigure(name: "cluster.log.c100x10.s\(servers)", value: appendMicros / perMessage, unit: "us",
                                        baseline: appendMicros))
+            guard servers > 1 else { continue }  // one server: the same deployment as above
+            let spread = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
+                try await fanoutOnTenScopes(children, routing: .roundRobin, changeSets: scopeChangeSets)
+            }
+            figures.append(BenchFigure(name: "cluster.spread.c100x10.s\(servers)", value: spread.rate, unit: "frag/s", baseline: alone10.rate))
+            figures.append(BenchFigure(name: "cluster.spread.cpu.c100x10.s\(servers)", value: spread.cpuMicros, unit: "us",
+                                       baseline: alone10.cpuMicros))
         }
         await probe.close()
         figures += try await cpu(nats: nats.url, changeSets: options.iterations(2000, smoke: 5))
@@ -112,20 +131,54 @@ enum ClusterBench {
         }
     }
 
-    /// 100 clients on 10 scopes, 10 each, spread over the servers at `ports`: fragments per second
-    /// that each scope's sender reaches its 9 others with, all 10 senders at once.
-    static func fanoutOnTenScopes(ports: [UInt16], changeSets: Int) async throws -> Double {
+    /// How the clients of one scope are placed on the servers.
+    enum Routing {
+        /// All on the server a stable hash of the scope name picks (what a load balancer hashing
+        /// the URL's `?scope=` does).
+        case affinity
+        /// Round-robin over all servers, whatever the scope (a load balancer that ignores it).
+        case roundRobin
+    }
+
+    /// 100 clients on 10 scopes, 10 each, on the `children` as `routing` says, every URL carrying
+    /// `?scope=`: fragments per second that each scope's sender reaches its 9 others with, all 10
+    /// senders at once, and the CPU µs all the children used meanwhile per change set sent.
+    static func fanoutOnTenScopes(_ children: [ServeChild], routing: Routing,
+                                  changeSets: Int) async throws -> (rate: Double, cpuMicros: Double) {
         var groups: [[SyncBench.Replica]] = []
         var next = 0
         for scope in 0..<10 {
+            let name = "bench-\(scope)"
             var group: [SyncBench.Replica] = []
             for _ in 0..<10 {
-                group += try await SyncBench.replicas(1, port: ports[next % ports.count], scope: "bench-\(scope)")
+                let server = routing == .affinity ? serverIndex(for: name, of: children.count) : next % children.count
+                group += try await SyncBench.replicas(1, port: children[server].port, scope: name, routed: true)
                 next += 1
             }
             groups.append(group)
         }
-        return try await SyncBench.fanout(groups: groups, changeSets: changeSets)
+        let before = try children.reduce(0) { $0 + (try $1.cpuSeconds()) }
+        let rate = try await SyncBench.fanout(groups: groups, changeSets: changeSets)
+        let used = try children.reduce(0) { $0 + (try $1.cpuSeconds()) } - before
+        return (rate, used / Double(changeSets * groups.count) * 1e6)
+    }
+
+    /// The server (of `count`) a load balancer hashing the scope name sends its clients to: FNV-1a
+    /// (64-bit) of the name's UTF-8 modulo `count`, a stand-in for nginx's `hash` or HAProxy's
+    /// `balance url_param`. O(name).
+    static func serverIndex(for scope: String, of count: Int) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in scope.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int(hash % UInt64(count))
+    }
+
+    /// Runs `body` with `count` `contrail serve` children started with `arguments`, stopping them
+    /// afterwards.
+    static func withChildren<T>(_ count: Int, arguments: [String], _ body: ([ServeChild]) async throws -> T) async throws -> T {
+        var children: [ServeChild] = []
+        defer { for child in children { child.stop() } }
+        for _ in 0..<count { children.append(try await ServeChild.start(arguments)) }
+        return try await body(children)
     }
 
     /// Runs `body` with `count` cluster servers over `nats`, stopping them afterwards.

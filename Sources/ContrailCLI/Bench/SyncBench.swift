@@ -64,7 +64,12 @@ enum SyncBench {
         let board: BenchBoard
     }
 
-    static func replicas(_ count: Int, port: UInt16, scope name: String = "bench") async throws -> [Replica] {
+    /// URL characters that need no percent-encoding (RFC 3986 §2.3).
+    static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    /// Clients of scope `name` on the server at `port`; `routed`: the URL carries `?scope=name`, as
+    /// behind a load balancer routing by scope (README: Running a cluster).
+    static func replicas(_ count: Int, port: UInt16, scope name: String = "bench", routed: Bool = false) async throws -> [Replica] {
         var options = ClientOptions()
         options.maxPendingMessages = 100_000
         var replicas: [Replica] = []
@@ -72,7 +77,8 @@ enum SyncBench {
             let scope = Scope(name: name)
             let board = BenchBoard()
             scope.root = board
-            let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/", options: options)
+            let query = routed ? "?scope=" + (name.addingPercentEncoding(withAllowedCharacters: unreserved) ?? name) : ""
+            let client = try await Client.sync(scope, url: "ws://127.0.0.1:\(port)/\(query)", options: options)
             replicas.append(Replica(client: client, scope: scope, board: board))
         }
         return replicas

@@ -139,6 +139,9 @@ actor ClusterLink {
         natsOptions.tls = options.tls
         natsOptions.tlsHandshakeFirst = options.tlsHandshakeFirst
         natsOptions.requestTimeout = options.requestTimeout
+        // A scope's own appends are applied from the publish's acknowledgement: their wake-ups (a copy
+        // of every batch back over the socket, and a catch-up read each) are not needed.
+        natsOptions.echo = false
         let connection = try await NATSConnection.connect(natsOptions)
         do throws(NATSError) {
             let jetStream = JetStream(connection: connection)

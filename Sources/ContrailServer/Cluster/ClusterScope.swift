@@ -20,7 +20,9 @@ import Foundation
 /// Interest: the replica is loaded on the first fetch or sync, and unloaded (subscription ended,
 /// state dropped) after `idleTimeout` with no subscribed session and nothing to publish.
 ///
-/// Freshness: a core subscription on the subject wakes the replica when any server publishes. The
+/// Freshness: a core subscription on the subject wakes the replica when another server publishes
+/// (the link's NATS connection has echo off: this server's own appends are applied from their
+/// acknowledgement, and a wake-up naming a message already applied reads nothing). The
 /// wake-up can come before the stream has stored the message (a replicated stream stores it once a
 /// quorum has it) or for a publish it refuses, so the wake-up's message id is awaited: while one is
 /// not applied, the replica reads again after 1 ms, doubling up to `wakeUpRetryLimit`, for up to
@@ -403,6 +405,8 @@ actor ClusterScope: HostedScope {
     /// publish expected last (its `Contrail-Previous` header).
     func notified(awaiting id: String?, previous: UInt64 = 0) async {
         guard case .loaded = phase else { return }  // unloaded: the next use reads from the snapshot
+        // Applied already (by a catch-up a wake-up before it started), so is everything before it.
+        if let id, recentlyApplied.contains(id) { return }
         // With `previous` behind the last snapshot, its message is in that snapshot or was refused.
         if let id, !recentlyApplied.contains(id), previous >= lastSnapshot {
             if awaited.count >= Self.awaitedLimit, let oldest = awaited.min(by: { $0.value.since < $1.value.since })?.key {
