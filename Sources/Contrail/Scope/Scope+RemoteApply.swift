@@ -39,18 +39,21 @@ extension Scope {
         var created: [UUID: ModelObject] = [:]
         created.reserveCapacity(fragments.count)
         var unknownAdded: [UUID: String] = [:]
-        for fragment in fragments where fragment.kind == .add {
+        for (position, fragment) in fragments.enumerated() where fragment.kind == .add {
             if objects[fragment.uuid] != nil || created[fragment.uuid] != nil { continue }
             if let held = retired[fragment.uuid]?.object, held.className == fragment.className, held.scope == nil {
                 created[fragment.uuid] = held
                 continue
             }
-            guard knowsClass(fragment.className) else {
-                unknownAdded[fragment.uuid] = fragment.className
+            // A prepared object is of a class the registry knew when its part came (a class is
+            // never unregistered); a scope told to treat some classes as unknown asks again.
+            if let entry = prepared?.entry(at: position), entry.object.uuid == fragment.uuid,
+               unknownClassNames.isEmpty || knowsClass(fragment.className) {
+                created[fragment.uuid] = entry.object
                 continue
             }
-            if let object = prepared?.object(fragment.uuid, className: fragment.className) {
-                created[fragment.uuid] = object
+            guard knowsClass(fragment.className) else {
+                unknownAdded[fragment.uuid] = fragment.className
                 continue
             }
             created[fragment.uuid] = try ModelRegistry.make(className: fragment.className, uuid: fragment.uuid)

@@ -85,7 +85,8 @@ final class ScopeSubscription {
     // MARK: - Applying remote changes
 
     /// Applies the server's full state. Keys held by pending local change sets keep their local
-    /// values (the state's values become their originals).
+    /// values (the state's values become their originals). `prepared`: the state's new objects
+    /// made ready while it arrived in parts.
     func applyState(_ state: ScopeState, prepared: PreparedState? = nil) throws(SyncError) {
         guard let root = scope.root else { throw .scopeHasNoRoot(scope.name) }
         if root.uuid != state.rootUUID { rootAliases[root.uuid] = state.rootUUID }

@@ -26,7 +26,7 @@ final class StateAssembly {
     /// The scope the state is for.
     let scope: Scope
     /// The objects made ready so far.
-    private(set) var prepared = PreparedState()
+    private(set) var prepared: PreparedState
     private(set) var fragments: [SyncFragment] = []
     /// `ScopeSync` fragments of the scope that arrived during the state, in order.
     private(set) var heldSyncs: [[SyncFragment]] = []
@@ -39,6 +39,7 @@ final class StateAssembly {
         rootUUID = chunk.rootUUID
         total = chunk.total
         self.scope = scope
+        prepared = PreparedState(count: min(total, 1 << 20))
         fragments.reserveCapacity(min(total, 1 << 20))
         try take(chunk)
     }
