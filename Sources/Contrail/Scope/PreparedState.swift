@@ -3,7 +3,7 @@ import Foundation
 /// A full state's new objects made ready part by part while the state streams in (Protocol
 /// §8.25), so that applying it at the end does less: each `add` of a registered class the scope
 /// does not hold gets a fresh object, with its plain values (not references, collections or shared
-/// texts) decoded and set on it. Nothing of it is in the scope or visible to the app: the objects
+/// texts) decoded and stored in it (without notifying: nobody can observe it yet). Nothing of it is in the scope or visible to the app: the objects
 /// are detached until ``Scope/applyState(rootUUID:fragments:redirect:prepared:)`` takes them,
 /// and it takes one only where it would have created that object itself, else it decodes the
 /// fragment as usual. A value that does not decode is left for the apply, which refuses the state.
@@ -24,22 +24,45 @@ struct PreparedState {
         let steps: [(name: String, wire: JSON, preset: Preset?)]
     }
 
+    /// The prepared objects by UUID.
     private(set) var entries: [UUID: Entry] = [:]
+    /// The prepared entries by their fragment's position in the state (nil: none), so that the
+    /// apply finds a fragment's entry without hashing.
+    private var byPosition: [Entry?] = []
+    /// The class of the last object prepared (a state's objects mostly share a few classes).
+    private var lastClass: (name: String, type: ModelObject.Type)?
+
+    /// Ready for a state of about `count` objects (the capacity is reserved once, not grown part by part).
+    init(count: Int = 0) {
+        entries.reserveCapacity(count)
+        byPosition.reserveCapacity(count)
+    }
 
     /// Prepares the objects `fragments` add, the first at `offset` in the state. O(fragments).
     mutating func prepare(_ fragments: [SyncFragment], offset: Int, in scope: Scope) {
-        if entries.isEmpty { entries.reserveCapacity(fragments.count) }
         for (position, fragment) in zip(offset..., fragments) where fragment.kind == .add {
-            guard entries[fragment.uuid] == nil, scope.objects[fragment.uuid] == nil, scope.knowsClass(fragment.className),
-                  let object = try? ModelRegistry.make(className: fragment.className, uuid: fragment.uuid) else { continue }
+            guard entries[fragment.uuid] == nil, scope.objects[fragment.uuid] == nil,
+                  let type = modelClass(fragment.className, in: scope) else { continue }
+            let object = type.init(uuid: fragment.uuid)
             let info = object.info
             var steps: [(name: String, wire: JSON, preset: Preset?)] = []
             steps.reserveCapacity(fragment.properties.count)
             for (name, wire) in fragment.properties.sorted(by: { $0.key < $1.key }) {
                 steps.append((name, wire, preset(wire, named: name, of: object, info: info, fragment: fragment)))
             }
-            entries[fragment.uuid] = Entry(object: object, position: position, steps: steps)
+            let entry = Entry(object: object, position: position, steps: steps)
+            entries[fragment.uuid] = entry
+            if byPosition.count <= position { byPosition.append(contentsOf: repeatElement(nil, count: position + 1 - byPosition.count)) }
+            byPosition[position] = entry
         }
+    }
+
+    /// The model class of `name`, when `scope` knows it.
+    private mutating func modelClass(_ name: String, in scope: Scope) -> ModelObject.Type? {
+        if let lastClass, lastClass.name == name { return lastClass.type }
+        guard scope.knowsClass(name), let type = try? ModelRegistry.modelClass(named: name) else { return nil }
+        lastClass = (name, type)
+        return type
     }
 
     /// Decodes and sets plain value `wire` of property `name` on the fresh `object`; nil where the
@@ -53,19 +76,19 @@ struct PreparedState {
               ObjectIdentifier(property.storage) != ObjectIdentifier(Property<SharedText>.self),
               let value = try? info.decode(wire, at: index, resolver: { _ in nil }) else { return nil }
         let old = object.value(at: index)
-        object.setValue(value, at: index)
+        // Stored without notifying: nobody can observe an object the app has not seen yet.
+        property.storage.restore(value, in: object, offset: property.offset)
         return Preset(index: index, old: old, new: value)
     }
 
-    /// The prepared entry of the fragment at `position` whose object is `object`, if any.
-    func entry(at position: Int, for object: ModelObject) -> Entry? {
-        guard let entry = entries[object.uuid], entry.position == position, entry.object === object else { return nil }
-        return entry
+    /// The prepared entry of the fragment at `position` (of the fragments prepared), if any. O(1).
+    func entry(at position: Int) -> Entry? {
+        position < byPosition.count ? byPosition[position] : nil
     }
 
-    /// The prepared object of `uuid`, of class `className`.
-    func object(_ uuid: UUID, className: String) -> ModelObject? {
-        guard let object = entries[uuid]?.object, object.className == className else { return nil }
-        return object
+    /// The prepared entry of the fragment at `position` whose object is `object`, if any. O(1).
+    func entry(at position: Int, for object: ModelObject) -> Entry? {
+        guard let entry = entry(at: position), entry.object === object else { return nil }
+        return entry
     }
 }
