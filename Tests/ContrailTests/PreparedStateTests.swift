@@ -57,12 +57,12 @@ import Testing
         var prepared = PreparedState()
         prepared.prepare(Array(state[..<2]), offset: 0, in: scope)
         prepared.prepare(Array(state[2...]), offset: 2, in: scope)
-        #expect(prepared.entries.count == 2, "the two adds; the root's change is left to the apply")
+        #expect(prepared.count == 2, "the two adds; the root's change is left to the apply")
         #expect(canvas.shapes.isEmpty && scope.count == 1 && changes().isEmpty, "nothing shows before the apply")
         _ = try scope.applyState(rootUUID: root, fragments: state, redirect: nil, prepared: prepared)
 
         #expect(canvas.shapes.map(\.uuid) == [first, second])
-        #expect(canvas.shapes[0] === prepared.entries[first]?.object && canvas.shapes[1] === prepared.entries[second]?.object)
+        #expect(canvas.shapes[0] === prepared.entry(at: 1)?.object && canvas.shapes[1] === prepared.entry(at: 2)?.object)
         #expect(canvas.highlighted === canvas.shapes[1])
         #expect(canvas.shapes.map(\.x) == [1, 2] && canvas.shapes[1].y == 3 && canvas.shapes[0].kind == .circle)
         #expect(scope.unknownValues(of: canvas.shapes[1]) == ["shade": "dark"])
@@ -84,7 +84,7 @@ import Testing
         _ = try scope.applyState(rootUUID: root, fragments: state, redirect: nil, prepared: prepared)
         #expect(canvas.shapes.first === local)
         #expect(local.x == 1 && local.kind == .circle, "decoded at the apply, as without preparation")
-        #expect(canvas.shapes.last === prepared.entries[second]?.object, "the other prepared object is taken")
+        #expect(canvas.shapes.last === prepared.entry(at: 2)?.object, "the other prepared object is taken")
     }
 
     /// A value that does not decode is not prepared: the apply refuses the state with the error it
@@ -95,7 +95,7 @@ import Testing
         let (scope, canvas) = makeScope()
         var prepared = PreparedState()
         prepared.prepare(bad, offset: 0, in: scope)
-        #expect(prepared.entries[first] != nil)
+        #expect(prepared.entry(at: 1) != nil)
         #expect(throws: ModelError.self) { try scope.applyState(rootUUID: root, fragments: bad, redirect: nil, prepared: prepared) }
         #expect(canvas.shapes.isEmpty && canvas.name == nil)
         // Positive control: the good state applies.

@@ -3,10 +3,11 @@ import Foundation
 /// A full state's new objects made ready part by part while the state streams in (Protocol
 /// §8.25), so that applying it at the end does less: each `add` of a registered class the scope
 /// does not hold gets a fresh object, with its plain values (not references, collections or shared
-/// texts) decoded and stored in it (without notifying: nobody can observe it yet). Nothing of it is in the scope or visible to the app: the objects
-/// are detached until ``Scope/applyState(rootUUID:fragments:redirect:prepared:)`` takes them,
-/// and it takes one only where it would have created that object itself, else it decodes the
-/// fragment as usual. A value that does not decode is left for the apply, which refuses the state.
+/// texts) decoded and stored in it, without notifying: nobody can observe it yet. Nothing of it is
+/// in the scope or visible to the app: the objects are detached until
+/// ``Scope/applyState(rootUUID:fragments:redirect:prepared:)`` takes them, and it takes one only
+/// where it would have created that object itself, else it decodes the fragment as usual. A value
+/// that does not decode is left for the apply, which refuses the state.
 @MainActor
 struct PreparedState {
     /// A plain value set on a prepared object, with the default it replaced.
@@ -24,24 +25,22 @@ struct PreparedState {
         let steps: [(name: String, wire: JSON, preset: Preset?)]
     }
 
-    /// The prepared objects by UUID.
-    private(set) var entries: [UUID: Entry] = [:]
     /// The prepared entries by their fragment's position in the state (nil: none), so that the
-    /// apply finds a fragment's entry without hashing.
+    /// apply finds a fragment's entry without hashing. A UUID added twice gets two entries; the
+    /// apply takes the first, as it would create the first.
     private var byPosition: [Entry?] = []
     /// The class of the last object prepared (a state's objects mostly share a few classes).
     private var lastClass: (name: String, type: ModelObject.Type)?
 
     /// Ready for a state of about `count` objects (the capacity is reserved once, not grown part by part).
     init(count: Int = 0) {
-        entries.reserveCapacity(count)
         byPosition.reserveCapacity(count)
     }
 
     /// Prepares the objects `fragments` add, the first at `offset` in the state. O(fragments).
     mutating func prepare(_ fragments: [SyncFragment], offset: Int, in scope: Scope) {
         for (position, fragment) in zip(offset..., fragments) where fragment.kind == .add {
-            guard entries[fragment.uuid] == nil, scope.objects[fragment.uuid] == nil,
+            guard scope.objects[fragment.uuid] == nil,
                   let type = modelClass(fragment.className, in: scope) else { continue }
             let object = type.init(uuid: fragment.uuid)
             let info = object.info
@@ -51,7 +50,6 @@ struct PreparedState {
                 steps.append((name, wire, preset(wire, named: name, of: object, info: info, fragment: fragment)))
             }
             let entry = Entry(object: object, position: position, steps: steps)
-            entries[fragment.uuid] = entry
             if byPosition.count <= position { byPosition.append(contentsOf: repeatElement(nil, count: position + 1 - byPosition.count)) }
             byPosition[position] = entry
         }
@@ -81,14 +79,11 @@ struct PreparedState {
         return Preset(index: index, old: old, new: value)
     }
 
+    /// The number of objects prepared. O(fragments).
+    var count: Int { byPosition.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+
     /// The prepared entry of the fragment at `position` (of the fragments prepared), if any. O(1).
     func entry(at position: Int) -> Entry? {
         position < byPosition.count ? byPosition[position] : nil
-    }
-
-    /// The prepared entry of the fragment at `position` whose object is `object`, if any. O(1).
-    func entry(at position: Int, for object: ModelObject) -> Entry? {
-        guard let entry = entry(at: position), entry.object === object else { return nil }
-        return entry
     }
 }

@@ -39,9 +39,11 @@ extension Scope {
         var created: [UUID: ModelObject] = [:]
         created.reserveCapacity(fragments.count)
         var unknownAdded: [UUID: String] = [:]
+        // The positions whose prepared object was taken: their fragments need no lookup below.
+        var taken: [Bool] = prepared == nil ? [] : Array(repeating: false, count: fragments.count)
         for (position, fragment) in fragments.enumerated() where fragment.kind == .add {
             if objects[fragment.uuid] != nil || created[fragment.uuid] != nil { continue }
-            if let held = retired[fragment.uuid]?.object, held.className == fragment.className, held.scope == nil {
+            if !retired.isEmpty, let held = retired[fragment.uuid]?.object, held.className == fragment.className, held.scope == nil {
                 created[fragment.uuid] = held
                 continue
             }
@@ -50,6 +52,7 @@ extension Scope {
             if let entry = prepared?.entry(at: position), entry.object.uuid == fragment.uuid,
                unknownClassNames.isEmpty || knowsClass(fragment.className) {
                 created[fragment.uuid] = entry.object
+                taken[position] = true
                 continue
             }
             guard knowsClass(fragment.className) else {
@@ -69,7 +72,8 @@ extension Scope {
         var kept: [(uuid: UUID, name: String, value: JSON?)] = []
         var unknownWrites: [(uuid: UUID, className: String, properties: [String: JSON])] = []
         for (position, fragment) in fragments.enumerated() {
-            guard let object = resolver(fragment.uuid) else {
+            let entry = taken.isEmpty || !taken[position] ? nil : prepared?.entry(at: position)
+            guard let object = entry?.object ?? resolver(fragment.uuid) else {
                 if isUnknown(fragment.uuid) {
                     unknownWrites.append((fragment.uuid, fragment.className, fragment.properties))
                     report.appliedFragments += 1
@@ -79,7 +83,6 @@ extension Scope {
                 continue
             }
             let info = object.info
-            let entry = prepared?.entry(at: position, for: object)
             for (name, wire, preset) in entry?.steps ?? fragment.properties.sorted(by: { $0.key < $1.key }).map({ ($0.key, $0.value, PreparedState.Preset?.none) }) {
                 if let preset {
                     writes.append((object, preset.index, preset.new, preset.old))
