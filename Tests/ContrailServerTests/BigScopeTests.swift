@@ -89,15 +89,18 @@ final class TileBoard: ModelObject {
     }
 
     /// A change set another client makes while the state streams goes out between the parts; the
-    /// client holds it and applies it right after the state, once.
-    @Test func changeDuringTheStreamLandsOnceAfterIt() async throws {
+    /// client holds it and applies it right after the state, once. Both ways a server streams: a
+    /// small scope's cached parts (1,000 tiles), and a big scope's parts encoded by a producer from
+    /// a snapshot while the first ones are on the wire (25,000 tiles, over the cache's bound).
+    @Test(arguments: [(1_000, 20), (25_000, 1_000)])
+    func changeDuringTheStreamLandsOnceAfterIt(count: Int, partObjects: Int) async throws {
         let server = try makeServer { options in
-            options.stateChunkObjects = 20
-            // A window of part 0 (the root's collection of 1,000: 41 KB) and a dozen more, of ten
-            // times as many in all; room besides for the broadcast.
-            options.maxResendBytes = 128 << 10
+            options.stateChunkObjects = partObjects
+            // A window of part 0 (the root's collection: 41 bytes a tile) and a dozen parts more, of
+            // ten times as many in all; room besides for the broadcast.
+            options.maxResendBytes = 41 * count + partObjects * 1_400
         }
-        let (writer, _, tiles, firstIndex) = try await populate(server, count: 1_000)
+        let (writer, _, tiles, firstIndex) = try await populate(server, count: count)
         var index = firstIndex
         let (scope, board) = makeScope()
         let client = Client(connector: server.connector(), options: testOptions(clock: clock))
@@ -109,17 +112,17 @@ final class TileBoard: ModelObject {
         // Small changes (a broadcast of the root's collection of 1,000 would not fit this window).
         let reply = try await writer.sync(index: index, fragments: [
             Wire.fragment("change", tiles[0], "Tile", ["a": -1]),
-            Wire.fragment("change", tiles[999], "Tile", ["c": -3]),
+            Wire.fragment("change", tiles[count - 1], "Tile", ["c": -3]),
         ])
         index += 1
         #expect(reply["fragmentReplies"]?.arrayValue?.count == 2)
         session.resumeIncoming()
         try await fetch.value
-        #expect(seen.last == FetchProgress(received: 1_001, total: 1_001))
+        #expect(seen.last == FetchProgress(received: count + 1, total: count + 1))
         #expect(seen.count > 10)
-        #expect(board.tiles.count == 1_000)
-        #expect(board.tiles[0].a == -1 && board.tiles[999].c == -3, "the change made during the stream is applied after it")
-        #expect(board.tiles[1].a == 1 && board.tiles[998].c == 3 * 998)
+        #expect(board.tiles.count == count)
+        #expect(board.tiles[0].a == -1 && board.tiles[count - 1].c == -3, "the change made during the stream is applied after it")
+        #expect(board.tiles[1].a == 1 && board.tiles[count - 2].c == 3 * (count - 2))
         // And later broadcasts follow as usual.
         _ = try await writer.sync(index: index, fragments: [Wire.fragment("change", tiles[1], "Tile", ["b": -2])])
         #expect(await eventually { board.tiles[1].b == -2 })

@@ -85,4 +85,73 @@ import Testing
         outbox.cancelStreams(scopeIndex: 3)
         #expect(outbox.unsentParts == 0)
     }
+
+    /// A big state's parts come from a producer (§8.25 overlap): each goes out as soon as it is
+    /// supplied, the stream waits for the next in between (messages queued meanwhile go out), a
+    /// stream behind it waits for its last part, and a producer whose stream is gone is told to stop.
+    @Test func producedPartsGoOutAsTheyArriveAndAGoneStreamStopsItsProducer() {
+        let parts = ScopeStateChunk.parts(of: fragments(30), maxObjects: 10, maxBytes: 1 << 20)
+        let outbox = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("overflow") })
+        _ = outbox.attach({}, resumed: false)
+        let id = StateStream.ID()
+        outbox.enqueueStream(StateStream(scopeIndex: 0, rootUUID: "r", producedAs: id))
+        outbox.enqueueStream(StateStream(scopeIndex: 1, rootUUID: "s", parts: parts))
+        #expect(outbox.takePending(generation: 1).isEmpty, "nothing until the producer's first part")
+        #expect(outbox.supply(parts[0], total: 30, finished: false, to: id))
+        var sent = outbox.takePending(generation: 1)
+        #expect(sent.count == 1)
+        outbox.enqueue { .scopeSync(index: $0, scopeIndex: 0, fragments: "[]") }
+        #expect(outbox.supply(parts[1], total: 30, finished: false, to: id))
+        #expect(outbox.supply(parts[2], total: 30, finished: true, to: id))
+        sent += outbox.takePending(generation: 1)
+        let chunks = sent.compactMap { message -> (Int, Int, Int)? in
+            if case .scopeStateChunk(_, let scopeIndex, _, let total, let part) = message { return (scopeIndex, total, part.offset) }
+            return nil
+        }
+        #expect(chunks.map { $0.0 } == [0, 0, 0, 1, 1, 1], "the second state follows the first one's last part")
+        #expect(chunks.prefix(3).map { $0.1 } == [30, 30, 30] && chunks.prefix(3).map { $0.2 } == [0, 10, 20])
+        #expect(sent.map(\.index) == Array(1...7))
+        #expect(sent.contains { if case .scopeSync = $0 { true } else { false } })
+        // Positive control above; now a stream that is cancelled before its producer is done.
+        let other = StateStream.ID()
+        outbox.enqueueStream(StateStream(scopeIndex: 2, rootUUID: "t", producedAs: other))
+        #expect(outbox.supply(parts[0], total: 30, finished: false, to: other))
+        outbox.cancelStreams(scopeIndex: 2)
+        #expect(!outbox.supply(parts[1], total: 30, finished: false, to: other), "the producer stops")
+        #expect(!outbox.supply(parts[1], total: 30, finished: false, to: StateStream.ID()), "an unknown stream takes nothing")
+    }
+
+    /// A store streams its state from a snapshot: the parts, in order, hold exactly the fragments of
+    /// ``ScopeStore/stateFragments()`` at the time of the copy, whatever the store does after it.
+    @Test func aStoreStreamsItsSnapshotInParts() throws {
+        let root = UUID()
+        var store = ScopeStore(rootUUID: root)
+        var core = ScopeCore(name: "s", limits: ServerOptions().limits, procedures: [])
+        let items = (0..<95).map { _ in UUID() }
+        let setup = [SyncFragment(kind: .change, uuid: root, className: "Board", properties: ["items": .array(items.map { .string($0.wireString) })])]
+            + items.enumerated().map { SyncFragment(kind: .add, uuid: $1, className: "Item", properties: ["n": .int(Int64($0))]) }
+        _ = core.apply(ScopeSync(index: 1, scopeIndex: 0, fragments: setup), to: &store, from: nil)
+        let snapshot = store
+        let expected = snapshot.stateFragments()
+        #expect(expected.count == 96)
+        _ = core.apply(ScopeSync(index: 2, scopeIndex: 0, fragments: [SyncFragment(kind: .change, uuid: items[3], className: "Item", properties: ["n": -3])]),
+                       to: &store, from: nil)
+        let outbox = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("overflow") })
+        _ = outbox.attach({}, resumed: false)
+        let id = StateStream.ID()
+        outbox.enqueueStream(StateStream(scopeIndex: 0, rootUUID: root.wireString, producedAs: id))
+        snapshot.stream(to: outbox, as: id, maxObjects: 10, maxBytes: 1 << 20)
+        var streamed: [SyncFragment] = []
+        var offsets: [Int] = []
+        for message in outbox.takePending(generation: 1) {
+            guard case .scopeStateChunk(_, _, _, let total, let part) = message else { continue }
+            #expect(total == 96)
+            offsets.append(part.offset)
+            streamed += try (JSON(parsing: part.text).arrayValue ?? []).map { try SyncFragment(json: $0) }
+        }
+        #expect(offsets == Array(stride(from: 0, to: 96, by: 10)))
+        #expect(streamed == expected, "the snapshot's state, not the later change")
+        #expect(outbox.unsentParts == 0)
+        #expect(store.stateFragments() != expected, "positive control: the store itself moved on")
+    }
 }

@@ -29,17 +29,30 @@ extension Scope {
     /// remote one, maybe a merge) or nil to leave the property alone (a key a pending local change
     /// set holds, Protocol §8.3). With `applyDefaults` (a full state), properties a fragment leaves
     /// out take their defaults and unknown objects the batch does not hold are forgotten.
+    /// `prepared`: objects made ready while a full state arrived (``PreparedState``), taken where
+    /// this would create the same objects.
     func apply(_ fragments: [SyncFragment], applyDefaults: Bool,
-               redirect: ((ModelObject, Int, Any) -> Any?)? = nil, publishes: Bool = true) throws(ModelError) -> ApplyReport {
+               redirect: ((ModelObject, Int, Any) -> Any?)? = nil, publishes: Bool = true,
+               prepared: PreparedState? = nil) throws(ModelError) -> ApplyReport {
         var report = ApplyReport()
         // Pass 1: find or create every added object; objects of unknown classes are only noted.
         var created: [UUID: ModelObject] = [:]
         created.reserveCapacity(fragments.count)
         var unknownAdded: [UUID: String] = [:]
-        for fragment in fragments where fragment.kind == .add {
+        // The positions whose prepared object was taken: their fragments need no lookup below.
+        var taken: [Bool] = prepared == nil ? [] : Array(repeating: false, count: fragments.count)
+        for (position, fragment) in fragments.enumerated() where fragment.kind == .add {
             if objects[fragment.uuid] != nil || created[fragment.uuid] != nil { continue }
-            if let held = retired[fragment.uuid]?.object, held.className == fragment.className, held.scope == nil {
+            if !retired.isEmpty, let held = retired[fragment.uuid]?.object, held.className == fragment.className, held.scope == nil {
                 created[fragment.uuid] = held
+                continue
+            }
+            // A prepared object is of a class the registry knew when its part came (a class is
+            // never unregistered); a scope told to treat some classes as unknown asks again.
+            if let entry = prepared?.entry(at: position), entry.object.uuid == fragment.uuid,
+               unknownClassNames.isEmpty || knowsClass(fragment.className) {
+                created[fragment.uuid] = entry.object
+                taken[position] = true
                 continue
             }
             guard knowsClass(fragment.className) else {
@@ -53,12 +66,14 @@ extension Scope {
         let isUnknown: (UUID) -> Bool = { [unknown] uuid in unknownAdded[uuid] != nil || unknown.objects[uuid] != nil }
         let mayHideReferences = !unknownAdded.isEmpty || !unknown.objects.isEmpty
         // Pass 2: decode every value (validation; nothing changes yet).
-        var writes: [(ModelObject, Int, Any)] = []
+        // A write of a prepared object carries the default it replaced: it is already set.
+        var writes: [(ModelObject, Int, Any, preset: Any?)] = []
         writes.reserveCapacity(fragments.count)
         var kept: [(uuid: UUID, name: String, value: JSON?)] = []
         var unknownWrites: [(uuid: UUID, className: String, properties: [String: JSON])] = []
-        for fragment in fragments {
-            guard let object = resolver(fragment.uuid) else {
+        for (position, fragment) in fragments.enumerated() {
+            let entry = taken.isEmpty || !taken[position] ? nil : prepared?.entry(at: position)
+            guard let object = entry?.object ?? resolver(fragment.uuid) else {
                 if isUnknown(fragment.uuid) {
                     unknownWrites.append((fragment.uuid, fragment.className, fragment.properties))
                     report.appliedFragments += 1
@@ -68,7 +83,11 @@ extension Scope {
                 continue
             }
             let info = object.info
-            for (name, wire) in fragment.properties.sorted(by: { $0.key < $1.key }) {
+            for (name, wire, preset) in entry?.steps ?? fragment.properties.sorted(by: { $0.key < $1.key }).map({ ($0.key, $0.value, PreparedState.Preset?.none) }) {
+                if let preset {
+                    writes.append((object, preset.index, preset.new, preset.old))
+                    continue
+                }
                 guard let index = info.indexByName[name], info.properties[index].isSynced else {
                     report.unknownProperties.append("\(object.className).\(name)")
                     kept.append((fragment.uuid, name, wire))
@@ -82,13 +101,13 @@ extension Scope {
                 }
                 // A shared text decodes its operations or state with its plain value (§8.21).
                 let member = fragment.textOperations?[name].map { JSON.object(["plain": visible, "text": $0]) }
-                writes.append((object, index, try info.decode(member ?? visible, at: index, resolver: resolver)))
+                writes.append((object, index, try info.decode(member ?? visible, at: index, resolver: resolver), nil))
             }
             if applyDefaults {
                 // A shared text the state leaves out keeps its text (its default is one shared handle).
                 for property in info.properties where property.isSynced && fragment.properties[property.name] == nil
                     && ObjectIdentifier(property.storage) != ObjectIdentifier(Property<SharedText>.self) {
-                    writes.append((object, property.index, property.storage.value(in: info.probe, offset: property.offset)))
+                    writes.append((object, property.index, property.storage.value(in: info.probe, offset: property.offset), nil))
                 }
             }
             report.appliedFragments += 1
@@ -101,7 +120,12 @@ extension Scope {
         // The objects the batch adds join the scope's table as they attach: grown once, not step by step.
         if !created.isEmpty { objects.reserveCapacity(objects.count + created.count) }
         applyingRemote {
-            for (object, index, remote) in writes {
+            for (object, index, remote, preset) in writes {
+                // A prepared object is fresh: no pending change set holds its keys (redirect passes).
+                if let preset {
+                    changes.append(ChangeSet.Change(object: object, property: index, old: preset, new: remote))
+                    continue
+                }
                 guard let value = redirect.map({ $0(object, index, remote) }) ?? remote else { continue }
                 let old = object.value(at: index)
                 object.setValue(value, at: index)
@@ -142,13 +166,14 @@ extension Scope {
         try applyState(rootUUID: rootUUID, fragments: fragments, redirect: nil)
     }
 
-    /// `applyState` with a `redirect` as in `apply(_:applyDefaults:redirect:)`.
+    /// `applyState` with a `redirect` as in `apply(_:applyDefaults:redirect:)`, and the objects
+    /// `prepared` while the state arrived.
     func applyState(rootUUID: UUID, fragments: [SyncFragment],
-                    redirect: ((ModelObject, Int, Any) -> Any?)?) throws(ModelError) -> ApplyReport {
+                    redirect: ((ModelObject, Int, Any) -> Any?)?, prepared: PreparedState? = nil) throws(ModelError) -> ApplyReport {
         guard root != nil else { return ApplyReport() }
         flush()
         adoptRootUUID(rootUUID)
-        let report = try apply(fragments, applyDefaults: true, redirect: redirect)
+        let report = try apply(fragments, applyDefaults: true, redirect: redirect, prepared: prepared)
         // A full state starts afresh: the next edit of a throttled property goes out at once (one
         // already deferred still goes out when its interval ends).
         lastRecorded.removeAll()

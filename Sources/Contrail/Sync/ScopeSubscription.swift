@@ -85,13 +85,14 @@ final class ScopeSubscription {
     // MARK: - Applying remote changes
 
     /// Applies the server's full state. Keys held by pending local change sets keep their local
-    /// values (the state's values become their originals).
-    func applyState(_ state: ScopeState) throws(SyncError) {
+    /// values (the state's values become their originals). `prepared`: the state's new objects
+    /// made ready while it arrived in parts.
+    func applyState(_ state: ScopeState, prepared: PreparedState? = nil) throws(SyncError) {
         guard let root = scope.root else { throw .scopeHasNoRoot(scope.name) }
         if root.uuid != state.rootUUID { rootAliases[root.uuid] = state.rootUUID }
         scope.flush()
         do {
-            _ = try scope.applyState(rootUUID: state.rootUUID, fragments: state.fragments, redirect: redirect)
+            _ = try scope.applyState(rootUUID: state.rootUUID, fragments: state.fragments, redirect: redirect, prepared: prepared)
         } catch {
             throw .invalidState(error.description)
         }

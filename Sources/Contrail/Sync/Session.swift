@@ -438,11 +438,13 @@ public final class Session {
     }
 
     /// Applies a full state whole, then the change sets that arrived while it streamed (`held`).
-    private func applyState(_ state: ScopeState, to subscription: ScopeSubscription, then held: [[SyncFragment]]) {
+    /// `prepared`: the objects made ready while the state arrived in parts.
+    private func applyState(_ state: ScopeState, to subscription: ScopeSubscription, then held: [[SyncFragment]],
+                            prepared: PreparedState? = nil) {
         subscription.isFetching = false
         do {
             try Self.checkComplete(state)
-            try subscription.applyState(state)
+            try subscription.applyState(state, prepared: prepared)
             subscription.wasAttached = true
             subscription.failedRefetches = 0
             for fragments in held { applyRemote(fragments, to: subscription) }
@@ -472,7 +474,7 @@ public final class Session {
             case .refused where chunk.offset != 0:
                 return
             default:
-                assembly = try StateAssembly(first: chunk)
+                assembly = try StateAssembly(first: chunk, for: subscription.scope)
             }
         } catch {
             subscription.incoming = .refused
@@ -487,7 +489,8 @@ public final class Session {
             return
         }
         subscription.incoming = nil
-        applyState(assembly.state(index: chunk.index, scopeIndex: chunk.scopeIndex), to: subscription, then: assembly.heldSyncs)
+        applyState(assembly.state(index: chunk.index, scopeIndex: chunk.scopeIndex), to: subscription, then: assembly.heldSyncs,
+                   prepared: assembly.prepared)
     }
 
     /// Applies a remote change set of an attached scope (or notes it missed, in a mode that skips them).

@@ -76,12 +76,26 @@ struct ScopeCore {
     /// `ScopeStateChunk`s (§8.25; broadcasts queued later go out between the parts and follow the
     /// state). A state too large for one message, to a client that did not ask for chunks, is
     /// refused with a `state-too-large` fetch error and no subscription. O(objects) the first time
-    /// after a change, O(1) while the state is cached (a scope of at most ``maxCachedStateObjects``).
+    /// after a change, O(1) while the state is cached (a scope of at most ``maxCachedStateObjects``);
+    /// O(1) for a bigger scope streamed in chunks, whose parts are encoded by a task of their own.
     mutating func subscribe(_ outbox: SessionOutbox, scopeIndex: Int, replyTo: Int, store: ScopeStore,
                             chunks: Bool = false) -> @Sendable () -> Void {
         let root = store.rootUUID.wireString
         let accepted = { @Sendable in
             _ = outbox.enqueue { .message(.scopeFetchReply(ScopeFetchReply(index: $0, replyTo: replyTo, scopeIndex: scopeIndex))) }
+        }
+        if chunks, store.objectCount > max(Self.maxCachedStateObjects, limits.stateChunkObjects) {
+            // A big state: its parts are encoded off this actor, from a snapshot of the store (a
+            // copy on write), and go out as they come, the first while the rest is being encoded.
+            subscribers[ObjectIdentifier(outbox)] = Subscriber(outbox: outbox, scopeIndex: scopeIndex)
+            let id = StateStream.ID()
+            let snapshot = store
+            let (maxObjects, maxBytes) = (limits.stateChunkObjects, limits.stateChunkBytes)
+            return {
+                accepted()
+                outbox.enqueueStream(StateStream(scopeIndex: scopeIndex, rootUUID: root, producedAs: id))
+                Task.detached { snapshot.stream(to: outbox, as: id, maxObjects: maxObjects, maxBytes: maxBytes) }
+            }
         }
         if chunks {
             let parts = cachedParts ?? ScopeStateChunk.parts(of: store.stateFragments(), maxObjects: limits.stateChunkObjects,

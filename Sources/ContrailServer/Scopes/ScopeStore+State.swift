@@ -5,25 +5,51 @@ extension ScopeStore {
     /// The whole tree as fragments for `ScopeState` (§3.4): pre-order from the root, the root as
     /// `change`, every other object once as `add`, null single references left out.
     func stateFragments() -> [SyncFragment] {
-        var fragments: [SyncFragment] = []
-        fragments.reserveCapacity(objects.count)
+        stateOrder().map(stateFragment)
+    }
+
+    /// The UUIDs of the state's objects in pre-order (the root first), each once: the order of
+    /// ``stateFragments()``. O(objects), without building a fragment.
+    func stateOrder() -> [UUID] {
+        var order: [UUID] = []
+        order.reserveCapacity(objects.count)
         var seen: Set<UUID> = []
         seen.reserveCapacity(objects.count)
         var stack: [UUID] = [rootUUID]
+        var children: [UUID] = []
         while let uuid = stack.popLast() {
             guard let object = objects[uuid], seen.insert(uuid).inserted else { continue }
-            var properties = object.properties
-            for (key, value) in object.properties where value.isNull {
-                if kinds[KindKey(className: object.className, property: key)] == .reference { properties[key] = nil }
-            }
-            fragments.append(SyncFragment(kind: uuid == rootUUID ? .change : .add, uuid: uuid,
-                                          className: object.className, properties: properties,
-                                          textOperations: object.texts.isEmpty ? nil : object.texts))
-            var children: [UUID] = []
+            order.append(uuid)
+            children.removeAll(keepingCapacity: true)
             forEachReference(of: object) { children.append($0) }
             stack.append(contentsOf: children.reversed())
         }
-        return fragments
+        return order
+    }
+
+    /// The state's fragment of object `uuid` (one of ``stateOrder()``): an `add`, the root's a
+    /// `change`, with every property but references left null. O(properties).
+    func stateFragment(_ uuid: UUID) -> SyncFragment {
+        let object = objects[uuid] ?? StoredObject(className: "", properties: [:])
+        var properties = object.properties
+        for (key, value) in properties where value.isNull {
+            if kinds[KindKey(className: object.className, property: key)] == .reference { properties[key] = nil }
+        }
+        return SyncFragment(kind: uuid == rootUUID ? .change : .add, uuid: uuid, className: object.className,
+                            properties: properties, textOperations: object.texts.isEmpty ? nil : object.texts)
+    }
+
+    /// Encodes the state in parts (§8.25) and supplies each, as soon as it is written, to the
+    /// produced stream `id` of `outbox`; stops early when the stream is gone. Runs off the scope's
+    /// actor, on a snapshot (this copy of the store). O(objects).
+    func stream(to outbox: SessionOutbox, as id: StateStream.ID, maxObjects: Int, maxBytes: Int) {
+        let order = stateOrder()
+        var going = true
+        ScopeStateChunk.forEachPart(of: order.lazy.map(stateFragment), maxObjects: maxObjects, maxBytes: maxBytes) { part in
+            going = outbox.supply(part, total: order.count, finished: part.offset + part.count == order.count, to: id)
+            return going
+        }
+        if going, order.isEmpty { _ = outbox.supply(nil, total: 0, finished: true, to: id) }
     }
 
     /// The fragments that bring a replica holding `old` to this state, in the order of

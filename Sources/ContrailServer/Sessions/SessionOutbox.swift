@@ -143,6 +143,19 @@ final class SessionOutbox: Sendable {
         }
     }
 
+    /// Appends the next part a producer encoded (nil: none, only news of the end) to the produced
+    /// stream `id` of a state of `total` objects; `finished`: no part follows. Returns false when
+    /// the stream is gone (the scope was left, the session ended): the producer stops.
+    /// O(streams) to find it.
+    func supply(_ part: ScopeStateChunk.Part?, total: Int, finished: Bool, to id: StateStream.ID) -> Bool {
+        state.withLock { state in
+            guard !state.overflowed, let position = state.streams.firstIndex(where: { $0.id == id }) else { return false }
+            state.streams[position].append(part, total: total, finished: finished)
+            if position == 0 { releaseParts(&state) }
+            return true
+        }
+    }
+
     /// Drops the parts not yet sent of the states streamed to `scopeIndex` (the scope was left).
     func cancelStreams(scopeIndex: Int) {
         state.withLock { state in state.streams.removeAll { $0.scopeIndex == scopeIndex } }
@@ -156,6 +169,8 @@ final class SessionOutbox: Sendable {
     private func releaseParts(_ state: inout State) {
         while let stream = state.streams.first {
             guard let part = stream.next(index: state.nextIndex) else {
+                // A produced stream waits for its producer's next part (``supply(_:total:finished:to:)``).
+                guard stream.isComplete else { return }
                 state.streams.removeFirst()
                 continue
             }

@@ -72,21 +72,39 @@ package struct ScopeStateChunk: Sendable, Equatable {
     /// O(total size).
     package static func parts(of fragments: [SyncFragment], maxObjects: Int, maxBytes: Int) -> [Part] {
         var parts: [Part] = []
-        var writer = JSONWriter(sortedKeys: false, capacity: min(maxBytes, 1 << 20) + 1024)
-        var start = 0
-        writer.append("[")
-        for (position, fragment) in fragments.enumerated() {
-            if position > start { writer.append(",") }
-            fragment.write(into: &writer)
-            let count = position + 1 - start
-            if count >= max(1, maxObjects) || writer.bytes.count >= maxBytes || position == fragments.count - 1 {
-                writer.append("]")
-                parts.append(Part(offset: start, count: count, text: String(decoding: writer.bytes, as: UTF8.self)))
-                writer.bytes.removeAll(keepingCapacity: true)
-                writer.append("[")
-                start = position + 1
-            }
+        forEachPart(of: fragments, maxObjects: maxObjects, maxBytes: maxBytes) { part in
+            parts.append(part)
+            return true
         }
         return parts
+    }
+
+    /// Cuts `fragments` into parts as ``parts(of:maxObjects:maxBytes:)`` does, handing each to
+    /// `body` as soon as it is written (a lazy sequence is read one part ahead at most); stops
+    /// when `body` returns false. O(total size).
+    package static func forEachPart(of fragments: some Sequence<SyncFragment>, maxObjects: Int, maxBytes: Int,
+                                    _ body: (Part) -> Bool) {
+        var writer = JSONWriter(sortedKeys: false, capacity: min(maxBytes, 1 << 20) + 1024)
+        var start = 0
+        var count = 0
+        writer.append("[")
+        func flush() -> Bool {
+            writer.append("]")
+            let part = Part(offset: start, count: count, text: String(decoding: writer.bytes, as: UTF8.self))
+            writer.bytes.removeAll(keepingCapacity: true)
+            writer.append("[")
+            start += count
+            count = 0
+            return body(part)
+        }
+        for fragment in fragments {
+            if count > 0 { writer.append(",") }
+            fragment.write(into: &writer)
+            count += 1
+            if count >= max(1, maxObjects) || writer.bytes.count >= maxBytes {
+                guard flush() else { return }
+            }
+        }
+        if count > 0 { _ = flush() }
     }
 }
