@@ -2,6 +2,11 @@
 /// member that changed, joined or left; once per delivery turn (`ChangeDelivery`) the hub hands
 /// each query the objects of its class, and only when every query is up to date are their changes
 /// delivered, so an observer of one query never sees another in an intermediate state.
+///
+/// The hub also numbers the objects its queries index (`QueryRow`): a changed object is looked up
+/// once per turn, and every query reaches its own state of the object by the row's number. A row
+/// lives until its object has left the host (every query dropped it then), or until no query is
+/// left.
 @MainActor
 final class QueryHub {
     private struct WeakQuery {
@@ -21,6 +26,12 @@ final class QueryHub {
     /// By class: the positions in `queries` of the queries that accept it. Rebuilt when `queries` changes.
     private var routes: [ObjectIdentifier: [Int]] = [:]
     private var isScheduled = false
+    /// The rows, by number; nil for a free number (in `freeRows`).
+    private var rows: [QueryRow?] = []
+    private var rowOf: [ObjectIdentifier: Int] = [:]
+    private var freeRows: [Int] = []
+    /// The queries `flush` updated, kept between flushes so that a turn allocates no array.
+    private var updated: [any MaintainedQuery] = []
 
     init(host: ModelObjectHost) {
         self.host = host
@@ -47,6 +58,33 @@ final class QueryHub {
         schedule()
     }
 
+    /// The row of `object`, made when it has none. O(1).
+    func row(for object: ModelObject) -> QueryRow {
+        let id = ObjectIdentifier(object)
+        if let index = rowOf[id] { return rows[index]! }
+        let index = freeRows.popLast() ?? rows.count
+        let row = QueryRow(index: index, object: object)
+        if index == rows.count { rows.append(row) } else { rows[index] = row }
+        rowOf[id] = index
+        return row
+    }
+
+    /// The row of `object`, or nil when it has none (no query holds it). O(1).
+    func existingRow(of object: ModelObject) -> QueryRow? {
+        rowOf[ObjectIdentifier(object)].flatMap { rows[$0] }
+    }
+
+    /// The number of row numbers in use or free: every row's index is below it.
+    var rowCount: Int { rows.count }
+
+    /// Frees `row` when its object has left the host: every query has dropped it in this flush.
+    private func release(_ row: QueryRow) {
+        guard row.object.host !== host else { return }
+        rowOf[ObjectIdentifier(row.object)] = nil
+        rows[row.index] = nil
+        freeRows.append(row.index)
+    }
+
     /// A query was freed: the next flush drops it. O(1).
     func queryFreed() {
         hasFreed = true
@@ -56,8 +94,11 @@ final class QueryHub {
     func schedule() {
         guard !isScheduled else { return }
         isScheduled = true
-        ChangeDelivery.main.enqueueFlush(for: self) { [weak self] in self?.flush() }
+        ChangeDelivery.main.enqueueFlush(for: self, flushAction)
     }
+
+    /// What a scheduled delivery turn calls, made once (not a closure per turn).
+    private lazy var flushAction: () -> Void = { [weak self] in self?.flush() }
 
     /// Updates every live query with the objects reported since the last time, then delivers
     /// their changes. O(changed objects × queries accepting them × log n), plus O(window) for a
@@ -75,30 +116,47 @@ final class QueryHub {
         }
         guard !queries.isEmpty else {
             host?.watchesSets = false
+            rows = []
+            rowOf = [:]
+            freeRows = []
             return
         }
-        var updated: [any MaintainedQuery] = []
         if let one {
             // One object (the common turn): each query that accepts its class, without batches.
-            let batch = [one]
-            var routed = route(type(of: one))[...]
+            let routed = route(type(of: one))
+            let row = routed.isEmpty ? nil : row(for: one)
+            var next = 0
             for position in queries.indices {
                 guard let query = queries[position].query else { continue }
-                let isRouted = routed.first == position
-                if isRouted { routed.removeFirst() }
-                if query.update(isRouted ? batch : []) { updated.append(query) }
+                let isRouted = next < routed.count && routed[next] == position
+                if isRouted { next += 1 }
+                let changed: Bool
+                if let row, isRouted {
+                    changed = query.update(one: row)
+                } else {
+                    changed = query.update([])
+                }
+                if changed { updated.append(query) }
             }
+            if let row { release(row) }
         } else {
-            var batches = Array(repeating: [ModelObject](), count: queries.count)
+            var batches = Array(repeating: [QueryRow](), count: queries.count)
+            var touched: [QueryRow] = []
             for object in objects.values {
-                for position in route(type(of: object)) { batches[position].append(object) }
+                let routed = route(type(of: object))
+                guard !routed.isEmpty else { continue }
+                let row = row(for: object)
+                touched.append(row)
+                for position in routed { batches[position].append(row) }
             }
             for (position, weak) in queries.enumerated() {
                 guard let query = weak.query else { continue }
                 if query.update(batches[position]) { updated.append(query) }
             }
+            for row in touched { release(row) }
         }
         for query in updated { query.deliver() }
+        updated.removeAll(keepingCapacity: true)
     }
 
     private func route(_ type: ModelObject.Type) -> [Int] {
