@@ -69,7 +69,7 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
         }
         core = QueryCore(host: host, hub: hub, objects: objects, isMember: { $0 is Model }, filter: { filter(unsafeDowncast($0, to: Model.self)) },
                          sort: criteria, window: window)
-        hub.add(self)
+        hub.add(self, column: core.column)
     }
 
     isolated deinit {

@@ -18,8 +18,11 @@ final class QueryCore {
     }
 
     private weak var host: ModelObjectHost?
-    /// The hub that numbers the objects (`QueryRow`): `slots` is indexed by its rows.
+    /// The hub that numbers the objects (`QueryRow`) and keeps this query's slots in `column`.
     private let hub: QueryHub
+    /// This query's column of the hub's slots: the entry of every object in `tree` without its uuid
+    /// (which the row holds).
+    let column: Int
     /// The filter, over objects of the query's class.
     private let filter: @MainActor (ModelObject) -> Bool
     private let firstKey: (@MainActor (ModelObject) -> QueryKeyComponent)?
@@ -31,12 +34,10 @@ final class QueryCore {
     private let keepsKeys: Bool
     private let less: (Entry, Entry) -> Bool
     private(set) var tree: OrderStatisticTree<Entry>
-    /// The entry of every object in `tree` without its uuid (which the row holds), by the hub's
-    /// row number: `absent` for an object that is not a match, or a row past the end.
-    /// Not checked for exclusive access at run time (a check per query per change): only this
-    /// query's methods touch it, on the main actor, and none holds an access across another.
-    @exclusivity(unchecked) private var slots: [Slot]
-    /// The sort keys of every object in `tree`, by row number, when entries carry them (`keepsKeys`).
+    /// The sort keys of every object in `tree`, by row number, when entries carry them (`keepsKeys`);
+    /// shorter than the hub's rows until a later row holds a match. Not checked for exclusive
+    /// access at run time: only this query's methods touch it, on the main actor, and none holds
+    /// an access across another.
     @exclusivity(unchecked) private var slotKeys: [QueryKeys?]
     /// The window's objects, all of the query's class (nil without a window).
     private(set) var shown: [ModelObject]?
@@ -51,22 +52,13 @@ final class QueryCore {
     /// Whether the last `update` changed the number of matches.
     var totalChanged = false
 
-    /// What a query keeps of a match's entry, at its row: the encoded first key and its tag.
-    private struct Slot {
-        var key: UInt64
-        /// The entry's `tag`, or `absent`.
-        var tag: UInt8
-    }
-
-    /// The tag of a slot whose object is not a match.
-    private static let absent: UInt8 = 2
-
     /// Indexes the objects of `objects` that `isMember` accepts and `filter` passes, numbering them
     /// in `hub`. O(n log n).
     init(host: ModelObjectHost, hub: QueryHub, objects: some Sequence<ModelObject>, isMember: (ModelObject) -> Bool,
          filter: @escaping @MainActor (ModelObject) -> Bool, sort: [Criterion], window: Range<Int>?) {
         self.host = host
         self.hub = hub
+        column = hub.openColumn()
         self.filter = filter
         firstKey = sort.first?.key
         restKeys = sort.dropFirst().map(\.key)
@@ -83,13 +75,11 @@ final class QueryCore {
                                       firstIsDescending: firstIsDescending, keepsKeys: keepsKeys))
             rows.append(row.index)
         }
-        var slots = Array(repeating: Slot(key: 0, tag: Self.absent), count: hub.rowCount)
         var slotKeys: [QueryKeys?] = keepsKeys ? Array(repeating: nil, count: hub.rowCount) : []
         for (entry, row) in zip(entries, rows) {
-            slots[row] = Slot(key: entry.key, tag: entry.tag)
+            hub.setSlot(QuerySlot(key: entry.key, tag: entry.tag), row: row, column: column)
             if keepsKeys { slotKeys[row] = entry.keys }
         }
-        self.slots = slots
         self.slotKeys = slotKeys
         entries.sort(by: less)
         tree = OrderStatisticTree(sorted: entries, capacity: 32, less: less, prefix: Entry.prefix)
@@ -108,22 +98,20 @@ final class QueryCore {
 
     /// The entry `row`'s object has in `tree`, or nil when it is not a match. O(1).
     private func entry(at row: QueryRow) -> Entry? {
-        guard row.index < slots.count else { return nil }
-        let slot = slots[row.index]
-        guard slot.tag != Self.absent else { return nil }
+        let slot = hub.slot(row: row.index, column: column)
+        guard slot.isMatch else { return nil }
         return Entry(key: slot.key, tag: slot.tag, keys: keepsKeys ? slotKeys[row.index] : nil, row: row)
     }
 
     /// Keeps `entry` (nil: not a match) as the entry of `row`'s object. O(1), amortised.
     private func store(_ entry: Entry?, at row: QueryRow) {
-        if row.index >= slots.count {
+        hub.setSlot(entry.map { QuerySlot(key: $0.key, tag: $0.tag) } ?? .none, row: row.index, column: column)
+        guard keepsKeys else { return }
+        if row.index >= slotKeys.count {
             guard entry != nil else { return }
-            let count = max(hub.rowCount, row.index + 1)
-            slots.append(contentsOf: repeatElement(Slot(key: 0, tag: Self.absent), count: count - slots.count))
-            if keepsKeys { slotKeys.append(contentsOf: repeatElement(nil, count: count - slotKeys.count)) }
+            slotKeys.append(contentsOf: repeatElement(nil, count: max(hub.rowCount, row.index + 1) - slotKeys.count))
         }
-        slots[row.index] = entry.map { Slot(key: $0.key, tag: $0.tag) } ?? Slot(key: 0, tag: Self.absent)
-        if keepsKeys { slotKeys[row.index] = entry?.keys }
+        slotKeys[row.index] = entry?.keys
     }
 
     /// The number of objects shown (in the window, or all matches without one).

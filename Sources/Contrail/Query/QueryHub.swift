@@ -3,14 +3,18 @@
 /// each query the objects of its class, and only when every query is up to date are their changes
 /// delivered, so an observer of one query never sees another in an intermediate state.
 ///
-/// The hub also numbers the objects its queries index (`QueryRow`): a changed object is looked up
-/// once per turn, and every query reaches its own state of the object by the row's number. A row
-/// lives until its object has left the host (every query dropped it then), or until no query is
-/// left.
+/// The hub also numbers the objects its queries index (`QueryRow`), and keeps every query's state
+/// of each object (`QuerySlot`) in one table, a row of slots per object and a column per query: a
+/// changed object is looked up once per turn, and the queries find their slots side by side at its
+/// row (a few adjacent cache lines, not a miss per query). A row lives until its object has left
+/// the host (every query dropped it then), or until no query is left; a freed query's column is
+/// cleared and given to the next query opened.
 @MainActor
 final class QueryHub {
     private struct WeakQuery {
         weak var query: (any MaintainedQuery)?
+        /// The query's column of `slots`.
+        let column: Int
     }
 
     /// The host that owns this hub (a query may outlive it, and holds the hub).
@@ -30,6 +34,15 @@ final class QueryHub {
     private var rows: [QueryRow?] = []
     private var rowOf: [ObjectIdentifier: Int] = [:]
     private var freeRows: [Int] = []
+    /// Every query's slot of every row: row `r`'s slot of column `c` is at `r * width + c`. Not
+    /// checked for exclusive access at run time (a check per query per change): only the hub and
+    /// its queries' cores touch it, on the main actor, through `slot` and `setSlot`, which hold no
+    /// access across a call.
+    @exclusivity(unchecked) private var slots: [QuerySlot] = []
+    /// The number of columns (open queries, and columns free for the next).
+    private var width = 0
+    /// Columns of freed queries, cleared.
+    private var freeColumns: [Int] = []
     /// The queries `flush` updated, kept between flushes so that a turn allocates no array.
     private var updated: [any MaintainedQuery] = []
 
@@ -37,9 +50,35 @@ final class QueryHub {
         self.host = host
     }
 
-    /// Starts keeping `query` up to date. O(1).
-    func add(_ query: any MaintainedQuery) {
-        queries.append(WeakQuery(query: query))
+    /// A column of slots for a new query, every slot `QuerySlot.none`: a freed query's, or a new one
+    /// (O(rows × columns): the table is laid out again).
+    func openColumn() -> Int {
+        if let column = freeColumns.popLast() { return column }
+        let old = width
+        width += 1
+        var table = Array(repeating: QuerySlot.none, count: rows.count * width)
+        for row in rows.indices {
+            for column in 0..<old { table[row * width + column] = slots[row * old + column] }
+        }
+        slots = table
+        return old
+    }
+
+    /// What the query of `column` keeps of the object of row number `row`. O(1).
+    @inline(__always)
+    func slot(row: Int, column: Int) -> QuerySlot {
+        slots[row * width + column]
+    }
+
+    /// Sets what the query of `column` keeps of the object of row number `row`. O(1).
+    @inline(__always)
+    func setSlot(_ slot: QuerySlot, row: Int, column: Int) {
+        slots[row * width + column] = slot
+    }
+
+    /// Starts keeping `query`, whose slots are in `column` (`openColumn`), up to date. O(1).
+    func add(_ query: any MaintainedQuery, column: Int) {
+        queries.append(WeakQuery(query: query, column: column))
         routes.removeAll()
         host?.watchesSets = true
     }
@@ -64,7 +103,12 @@ final class QueryHub {
         if let index = rowOf[id] { return rows[index]! }
         let index = freeRows.popLast() ?? rows.count
         let row = QueryRow(index: index, object: object)
-        if index == rows.count { rows.append(row) } else { rows[index] = row }
+        if index == rows.count {
+            rows.append(row)
+            slots.append(contentsOf: repeatElement(QuerySlot.none, count: width))
+        } else {
+            rows[index] = row
+        }
         rowOf[id] = index
         return row
     }
@@ -83,6 +127,7 @@ final class QueryHub {
         rowOf[ObjectIdentifier(row.object)] = nil
         rows[row.index] = nil
         freeRows.append(row.index)
+        assert((0..<width).allSatisfy { !slot(row: row.index, column: $0).isMatch }, "a released row is no query's match")
     }
 
     /// A query was freed: the next flush drops it. O(1).
@@ -111,6 +156,10 @@ final class QueryHub {
         if !dirty.isEmpty { swap(&objects, &dirty) }
         if hasFreed {
             hasFreed = false
+            for weak in queries where weak.query == nil {
+                for row in rows.indices { setSlot(.none, row: row, column: weak.column) }
+                freeColumns.append(weak.column)
+            }
             queries.removeAll { $0.query == nil }
             routes.removeAll()
         }
@@ -119,6 +168,9 @@ final class QueryHub {
             rows = []
             rowOf = [:]
             freeRows = []
+            slots = []
+            width = 0
+            freeColumns = []
             return
         }
         if let one {
