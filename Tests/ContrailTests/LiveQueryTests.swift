@@ -217,6 +217,43 @@ struct LiveQueryTests {
         #expect(elsewhere.count == 3)
     }
 
+    @Test("the queries of a scope share one row per object: a row is let go when its object leaves, and numbers are reused")
+    func sharedRows() async throws {
+        let tasks = (0..<6).map { Self.task("t\($0)", priority: $0) }
+        let (scope, board) = Self.board(tasks)
+        var all: LiveQuery<QTask>? = scope.query(QTask.self, sortedBy: .ascending(\.priority))
+        var high: LiveQuery<QTask>? = scope.query(QTask.self, where: { $0.priority > 2 }, sortedBy: .descending(\.priority), window: 0..<2)
+        let hub = try #require(scope.queryHub)
+        let leaving = tasks[1]
+        let row = try #require(hub.existingRow(of: leaving))
+        #expect(hub.existingRow(of: tasks[4])?.index != row.index)
+        board.tasks.remove(at: 1)
+        await ChangeDelivery.main.drain()
+        #expect(hub.existingRow(of: leaving) == nil)  // let go: the hub no longer holds the object
+        #expect(all.map(Self.titles) == ["t0", "t2", "t3", "t4", "t5"])
+        // A newcomer takes the free number; both queries see it where it belongs.
+        let newcomer = Self.task("n", priority: 9)
+        board.archive.append(newcomer)
+        await ChangeDelivery.main.drain()
+        #expect(hub.existingRow(of: newcomer)?.index == row.index)
+        #expect(all.map(Self.titles) == ["t0", "t2", "t3", "t4", "t5", "n"])
+        #expect(high.map(Self.titles) == ["n", "t5"])
+        // The one that left comes back: a match again, with a row of its own.
+        board.archive.append(leaving)
+        leaving.priority = 10
+        await ChangeDelivery.main.drain()
+        #expect(all.map(Self.titles) == ["t0", "t2", "t3", "t4", "t5", "n", "t1"])
+        #expect(high.map(Self.titles) == ["t1", "n"])
+        #expect(high?.offset(of: leaving) == 0 && all?.offset(of: leaving) == 6)
+        // Once no query is left, the rows go too (not while one lives).
+        all = nil
+        hub.flush()
+        #expect(hub.rowCount > 0)
+        high = nil
+        hub.flush()
+        #expect(hub.rowCount == 0)
+    }
+
     @Test("a window shows a part of the matches; moving it delivers what left and entered")
     func windows() async {
         let tasks = (0..<20).map { Self.task(String(format: "t%02d", $0), priority: $0) }

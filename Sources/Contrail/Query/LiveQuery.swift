@@ -67,9 +67,9 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
             return QueryCore.Criterion(key: { key(unsafeDowncast($0, to: Model.self)) }, isDescending: criterion.isDescending,
                                        isInline: criterion.isInline)
         }
-        core = QueryCore(host: host, objects: objects, isMember: { $0 is Model }, filter: { filter(unsafeDowncast($0, to: Model.self)) },
+        core = QueryCore(host: host, hub: hub, objects: objects, isMember: { $0 is Model }, filter: { filter(unsafeDowncast($0, to: Model.self)) },
                          sort: criteria, window: window)
-        hub.add(self)
+        hub.add(self, column: core.column)
     }
 
     isolated deinit {
@@ -137,7 +137,9 @@ public final class LiveQuery<Model: ModelObject>: @MainActor RandomAccessCollect
 
     func accepts(_ type: ModelObject.Type) -> Bool { type is Model.Type }
 
-    func update(_ objects: [ModelObject]) -> Bool { core.update(objects) }
+    func update(_ rows: [QueryRow]) -> Bool { core.update(rows) }
+
+    func update(one row: QueryRow) -> Bool { core.update(one: row) }
 
     func deliver() {
         let found = core.found

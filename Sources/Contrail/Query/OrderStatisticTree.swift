@@ -14,19 +14,24 @@
 /// cache misses per level on trees of 100,000 entries).
 final class OrderStatisticTree<Element> {
     /// One node: a leaf holds elements, an inner node children with their counts and separators.
+    ///
+    /// Its arrays are not checked for exclusive access at run time (a check on every level of every
+    /// search): only the tree's own methods touch them, none of them holds a mutable access to an
+    /// array across a call that could reach the same array (`less` and `prefix` see elements, not
+    /// nodes), and the tree is used from one thread (its query's, the main actor's).
     final class Node {
         let isLeaf: Bool
         /// A leaf's elements, in order.
-        var elements: [Element] = []
+        @exclusivity(unchecked) var elements: [Element] = []
         /// An inner node's children, in order.
-        var children: [Node] = []
+        @exclusivity(unchecked) var children: [Node] = []
         /// The element count of each child's subtree.
-        var counts: [Int] = []
+        @exclusivity(unchecked) var counts: [Int] = []
         /// `keys[j]` separates `children[j]` and `children[j + 1]`: greater than every element of
         /// the first, at most the first element of the second.
-        var keys: [Element] = []
+        @exclusivity(unchecked) var keys: [Element] = []
         /// The prefix of each of `elements` (a leaf) or of `keys` (an inner node), in the same order.
-        var prefixes: [UInt64] = []
+        @exclusivity(unchecked) var prefixes: [UInt64] = []
 
         init(isLeaf: Bool) {
             self.isLeaf = isLeaf
@@ -48,9 +53,9 @@ final class OrderStatisticTree<Element> {
     /// A number for each element such that `prefix(a) < prefix(b)` implies `less(a, b)` (equal
     /// prefixes say nothing): what searches compare before reading elements.
     let prefix: (Element) -> UInt64
-    private(set) var root: Node
+    @exclusivity(unchecked) private(set) var root: Node
     /// The number of elements. O(1).
-    private(set) var count = 0
+    @exclusivity(unchecked) private(set) var count = 0
 
     /// An empty tree ordered by `less`, with `prefix` as its searches' first comparison (the
     /// default, a constant, makes every search compare elements).

@@ -18,6 +18,11 @@ final class QueryCore {
     }
 
     private weak var host: ModelObjectHost?
+    /// The hub that numbers the objects (`QueryRow`) and keeps this query's slots in `column`.
+    private let hub: QueryHub
+    /// This query's column of the hub's slots: the entry of every object in `tree` without its uuid
+    /// (which the row holds).
+    let column: Int
     /// The filter, over objects of the query's class.
     private let filter: @MainActor (ModelObject) -> Bool
     private let firstKey: (@MainActor (ModelObject) -> QueryKeyComponent)?
@@ -29,14 +34,16 @@ final class QueryCore {
     private let keepsKeys: Bool
     private let less: (Entry, Entry) -> Bool
     private(set) var tree: OrderStatisticTree<Entry>
-    /// The entry of every object in `tree`, by object, and the reference that keeps the object alive
-    /// (entries do not retain theirs).
-    private var members: [ObjectIdentifier: Member]
+    /// The sort keys of every object in `tree`, by row number, when entries carry them (`keepsKeys`);
+    /// shorter than the hub's rows until a later row holds a match. Not checked for exclusive
+    /// access at run time: only this query's methods touch it, on the main actor, and none holds
+    /// an access across another.
+    @exclusivity(unchecked) private var slotKeys: [QueryKeys?]
     /// The window's objects, all of the query's class (nil without a window).
     private(set) var shown: [ModelObject]?
     /// The window `shown` holds.
     private var appliedWindow: Range<Int>?
-    /// The entry of `shown`'s last object, once asked for (`lastShownEntry`); nil when `shown` changed since.
+    /// The entry of `shown`'s last object, once asked for (`isPastWindow`); nil when `shown` changed since.
     private var lastShown: Entry?
     /// The window asked for (`LiveQuery.window`), applied by the next update.
     var window: Range<Int>?
@@ -45,15 +52,13 @@ final class QueryCore {
     /// Whether the last `update` changed the number of matches.
     var totalChanged = false
 
-    private struct Member {
-        var entry: Entry
-        let object: ModelObject
-    }
-
-    /// Indexes the objects of `objects` that `isMember` accepts and `filter` passes. O(n log n).
-    init(host: ModelObjectHost, objects: some Sequence<ModelObject>, isMember: (ModelObject) -> Bool,
+    /// Indexes the objects of `objects` that `isMember` accepts and `filter` passes, numbering them
+    /// in `hub`. O(n log n).
+    init(host: ModelObjectHost, hub: QueryHub, objects: some Sequence<ModelObject>, isMember: (ModelObject) -> Bool,
          filter: @escaping @MainActor (ModelObject) -> Bool, sort: [Criterion], window: Range<Int>?) {
         self.host = host
+        self.hub = hub
+        column = hub.openColumn()
         self.filter = filter
         firstKey = sort.first?.key
         restKeys = sort.dropFirst().map(\.key)
@@ -63,27 +68,50 @@ final class QueryCore {
         let less = Entry.order(descending: sort.map(\.isDescending), firstIsInline: firstIsInline)
         self.less = less
         var entries: [Entry] = []
-        var members: [ObjectIdentifier: Member] = [:]
+        var rows: [Int] = []
         for object in objects where isMember(object) && filter(object) {
-            let entry = Self.entry(object, firstKey: firstKey, restKeys: restKeys, firstIsInline: firstIsInline,
-                                   firstIsDescending: firstIsDescending, keepsKeys: keepsKeys)
-            entries.append(entry)
-            members[ObjectIdentifier(object)] = Member(entry: entry, object: object)
+            let row = hub.row(for: object)
+            entries.append(Self.entry(row, firstKey: firstKey, restKeys: restKeys, firstIsInline: firstIsInline,
+                                      firstIsDescending: firstIsDescending, keepsKeys: keepsKeys))
+            rows.append(row.index)
         }
+        var slotKeys: [QueryKeys?] = keepsKeys ? Array(repeating: nil, count: hub.rowCount) : []
+        for (entry, row) in zip(entries, rows) {
+            hub.setSlot(QuerySlot(key: entry.key, tag: entry.tag), row: row, column: column)
+            if keepsKeys { slotKeys[row] = entry.keys }
+        }
+        self.slotKeys = slotKeys
         entries.sort(by: less)
         tree = OrderStatisticTree(sorted: entries, capacity: 32, less: less, prefix: Entry.prefix)
-        self.members = members
         self.window = window
         appliedWindow = window
         shown = window.map { tree.elements(in: $0).map(\.object) }
     }
 
-    private static func entry(_ object: ModelObject, firstKey: (@MainActor (ModelObject) -> QueryKeyComponent)?,
+    private static func entry(_ row: QueryRow, firstKey: (@MainActor (ModelObject) -> QueryKeyComponent)?,
                               restKeys: [@MainActor (ModelObject) -> QueryKeyComponent], firstIsInline: Bool, firstIsDescending: Bool,
                               keepsKeys: Bool) -> Entry {
-        let first = firstKey?(object) ?? .null
-        let keys = keepsKeys ? QueryKeys([first] + restKeys.map { $0(object) }) : nil
-        return Entry(first: first, isInline: firstIsInline, descending: firstIsDescending, keys: keys, uuid: object.uuid, object: object)
+        let first = firstKey?(row.object) ?? .null
+        let keys = keepsKeys ? QueryKeys([first] + restKeys.map { $0(row.object) }) : nil
+        return Entry(first: first, isInline: firstIsInline, descending: firstIsDescending, keys: keys, row: row)
+    }
+
+    /// The entry `row`'s object has in `tree`, or nil when it is not a match. O(1).
+    private func entry(at row: QueryRow) -> Entry? {
+        let slot = hub.slot(row: row.index, column: column)
+        guard slot.isMatch else { return nil }
+        return Entry(key: slot.key, tag: slot.tag, keys: keepsKeys ? slotKeys[row.index] : nil, row: row)
+    }
+
+    /// Keeps `entry` (nil: not a match) as the entry of `row`'s object. O(1), amortised.
+    private func store(_ entry: Entry?, at row: QueryRow) {
+        hub.setSlot(entry.map { QuerySlot(key: $0.key, tag: $0.tag) } ?? .none, row: row.index, column: column)
+        guard keepsKeys else { return }
+        if row.index >= slotKeys.count {
+            guard entry != nil else { return }
+            slotKeys.append(contentsOf: repeatElement(nil, count: max(hub.rowCount, row.index + 1) - slotKeys.count))
+        }
+        slotKeys[row.index] = entry?.keys
     }
 
     /// The number of objects shown (in the window, or all matches without one).
@@ -97,15 +125,15 @@ final class QueryCore {
 
     /// The index of `object` among all sorted matches, or nil when it is not one. O(log n).
     func offset(of object: ModelObject) -> Int? {
-        guard let member = members[ObjectIdentifier(object)] else { return nil }
-        return tree.index(of: member.entry)
+        guard let row = hub.existingRow(of: object), let entry = entry(at: row) else { return nil }
+        return tree.index(of: entry)
     }
 
     // MARK: - Maintenance
 
     /// One object the update looks at: where it was, where it goes.
     private struct Item {
-        let object: ModelObject
+        let row: QueryRow
         var old: Entry?
         var new: Entry?
         var oldIndex = -1
@@ -113,9 +141,9 @@ final class QueryCore {
     }
 
     /// The entry `object` has now, or nil when it is not a match.
-    private func currentEntry(_ object: ModelObject) -> Entry? {
-        guard let host, object.host === host, filter(object) else { return nil }
-        return Self.entry(object, firstKey: firstKey, restKeys: restKeys, firstIsInline: firstIsInline, firstIsDescending: firstIsDescending,
+    private func currentEntry(_ row: QueryRow) -> Entry? {
+        guard let host, row.object.host === host, filter(row.object) else { return nil }
+        return Self.entry(row, firstKey: firstKey, restKeys: restKeys, firstIsInline: firstIsInline, firstIsDescending: firstIsDescending,
                           keepsKeys: keepsKeys)
     }
 
@@ -124,13 +152,13 @@ final class QueryCore {
     /// Brings the contents up to date with `objects` (all of the query's class) and the window
     /// asked for; returns whether there is something to deliver (`found`, `totalChanged`).
     /// O(k log n) for k objects, plus O(log n + window) when the changes reach the window.
-    func update(_ objects: [ModelObject]) -> Bool {
-        if objects.count == 1, window == appliedWindow { return update(one: objects[0]) }
+    func update(_ rows: [QueryRow]) -> Bool {
+        if rows.count == 1, window == appliedWindow { return updateOne(rows[0]) }
         // Where each object was and goes: O(log n) each, before anything moves.
         var stayed: [Item] = []
         var moving: [Item] = []
-        for object in objects {
-            var item = Item(object: object, old: members[ObjectIdentifier(object)]?.entry, new: currentEntry(object))
+        for row in rows {
+            var item = Item(row: row, old: entry(at: row), new: currentEntry(row))
             guard item.old != nil || item.new != nil else { continue }
             if let old = item.old {
                 guard let index = tree.index(of: old) else { preconditionFailure("a query member is missing from its order") }
@@ -155,24 +183,19 @@ final class QueryCore {
             if let old = moving[index].old {
                 guard let at = tree.remove(old) else { preconditionFailure("a query member is missing from its order") }
                 if !indexed { moving[index].oldIndex = at }
-                if moving[index].new == nil { members[ObjectIdentifier(moving[index].object)] = nil }
+                if moving[index].new == nil { store(nil, at: moving[index].row) }
             }
         }
         for index in moving.indices {
             if let new = moving[index].new {
                 let at = tree.insert(new)
                 if !indexed { moving[index].newIndex = at }
-                let id = ObjectIdentifier(moving[index].object)
-                if moving[index].old != nil {
-                    members[id]?.entry = new
-                } else {
-                    members[id] = Member(entry: new, object: moving[index].object)
-                }
+                store(new, at: moving[index].row)
             }
         }
         for index in stayed.indices {
             let new = stayed[index].new!
-            if keepsKeys { members[ObjectIdentifier(stayed[index].object)]?.entry = new }
+            if keepsKeys { store(new, at: stayed[index].row) }
             stayed[index].newIndex = tree.index(of: new)!
         }
         if indexed {
@@ -191,18 +214,23 @@ final class QueryCore {
         return found?.isEmpty == false || totalChanged
     }
 
-    /// `update` for the common turn: one object changed and the window stayed. One member-table
-    /// lookup, no arrays: in place, it is looked up in the tree only when the window may show it;
-    /// moved, removing and inserting it give its two indices, and the window is edited only when one
-    /// of them lies before the window's end. O(log n), plus O(window) when the window changes.
-    private func update(one object: ModelObject) -> Bool {
-        let slot = members.index(forKey: ObjectIdentifier(object))
-        let old = slot.map { members.values[$0].entry }
-        let new = currentEntry(object)
+    /// `update` for one object: the common turn.
+    func update(one row: QueryRow) -> Bool {
+        window == appliedWindow ? updateOne(row) : update([row])
+    }
+
+    /// `update` for the common turn: one object changed and the window stayed. No lookup (the
+    /// object's slot is at its row), no arrays: in place, it is looked up in the tree only when the
+    /// window may show it; moved, removing and inserting it give its two indices, and the window is
+    /// edited only when one of them lies before the window's end. O(log n), plus O(window) when the
+    /// window changes.
+    private func updateOne(_ row: QueryRow) -> Bool {
+        let old = entry(at: row)
+        let new = currentEntry(row)
         totalChanged = false
         found = nil
-        if let slot, let old, let new, isSamePlace(old, new) {
-            if keepsKeys { members.values[slot].entry = new }
+        if let old, let new, isSamePlace(old, new) {
+            if keepsKeys { store(new, at: row) }
             // In place past the window's end: nothing shows it.
             if isPastWindow(old) { return false }
             guard let index = tree.index(of: old) else { preconditionFailure("a query member is missing from its order") }
@@ -215,21 +243,13 @@ final class QueryCore {
         }
         guard old != nil || new != nil else { return false }
         let oldCount = tree.count
-        var item = Item(object: object, old: old, new: new)
+        var item = Item(row: row, old: old, new: new)
         if let old {
             guard let at = tree.remove(old) else { preconditionFailure("a query member is missing from its order") }
             item.oldIndex = at
         }
-        if let new {
-            item.newIndex = tree.insert(new)
-            if let slot {
-                members.values[slot].entry = new
-            } else {
-                members[ObjectIdentifier(object)] = Member(entry: new, object: object)
-            }
-        } else if let slot {
-            members.remove(at: slot)
-        }
+        if let new { item.newIndex = tree.insert(new) }
+        store(new, at: row)
         totalChanged = tree.count != oldCount
         guard shown != nil, let end = appliedWindow?.upperBound else {
             found = allChanges(stayed: [], moving: [item], oldCount: oldCount)
@@ -285,8 +305,8 @@ final class QueryCore {
         lastShown = nil
         var relocated = Set<ObjectIdentifier>()
         var changed = Set<ObjectIdentifier>()
-        for item in moving where item.old != nil && item.new != nil { relocated.insert(ObjectIdentifier(item.object)) }
-        for item in stayed { changed.insert(ObjectIdentifier(item.object)) }
+        for item in moving where item.old != nil && item.new != nil { relocated.insert(ObjectIdentifier(item.row.object)) }
+        for item in stayed { changed.insert(ObjectIdentifier(item.row.object)) }
         return QueryDiff.changes(from: oldShown, to: newShown, relocated: relocated, changed: changed)
     }
 
@@ -294,9 +314,10 @@ final class QueryCore {
     /// end), or the window shows nothing: a change in place there shows nowhere. O(1) mostly.
     private func isPastWindow(_ entry: Entry) -> Bool {
         guard let shown, let window = appliedWindow, window == self.window else { return false }
-        guard let last = shown.last else { return true }
+        guard !shown.isEmpty else { return true }
         guard shown.count == window.count else { return false }
-        let lastEntry = lastShown ?? members[ObjectIdentifier(last)]!.entry
+        let lastEntry = lastShown ?? tree[window.upperBound - 1]
+        assert(lastEntry.object === shown.last, "a window's last object is the tree's at the window's end")
         lastShown = lastEntry
         return less(lastEntry, entry)
     }
@@ -334,7 +355,7 @@ final class QueryCore {
                 edit({ $0.remove(at: at) }, { $0.remove(at: at) }, { $0 > at ? $0 - 1 : ($0 == at ? nil : $0) })
             }
             if end < oldCount {
-                edit({ $0.append(item.object) }, { $0.append(-1) }, { $0 })
+                edit({ $0.append(item.row.object) }, { $0.append(-1) }, { $0 })
                 fills.append(list.count - 1)
             }
         }
@@ -345,12 +366,12 @@ final class QueryCore {
         if item.new != nil, item.newIndex < end {
             if item.newIndex < start {
                 if count > start {
-                    edit({ $0.insert(item.object, at: 0) }, { $0.insert(-1, at: 0) }, { $0 + 1 })
+                    edit({ $0.insert(item.row.object, at: 0) }, { $0.insert(-1, at: 0) }, { $0 + 1 })
                     fills.append(0)
                 }
             } else {
                 itemAt = item.newIndex - start
-                edit({ $0.insert(item.object, at: itemAt) }, { $0.insert(itemOrigin, at: itemAt) }, { $0 >= itemAt ? $0 + 1 : $0 })
+                edit({ $0.insert(item.row.object, at: itemAt) }, { $0.insert(itemOrigin, at: itemAt) }, { $0 >= itemAt ? $0 + 1 : $0 })
             }
             if list.count > window.count {
                 let last = list.count - 1

@@ -15,8 +15,8 @@ struct QueryEntry {
     var high: UInt64
     var low: UInt64
     /// The object (of the query's class: a query downcasts it). Not retained by the entry: the
-    /// query's `members` holds every object in its tree, and comparisons never read it (the copies
-    /// a tree keeps as separators may outlive the object, and are only compared).
+    /// hub's row of the object (`QueryRow`) holds every object in a tree, and comparisons never
+    /// read it (the copies a tree keeps as separators may outlive the object, and are only compared).
     unowned(unsafe) let object: ModelObject
     /// Every sort key, for a query whose order needs more than `key` (a first key that is not a
     /// number, or further keys); nil otherwise.
@@ -24,14 +24,20 @@ struct QueryEntry {
     /// 0 or 1: whether the first key is null, in the query's direction (compared before `key`).
     var tag: UInt8
 
-    init(first: QueryKeyComponent, isInline: Bool, descending: Bool, keys: QueryKeys?, uuid: UUID, object: ModelObject) {
-        (tag, key) = first.encoded(isInline: isInline, descending: descending)
+    /// The entry of `row`'s object with first key `first` (encoded as `isInline` and `descending` say).
+    init(first: QueryKeyComponent, isInline: Bool, descending: Bool, keys: QueryKeys?, row: QueryRow) {
+        let (tag, key) = first.encoded(isInline: isInline, descending: descending)
+        self.init(key: key, tag: tag, keys: keys, row: row)
+    }
+
+    /// The entry of `row`'s object with an encoded first key (what a query keeps of an entry).
+    init(key: UInt64, tag: UInt8, keys: QueryKeys?, row: QueryRow) {
+        self.key = key
+        self.tag = tag
         self.keys = keys
-        (high, low) = withUnsafeBytes(of: uuid.uuid) { bytes in
-            (UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
-             UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
-        }
-        self.object = object
+        high = row.high
+        low = row.low
+        object = row.object
     }
 
     /// The entry's tree prefix (`OrderStatisticTree.prefix`): the tag and the encoded first key
