@@ -79,10 +79,10 @@ package struct ScopeStateChunk: Sendable, Equatable {
             if position > start { writer.append(",") }
             fragment.write(into: &writer)
             let count = position + 1 - start
-            if count >= max(1, maxObjects) || writer.bytes.count >= maxBytes || position == fragments.count - 1 {
+            if count >= max(1, maxObjects) || writer.count >= maxBytes || position == fragments.count - 1 {
                 writer.append("]")
                 parts.append(Part(offset: start, count: count, text: String(decoding: writer.bytes, as: UTF8.self)))
-                writer.bytes.removeAll(keepingCapacity: true)
+                writer.removeAll()
                 writer.append("[")
                 start = position + 1
             }
