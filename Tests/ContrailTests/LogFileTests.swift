@@ -632,6 +632,7 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
             let third = try log.append(.changeSet, bytes("third"))
             #expect(third == point.end + LogFormat.recordHeaderSize + LogFormat.syncMarkerPayloadSize, "the marker went in front of it")
             // The marker names the synced length (read without the side file).
+            try log.flush()
             let raw = try fileBytes(url)
             let marker = Array(raw[point.end..<point.end + 13]).withUnsafeBytes { LogFormat.RecordHeader($0) }
             #expect(marker.isIntact && marker.kind == LogFormat.syncMarkerKind && marker.length == LogFormat.syncMarkerPayloadSize)

@@ -22,6 +22,10 @@ import Synchronization
 /// everything else the threads share is in `shared`, guarded by `condition`'s lock; `size` and
 /// `writtenTicket` are atomics.
 final class FragmentLogWriter: @unchecked Sendable {
+    /// Bytes after the synced end whose pages the writer thread brings into the cache after each sync
+    /// (a sync takes milliseconds under load: the appends meanwhile must find theirs cached too).
+    static let prefetchLength = LogFile.appendPreallocation
+
     /// One piece of queued work.
     enum Job: Sendable {
         /// A record was appended (on the calling thread): sync it by the policy.
@@ -268,6 +272,8 @@ final class FragmentLogWriter: @unchecked Sendable {
         fileLock.unlock()
         var failure: LogFileError?
         do throws(LogFileError) { try LogFile.sync(point) } catch { failure = error }
+        // The pages the next appends write to, cached now (here, not on the appending thread).
+        LogFile.prefetch(after: point, length: Self.prefetchLength)
         fileLock.lock()
         file.didSync(point, error: failure)
         size.store(file.size, ordering: .relaxed)

@@ -464,6 +464,14 @@ package final class LogFile {
         if syncedFD >= 0 { _ = Platform.close(syncedFD) }
     }
 
+    /// Brings the `length` bytes after `point`'s end into the page cache (see
+    /// `Platform.prefetch`), so the appends that follow find their pages there instead of
+    /// allocating and zeroing them on the appending thread. For the thread that syncs, between
+    /// `syncPoint()` and ``didSync(_:error:)``, without the lock. A hint: the file is not changed.
+    package static func prefetch(after point: SyncPoint, length: Int) {
+        Platform.prefetch(point.fd, offset: point.end, length: length)
+    }
+
     /// Records that `point` was synced, or, with `error`, that the sync failed (the log is then
     /// unusable, as after a failed ``sync()``). Writes a sync marker after a success.
     package func didSync(_ point: SyncPoint, error: LogFileError? = nil) {

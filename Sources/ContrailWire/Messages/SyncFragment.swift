@@ -185,9 +185,9 @@ public struct SyncFragment: Sendable, Hashable, Codable {
 
     package static func write(_ fragments: [SyncFragment], into writer: inout JSONWriter) {
         writer.append("[")
-        for (position, fragment) in fragments.enumerated() {
+        for position in fragments.indices {
             if position > 0 { writer.append(",") }
-            fragment.write(into: &writer)
+            fragments[position].write(into: &writer)  // borrowed in place, not copied
         }
         writer.append("]")
     }
