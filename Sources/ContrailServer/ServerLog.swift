@@ -32,7 +32,7 @@ struct ServerLog: Sendable {
     func render(_ event: String, level: Level, session: Int?, scope: String?, message: String, time: Date) -> String {
         guard format == .json else { return message }
         var writer = JSONWriter(sortedKeys: false)
-        writer.bytes.append(UInt8(ascii: "{"))
+        writer.append(byte: UInt8(ascii: "{"))
         writer.writeKey("time", first: true)
         writer.writeString(time.formatted(Self.timeStyle))
         writer.writeKey("level")
@@ -49,8 +49,8 @@ struct ServerLog: Sendable {
         }
         writer.writeKey("message")
         writer.writeString(message)
-        writer.bytes.append(UInt8(ascii: "}"))
-        return String(decoding: writer.bytes, as: UTF8.self)
+        writer.append(byte: UInt8(ascii: "}"))
+        return writer.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
     /// ISO 8601 in UTC with milliseconds: `2026-11-27T04:03:14.123Z`.

@@ -614,6 +614,53 @@ private func referenceCRC32C(_ data: [UInt8]) -> UInt32 {
         }
     }
 
+    /// A sync made on another thread (`syncPoint`, `sync`, `didSync`) owes a sync marker, which
+    /// goes out in front of the next small record, in the same write: that thread never writes.
+    @Test func aMarkerOwedByAnotherThreadsSyncGoesOutWithTheNextAppend() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("owed.log")
+            let (log, _) = try LogFile.open(at: url, fsync: .never)
+            let first = try log.append(.changeSet, bytes("first"))
+            let firstEnd = log.size
+            // Control: no sync, no marker: the next record follows right after.
+            #expect(try log.append(.changeSet, bytes("second")) == firstEnd)
+            let point = try log.syncPoint()
+            try LogFile.sync(point)
+            log.didSync(point)
+            #expect(log.size == point.end, "the syncing thread wrote nothing")
+            #expect(try fileBytes(url).count == point.end)
+            let third = try log.append(.changeSet, bytes("third"))
+            #expect(third == point.end + LogFormat.recordHeaderSize + LogFormat.syncMarkerPayloadSize, "the marker went in front of it")
+            // The marker names the synced length (read without the side file).
+            try log.flush()
+            let raw = try fileBytes(url)
+            let marker = Array(raw[point.end..<point.end + 13]).withUnsafeBytes { LogFormat.RecordHeader($0) }
+            #expect(marker.isIntact && marker.kind == LogFormat.syncMarkerKind && marker.length == LogFormat.syncMarkerPayloadSize)
+            let named = Array(raw[(point.end + 13)..<(point.end + 21)]).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            #expect(UInt64(littleEndian: named) == UInt64(point.end))
+            // A record larger than the append buffer is written on its own: an owed marker waits.
+            let point2 = try log.syncPoint()
+            try LogFile.sync(point2)
+            log.didSync(point2)
+            let large = [UInt8](repeating: 0x41, count: LogFile.defaultBufferCapacity + 1)
+            #expect(try log.append(.changeSet, large) == point2.end)
+            // … and `writePendingSyncMarker` writes it without a record.
+            let end = log.size
+            log.writePendingSyncMarker()
+            #expect(log.size == end + LogFormat.recordHeaderSize + LogFormat.syncMarkerPayloadSize)
+            log.writePendingSyncMarker()
+            #expect(log.size == end + LogFormat.recordHeaderSize + LogFormat.syncMarkerPayloadSize, "owed once, written once")
+            try log.close()
+            try FileManager.default.removeItem(atPath: url.path + ".synced")
+            #expect(try LogFile.read(at: url).records.map(\.payload) == [bytes("first"), bytes("second"), bytes("third"), large])
+            #expect(try LogFile.read(at: url).records.first?.offset == first)
+            let fd = open(url.path, O_RDONLY)
+            defer { close(fd) }
+            let reader = LogReader(fd: fd, path: url.path, fileSize: try fileBytes(url).count, maxRecordSize: LogFile.defaultMaxRecordSize)
+            #expect(try reader.scan(from: LogFormat.fileHeaderSize) { _, _, _ in }.syncedEnd == point2.end)
+        }
+    }
+
     @Test func errorsDescribeThemselves() {
         #expect(LogFileError.corruptRecord(offset: 42, reason: "payload checksum mismatch").description
             == "corrupt log record at offset 42: payload checksum mismatch")

@@ -215,7 +215,7 @@ public final class FragmentLog {
             // Kept whole (a compaction rewrites it); written with its collections as edits (§8.24).
             unsettled[sequence] = entry
             var written = entry
-            written.fragments = entry.fragments.map { $0.withCollectionEdits() }
+            if entry.fragments.contains(where: { $0.bases != nil }) { written.fragments = entry.fragments.map { $0.withCollectionEdits() } }
             if written.root != nil, written.root == writtenRoot { written.root = nil }
             try writer.append(written)
             writtenRoot = entry.root

@@ -42,15 +42,22 @@ struct FragmentLogEntry: Sendable {
     /// The record's payload bytes. O(size of the fragments).
     func encoded() -> [UInt8] {
         var writer = JSONWriter(sortedKeys: false, capacity: 128 + fragments.count * 160)
+        encode(into: &writer)
+        return writer.bytes
+    }
+
+    /// Writes the record's payload after what `writer` holds (for an appender that reuses one
+    /// buffer: no JSON values are built on the way). O(size of the fragments).
+    func encode(into writer: inout JSONWriter) {
         writer.append("{")
         writer.writeKey("root", first: true)
-        writer.write(root.map { .string($0.wireString) } ?? .null)
+        if let root { writer.writeUUID(root) } else { writer.append("null") }
         if origin != "snapshot" {
             writer.writeKey("origin")
             writer.writeString(origin)
             if isAtomic {  // absent: false
                 writer.writeKey("atomic")
-                writer.write(.bool(true))
+                writer.append("true")
             }
         }
         if let message {
@@ -67,7 +74,7 @@ struct FragmentLogEntry: Sendable {
         }
         if isCompacted {
             writer.writeKey("compacted")
-            writer.write(.bool(true))
+            writer.append("true")
         }
         if let settled {
             writer.writeKey("settled")
@@ -79,16 +86,27 @@ struct FragmentLogEntry: Sendable {
         }
         if let members {
             writer.writeKey("members")
-            writer.write(.array(members.map { .int(Int64($0)) }))
+            writer.append("[")
+            for (index, member) in members.enumerated() {
+                if index > 0 { writer.append(",") }
+                writer.write(.int(Int64(member)))
+            }
+            writer.append("]")
         }
         if !versions.isEmpty {
             writer.writeKey("versions")
-            writer.write(.object(versions.mapValues { .int(Int64($0)) }))
+            writer.append("{")
+            for (index, (name, version)) in versions.enumerated() {
+                if index > 0 { writer.append(",") }
+                writer.writeString(name)
+                writer.append(":")
+                writer.write(.int(Int64(version)))
+            }
+            writer.append("}")
         }
         writer.writeKey("fragments")
         SyncFragment.write(fragments, into: &writer)
         writer.append("}")
-        return writer.bytes
     }
 
     /// Decodes the payload of the record at `offset`. Throws ``FragmentLogError/badRecord(offset:reason:)``

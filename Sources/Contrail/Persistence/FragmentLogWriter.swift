@@ -15,12 +15,17 @@ import Synchronization
 /// hundred microseconds after `modify` returned. Every append and job gets a ticket;
 /// `durableTicket` is the last ticket known to be on disk, and `waitUntilDurable` waits for it.
 ///
-/// `@unchecked Sendable` invariant: `file` and `appendedEnd` are touched only under `fileLock`
+/// `@unchecked Sendable` invariant: `scratch` is touched only under `encodingLock`; `file` and
+/// `generation` only under `fileLock`
 /// (the calling thread appends, the writer thread syncs and compacts; `fdatasync` itself runs
 /// outside the lock on a `LogFile.SyncPoint`); `needsIntervalSync` only by the writer thread;
 /// everything else the threads share is in `shared`, guarded by `condition`'s lock; `size` and
 /// `writtenTicket` are atomics.
 final class FragmentLogWriter: @unchecked Sendable {
+    /// Bytes after the synced end whose pages the writer thread brings into the cache after each sync
+    /// (a sync takes milliseconds under load: the appends meanwhile must find theirs cached too).
+    static let prefetchLength = LogFile.appendPreallocation
+
     /// One piece of queued work.
     enum Job: Sendable {
         /// A record was appended (on the calling thread): sync it by the policy.
@@ -54,6 +59,11 @@ final class FragmentLogWriter: @unchecked Sendable {
     private var shared = Shared()
     /// Guards `file` and `generation`: appends on the calling thread, syncs and compactions on the writer.
     private let fileLock = NSLock()
+    /// Guards `scratch`: held while a record is encoded, outside `fileLock`, so the writer thread
+    /// never waits for an encoding (only appending threads take it).
+    private let encodingLock = NSLock()
+    /// The buffer each appended record is encoded into, reused (no allocation per record).
+    private var scratch = JSONWriter(sortedKeys: false, capacity: 4 << 10)
     private let file: LogFile
     /// Counts compactions installed (guarded by `fileLock`).
     private var generation = 0
@@ -87,11 +97,16 @@ final class FragmentLogWriter: @unchecked Sendable {
     /// O(size of the entry). Throws if the write failed; nothing of the record is kept then.
     @discardableResult
     func append(_ entry: FragmentLogEntry) throws(FragmentLogError) -> Int {
-        let bytes = entry.encoded()
+        encodingLock.lock()
+        defer { encodingLock.unlock() }
+        scratch.removeAll()
+        entry.encode(into: &scratch)
         fileLock.lock()
         do throws(LogFileError) {
-            try file.append(entry.kind, bytes)
-            try file.flush()
+            try scratch.withUnsafeBytes { (payload) throws(LogFileError) in
+                try file.append(kind: entry.kind, bytes: payload)
+                try file.flush()
+            }
         } catch {
             fileLock.unlock()
             throw .file(error)
@@ -205,7 +220,12 @@ final class FragmentLogWriter: @unchecked Sendable {
                 let due = interval.map { ContinuousClock.now - lastSync >= $0 } ?? false
                 if forceSync || (policy == .everyRecord && wrote) || (due && (wrote || needsIntervalSync)) {
                     try syncFile()
-                    if closing { try syncFile() }  // the sync marker the first one wrote, so the file is left fully marked
+                    if closing {  // the sync marker the first one is owed, written and synced: the file is left fully marked
+                        fileLock.lock()
+                        file.writePendingSyncMarker()
+                        fileLock.unlock()
+                        try syncFile()
+                    }
                     synced = true
                     lastSync = .now
                 }
@@ -252,6 +272,8 @@ final class FragmentLogWriter: @unchecked Sendable {
         fileLock.unlock()
         var failure: LogFileError?
         do throws(LogFileError) { try LogFile.sync(point) } catch { failure = error }
+        // The pages the next appends write to, cached now (here, not on the appending thread).
+        LogFile.prefetch(after: point, length: Self.prefetchLength)
         fileLock.lock()
         file.didSync(point, error: failure)
         size.store(file.size, ordering: .relaxed)

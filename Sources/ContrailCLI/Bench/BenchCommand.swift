@@ -3,7 +3,7 @@ import Foundation
 /// `contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|bigscope|store|cluster|connections|reconnect|all] [--json] [--smoke]`
 enum BenchCommand {
     static let usage = """
-    usage: contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|bigscope|store|cluster|connections|reconnect|all] [--json] [--smoke] [--grants]
+    usage: contrail bench [model|scope|query|json|websocket|tls|sync|durability|text|collections|bigscope|store|cluster|connections|reconnect|all] [--json] [--smoke] [--grants] [--only PART]
       Runs the benchmarks (build with -c release for real figures). Each figure is printed with a
       baseline measured in the same run and ratio = value / baseline. `cluster` (not in `all`)
       needs nats-server installed. `connections` (not in `all`) starts `contrail serve` and opens
@@ -25,6 +25,7 @@ enum BenchCommand {
       (log and wire bytes per edit, time to settle after reconnecting).
       --grants sync's server gives each session an identity with a dozen grants (patterns included),
                so that the sync.* figures show the cost of the grant checks next to a run without
+      --only PART  only that part of the suite: `scope --only log_modify` (scope.log_modify_p50/_p99)
     """
 
     static func run(_ arguments: [String]) async throws {
@@ -57,6 +58,9 @@ enum BenchCommand {
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "--grants": options.grants = true
+            case "--only":
+                guard let value = rest.popFirst() else { throw CLIError.usage("--only needs a part of a suite\n\(usage)") }
+                options.only = value
             case "-h", "--help": print(usage); return
             case "model", "scope", "query", "json", "websocket", "tls", "sync", "durability", "text", "collections", "bigscope", "store",
                  "cluster", "connections", "reconnect":

@@ -5,6 +5,8 @@ struct BenchOptions: Sendable {
     /// `sync` runs its server with a session hook granting each session a JWT-sized identity
     /// (a dozen grants, the bench scope matched by a `*` pattern), to show what grant checks cost.
     var grants = false
+    /// `--only PART`: run only that part of a suite (`scope`: `log_modify`), for repeated runs of one figure.
+    var only: String?
 
     /// `full` normally, `smoke` (at least 1) in a smoke run.
     func iterations(_ full: Int, smoke small: Int? = nil) -> Int {

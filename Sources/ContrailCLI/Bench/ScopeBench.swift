@@ -13,7 +13,12 @@ enum ScopeBench {
     }
 
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
-        [try record(options), try applyJSON(options)] + (try logFigures(options)) + (try await logModifyLatency(options)) + [try await logRestoreLarge(options)]
+        switch options.only {
+        case nil: break
+        case "log_modify": return try await logModifyLatency(options)
+        case let part?: throw CheckFailed(description: "scope has no part '\(part)' (parts: log_modify)")
+        }
+        return [try record(options), try applyJSON(options)] + (try logFigures(options)) + (try await logModifyLatency(options)) + [try await logRestoreLarge(options)]
     }
 
     /// A scope whose root holds `count` points.

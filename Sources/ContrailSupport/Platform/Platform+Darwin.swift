@@ -56,6 +56,9 @@ package enum Platform {
         ftruncate(fd, off_t(offset + length)) == 0
     }
 
+    /// A hint to bring part of `fd` into the cache ahead of use: nothing here (no `posix_fadvise`).
+    package static func prefetch(_ fd: Int32, offset: Int, length: Int) {}
+
     /// Nanoseconds since an arbitrary fixed point from `CLOCK_UPTIME_RAW`.
     @inline(__always)
     package static func coarseMonotonicNanoseconds() -> Int64 {

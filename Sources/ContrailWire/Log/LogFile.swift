@@ -50,6 +50,10 @@ package final class LogFile {
     /// The log's end right after the last sync marker was written (or when it was opened): a sync
     /// that made nothing new durable writes no marker.
     private var markedEnd: Int
+    /// A sync marker another thread's sync is owed (the length it made durable; 0: none): written
+    /// in front of the next appended record, in the same write, so that thread never writes (and
+    /// never holds up an append with a write of its own). See ``didSync(_:error:)``.
+    private var pendingMarkerEnd = 0
     /// Counts the files this log has written to (a compaction switches to a new one).
     private var generation = 0
     /// The log file's inode (for ``SyncedLength``).
@@ -245,6 +249,11 @@ package final class LogFile {
     public func append(kind: LogRecord.Kind, bytes: UnsafeRawBufferPointer) throws(LogFileError) -> Int {
         try checkUsable()
         guard bytes.count <= maxRecordSize, bytes.count <= LogFormat.maxPayload else { throw .recordTooLarge(bytes.count) }
+        // The owed marker goes in the same write as a record that fits the buffer with it (a larger
+        // record is written on its own, so the marker waits for the next small one, or `close`).
+        if pendingMarkerEnd > 0, 2 * LogFormat.recordHeaderSize + LogFormat.syncMarkerPayloadSize + bytes.count <= bufferCapacity {
+            bufferPendingSyncMarker()
+        }
         let offset = writer.end
         try writer.append(kind: kind.rawValue, payload: bytes)
         switch fsyncPolicy {
@@ -400,6 +409,7 @@ package final class LogFile {
         inode = SyncedLength.inode(of: newWriter.fd)
         recordSyncedLength(prepared.syncedEnd)
         markedEnd = prepared.syncedEnd  // records carried over get a marker with their next sync
+        pendingMarkerEnd = 0  // it named a length of the old file
         lastSync = LogClock.now()
     }
 
@@ -454,6 +464,14 @@ package final class LogFile {
         if syncedFD >= 0 { _ = Platform.close(syncedFD) }
     }
 
+    /// Brings the `length` bytes after `point`'s end into the page cache (see
+    /// `Platform.prefetch`), so the appends that follow find their pages there instead of
+    /// allocating and zeroing them on the appending thread. For the thread that syncs, between
+    /// `syncPoint()` and ``didSync(_:error:)``, without the lock. A hint: the file is not changed.
+    package static func prefetch(after point: SyncPoint, length: Int) {
+        Platform.prefetch(point.fd, offset: point.end, length: length)
+    }
+
     /// Records that `point` was synced, or, with `error`, that the sync failed (the log is then
     /// unusable, as after a failed ``sync()``). Writes a sync marker after a success.
     package func didSync(_ point: SyncPoint, error: LogFileError? = nil) {
@@ -464,7 +482,30 @@ package final class LogFile {
         }
         lastSync = LogClock.now()
         writer.didSync(through: point.end)
-        writeSyncMarker(through: point.end, recordingLength: false)  // `sync(_:)` recorded it
+        // `sync(_:)` recorded the length in the side file; the marker goes out with the next append.
+        if point.end > markedEnd { pendingMarkerEnd = max(pendingMarkerEnd, point.end) }
+    }
+
+    /// Writes the sync marker the last ``didSync(_:error:)`` left for the next append, now (for a
+    /// writer that closes: the file is then left marked). Best effort, as every marker.
+    package func writePendingSyncMarker() {
+        guard pendingMarkerEnd > 0, unusableReason == nil else { return }
+        let end = pendingMarkerEnd
+        pendingMarkerEnd = 0
+        if (try? writer.flush()) != nil { writeSyncMarker(through: end, recordingLength: false) }
+    }
+
+    /// Puts the pending sync marker into the append buffer, ahead of the record being appended
+    /// (both go out in one write). Best effort: a marker that does not fit is left out.
+    private func bufferPendingSyncMarker() {
+        let end = pendingMarkerEnd
+        pendingMarkerEnd = 0
+        guard end > markedEnd, writer.failure == nil else { return }
+        var value = UInt64(end).littleEndian
+        let buffered = withUnsafeBytes(of: &value) { bytes in
+            (try? writer.append(kind: LogFormat.syncMarkerKind, payload: bytes)) != nil
+        }
+        if buffered { markedEnd = writer.end }
     }
 
     /// Writes buffered records, syncs (unless the policy is ``FsyncPolicy/never``) and closes the
@@ -478,6 +519,7 @@ package final class LogFile {
             isClosed = true
         }
         guard wasUsable else { return }
+        if pendingMarkerEnd > 0 { bufferPendingSyncMarker() }
         try writer.flush()
         if fsyncPolicy != .never && writer.needsSync { try syncAndMark() }
         writer.trimPreallocation()

@@ -21,7 +21,8 @@
 /// - A snapshot record is never torn: it is written to a temporary file and synced before that
 ///   file is renamed into place.
 /// - After each sync the writer appends a *sync marker*, a record of kind 3 whose 8-byte payload
-///   (u64) is the file length that sync made durable. A damaged record that starts before the
+///   (u64) is the file length that sync made durable (when another thread synced, the marker goes
+///   out in front of the next appended record, in the same write, or at close). A damaged record that starts before the
 ///   largest length an intact marker names was synced, so it is damage, never a torn tail.
 ///   Markers are bookkeeping: readers skip them and never hand them to the layer above.
 ///

@@ -90,8 +90,8 @@ package struct ScopeStateChunk: Sendable, Equatable {
         writer.append("[")
         func flush() -> Bool {
             writer.append("]")
-            let part = Part(offset: start, count: count, text: String(decoding: writer.bytes, as: UTF8.self))
-            writer.bytes.removeAll(keepingCapacity: true)
+            let part = Part(offset: start, count: count, text: writer.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
+            writer.removeAll()
             writer.append("[")
             start += count
             count = 0
@@ -101,7 +101,7 @@ package struct ScopeStateChunk: Sendable, Equatable {
             if count > 0 { writer.append(",") }
             fragment.write(into: &writer)
             count += 1
-            if count >= max(1, maxObjects) || writer.bytes.count >= maxBytes {
+            if count >= max(1, maxObjects) || writer.count >= maxBytes {
                 guard flush() else { return }
             }
         }

@@ -185,9 +185,9 @@ public struct SyncFragment: Sendable, Hashable, Codable {
 
     package static func write(_ fragments: [SyncFragment], into writer: inout JSONWriter) {
         writer.append("[")
-        for (position, fragment) in fragments.enumerated() {
+        for position in fragments.indices {
             if position > 0 { writer.append(",") }
-            fragment.write(into: &writer)
+            fragments[position].write(into: &writer)  // borrowed in place, not copied
         }
         writer.append("]")
     }
@@ -204,8 +204,21 @@ public struct SyncFragment: Sendable, Hashable, Codable {
         writer.writeKey("properties")
         writer.write(.object(properties))
         if let bases {
+            // The same text as `.object(bases.mapValues { .array(… .string(wireString)) })`, unbuilt.
             writer.writeKey("bases")
-            writer.write(.object(bases.mapValues { .array($0.map { .string($0.wireString) }) }))
+            writer.append(byte: UInt8(ascii: "{"))
+            for (index, (key, base)) in bases.enumerated() {
+                if index > 0 { writer.append(byte: UInt8(ascii: ",")) }
+                writer.writeString(key)
+                writer.append(byte: UInt8(ascii: ":"))
+                writer.append(byte: UInt8(ascii: "["))
+                for (position, uuid) in base.enumerated() {
+                    if position > 0 { writer.append(byte: UInt8(ascii: ",")) }
+                    writer.writeUUID(uuid)
+                }
+                writer.append(byte: UInt8(ascii: "]"))
+            }
+            writer.append(byte: UInt8(ascii: "}"))
         }
         if let textOperations {
             writer.writeKey("text")
