@@ -252,6 +252,51 @@ import Testing
         await client.close()
     }
 
+    /// A change set made on a value a later remote change replaced, then refused, goes back to what
+    /// the server holds, not to what it was made on (fuzz seed 4762). Change set A appends y; a
+    /// remote adds x; B moves x from `cards` to `pinned`; a remote removes x (the server deletes
+    /// it); A completes as sent; B is refused. With the removal (`removedRemotely`), `cards` must end
+    /// as the server's [y]; the control without it shows the revert restoring x, as the server
+    /// still holds it.
+    @Test(arguments: [true, false])
+    func refusedChangeSetAfterACompletedOneRevertsToTheServersValue(removedRemotely: Bool) async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector)
+        let (scope, board) = makeScope()
+        try await fetch(scope, session: session, peer: peer)
+        let y = Card()
+        let first = try #require(scope.modify { board.cards.append(y) })
+        let sync1 = try await nextSync(peer)
+        let x = UUID()
+        await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["cards": .array([.string(x.wireString)])]),
+            SyncFragment(kind: .add, uuid: x, className: "Card", properties: ["text": "x"]),
+        ])))
+        #expect(await eventually { board.cards.map(\.uuid) == [x, y.uuid] })
+        let xCard = try #require(board.cards.first)
+        let second = try #require(scope.modify { board.cards.removeFirst(); board.pinned = xCard })
+        let sync2 = try await nextSync(peer)
+        var index = 4
+        if removedRemotely {
+            await peer.send(.scopeSync(ScopeSync(index: index, scopeIndex: 0, fragments: [
+                SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["cards": .array([])]),
+            ])))
+            index += 1
+            #expect(await eventually { board.cards.map(\.uuid) == [y.uuid] && board.pinned === xCard })
+        }
+        // A as sent: the server's merge kept [y] (after the removal) or answers [x, y] (without it).
+        let merged: [String: JSON]? = removedRemotely ? nil : ["cards": .array([.string(x.wireString), .string(y.uuid.wireString)])]
+        let replies1 = sync1.fragments.map { $0.kind == .change ? FragmentReply(modifications: merged) : .accepted }
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: index, replyTo: sync1.index, fragmentReplies: replies1)))
+        #expect(await first.settled() == .completed)
+        let refused = sync2.fragments.map { _ in FragmentReply.rejected(WireErrorBody(message: "No such ModelObjects")) }
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: index + 1, replyTo: sync2.index, fragmentReplies: refused)))
+        #expect(await second.settled() == .reverted)
+        #expect(board.pinned == nil)
+        #expect(board.cards.map(\.uuid) == (removedRemotely ? [y.uuid] : [x, y.uuid]))
+        await client.close()
+    }
+
     @Test func modificationsInTheReplyAreApplied() async throws {
         let connector = ScriptedConnector()
         let (client, session, peer) = try await connect(connector)

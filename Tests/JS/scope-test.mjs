@@ -105,6 +105,32 @@ test("a rejected change set reverts its edits and reports them", () => {
   assert.equal(scope._pending.size, 0, "a revert is not a new edit");
 });
 
+test("a refused change set after a completed one goes back to the server's value, not the one it was made on", () => {
+  // Fuzz seed 4762: A appends y; a remote adds x; B moves x out of `shapes` into `pinned`; a remote
+  // removes x (the server deletes it); A completes as sent; B is refused. `shapes` must end as the
+  // server's [y]. Control (no remote removal, the server answers A with [x, y]): x comes back.
+  for (const removedRemotely of [true, false]) {
+    const scope = attachedScope();
+    const root = scope.root.uuid;
+    let y;
+    scope.modify(() => { y = scope.create("Shape"); scope.root.insert("shapes", y); });
+    const x = uuid();
+    scope._applyRemote([{ type: "add", uuid: x, clsName: "Shape", properties: {} },
+                        { type: "change", uuid: root, clsName: "Canvas", properties: { shapes: [x] } }]);
+    assert.deepEqual(scope.root.get("shapes"), [x, y.uuid]);
+    scope.modify(() => { scope.root.remove("shapes", scope.object(x)); scope.root.set("pinned", x); });
+    if (removedRemotely) {
+      scope._applyRemote([{ type: "change", uuid: root, clsName: "Canvas", properties: { shapes: [] } }]);
+      assert.deepEqual(scope.root.get("shapes"), [y.uuid]);
+    }
+    const [first, second] = scope.queue;
+    scope._settle(first, first.fragments.map((f) => (f.type === "change" && !removedRemotely ? { modifications: { shapes: [x, y.uuid] } } : {})));
+    scope._settle(second, second.fragments.map(() => ({ error: { message: "No such ModelObjects" } })));
+    assert.equal(scope.root.get("pinned"), null, `removedRemotely ${removedRemotely}`);
+    assert.deepEqual(scope.root.get("shapes"), removedRemotely ? [y.uuid] : [x, y.uuid], `removedRemotely ${removedRemotely}`);
+  }
+});
+
 test("an object no longer reachable from the root detaches, and the state JSON drops it", () => {
   const scope = attachedScope();
   let shape;

@@ -161,6 +161,21 @@ final class ChangeSetQueue {
         entry.changeSet.revert(excluding: later, onlyObjects: objects)
     }
 
+    /// Hands the keys of `entry`, which the server took, to the change sets after it: the next one
+    /// holding each key takes `entry`'s value as its original, since that is what the server holds
+    /// after `entry` (a reply's modifications, applied after this, correct it where the server's
+    /// merge differs). Without this a later change set keeps the original it was made on, which a
+    /// remote value that reached only the first holder may have made stale, and reverting it would
+    /// bring back what the server removed. Objects in `rejected` are skipped (their revert hands
+    /// over `entry`'s own originals). A shared text settles through its operations, not here.
+    /// O(changes of `entry` × holders of each key).
+    func handOver(_ entry: Entry, except rejected: Set<UUID>) {
+        for change in entry.changeSet.changes where !rejected.contains(change.object.uuid) && !(change.new is SharedText) {
+            let key = ChangeKey(change.object, change.property)
+            holder(of: key, after: entry)?.setOriginal(key, change.new)
+        }
+    }
+
     /// Removes `entry` from the queue. O(1) for the oldest (replies come in order), plus its keys.
     func remove(_ entry: Entry) {
         guard isQueued(entry), let position = entries.firstIndex(where: { $0 === entry }) else { return }

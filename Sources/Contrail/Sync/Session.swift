@@ -761,6 +761,7 @@ public final class Session {
             state = all ? .reverted : .partiallyReverted
         }
         if state == .completed && !drops.isEmpty { state = .partiallyReverted }
+        if state != .reverted { queue.handOver(entry, except: rejected) }
         let rejection = replies.first { !$0.isAccepted }?.error.map(ChangeSet.Rejection.refusedByServer)
         var complete = true
         for (fragment, fragmentReply) in zip(fragments, replies) {

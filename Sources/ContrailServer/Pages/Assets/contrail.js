@@ -617,10 +617,27 @@ export class Scope extends Emitter {
   }
 
   /**
+   * Hands the keys of `entry`, which the server took, to the change sets after it (Swift:
+   * ChangeSetQueue.handOver): the next holder of each key takes the value `entry` sent as its
+   * original, what the server holds after `entry` (the reply's `modifications`, applied after this,
+   * correct it), so reverting that holder later does not bring back a value the server replaced.
+   * Fragments of objects in `rejected` are skipped (their revert hands over the originals).
+   */
+  _handOver(entry, rejected) {
+    for (const fragment of entry.fragments) {
+      if (fragment.type !== "change" || rejected.has(fragment.uuid)) continue;
+      for (const [key, value] of Object.entries(fragment.properties ?? {})) {
+        const [later] = this._holders(fragment.uuid, key, entry);
+        if (later) this._setOriginal(later, fragment.uuid, key, value);
+      }
+    }
+  }
+
+  /**
    * Settles a change set with its ScopeSyncReply entries (§4.8), or reverts it all when `replies` is
    * null or does not match. Swift: Session.settle (flush first, so this turn's edits hold their keys;
-   * revert the rejected objects, or all when every fragment was rejected; then apply the server's
-   * `modifications` after this change set) and Session.revert (refetch when objects came back or
+   * revert the rejected objects, or all when every fragment was rejected; hand the accepted keys to
+   * the change sets after it; then apply the server's `modifications` after this change set) and Session.revert (refetch when objects came back or
    * remote values an add held back are missing).
    */
   _settle(entry, replies) {
@@ -638,6 +655,7 @@ export class Scope extends Emitter {
         this._revert(entry, all ? null : new Set(rejected.map((r) => r.fragment.uuid)));
         if (entry.heldBack) stale = true;
       }
+      if (rejected.length < entry.fragments.length) this._handOver(entry, new Set(rejected.map((r) => r.fragment.uuid)));
       entry.fragments.forEach((fragment, i) => {
         const modifications = answers[i].error ? null : answers[i].modifications;
         if (!modifications || typeof modifications !== "object") return;
