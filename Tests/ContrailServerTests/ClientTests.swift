@@ -297,6 +297,38 @@ import Testing
         await client.close()
     }
 
+    /// A shared counter's change set answered as a repeat (§8.11: its first send was applied, the
+    /// reply lost in a restart) takes the server's total, even when that equals the total it sent:
+    /// the replica, which meanwhile received a state that already counts the delta, shows that state
+    /// plus the pending delta (fuzz `--shared-values` seed 1280 ended 2 below the server). Control:
+    /// the first answer to the same change set, after a state from before it, agrees either way.
+    @Test(arguments: [true, false])
+    func aRepeatedCounterReplySetsTheServersTotal(repeated: Bool) async throws {
+        let connector = ScriptedConnector()
+        let (client, session, peer) = try await connect(connector, extensions: ["SharedCounter"])
+        let scope = Scope(name: "Memo")
+        let memo = Memo()
+        scope.root = memo
+        try await fetch(scope, session: session, peer: peer, fragments: [
+            SyncFragment(kind: .change, uuid: rootUUID, className: "Memo", properties: ["likes": 1]),
+        ])
+        let down = try #require(scope.modify { memo.likes.add(-2) })
+        let sync = try await nextSync(peer)
+        #expect(memo.likes.value == -1)
+        // The server's total: already counting the delta (after a restart), or from before it.
+        let remote: JSON = repeated ? -1 : 1
+        await peer.send(.scopeSync(ScopeSync(index: 3, scopeIndex: 0, fragments: [
+            SyncFragment(kind: .change, uuid: rootUUID, className: "Memo", properties: ["likes": remote]),
+        ])))
+        #expect(await eventually { memo.likes.value == (repeated ? -3 : -1) }, "the pending delta on the state")
+        await peer.send(.scopeSyncReply(ScopeSyncReply(index: 4, replyTo: sync.index,
+                                                       fragmentReplies: [FragmentReply(modifications: ["likes": -1])],
+                                                       repeated: repeated)))
+        #expect(await down.settled() == .completed)
+        #expect(memo.likes.value == -1, "the server's total")
+        await client.close()
+    }
+
     @Test func modificationsInTheReplyAreApplied() async throws {
         let connector = ScriptedConnector()
         let (client, session, peer) = try await connect(connector)

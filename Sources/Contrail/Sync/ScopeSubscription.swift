@@ -190,6 +190,12 @@ final class ScopeSubscription {
         return complete
     }
 
+    /// Whether property `name` of the object `uuid` is a shared counter (§8.21).
+    func isCounter(_ name: String, of uuid: UUID) -> Bool {
+        guard let object = scope.object(for: uuid), let index = object.info.indexByName[name] else { return false }
+        return object.value(at: index) is SharedCounter
+    }
+
     /// The write `Scope.apply` should do for a remote value (§8.3): the value itself when no
     /// pending change set holds the key, otherwise what `heldValue(_:_:heldBy:remote:)` says.
     private func redirect(_ object: ModelObject, _ index: Int, _ remote: Any) -> Any? {

@@ -766,8 +766,12 @@ public final class Session {
         var complete = true
         for (fragment, fragmentReply) in zip(fragments, replies) {
             // A value the server answers with that is the one the change set sent (a merge that kept
-            // it) changes nothing here: no rebase of the change sets after it.
-            if let modifications = fragmentReply.modifications?.filter({ fragment.properties[$0.key] != $0.value }), !modifications.isEmpty,
+            // it) changes nothing here: no rebase of the change sets after it. Not so for a shared
+            // counter: the replica shows the last known total plus the pending deltas, and that total
+            // may already count this change set's delta (a repeat's state after a restart, §8.11).
+            if let modifications = fragmentReply.modifications?.filter({
+                fragment.properties[$0.key] != $0.value || subscription.isCounter($0.key, of: fragment.uuid)
+            }), !modifications.isEmpty,
                !subscription.applyModifications(modifications, to: fragment.uuid, after: entry) {
                 complete = false
             }
