@@ -147,6 +147,72 @@ final class Memo: ModelObject {
         await a.0.close(); await b.0.close(); await server.stop()
     }
 
+    /// An undo of one change set that typed characters and deleted some of them takes away what it
+    /// typed and does not type the deleted ones again (they were never there before it); redo
+    /// brings back what it left. Control: the same edits as two change sets, undone one by one.
+    @Test(arguments: [true, false])
+    func undoOfAnEditThatDeletedWhatItTypedLeavesNothing(oneChangeSet: Bool) throws {
+        let scope = Scope(name: "Memo")
+        let memo = Memo()
+        scope.root = memo
+        if oneChangeSet {
+            scope.modify { try? memo.body.insert("abc", at: 0); try? memo.body.delete(1..<2) }
+        } else {
+            scope.modify { try? memo.body.insert("abc", at: 0) }
+            scope.modify { try? memo.body.delete(1..<2) }
+        }
+        #expect(memo.body.text == "ac")
+        scope.undo()
+        if !oneChangeSet {
+            #expect(memo.body.text == "abc")
+            scope.undo()
+        }
+        #expect(memo.body.text == "")
+        scope.redo()
+        #expect(memo.body.text == (oneChangeSet ? "ac" : "abc"))
+        scope.undo()
+        #expect(memo.body.text == "")
+    }
+
+    /// Undo walks back through every text a run of random change sets of typing and deleting left,
+    /// and redo forward again, on 300 seeded histories (one replica: each step's text is exact).
+    @Test func undoAndRedoOfRandomTextEditsRetraceEveryStep() {
+        for seed in 1...300 {
+            var random = SplitMix64(seed: UInt64(seed))
+            let scope = Scope(name: "Memo")
+            let memo = Memo()
+            scope.root = memo
+            var texts = [memo.body.text]
+            for _ in 0..<Int.random(in: 1...6, using: &random) {
+                scope.modify {
+                    for _ in 0..<Int.random(in: 1...4, using: &random) {
+                        let count = memo.body.count
+                        if count > 0, Bool.random(using: &random) {
+                            let start = Int.random(in: 0..<count, using: &random)
+                            try? memo.body.delete(start..<min(count, start + Int.random(in: 1...4, using: &random)))
+                        } else {
+                            let letters = String((0..<Int.random(in: 1...4, using: &random)).map { _ in "abcdefgh".randomElement(using: &random)! })
+                            try? memo.body.insert(letters, at: Int.random(in: 0...count, using: &random))
+                        }
+                    }
+                }
+                texts.append(memo.body.text)
+            }
+            // An undo that changes nothing (a change set that deleted all it typed) records nothing
+            // and leaves nothing to redo.
+            var redoable: [String] = []
+            for step in texts.indices.dropFirst().reversed() {
+                let undone = scope.undo()
+                #expect(memo.body.text == texts[step - 1], "seed \(seed), undo of step \(step)")
+                if undone != nil { redoable.insert(texts[step], at: 0) }
+            }
+            for expected in redoable {
+                scope.redo()
+                #expect(memo.body.text == expected, "seed \(seed), redo")
+            }
+        }
+    }
+
     @Test func assigningANewSharedTextTypesItOverTheTextItHeld() async throws {
         let server = try makeServer()
         let a = try await replica(server.connector())

@@ -9,6 +9,9 @@ final class SharedTextStorage {
     private var unsentDeleted: [TextID: String] = [:]
     /// The last remote update that could not be applied (it named characters this text lacks).
     private(set) var lastError: TextError?
+    /// Characters an undo, redo or revert typed again in place of deleted ones, by the id of the
+    /// deleted character: a later toggle of the edit that typed the deleted one takes these away too.
+    private var retyped: [TextID: TextID] = [:]
     @MainActor private var list: ObserverList<SharedTextEvent>?
 
     init(_ document: TextDocument) {
@@ -75,7 +78,7 @@ final class SharedTextStorage {
             case .state(let state):
                 changes = try document.merge(state: state)
             case .toggle(let edit):
-                let made = try edit.toggle(document)
+                let made = try edit.toggle(document, retyped: &retyped)
                 for operation in made.operations { TextOperation.append(operation, to: &unsent) }
                 SharedTextEdit.pair(made.operations, with: made.deletedText, into: &unsentDeleted)
                 changes = made.changes
@@ -158,33 +161,110 @@ final class SharedTextEdit {
         return view.count == count ? String(view) : nil
     }
 
-    func toggle(_ document: TextDocument) throws(TextError) -> (operations: [TextOperation], changes: [TextChange], deletedText: String) {
+    /// Applies the inverse of what the edit (or its last toggle) did to `document`, as new local
+    /// operations: its insertions are deleted, together with what later toggles typed again in their
+    /// place (`retyped`); its deletions are typed again, except of characters it typed itself (they
+    /// were not there before it). Records what it types again in `retyped`. O(characters of the edit).
+    func toggle(_ document: TextDocument, retyped: inout [TextID: TextID]) throws(TextError)
+        -> (operations: [TextOperation], changes: [TextChange], deletedText: String) {
         var operations: [TextOperation] = []
         var changes: [TextChange] = []
         var taken = ""
         var made: [TextID: String] = [:]
+        let typedHere = current.compactMap { operation -> (id: TextID, count: Int)? in
+            guard case .insert(let id, let text, _, _) = operation else { return nil }
+            return (id, text.unicodeScalars.count)
+        }
+        var retype: [(id: TextID, scalars: [Unicode.Scalar])] = []
         for operation in current.reversed() {
             switch operation {
             case .insert(let id, let text, _, _):
-                for run in document.visibleRuns(id, count: text.unicodeScalars.count).reversed() {
-                    guard let position = document.position(of: TextCursor(before: run.id)) else { continue }
-                    let removed = document.text(in: position..<(position + run.count))
-                    let deletions = try document.delete(position..<(position + run.count))
+                let count = text.unicodeScalars.count
+                // Right to left, so the positions found first stay valid and a later toggle types
+                // them again left to right, each where it was.
+                let runs = ([(id, count)] + Self.replacements(of: id, count: count, in: retyped)).flatMap { start, length in
+                    document.visibleRuns(start, count: length).compactMap { run in
+                        document.position(of: TextCursor(before: run.id)).map { (count: run.count, position: $0) }
+                    }
+                }.sorted { $0.position > $1.position }
+                for run in runs {
+                    let range = run.position..<(run.position + run.count)
+                    let removed = document.text(in: range)
+                    let deletions = try document.delete(range)
                     operations += deletions
                     taken += removed
                     SharedTextEdit.pair(deletions, with: removed, into: &made)
-                    changes.append(.delete(position: position, count: run.count))
+                    changes.append(.delete(position: run.position, count: run.count))
                 }
             case .delete(let id, let count):
-                guard let text = text(id, count: count),
-                      let position = document.position(of: TextCursor(before: id)),
-                      let inserted = try document.insert(text, at: position) else { continue }
-                operations.append(inserted)
-                changes.append(.insert(position: position, text: text))
+                guard let text = text(id, count: count) else { continue }
+                let scalars = Array(text.unicodeScalars)
+                for (offset, length) in Self.pieces(of: id, count: count, outside: typedHere) {
+                    let piece = TextID(replica: id.replica, seq: id.seq + offset)
+                    retype.append((piece, Array(scalars[offset..<(offset + length)])))
+                }
             }
+        }
+        // Deleted characters are typed again right before where they stood (among other deleted
+        // characters between the same two visible ones, not before all of them), after the
+        // deletions above, left to right in the text.
+        let segments = retype.flatMap { piece, scalars in
+            document.runsInOrder(piece, count: scalars.count).map { run in
+                (id: run.id, order: run.order, scalars: scalars[(run.id.seq - piece.seq)..<(run.id.seq - piece.seq + run.count)])
+            }
+        }.sorted { $0.order.lexicographicallyPrecedes($1.order) }
+        for segment in segments {
+            let text = String(String.UnicodeScalarView(segment.scalars))
+            guard let position = document.position(of: TextCursor(before: segment.id)),
+                  let inserted = try document.insert(text, before: segment.id) else { continue }
+            if case .insert(let new, _, _, _) = inserted {
+                for index in 0..<segment.scalars.count {
+                    retyped[TextID(replica: segment.id.replica, seq: segment.id.seq + index)] = TextID(replica: new.replica, seq: new.seq + index)
+                }
+            }
+            operations.append(inserted)
+            changes.append(.insert(position: position, text: text))
         }
         current = operations
         deleted = made
         return (operations, changes, taken)
+    }
+
+    /// The characters typed again in place of characters `id.seq ..< id.seq + count` (followed
+    /// through every later replacement), as runs of one character each. Empty when none were.
+    private static func replacements(of id: TextID, count: Int, in retyped: [TextID: TextID]) -> [(TextID, Int)] {
+        guard !retyped.isEmpty else { return [] }
+        var found: [(TextID, Int)] = []
+        for seq in id.seq..<(id.seq + count) {
+            var character = TextID(replica: id.replica, seq: seq)
+            var replaced = false
+            while let next = retyped[character] {
+                character = next
+                replaced = true
+            }
+            if replaced { found.append((character, 1)) }
+        }
+        return found
+    }
+
+    /// The parts of characters `id.seq ..< id.seq + count` that none of `typed` inserted, as
+    /// (offset from `id`, length), in order.
+    private static func pieces(of id: TextID, count: Int, outside typed: [(id: TextID, count: Int)]) -> [(Int, Int)] {
+        let mine = typed.filter { $0.id.replica == id.replica }
+        guard !mine.isEmpty else { return [(0, count)] }
+        var pieces: [(Int, Int)] = []
+        var start: Int?
+        for offset in 0..<count {
+            let seq = id.seq + offset
+            let isMine = mine.contains { seq >= $0.id.seq && seq < $0.id.seq + $0.count }
+            if isMine, let begun = start {
+                pieces.append((begun, offset - begun))
+                start = nil
+            } else if !isMine, start == nil {
+                start = offset
+            }
+        }
+        if let begun = start { pieces.append((begun, count - begun)) }
+        return pieces
     }
 }

@@ -150,6 +150,35 @@ public final class TextDocument {
         return operation(seq: seq, text: text, left: left, right: right)
     }
 
+    /// Inserts `text` as this replica right before character `id`, deleted or not, after whatever
+    /// stands right before it, deleted or not: where an undo types deleted text again, so it keeps its
+    /// place among other deleted characters (at a visible position it would go before all of them).
+    /// Returns the operation for the other replicas (nil for empty text); throws
+    /// `TextError.unknownCharacter` when this text lacks `id`.
+    @discardableResult
+    public func insert(_ text: String, before id: TextID) throws(TextError) -> TextOperation? {
+        let scalars = Array(text.unicodeScalars)
+        guard !scalars.isEmpty else { return nil }
+        guard var (l, r, offset) = find(id) else { throw .unknownCharacter(replica: id.replica, seq: id.seq) }
+        let seq = Int32(lengths[Int(localAgent)])
+        let run = leaves[l].runs[r]
+        let right = (run.agent, run.seq + Int32(offset))
+        var left: (Int32, Int32) = (-1, 0)
+        if offset > 0 {
+            left = (run.agent, run.seq + Int32(offset) - 1)
+            splitRun(leaf: l, run: r, at: Int32(offset))
+            r += 1
+        } else if r > 0 {
+            let before = leaves[l].runs[r - 1]
+            left = (before.agent, before.seq + before.length - 1)
+        } else if l > 0, let before = leaves[l - 1].runs.last {
+            left = (before.agent, before.seq + before.length - 1)
+        }
+        insertRun(TextRun(agent: localAgent, seq: seq, length: Int32(scalars.count), deleted: false, leftAgent: left.0, leftSeq: left.1,
+                          rightAgent: right.0, rightSeq: right.1), leaf: l, at: r, scalars: scalars)
+        return operation(seq: seq, text: text, left: left, right: right)
+    }
+
     /// Deletes the visible characters in `range`; returns the operations for the other replicas
     /// (one per run of consecutive ids).
     @discardableResult
@@ -449,6 +478,22 @@ public final class TextDocument {
             seq += taken
         }
         return result
+    }
+
+    /// The characters among ids `id.seq ..< id.seq + count` of `id.replica`, deleted or not, as runs
+    /// of consecutive ids that stand together in the text, each with a key that sorts runs in text
+    /// order (valid until the next edit). O(count / run length × 64).
+    public func runsInOrder(_ id: TextID, count: Int) -> [(id: TextID, count: Int, order: [Int])] {
+        guard let agent = agentIndex[id.replica] else { return [] }
+        var result: [(id: TextID, count: Int, order: [Int])] = []
+        var seq = id.seq
+        let end = min(id.seq + count, lengths[Int(agent)])
+        while seq < end, let (l, r, offset) = find(TextID(replica: id.replica, seq: seq)) {
+            let taken = min(end - seq, Int(leaves[l].runs[r].length) - offset)
+            result.append((TextID(replica: id.replica, seq: seq), taken, [l, r, offset]))
+            seq += taken
+        }
+        return result.sorted { $0.order.lexicographicallyPrecedes($1.order) }
     }
 
     // MARK: - Internals
