@@ -39,7 +39,12 @@ struct ServeChild {
 
     /// CPU seconds (user + system) the child has used so far.
     func cpuSeconds() throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)
+        try Self.cpuSeconds(of: "\(process.processIdentifier)")
+    }
+
+    /// CPU seconds (user + system) process `pid` (or `self`) has used so far, from `/proc/<pid>/stat`.
+    static func cpuSeconds(of pid: String) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
         // Fields after the command name's closing parenthesis: state is field 3, utime 14, stime 15.
         guard let close = stat.lastIndex(of: ")") else { throw SyncBenchError("unreadable /proc stat") }
         let fields = stat[stat.index(after: close)...].split(separator: " ")

@@ -216,12 +216,14 @@ actor ClusterScope: HostedScope {
                 snapshotDue = true
             }
             // Stored right after what this server applied (no other server's message between): apply
-            // the bytes just published, as every server does from the log, without reading them back
-            // (a NATS round trip, a JSON response and base64 less per batch).
+            // the change sets just published, without reading them back (a NATS round trip, a JSON
+            // response and base64 less per batch) or decoding the payload made from them: decoding a
+            // log entry gives back the entries it was encoded from (`ClusterEntryRoundTripTests`),
+            // so this is what every other server applies from the log.
             if sequence == applied + 1, !passRunning, origins[id] != nil {
-                var headers = [(NATSHeaders.messageID, id)]
-                if format > 1 { headers.append((ClusterLogFormat.header, String(format))) }
-                apply(StoredMessage(subject: subject, sequence: sequence, headers: NATSHeaders(headers), payload: payload))
+                apply(batch.map { ClusterEntry.changeSet(fragments: $0.message.fragments, atomic: $0.message.atomic == true,
+                                                         id: $0.message.changeSetID) },
+                      sequence: sequence, id: id)
             }
             // Stored: the replies go out when it is applied, by this catch-up or a later one (the
             // pass also writes a snapshot when one is due).
@@ -610,33 +612,39 @@ actor ClusterScope: HostedScope {
             phase = .loaded(makeReplica(ScopeStore(rootUUID: root), applied: message.sequence))
             if let id = message.headers?[NATSHeaders.messageID] { applied(id: id) }
         case (.changeSet, .loaded), (.batch, .loaded):
-            let id = message.headers?[NATSHeaders.messageID]
-            if let id { applied(id: id) }
-            let senders = id.flatMap { origins.removeValue(forKey: $0) } ?? []
             let members = if case .batch(let members) = entry { members } else { [entry] }
-            for (index, member) in members.enumerated() {
-                guard case .changeSet(let fragments, let atomic, let changeSetID) = member else { continue }
-                let origin = index < senders.count ? senders[index] : nil
-                let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
-                                     fragments: fragments, atomic: atomic, changeSetID: changeSetID)
-                let changeSet = try? inReplica { replica in
-                    replica.applied = message.sequence
-                    let outcome = replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
-                    if case .accepted = outcome { _ = replica.store.advanceSequence() }  // the history's numbering
-                    return outcome
-                }
-                switch changeSet {
-                case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
-                case nil: break
-                }
-            }
-            // Also past a batch with no member (hostile or empty): it is read once, not forever.
-            _ = try? inReplica { $0.applied = message.sequence }
+            apply(members, sequence: message.sequence, id: message.headers?[NATSHeaders.messageID])
         case (_, .loaded):
             _ = try? inReplica { $0.applied = message.sequence }
         default:
             log.write("cluster.message_skipped", level: .warning, scope: name, "scope '\(name)': log message \(message.sequence) before the genesis skipped")
         }
+    }
+
+    /// Applies the change sets of the log message at `sequence` (its id `id`) to the loaded
+    /// replica, in order: broadcasts each to this server's sessions, and replies to the session
+    /// that sent it if it is this server's. O(fragments).
+    private func apply(_ members: [ClusterEntry], sequence: UInt64, id: String?) {
+        if let id { applied(id: id) }
+        let senders = id.flatMap { origins.removeValue(forKey: $0) } ?? []
+        for (index, member) in members.enumerated() {
+            guard case .changeSet(let fragments, let atomic, let changeSetID) = member else { continue }
+            let origin = index < senders.count ? senders[index] : nil
+            let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
+                                 fragments: fragments, atomic: atomic, changeSetID: changeSetID)
+            let changeSet = try? inReplica { replica in
+                replica.applied = sequence
+                let outcome = replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
+                if case .accepted = outcome { _ = replica.store.advanceSequence() }  // the history's numbering
+                return outcome
+            }
+            switch changeSet {
+            case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
+            case nil: break
+            }
+        }
+        // Also past a batch with no member (hostile or empty): it is read once, not forever.
+        _ = try? inReplica { $0.applied = sequence }
     }
 
     /// Notes that the message with this id is applied: no wake-up waits for it any more.
