@@ -23,6 +23,9 @@ import Foundation
 /// - `cluster.cpu.clients.c100x10.sN`: CPU µs of this process (the 100 clients) per change set in
 ///   that run, against the same with the server without NATS; `cluster.cpu.nats.c100x10.sN`: CPU µs
 ///   of `nats-server`, against the Contrail servers' (what shares the machine's cores with them).
+/// - `cluster.switches.c100x10.sN`: context switches of all N servers' threads per change set in
+///   that run (`/proc/<pid>/task/*/status`), against the server without NATS: how well each
+///   wake-up of a server is amortised over change sets.
 /// - `cluster.spread.c100x10.sN`, `cluster.spread.cpu.c100x10.sN`: the same two with each scope's
 ///   clients spread round-robin over the servers (a proxy that does not route by scope: every
 ///   server serves every scope, the worst case), against the same baselines.
@@ -70,6 +73,8 @@ enum ClusterBench {
                                        baseline: alone10.clientMicros))
             figures.append(BenchFigure(name: "cluster.cpu.nats.c100x10.s\(servers)", value: routed.natsMicros, unit: "us",
                                        baseline: routed.cpuMicros))
+            figures.append(BenchFigure(name: "cluster.switches.c100x10.s\(servers)", value: routed.switches, unit: "/changeset",
+                                       baseline: alone10.switches))
             figures.append(BenchFigure(name: "cluster.batch.c100x10.s\(servers)", value: perMessage, unit: "changesets/msg", baseline: 1))
             figures.append(BenchFigure(name: "cluster.log.c100x10.s\(servers)", value: appendMicros / perMessage, unit: "us",
                                        baseline: appendMicros))
@@ -178,13 +183,16 @@ enum ClusterBench {
         }
         let natsPID = nats.map { "\($0.processIdentifier)" }
         let before = try children.reduce(0) { $0 + (try $1.cpuSeconds()) }
+        let switchesBefore = try children.reduce(0) { $0 + (try $1.contextSwitches()) }
         let (clientsBefore, natsBefore) = (try ServeChild.cpuSeconds(of: "self"), try natsPID.map(ServeChild.cpuSeconds(of:)) ?? 0)
         let rate = try await SyncBench.fanout(groups: groups, changeSets: changeSets)
         let used = try children.reduce(0) { $0 + (try $1.cpuSeconds()) } - before
+        let switches = try children.reduce(0) { $0 + (try $1.contextSwitches()) } - switchesBefore
         let clients = try ServeChild.cpuSeconds(of: "self") - clientsBefore
         let natsUsed = try natsPID.map(ServeChild.cpuSeconds(of:)).map { $0 - natsBefore } ?? 0
         let perChangeSet = 1e6 / Double(changeSets * groups.count)
-        return TenScopes(rate: rate, cpuMicros: used * perChangeSet, clientMicros: clients * perChangeSet, natsMicros: natsUsed * perChangeSet)
+        return TenScopes(rate: rate, cpuMicros: used * perChangeSet, clientMicros: clients * perChangeSet, natsMicros: natsUsed * perChangeSet,
+                         switches: Double(switches) / Double(changeSets * groups.count))
     }
 
     /// What one ten-scope run measured: fragments per second, and CPU µs per change set sent of all
@@ -195,6 +203,8 @@ enum ClusterBench {
         let cpuMicros: Double
         let clientMicros: Double
         let natsMicros: Double
+        /// Context switches of all the servers' threads per change set.
+        let switches: Double
     }
 
     /// The server (of `count`) a load balancer hashing the scope name sends its clients to: FNV-1a

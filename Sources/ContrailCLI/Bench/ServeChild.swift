@@ -54,6 +54,21 @@ struct ServeChild {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Context switches (voluntary and not) of the child's threads so far, from
+    /// `/proc/<pid>/task/*/status`: how often its threads went to sleep or were preempted.
+    func contextSwitches() throws -> Int {
+        let tasks = "/proc/\(process.processIdentifier)/task"
+        var total = 0
+        for task in try FileManager.default.contentsOfDirectory(atPath: tasks) {
+            // A thread that ended since the listing has no status any more.
+            guard let status = try? String(contentsOfFile: "\(tasks)/\(task)/status", encoding: .utf8) else { continue }
+            for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
+                total += Int(line.split(separator: "\t").last.map(String.init) ?? "") ?? 0
+            }
+        }
+        return total
+    }
+
     func stop() {
         process.terminate()
         process.waitUntilExit()
