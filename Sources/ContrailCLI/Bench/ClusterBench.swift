@@ -23,6 +23,10 @@ import Foundation
 /// - `cluster.cpu.clients.c100x10.sN`: CPU µs of this process (the 100 clients) per change set in
 ///   that run, against the same with the server without NATS; `cluster.cpu.nats.c100x10.sN`: CPU µs
 ///   of `nats-server`, against the Contrail servers' (what shares the machine's cores with them).
+/// - `cluster.fanout.c300x30.s3`, `cluster.cpu.c300x30.s3`, `cluster.cpu.clients.c300x30.s3`,
+///   `cluster.switches.c300x30.s3`: three servers with affinity, 300 clients on 30 scopes (each
+///   server about the load the one server had), against the one-server affinity run: the CPU per
+///   change set N machines with N times the clients would spend.
 /// - `cluster.switches.c100x10.sN`: context switches of all N servers' threads per change set in
 ///   that run (`/proc/<pid>/task/*/status`), against the server without NATS: how well each
 ///   wake-up of a server is amortised over change sets.
@@ -54,16 +58,18 @@ enum ClusterBench {
         if !affinityOnly { figures += try await latencyAndOneScope(nats: nats.url, options) }
         let scopeChangeSets = options.iterations(1000, smoke: 3)
         let alone10 = try await withChildren(1, arguments: []) { children in
-            try await fanoutOnTenScopes(children, routing: .affinity, changeSets: scopeChangeSets)
+            try await fanoutOnScopes(children, routing: .affinity, changeSets: scopeChangeSets)
         }
         let appendMicros = figures[0].value
         let probe = try await NATSConnection.connect(nats.url)
         let stream = JetStream(connection: probe)
+        var oneServer: ScopesRun?
         for servers in 1...3 {
             let before = (try? await stream.streamInfo("CONTRAIL_SCOPES"))?.state.lastSeq ?? 0
             let routed = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
-                try await fanoutOnTenScopes(children, routing: .affinity, changeSets: scopeChangeSets, nats: nats.process)
+                try await fanoutOnScopes(children, routing: .affinity, changeSets: scopeChangeSets, nats: nats.process)
             }
+            if servers == 1 { oneServer = routed }
             let geneses: UInt64 = servers == 1 ? 10 : 0  // the scopes' first messages, in the first run
             let messages = Double(try await stream.streamInfo("CONTRAIL_SCOPES").state.lastSeq - before - geneses)
             let perMessage = Double(scopeChangeSets * 10) / max(messages, 1)
@@ -80,13 +86,25 @@ enum ClusterBench {
                                        baseline: appendMicros))
             guard servers > 1, !affinityOnly else { continue }  // one server: the same deployment as above
             let spread = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
-                try await fanoutOnTenScopes(children, routing: .roundRobin, changeSets: scopeChangeSets)
+                try await fanoutOnScopes(children, routing: .roundRobin, changeSets: scopeChangeSets)
             }
             figures.append(BenchFigure(name: "cluster.spread.c100x10.s\(servers)", value: spread.rate, unit: "frag/s", baseline: alone10.rate))
             figures.append(BenchFigure(name: "cluster.spread.cpu.c100x10.s\(servers)", value: spread.cpuMicros, unit: "us",
                                        baseline: alone10.cpuMicros))
         }
         await probe.close()
+        // Three servers each with the load one server had: what N machines with N times the clients do.
+        if let oneServer {
+            let tripled = try await withChildren(3, arguments: ["--nats", nats.url.description]) { children in
+                try await fanoutOnScopes(children, scopes: 30, routing: .affinity, changeSets: scopeChangeSets, nats: nats.process)
+            }
+            figures.append(BenchFigure(name: "cluster.fanout.c300x30.s3", value: tripled.rate, unit: "frag/s", baseline: oneServer.rate))
+            figures.append(BenchFigure(name: "cluster.cpu.c300x30.s3", value: tripled.cpuMicros, unit: "us", baseline: oneServer.cpuMicros))
+            figures.append(BenchFigure(name: "cluster.cpu.clients.c300x30.s3", value: tripled.clientMicros, unit: "us",
+                                       baseline: oneServer.clientMicros))
+            figures.append(BenchFigure(name: "cluster.switches.c300x30.s3", value: tripled.switches, unit: "/changeset",
+                                       baseline: oneServer.switches))
+        }
         if !affinityOnly { figures += try await cpu(nats: nats.url, changeSets: options.iterations(2000, smoke: 5)) }
         return figures
     }
@@ -164,14 +182,14 @@ enum ClusterBench {
         case roundRobin
     }
 
-    /// 100 clients on 10 scopes, 10 each, on the `children` as `routing` says, every URL carrying
-    /// `?scope=`: fragments per second that each scope's sender reaches its 9 others with, all 10
+    /// 10 clients on each of `scopes` scopes, on the `children` as `routing` says, every URL carrying
+    /// `?scope=`: fragments per second that each scope's sender reaches its 9 others with, all
     /// senders at once, and the CPU µs all the children used meanwhile per change set sent.
-    static func fanoutOnTenScopes(_ children: [ServeChild], routing: Routing, changeSets: Int,
-                                  nats: Process? = nil) async throws -> TenScopes {
+    static func fanoutOnScopes(_ children: [ServeChild], scopes: Int = 10, routing: Routing, changeSets: Int,
+                               nats: Process? = nil) async throws -> ScopesRun {
         var groups: [[SyncBench.Replica]] = []
         var next = 0
-        for scope in 0..<10 {
+        for scope in 0..<scopes {
             let name = "bench-\(scope)"
             var group: [SyncBench.Replica] = []
             for _ in 0..<10 {
@@ -191,14 +209,14 @@ enum ClusterBench {
         let clients = try ServeChild.cpuSeconds(of: "self") - clientsBefore
         let natsUsed = try natsPID.map(ServeChild.cpuSeconds(of:)).map { $0 - natsBefore } ?? 0
         let perChangeSet = 1e6 / Double(changeSets * groups.count)
-        return TenScopes(rate: rate, cpuMicros: used * perChangeSet, clientMicros: clients * perChangeSet, natsMicros: natsUsed * perChangeSet,
+        return ScopesRun(rate: rate, cpuMicros: used * perChangeSet, clientMicros: clients * perChangeSet, natsMicros: natsUsed * perChangeSet,
                          switches: Double(switches) / Double(changeSets * groups.count))
     }
 
-    /// What one ten-scope run measured: fragments per second, and CPU µs per change set sent of all
-    /// the servers, of this process (the 100 clients; `fanout` closes them, so their teardown too),
-    /// and of `nats-server`.
-    struct TenScopes {
+    /// What one run of ``fanoutOnScopes(_:scopes:routing:changeSets:nats:)`` measured: fragments
+    /// per second, and CPU µs per change set sent of all the servers, of this process (the clients;
+    /// `fanout` closes them, so their teardown too) and of `nats-server`.
+    struct ScopesRun {
         let rate: Double
         let cpuMicros: Double
         let clientMicros: Double

@@ -195,11 +195,11 @@ actor ClusterScope: HostedScope {
             for waiter in waiters { waiter.resume() }
             let id = UUID().uuidString
             origins[id] = batch.map { ($0.outbox, $0.message) }
-            let sequence: UInt64
+            let stored: Appended
             let payload = ClusterEntry.batchPayload(batch.map(\.payload))
             let format = count > 1 ? 2 : 1
             do throws(NATSError) {
-                sequence = try await append(payload, id: id, format: format)
+                stored = try await append(payload, id: id, format: format)
             } catch {
                 guard let origins = origins.removeValue(forKey: id) else { continue }
                 log.write("cluster.append_failed", level: .error, scope: name, "scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
@@ -220,7 +220,8 @@ actor ClusterScope: HostedScope {
             // response and base64 less per batch) or decoding the payload made from them: decoding a
             // log entry gives back the entries it was encoded from (`ClusterEntryRoundTripTests`),
             // so this is what every other server applies from the log.
-            if sequence == applied + 1, !passRunning, origins[id] != nil {
+            let sequence = stored.sequence
+            if stored.follows(applied), !passRunning, origins[id] != nil {
                 apply(batch.map { ClusterEntry.changeSet(fragments: $0.message.fragments, atomic: $0.message.atomic == true,
                                                          id: $0.message.changeSetID) },
                       sequence: sequence, id: id)
@@ -242,14 +243,36 @@ actor ClusterScope: HostedScope {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Where an append was stored: its stream sequence, the subject sequence its publish expected
+    /// last, whether JetStream had stored it before (a retry's duplicate), and whether the stream
+    /// checks that expectation as it stores (``ClusterLink/Handles/checksExpectationOnStore``).
+    struct Appended: Equatable {
+        var sequence: UInt64
+        var previous: UInt64
+        var duplicate: Bool
+        var checked: Bool
+
+        /// Whether the message is known to be the subject's next after `applied`, so the server may
+        /// apply it without reading it back. The stream sequence counts every scope's messages, so
+        /// `applied + 1` (nothing at all stored between) is rare while other scopes write; a stream
+        /// that checks the expectation on store put a first store expecting `applied` right after
+        /// it on the subject. Otherwise (a replicated stream, a NATS cluster, a duplicate stored
+        /// on an earlier expectation) it is read back. O(1).
+        func follows(_ applied: UInt64) -> Bool {
+            guard previous == applied, sequence > applied else { return false }
+            return sequence == applied + 1 || (checked && !duplicate)
+        }
+    }
+
     /// Publishes `entry` on the state this server has applied; after losing the race to another
-    /// server (10071) catches up and tries again. Returns the entry's sequence.
-    private func append(_ payload: [UInt8], id: String, format: Int) async throws(NATSError) -> UInt64 {
+    /// server (10071) catches up and tries again. Returns where it was stored.
+    private func append(_ payload: [UInt8], id: String, format: Int) async throws(NATSError) -> Appended {
         try await loaded()
         let handles = try await link.handles()
         var failures = 0
         for _ in 0..<1_000 {
-            if origins[id] == nil { return applied }  // a catch-up applied it (an earlier try was stored)
+            // A catch-up applied it (an earlier try was stored).
+            if origins[id] == nil { return Appended(sequence: applied, previous: applied, duplicate: true, checked: false) }
             let previous = applied
             do throws(NATSError) {
                 let started = ServerMetrics.now()
@@ -258,7 +281,7 @@ actor ClusterScope: HostedScope {
                 if format > 1 { headers.append((ClusterLogFormat.header, String(format))) }
                 let ack = try await handles.jetStream.publish(subject, payload: payload, headers: NATSHeaders(headers),
                     messageID: id, expectedLastSubjectSequence: previous)
-                return ack.seq
+                return Appended(sequence: ack.seq, previous: previous, duplicate: ack.duplicate, checked: handles.checksExpectationOnStore)
             } catch .jetStream(let error) where error.errorCode == JetStreamAPIError.wrongLastSequence {
                 try await catchUp()  // another server appended first: apply its messages, try again
             } catch .timedOut, .disconnected {
