@@ -10,8 +10,9 @@ import Foundation
 /// `Nats-Msg-Id`); every server applies the subject's messages one by one in sequence order to its
 /// in-memory replica, a ``ScopeStore`` with its ``ScopeCore`` (the apply is deterministic, so all
 /// copies agree), which broadcasts to this server's sessions and, for a server's own message,
-/// replies to its session — after JetStream acknowledged the publish (a server's own message stored
-/// right after what it applied is applied from the bytes it published, not read back). A publish
+/// replies to its session — after JetStream acknowledged the publish (a server's own message the
+/// stream stored right after what it applied is applied from the change sets it sent, not read back:
+/// ``Appended/follows(_:)``). A publish
 /// that lost the race (error 10071) catches up and is published again. Group commit: one publish is in flight per scope; the change sets that
 /// arrive meanwhile go out together as the next message (``ClusterEntry/batch(_:)``). Every
 /// `snapshotEvery` own change sets the state is written to the snapshot bucket and the log is
