@@ -24,9 +24,10 @@ import Foundation
 ///   that run, against the same with the server without NATS; `cluster.cpu.nats.c100x10.sN`: CPU µs
 ///   of `nats-server`, against the Contrail servers' (what shares the machine's cores with them).
 /// - `cluster.fanout.c300x30.s3`, `cluster.cpu.c300x30.s3`, `cluster.cpu.clients.c300x30.s3`,
-///   `cluster.switches.c300x30.s3`: three servers with affinity, 300 clients on 30 scopes (each
-///   server about the load the one server had), against the one-server affinity run: the CPU per
-///   change set N machines with N times the clients would spend.
+///   `cluster.cpu.nats.c300x30.s3`, `cluster.switches.c300x30.s3`: three servers with affinity,
+///   300 clients on 30 scopes (each server about the load the one server had), against the
+///   one-server affinity run: the CPU per change set N machines with N times the clients would
+///   spend (on this 2-core machine, with everything else on the same cores).
 /// - `cluster.switches.c100x10.sN`: context switches of all N servers' threads per change set in
 ///   that run (`/proc/<pid>/task/*/status`), against the server without NATS: how well each
 ///   wake-up of a server is amortised over change sets.
@@ -73,14 +74,7 @@ enum ClusterBench {
             let geneses: UInt64 = servers == 1 ? 10 : 0  // the scopes' first messages, in the first run
             let messages = Double(try await stream.streamInfo("CONTRAIL_SCOPES").state.lastSeq - before - geneses)
             let perMessage = Double(scopeChangeSets * 10) / max(messages, 1)
-            figures.append(BenchFigure(name: "cluster.fanout.c100x10.s\(servers)", value: routed.rate, unit: "frag/s", baseline: alone10.rate))
-            figures.append(BenchFigure(name: "cluster.cpu.c100x10.s\(servers)", value: routed.cpuMicros, unit: "us", baseline: alone10.cpuMicros))
-            figures.append(BenchFigure(name: "cluster.cpu.clients.c100x10.s\(servers)", value: routed.clientMicros, unit: "us",
-                                       baseline: alone10.clientMicros))
-            figures.append(BenchFigure(name: "cluster.cpu.nats.c100x10.s\(servers)", value: routed.natsMicros, unit: "us",
-                                       baseline: routed.cpuMicros))
-            figures.append(BenchFigure(name: "cluster.switches.c100x10.s\(servers)", value: routed.switches, unit: "/changeset",
-                                       baseline: alone10.switches))
+            figures += routed.figures("c100x10.s\(servers)", against: alone10)
             figures.append(BenchFigure(name: "cluster.batch.c100x10.s\(servers)", value: perMessage, unit: "changesets/msg", baseline: 1))
             figures.append(BenchFigure(name: "cluster.log.c100x10.s\(servers)", value: appendMicros / perMessage, unit: "us",
                                        baseline: appendMicros))
@@ -98,12 +92,7 @@ enum ClusterBench {
             let tripled = try await withChildren(3, arguments: ["--nats", nats.url.description]) { children in
                 try await fanoutOnScopes(children, scopes: 30, routing: .affinity, changeSets: scopeChangeSets, nats: nats.process)
             }
-            figures.append(BenchFigure(name: "cluster.fanout.c300x30.s3", value: tripled.rate, unit: "frag/s", baseline: oneServer.rate))
-            figures.append(BenchFigure(name: "cluster.cpu.c300x30.s3", value: tripled.cpuMicros, unit: "us", baseline: oneServer.cpuMicros))
-            figures.append(BenchFigure(name: "cluster.cpu.clients.c300x30.s3", value: tripled.clientMicros, unit: "us",
-                                       baseline: oneServer.clientMicros))
-            figures.append(BenchFigure(name: "cluster.switches.c300x30.s3", value: tripled.switches, unit: "/changeset",
-                                       baseline: oneServer.switches))
+            figures += tripled.figures("c300x30.s3", against: oneServer)
         }
         if !affinityOnly { figures += try await cpu(nats: nats.url, changeSets: options.iterations(2000, smoke: 5)) }
         return figures
@@ -223,6 +212,16 @@ enum ClusterBench {
         let natsMicros: Double
         /// Context switches of all the servers' threads per change set.
         let switches: Double
+
+        /// `cluster.fanout.NAME`, `cluster.cpu.NAME`, `cluster.cpu.clients.NAME` and
+        /// `cluster.switches.NAME` against `baseline`'s, and `cluster.cpu.nats.NAME` against the servers'.
+        func figures(_ name: String, against baseline: ScopesRun) -> [BenchFigure] {
+            [BenchFigure(name: "cluster.fanout.\(name)", value: rate, unit: "frag/s", baseline: baseline.rate),
+             BenchFigure(name: "cluster.cpu.\(name)", value: cpuMicros, unit: "us", baseline: baseline.cpuMicros),
+             BenchFigure(name: "cluster.cpu.clients.\(name)", value: clientMicros, unit: "us", baseline: baseline.clientMicros),
+             BenchFigure(name: "cluster.cpu.nats.\(name)", value: natsMicros, unit: "us", baseline: cpuMicros),
+             BenchFigure(name: "cluster.switches.\(name)", value: switches, unit: "/changeset", baseline: baseline.switches)]
+        }
     }
 
     /// The server (of `count`) a load balancer hashing the scope name sends its clients to: FNV-1a
