@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "CContrailTestSetup", path: "Tests/CContrailTestSetup"),
         .testTarget(name: "ContrailWebSocketTests", dependencies: ["ContrailTestSupport", "ContrailWebSocket", "ContrailSupport", "ContrailTLS"]),
         .testTarget(name: "ContrailTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire"]),
-        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailTestSupport", "ContrailNATS", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),
+        .testTarget(name: "ContrailNATSTests", dependencies: ["ContrailTestSupport", "ContrailNATS", "ContrailFuzz", "ContrailSupport", "ContrailWebSocket", "Contrail", "ContrailServer"]),
         .testTarget(name: "DocumentationTests", dependencies: ["Contrail", "ContrailServer", "ContrailWebSocket"]),
         .testTarget(name: "ContrailServerTests", dependencies: ["ContrailTestSupport", "Contrail", "ContrailWire", "ContrailServer", "ContrailWebSocket", "ContrailFuzz", "ContrailTLS"],
                     exclude: ["Screenshots"]),

@@ -22,6 +22,8 @@ public struct NATSServerInfo: Sendable, Decodable, Equatable {
     public var nonce: String?
     /// Other cluster members' client URLs, if any.
     public var connectURLs: [String]?
+    /// The name of the NATS cluster the server is a member of (nil: not clustered).
+    public var cluster: String?
 
     enum CodingKeys: String, CodingKey {
         case serverID = "server_id"
@@ -34,6 +36,7 @@ public struct NATSServerInfo: Sendable, Decodable, Equatable {
         case tlsRequired = "tls_required"
         case tlsAvailable = "tls_available"
         case connectURLs = "connect_urls"
+        case cluster
         case nonce
     }
 }

@@ -20,6 +20,17 @@ import Foundation
 ///   cluster" describes), as a ratio to 100 clients on 10 scopes of one server without NATS.
 /// - `cluster.cpu.c100x10.sN`: CPU µs all N servers used per change set in that run (from
 ///   `/proc/<pid>/stat`), against the server without NATS: what N machines would each spend.
+/// - `cluster.cpu.clients.c100x10.sN`: CPU µs of this process (the 100 clients) per change set in
+///   that run, against the same with the server without NATS; `cluster.cpu.nats.c100x10.sN`: CPU µs
+///   of `nats-server`, against the Contrail servers' (what shares the machine's cores with them).
+/// - `cluster.fanout.c300x30.s3`, `cluster.cpu.c300x30.s3`, `cluster.cpu.clients.c300x30.s3`,
+///   `cluster.cpu.nats.c300x30.s3`, `cluster.switches.c300x30.s3`: three servers with affinity,
+///   300 clients on 30 scopes (each server about the load the one server had), against the
+///   one-server affinity run: the CPU per change set N machines with N times the clients would
+///   spend (on this 2-core machine, with everything else on the same cores).
+/// - `cluster.switches.c100x10.sN`: context switches of all N servers' threads per change set in
+///   that run (`/proc/<pid>/task/*/status`), against the server without NATS: how well each
+///   wake-up of a server is amortised over change sets.
 /// - `cluster.spread.c100x10.sN`, `cluster.spread.cpu.c100x10.sN`: the same two with each scope's
 ///   clients spread round-robin over the servers (a proxy that does not route by scope: every
 ///   server serves every scope, the worst case), against the same baselines.
@@ -34,16 +45,66 @@ import Foundation
 /// - `cluster.cpu.serving` / `cluster.cpu.idle`: CPU µs per change set of a scope in a `contrail
 ///   serve` child whose session is subscribed to it, and in one whose session fetched it earlier
 ///   and detached (it has unloaded the scope), against the serving one.
+///
+/// `--only affinity` runs `cluster.append` and the ten-scope figures with scope affinity alone (to
+/// profile the servers: `perf record -p` on each `contrail serve --nats` child).
 @MainActor
 enum ClusterBench {
     static func run(_ options: BenchOptions) async throws -> [BenchFigure] {
         let nats = try await LocalNATS.start()
         defer { nats.stop() }
         var figures = [try await append(nats.url, count: options.iterations(2000, smoke: 5))]
+        // `--only affinity`: the ten-scope runs with scope affinity alone (for profiling them).
+        let affinityOnly = options.only == "affinity"
+        if !affinityOnly { figures += try await latencyAndOneScope(nats: nats.url, options) }
+        let scopeChangeSets = options.iterations(1000, smoke: 3)
+        let alone10 = try await withChildren(1, arguments: []) { children in
+            try await fanoutOnScopes(children, routing: .affinity, changeSets: scopeChangeSets)
+        }
+        let appendMicros = figures[0].value
+        let probe = try await NATSConnection.connect(nats.url)
+        let stream = JetStream(connection: probe)
+        var oneServer: ScopesRun?
+        for servers in 1...3 {
+            let before = (try? await stream.streamInfo("CONTRAIL_SCOPES"))?.state.lastSeq ?? 0
+            let routed = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
+                try await fanoutOnScopes(children, routing: .affinity, changeSets: scopeChangeSets, nats: nats.process)
+            }
+            if servers == 1 { oneServer = routed }
+            let geneses: UInt64 = servers == 1 ? 10 : 0  // the scopes' first messages, in the first run
+            let messages = Double(try await stream.streamInfo("CONTRAIL_SCOPES").state.lastSeq - before - geneses)
+            let perMessage = Double(scopeChangeSets * 10) / max(messages, 1)
+            figures += routed.figures("c100x10.s\(servers)", against: alone10)
+            figures.append(BenchFigure(name: "cluster.batch.c100x10.s\(servers)", value: perMessage, unit: "changesets/msg", baseline: 1))
+            figures.append(BenchFigure(name: "cluster.log.c100x10.s\(servers)", value: appendMicros / perMessage, unit: "us",
+                                       baseline: appendMicros))
+            guard servers > 1, !affinityOnly else { continue }  // one server: the same deployment as above
+            let spread = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
+                try await fanoutOnScopes(children, routing: .roundRobin, changeSets: scopeChangeSets)
+            }
+            figures.append(BenchFigure(name: "cluster.spread.c100x10.s\(servers)", value: spread.rate, unit: "frag/s", baseline: alone10.rate))
+            figures.append(BenchFigure(name: "cluster.spread.cpu.c100x10.s\(servers)", value: spread.cpuMicros, unit: "us",
+                                       baseline: alone10.cpuMicros))
+        }
+        await probe.close()
+        // Three servers each with the load one server had: what N machines with N times the clients do.
+        if let oneServer {
+            let tripled = try await withChildren(3, arguments: ["--nats", nats.url.description]) { children in
+                try await fanoutOnScopes(children, scopes: 30, routing: .affinity, changeSets: scopeChangeSets, nats: nats.process)
+            }
+            figures += tripled.figures("c300x30.s3", against: oneServer)
+        }
+        if !affinityOnly { figures += try await cpu(nats: nats.url, changeSets: options.iterations(2000, smoke: 5)) }
+        return figures
+    }
+
+    /// `cluster.latency.*` (servers in this process) and `cluster.fanout.c100.sN` (one scope).
+    static func latencyAndOneScope(nats: NATSServerURL, _ options: BenchOptions) async throws -> [BenchFigure] {
+        var figures: [BenchFigure] = []
         let rounds = options.iterations(300, smoke: 3)
         let alone = try await SyncBench.latency(clients: 2, rounds: rounds)
         for servers in 1...3 {
-            let samples = try await latency(servers: servers, nats: nats.url, rounds: rounds)
+            let samples = try await latency(servers: servers, nats: nats, rounds: rounds)
             for (label, p) in [("p50", 0.5), ("p99", 0.99)] {
                 figures.append(BenchFigure(name: "cluster.latency.\(label).s\(servers)",
                                            value: Stopwatch.percentile(samples, p) * 1e6, unit: "us",
@@ -55,43 +116,13 @@ enum ClusterBench {
             try await SyncBench.fanout(try await SyncBench.replicas(100, port: children[0].port), changeSets: changeSets)
         }
         for servers in 1...3 {
-            let rate = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
+            let rate = try await withChildren(servers, arguments: ["--nats", nats.description]) { children in
                 var replicas: [SyncBench.Replica] = []
                 for index in 0..<100 { replicas += try await SyncBench.replicas(1, port: children[index % children.count].port) }
                 return try await SyncBench.fanout(replicas, changeSets: changeSets)
             }
             figures.append(BenchFigure(name: "cluster.fanout.c100.s\(servers)", value: rate, unit: "frag/s", baseline: single))
         }
-        let scopeChangeSets = options.iterations(1000, smoke: 3)
-        let alone10 = try await withChildren(1, arguments: []) { children in
-            try await fanoutOnTenScopes(children, routing: .affinity, changeSets: scopeChangeSets)
-        }
-        let appendMicros = figures[0].value
-        let probe = try await NATSConnection.connect(nats.url)
-        let stream = JetStream(connection: probe)
-        for servers in 1...3 {
-            let before = (try? await stream.streamInfo("CONTRAIL_SCOPES"))?.state.lastSeq ?? 0
-            let routed = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
-                try await fanoutOnTenScopes(children, routing: .affinity, changeSets: scopeChangeSets)
-            }
-            let geneses: UInt64 = servers == 1 ? 10 : 0  // the scopes' first messages, in the first run
-            let messages = Double(try await stream.streamInfo("CONTRAIL_SCOPES").state.lastSeq - before - geneses)
-            let perMessage = Double(scopeChangeSets * 10) / max(messages, 1)
-            figures.append(BenchFigure(name: "cluster.fanout.c100x10.s\(servers)", value: routed.rate, unit: "frag/s", baseline: alone10.rate))
-            figures.append(BenchFigure(name: "cluster.cpu.c100x10.s\(servers)", value: routed.cpuMicros, unit: "us", baseline: alone10.cpuMicros))
-            figures.append(BenchFigure(name: "cluster.batch.c100x10.s\(servers)", value: perMessage, unit: "changesets/msg", baseline: 1))
-            figures.append(BenchFigure(name: "cluster.log.c100x10.s\(servers)", value: appendMicros / perMessage, unit: "us",
-                                       baseline: appendMicros))
-            guard servers > 1 else { continue }  // one server: the same deployment as above
-            let spread = try await withChildren(servers, arguments: ["--nats", nats.url.description]) { children in
-                try await fanoutOnTenScopes(children, routing: .roundRobin, changeSets: scopeChangeSets)
-            }
-            figures.append(BenchFigure(name: "cluster.spread.c100x10.s\(servers)", value: spread.rate, unit: "frag/s", baseline: alone10.rate))
-            figures.append(BenchFigure(name: "cluster.spread.cpu.c100x10.s\(servers)", value: spread.cpuMicros, unit: "us",
-                                       baseline: alone10.cpuMicros))
-        }
-        await probe.close()
-        figures += try await cpu(nats: nats.url, changeSets: options.iterations(2000, smoke: 5))
         return figures
     }
 
@@ -140,14 +171,14 @@ enum ClusterBench {
         case roundRobin
     }
 
-    /// 100 clients on 10 scopes, 10 each, on the `children` as `routing` says, every URL carrying
-    /// `?scope=`: fragments per second that each scope's sender reaches its 9 others with, all 10
+    /// 10 clients on each of `scopes` scopes, on the `children` as `routing` says, every URL carrying
+    /// `?scope=`: fragments per second that each scope's sender reaches its 9 others with, all
     /// senders at once, and the CPU µs all the children used meanwhile per change set sent.
-    static func fanoutOnTenScopes(_ children: [ServeChild], routing: Routing,
-                                  changeSets: Int) async throws -> (rate: Double, cpuMicros: Double) {
+    static func fanoutOnScopes(_ children: [ServeChild], scopes: Int = 10, routing: Routing, changeSets: Int,
+                               nats: Process? = nil) async throws -> ScopesRun {
         var groups: [[SyncBench.Replica]] = []
         var next = 0
-        for scope in 0..<10 {
+        for scope in 0..<scopes {
             let name = "bench-\(scope)"
             var group: [SyncBench.Replica] = []
             for _ in 0..<10 {
@@ -157,10 +188,40 @@ enum ClusterBench {
             }
             groups.append(group)
         }
+        let natsPID = nats.map { "\($0.processIdentifier)" }
         let before = try children.reduce(0) { $0 + (try $1.cpuSeconds()) }
+        let switchesBefore = try children.reduce(0) { $0 + (try $1.contextSwitches()) }
+        let (clientsBefore, natsBefore) = (try ServeChild.cpuSeconds(of: "self"), try natsPID.map(ServeChild.cpuSeconds(of:)) ?? 0)
         let rate = try await SyncBench.fanout(groups: groups, changeSets: changeSets)
         let used = try children.reduce(0) { $0 + (try $1.cpuSeconds()) } - before
-        return (rate, used / Double(changeSets * groups.count) * 1e6)
+        let switches = try children.reduce(0) { $0 + (try $1.contextSwitches()) } - switchesBefore
+        let clients = try ServeChild.cpuSeconds(of: "self") - clientsBefore
+        let natsUsed = try natsPID.map(ServeChild.cpuSeconds(of:)).map { $0 - natsBefore } ?? 0
+        let perChangeSet = 1e6 / Double(changeSets * groups.count)
+        return ScopesRun(rate: rate, cpuMicros: used * perChangeSet, clientMicros: clients * perChangeSet, natsMicros: natsUsed * perChangeSet,
+                         switches: Double(switches) / Double(changeSets * groups.count))
+    }
+
+    /// What one run of ``fanoutOnScopes(_:scopes:routing:changeSets:nats:)`` measured: fragments
+    /// per second, and CPU µs per change set sent of all the servers, of this process (the clients;
+    /// `fanout` closes them, so their teardown too) and of `nats-server`.
+    struct ScopesRun {
+        let rate: Double
+        let cpuMicros: Double
+        let clientMicros: Double
+        let natsMicros: Double
+        /// Context switches of all the servers' threads per change set.
+        let switches: Double
+
+        /// `cluster.fanout.NAME`, `cluster.cpu.NAME`, `cluster.cpu.clients.NAME` and
+        /// `cluster.switches.NAME` against `baseline`'s, and `cluster.cpu.nats.NAME` against the servers'.
+        func figures(_ name: String, against baseline: ScopesRun) -> [BenchFigure] {
+            [BenchFigure(name: "cluster.fanout.\(name)", value: rate, unit: "frag/s", baseline: baseline.rate),
+             BenchFigure(name: "cluster.cpu.\(name)", value: cpuMicros, unit: "us", baseline: baseline.cpuMicros),
+             BenchFigure(name: "cluster.cpu.clients.\(name)", value: clientMicros, unit: "us", baseline: baseline.clientMicros),
+             BenchFigure(name: "cluster.cpu.nats.\(name)", value: natsMicros, unit: "us", baseline: cpuMicros),
+             BenchFigure(name: "cluster.switches.\(name)", value: switches, unit: "/changeset", baseline: baseline.switches)]
+        }
     }
 
     /// The server (of `count`) a load balancer hashing the scope name sends its clients to: FNV-1a

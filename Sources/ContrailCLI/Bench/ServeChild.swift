@@ -39,7 +39,12 @@ struct ServeChild {
 
     /// CPU seconds (user + system) the child has used so far.
     func cpuSeconds() throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)
+        try Self.cpuSeconds(of: "\(process.processIdentifier)")
+    }
+
+    /// CPU seconds (user + system) process `pid` (or `self`) has used so far, from `/proc/<pid>/stat`.
+    static func cpuSeconds(of pid: String) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
         // Fields after the command name's closing parenthesis: state is field 3, utime 14, stime 15.
         guard let close = stat.lastIndex(of: ")") else { throw SyncBenchError("unreadable /proc stat") }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
@@ -47,6 +52,21 @@ struct ServeChild {
             throw SyncBenchError("unreadable /proc stat")
         }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Context switches (voluntary and not) of the child's threads so far, from
+    /// `/proc/<pid>/task/*/status`: how often its threads went to sleep or were preempted.
+    func contextSwitches() throws -> Int {
+        let tasks = "/proc/\(process.processIdentifier)/task"
+        var total = 0
+        for task in try FileManager.default.contentsOfDirectory(atPath: tasks) {
+            // A thread that ended since the listing has no status any more.
+            guard let status = try? String(contentsOfFile: "\(tasks)/\(task)/status", encoding: .utf8) else { continue }
+            for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
+                total += Int(line.split(separator: "\t").last.map(String.init) ?? "") ?? 0
+            }
+        }
+        return total
     }
 
     func stop() {

@@ -44,10 +44,15 @@ enum ClusterEntry: Equatable {
         return bytes + Array("]}".utf8)
     }
 
-    /// Decodes a payload.
+    /// How deep a log entry may nest: two levels more than a session's message (a change set's
+    /// fragments sit two levels deeper in a batch than in a `ScopeSync`), so every change set a
+    /// session parsed decodes from the log as well.
+    static let decodingLimits = JSONLimits(maxDepth: JSONLimits().maxDepth + 2)
+
+    /// Decodes a payload. O(bytes).
     /// - Throws: `invalidResponse` when it is neither shape.
     init(decoding payload: [UInt8]) throws(NATSError) {
-        guard let json = try? JSON(parsing: payload) else { throw .invalidResponse("a scope log entry is not JSON") }
+        guard let json = try? JSON(parsing: payload, limits: Self.decodingLimits) else { throw .invalidResponse("a scope log entry is not JSON") }
         if case .string(let text)? = json["root"], let root = UUID(wireString: text) {
             self = .genesis(root: root)
             return

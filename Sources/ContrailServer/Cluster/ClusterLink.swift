@@ -13,6 +13,10 @@ actor ClusterLink {
         let history: KeyValueBucket
         /// The log format to write, as the log-format record said when this server registered.
         let format: Int
+        /// Whether the stream has one replica on a NATS that is not clustered: its leader checks a
+        /// publish's expected last subject sequence as it stores it, one publish at a time (a
+        /// replicated stream of nats-server 2.9 may let two publishes expecting the same one in).
+        let checksExpectationOnStore: Bool
     }
 
     let options: ClusterOptions
@@ -158,7 +162,10 @@ actor ClusterLink {
                 try? await Task.sleep(for: options.formatRefresh * 3 / 2)
             }
             let history = try await KeyValueBucket(jetStream: jetStream, name: options.historyBucket, replicas: options.replicas)
-            return Handles(jetStream: jetStream, snapshots: snapshots, history: history, format: agreement.write)
+            let info = await connection.serverInfo
+            let standalone = options.servers.count == 1 && info?.cluster == nil && (info?.connectURLs ?? []).isEmpty
+            return Handles(jetStream: jetStream, snapshots: snapshots, history: history, format: agreement.write,
+                           checksExpectationOnStore: standalone && options.replicas == 1)
         } catch {
             await connection.close()
             throw error

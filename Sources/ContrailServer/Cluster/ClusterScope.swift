@@ -10,8 +10,9 @@ import Foundation
 /// `Nats-Msg-Id`); every server applies the subject's messages one by one in sequence order to its
 /// in-memory replica, a ``ScopeStore`` with its ``ScopeCore`` (the apply is deterministic, so all
 /// copies agree), which broadcasts to this server's sessions and, for a server's own message,
-/// replies to its session — after JetStream acknowledged the publish (a server's own message stored
-/// right after what it applied is applied from the bytes it published, not read back). A publish
+/// replies to its session — after JetStream acknowledged the publish (a server's own message the
+/// stream stored right after what it applied is applied from the change sets it sent, not read back:
+/// ``Appended/follows(_:)``). A publish
 /// that lost the race (error 10071) catches up and is published again. Group commit: one publish is in flight per scope; the change sets that
 /// arrive meanwhile go out together as the next message (``ClusterEntry/batch(_:)``). Every
 /// `snapshotEvery` own change sets the state is written to the snapshot bucket and the log is
@@ -195,11 +196,11 @@ actor ClusterScope: HostedScope {
             for waiter in waiters { waiter.resume() }
             let id = UUID().uuidString
             origins[id] = batch.map { ($0.outbox, $0.message) }
-            let sequence: UInt64
+            let stored: Appended
             let payload = ClusterEntry.batchPayload(batch.map(\.payload))
             let format = count > 1 ? 2 : 1
             do throws(NATSError) {
-                sequence = try await append(payload, id: id, format: format)
+                stored = try await append(payload, id: id, format: format)
             } catch {
                 guard let origins = origins.removeValue(forKey: id) else { continue }
                 log.write("cluster.append_failed", level: .error, scope: name, "scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
@@ -216,12 +217,15 @@ actor ClusterScope: HostedScope {
                 snapshotDue = true
             }
             // Stored right after what this server applied (no other server's message between): apply
-            // the bytes just published, as every server does from the log, without reading them back
-            // (a NATS round trip, a JSON response and base64 less per batch).
-            if sequence == applied + 1, !passRunning, origins[id] != nil {
-                var headers = [(NATSHeaders.messageID, id)]
-                if format > 1 { headers.append((ClusterLogFormat.header, String(format))) }
-                apply(StoredMessage(subject: subject, sequence: sequence, headers: NATSHeaders(headers), payload: payload))
+            // the change sets just published, without reading them back (a NATS round trip, a JSON
+            // response and base64 less per batch) or decoding the payload made from them: decoding a
+            // log entry gives back the entries it was encoded from (`ClusterEntryRoundTripTests`),
+            // so this is what every other server applies from the log.
+            let sequence = stored.sequence
+            if stored.follows(applied), !passRunning, origins[id] != nil {
+                apply(batch.map { ClusterEntry.changeSet(fragments: $0.message.fragments, atomic: $0.message.atomic == true,
+                                                         id: $0.message.changeSetID) },
+                      sequence: sequence, id: id)
             }
             // Stored: the replies go out when it is applied, by this catch-up or a later one (the
             // pass also writes a snapshot when one is due).
@@ -240,14 +244,36 @@ actor ClusterScope: HostedScope {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Where an append was stored: its stream sequence, the subject sequence its publish expected
+    /// last, whether JetStream had stored it before (a retry's duplicate), and whether the stream
+    /// checks that expectation as it stores (``ClusterLink/Handles/checksExpectationOnStore``).
+    struct Appended: Equatable {
+        var sequence: UInt64
+        var previous: UInt64
+        var duplicate: Bool
+        var checked: Bool
+
+        /// Whether the message is known to be the subject's next after `applied`, so the server may
+        /// apply it without reading it back. The stream sequence counts every scope's messages, so
+        /// `applied + 1` (nothing at all stored between) is rare while other scopes write; a stream
+        /// that checks the expectation on store put a first store expecting `applied` right after
+        /// it on the subject. Otherwise (a replicated stream, a NATS cluster, a duplicate stored
+        /// on an earlier expectation) it is read back. O(1).
+        func follows(_ applied: UInt64) -> Bool {
+            guard previous == applied, sequence > applied else { return false }
+            return sequence == applied + 1 || (checked && !duplicate)
+        }
+    }
+
     /// Publishes `entry` on the state this server has applied; after losing the race to another
-    /// server (10071) catches up and tries again. Returns the entry's sequence.
-    private func append(_ payload: [UInt8], id: String, format: Int) async throws(NATSError) -> UInt64 {
+    /// server (10071) catches up and tries again. Returns where it was stored.
+    private func append(_ payload: [UInt8], id: String, format: Int) async throws(NATSError) -> Appended {
         try await loaded()
         let handles = try await link.handles()
         var failures = 0
         for _ in 0..<1_000 {
-            if origins[id] == nil { return applied }  // a catch-up applied it (an earlier try was stored)
+            // A catch-up applied it (an earlier try was stored).
+            if origins[id] == nil { return Appended(sequence: applied, previous: applied, duplicate: true, checked: false) }
             let previous = applied
             do throws(NATSError) {
                 let started = ServerMetrics.now()
@@ -256,7 +282,7 @@ actor ClusterScope: HostedScope {
                 if format > 1 { headers.append((ClusterLogFormat.header, String(format))) }
                 let ack = try await handles.jetStream.publish(subject, payload: payload, headers: NATSHeaders(headers),
                     messageID: id, expectedLastSubjectSequence: previous)
-                return ack.seq
+                return Appended(sequence: ack.seq, previous: previous, duplicate: ack.duplicate, checked: handles.checksExpectationOnStore)
             } catch .jetStream(let error) where error.errorCode == JetStreamAPIError.wrongLastSequence {
                 try await catchUp()  // another server appended first: apply its messages, try again
             } catch .timedOut, .disconnected {
@@ -610,33 +636,39 @@ actor ClusterScope: HostedScope {
             phase = .loaded(makeReplica(ScopeStore(rootUUID: root), applied: message.sequence))
             if let id = message.headers?[NATSHeaders.messageID] { applied(id: id) }
         case (.changeSet, .loaded), (.batch, .loaded):
-            let id = message.headers?[NATSHeaders.messageID]
-            if let id { applied(id: id) }
-            let senders = id.flatMap { origins.removeValue(forKey: $0) } ?? []
             let members = if case .batch(let members) = entry { members } else { [entry] }
-            for (index, member) in members.enumerated() {
-                guard case .changeSet(let fragments, let atomic, let changeSetID) = member else { continue }
-                let origin = index < senders.count ? senders[index] : nil
-                let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
-                                     fragments: fragments, atomic: atomic, changeSetID: changeSetID)
-                let changeSet = try? inReplica { replica in
-                    replica.applied = message.sequence
-                    let outcome = replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
-                    if case .accepted = outcome { _ = replica.store.advanceSequence() }  // the history's numbering
-                    return outcome
-                }
-                switch changeSet {
-                case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
-                case nil: break
-                }
-            }
-            // Also past a batch with no member (hostile or empty): it is read once, not forever.
-            _ = try? inReplica { $0.applied = message.sequence }
+            apply(members, sequence: message.sequence, id: message.headers?[NATSHeaders.messageID])
         case (_, .loaded):
             _ = try? inReplica { $0.applied = message.sequence }
         default:
             log.write("cluster.message_skipped", level: .warning, scope: name, "scope '\(name)': log message \(message.sequence) before the genesis skipped")
         }
+    }
+
+    /// Applies the change sets of the log message at `sequence` (its id `id`) to the loaded
+    /// replica, in order: broadcasts each to this server's sessions, and replies to the session
+    /// that sent it if it is this server's. O(fragments).
+    private func apply(_ members: [ClusterEntry], sequence: UInt64, id: String?) {
+        if let id { applied(id: id) }
+        let senders = id.flatMap { origins.removeValue(forKey: $0) } ?? []
+        for (index, member) in members.enumerated() {
+            guard case .changeSet(let fragments, let atomic, let changeSetID) = member else { continue }
+            let origin = index < senders.count ? senders[index] : nil
+            let sync = ScopeSync(index: origin?.message.index ?? 0, scopeIndex: origin?.message.scopeIndex ?? 0,
+                                 fragments: fragments, atomic: atomic, changeSetID: changeSetID)
+            let changeSet = try? inReplica { replica in
+                replica.applied = sequence
+                let outcome = replica.core.apply(sync, to: &replica.store, from: origin?.outbox)
+                if case .accepted = outcome { _ = replica.store.advanceSequence() }  // the history's numbering
+                return outcome
+            }
+            switch changeSet {
+            case .refused(let deliver)?, .unchanged(let deliver)?, .accepted(_, let deliver)?: deliver()
+            case nil: break
+            }
+        }
+        // Also past a batch with no member (hostile or empty): it is read once, not forever.
+        _ = try? inReplica { $0.applied = sequence }
     }
 
     /// Notes that the message with this id is applied: no wake-up waits for it any more.
