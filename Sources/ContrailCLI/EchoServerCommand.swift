@@ -40,11 +40,12 @@ enum EchoServerCommand {
         print("listening on \(host):\(bound)")
         fflush(nil)
         for await connection in server.connections {
-            // Echo on the connection's own loop thread: no hop to Swift concurrency per message. The
-            // handler keeps the connection alive until it closes (the connection then drops the handler);
-            // nothing may consume `messages` meanwhile, or it would take messages before the handler is set.
-            connection.setLoopHandler { message in
-                try? connection.sendWithoutWaiting(message)
+            // Echo on the connection's own loop thread: no hop to Swift concurrency per message, and the
+            // payload goes back as received (text validated, never copied into a `String`). The handler
+            // keeps the connection alive until it closes (the connection then drops the handler); nothing
+            // may consume `messages` meanwhile, or it would take messages before the handler is set.
+            connection.setPayloadHandler { opcode, payload in
+                try? connection.sendWithoutWaiting(opcode, payload: payload)
             }
         }
     }

@@ -70,8 +70,14 @@ public final class WebSocketConnection: @unchecked Sendable {
     private var pingTimer: LoopTimer?
     private var pongTimer: LoopTimer?
     private var batch: [WebSocketMessage] = []
-    /// Set by `setLoopHandler`: messages go straight to it instead of to `inbound`.
-    private var loopHandler: (@Sendable (WebSocketMessage) -> Void)?
+    /// Where messages go on the loop thread instead of to `inbound`, once set.
+    private enum LoopHandler {
+        /// `setLoopHandler`: whole messages, text as `String`.
+        case messages(@Sendable (WebSocketMessage) -> Void)
+        /// `setPayloadHandler`: each message's opcode and payload bytes, text never made a `String`.
+        case payloads(@Sendable (Opcode, [UInt8]) -> Void)
+    }
+    private var loopHandler: LoopHandler?
     private var onHandshake: ((Result<Void, WebSocketError>) -> Void)?
     private var clientKey = ""
     private var handshakeHook: (@Sendable (HTTPHead) -> HandshakeDecision)?
@@ -248,6 +254,15 @@ public final class WebSocketConnection: @unchecked Sendable {
         guard case .accepted = try enqueue(message) else { throw closedError() }
     }
 
+    /// Queues a message given as its opcode (`.text` or `.binary`) and payload, as
+    /// ``sendWithoutWaiting(_:)`` does; a large payload is written from the array's own storage. A text
+    /// payload must be valid UTF-8 (such as one from `setPayloadHandler`): it is checked only in debug builds.
+    package func sendWithoutWaiting(_ opcode: Opcode, payload: [UInt8]) throws(WebSocketError) {
+        precondition(opcode == .text || opcode == .binary, "sendWithoutWaiting(_:payload:) sends data messages only")
+        assert(opcode == .binary || payload.withUnsafeBytes { UTF8Validator.isValid($0) }, "text payload is not UTF-8")
+        guard case .accepted = try enqueue(opcode, .bytes(payload)) else { throw closedError() }
+    }
+
     /// Bytes queued for the socket and not yet written.
     public var bufferedByteCount: Int { channel.pendingByteCount }
 
@@ -259,27 +274,23 @@ public final class WebSocketConnection: @unchecked Sendable {
     package var receivedCount: Int { inbound.queuedCount }
 
     private func enqueue(_ message: WebSocketMessage) throws(WebSocketError) -> Channel.WriteOutcome {
-        let size = message.byteCount
+        switch message {
+        case .text(let text): try enqueue(.text, .text(text))
+        case .binary(let bytes): try enqueue(.binary, .bytes(bytes))
+        }
+    }
+
+    private func enqueue(_ opcode: Opcode, _ payload: OutboundPayload) throws(WebSocketError) -> Channel.WriteOutcome {
+        let size = payload.count
         guard size <= options.maxMessageSize else { throw .messageTooBig(size) }
         if role == .server && size >= Self.byReferenceSize {
             // Unmasked: the channel writes the payload from the message's own storage, gathered with
             // the header, instead of copying it into the write buffer.
-            let (opcode, payload): (Opcode, OutboundPayload) =
-                switch message {
-                case .text(let text): (.text, .text(text))
-                case .binary(let bytes): (.binary, .bytes(bytes))
-                }
             return channel.write(payload: payload) {
                 FrameEncoder.encodeHeader(opcode: opcode, fin: true, payloadCount: size, maskingKey: nil, into: &$0)
             }
         }
-        switch message {
-        case .text(let text):
-            var text = text
-            return text.withUTF8 { writeFrame(.text, UnsafeRawBufferPointer($0)) }
-        case .binary(let bytes):
-            return bytes.withUnsafeBytes { writeFrame(.binary, $0) }
-        }
+        return payload.withBytes { writeFrame(opcode, $0) }
     }
 
     /// Starts the closing handshake and returns once the connection is closed (the peer answered, or
@@ -321,8 +332,20 @@ public final class WebSocketConnection: @unchecked Sendable {
     public func setLoopHandler(_ onMessage: @escaping @Sendable (WebSocketMessage) -> Void) {
         // Refused once the loop has stopped: the connection is closed by then, with nothing to handle.
         try? loop.enqueue { [self] in
-            loopHandler = onMessage
+            loopHandler = .messages(onMessage)
             for message in inbound.takeAll() { onMessage(message) }
+        }
+    }
+
+    /// Like ``setLoopHandler(_:)``, but each message comes as its opcode (`.text` or `.binary`) and
+    /// payload bytes: a text message's validated UTF-8 is handed over as received, never copied into a
+    /// `String` (for code that forwards bytes, such as an echo; answer with
+    /// `sendWithoutWaiting(_:payload:)`). Messages received before are converted.
+    package func setPayloadHandler(_ onPayload: @escaping @Sendable (Opcode, [UInt8]) -> Void) {
+        // Refused once the loop has stopped: the connection is closed by then, with nothing to handle.
+        try? loop.enqueue { [self] in
+            loopHandler = .payloads(onPayload)
+            for message in inbound.takeAll() { deliver(message) }
         }
     }
 
@@ -627,14 +650,18 @@ public final class WebSocketConnection: @unchecked Sendable {
         }
         do {
             while let frame = try decoder.next() {
+                if case .payloads(let handler) = loopHandler, let payload = try assembler.takeWholeMessage(frame) {
+                    handler(frame.opcode, payload)
+                    continue
+                }
                 guard let event = try assembler.push(frame) else { continue }
                 switch event {
                 case .text(let text):
                     // The text was copied out of the frame's array: the decoder may reuse it.
                     decoder.recycle(frame.payload)
-                    if let loopHandler { loopHandler(.text(text)) } else { batch.append(.text(text)) }
+                    deliver(.text(text))
                 case .binary(let bytes):
-                    if let loopHandler { loopHandler(.binary(bytes)) } else { batch.append(.binary(bytes)) }
+                    deliver(.binary(bytes))
                 case .ping(let payload):
                     if lifecycle.isOpen { _ = payload.withUnsafeBytes { writeFrame(.pong, $0) } }
                 case .pong:
@@ -651,6 +678,16 @@ public final class WebSocketConnection: @unchecked Sendable {
             return
         }
         deliverBatch()
+    }
+
+    /// Hands a received message to the loop handler, or adds it to the batch for `inbound`.
+    private func deliver(_ message: WebSocketMessage) {
+        switch (loopHandler, message) {
+        case (.messages(let handler)?, _): handler(message)
+        case (.payloads(let handler)?, .text(let text)): handler(.text, Array(text.utf8))
+        case (.payloads(let handler)?, .binary(let bytes)): handler(.binary, bytes)
+        case (nil, _): batch.append(message)
+        }
     }
 
     private func deliverBatch() {

@@ -192,4 +192,43 @@ import ContrailWebSocket
         }
         #expect(events == [.ping(Array("p".utf8)), .text("fragmented €")])
     }
+
+    @Test func takeWholeMessageReturnsSingleFrameMessagesAsBytesAndDeclinesTheRest() throws {
+        var assembler = MessageAssembler(maxMessageSize: 10)
+        let text = Array("héllo".utf8)
+        #expect(try assembler.takeWholeMessage(WebSocketFrame(opcode: .text, payload: text)) == text)
+        #expect(try assembler.takeWholeMessage(WebSocketFrame(opcode: .binary, payload: [0xFF])) == [0xFF])
+        // Not whole messages: declined, and nothing is taken (push handles them as usual).
+        let start = WebSocketFrame(fin: false, opcode: .text, payload: Array("ab".utf8))
+        #expect(try assembler.takeWholeMessage(start) == nil)
+        #expect(try assembler.takeWholeMessage(WebSocketFrame(opcode: .ping, payload: [1])) == nil)
+        #expect(try assembler.push(start) == nil)
+        // A message is open: even a final data frame is declined (push reports the violation).
+        #expect(try assembler.takeWholeMessage(WebSocketFrame(opcode: .text, payload: [0x61])) == nil)
+        #expect(try assembler.push(WebSocketFrame(opcode: .continuation, payload: Array("c".utf8))) == .text("abc"))
+    }
+
+    @Test func takeWholeMessageValidatesTextAndSizeAndStaysFailed() {
+        // Invalid, truncated, too big; each against a fresh assembler, with a valid control first.
+        let cases: [([UInt8], Opcode, CloseCode)] = [
+            ([0x61, 0xED, 0xA0, 0x80], .text, .invalidFramePayloadData),
+            ([0x61, 0xE2, 0x82], .text, .invalidFramePayloadData),
+            ([UInt8](repeating: 0x61, count: 11), .binary, .messageTooBig),
+        ]
+        for (payload, opcode, code) in cases {
+            var assembler = MessageAssembler(maxMessageSize: 10)
+            #expect((try? assembler.takeWholeMessage(WebSocketFrame(opcode: opcode, payload: [0x61]))) == [0x61])
+            #expect(throws: WebSocketError.self) { try assembler.takeWholeMessage(WebSocketFrame(opcode: opcode, payload: payload)) }
+            do {
+                _ = try assembler.takeWholeMessage(WebSocketFrame(opcode: .binary, payload: [1]))
+                Issue.record("the assembler did not stay failed")
+            } catch {
+                guard case .protocolViolation(let thrown, _) = error else { Issue.record("\(error)"); continue }
+                #expect(thrown == code)
+            }
+        }
+        // Text is not validated when the assembler leaves that to the decoder.
+        var unchecked = MessageAssembler(maxMessageSize: 10, validatesUTF8: false)
+        #expect((try? unchecked.takeWholeMessage(WebSocketFrame(opcode: .text, payload: [0xFF]))) == [0xFF])
+    }
 }

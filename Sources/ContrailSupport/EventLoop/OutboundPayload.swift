@@ -8,7 +8,7 @@ package enum OutboundPayload {
     case text(String)
 
     /// The number of bytes. O(1) for native strings.
-    var count: Int {
+    package var count: Int {
         switch self {
         case .bytes(let bytes): bytes.count
         case .text(let text): text.utf8.count
@@ -17,7 +17,7 @@ package enum OutboundPayload {
 
     /// Calls `body` with the bytes. O(1) for arrays and native strings (every string on Linux; others
     /// are made contiguous first).
-    func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    package func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         switch self {
         case .bytes(let bytes):
             return bytes.withUnsafeBytes(body)

@@ -59,6 +59,28 @@ public struct MessageAssembler {
         }
     }
 
+    /// Takes a data frame that is a whole message (FIN set, no fragmented message open) and returns its
+    /// payload as it is, without making a `String` of text: for a caller that forwards bytes. Text is
+    /// validated as `push(_:)` would (when this assembler validates), and the size limit applies.
+    /// - Returns: nil, taking nothing, for any other frame: `push(_:)` it instead.
+    /// - Throws: as `push(_:)` does; the assembler then stays failed. O(payload) when validating, else O(1).
+    package mutating func takeWholeMessage(_ frame: WebSocketFrame) throws(WebSocketError) -> [UInt8]? {
+        if let failure { throw failure }
+        guard frame.fin, frame.opcode == .text || frame.opcode == .binary, openMessage == nil else { return nil }
+        do {
+            try checkSize(frame.payload.count)
+            if frame.opcode == .text && validatesUTF8 {
+                validator.reset()
+                try validateText(frame.payload)
+                try checkTextComplete()
+            }
+            return frame.payload
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
     private mutating func handle(_ frame: WebSocketFrame) throws(WebSocketError) -> WebSocketEvent? {
         switch frame.opcode {
         case .ping:
@@ -114,10 +136,15 @@ public struct MessageAssembler {
 
     private func complete(_ opcode: Opcode, _ payload: [UInt8]) throws(WebSocketError) -> WebSocketEvent {
         guard opcode == .text else { return .binary(payload) }
+        try checkTextComplete()
+        return .text(String(decoding: payload, as: UTF8.self))
+    }
+
+    /// A validated text message must end on a code point boundary.
+    private func checkTextComplete() throws(WebSocketError) {
         guard !validatesUTF8 || validator.isComplete else {
             throw .protocolViolation(.invalidFramePayloadData, "text message ends in the middle of a UTF-8 sequence")
         }
-        return .text(String(decoding: payload, as: UTF8.self))
     }
 
     /// Parses and checks a close frame's payload: empty, or a 2-byte code valid on the wire plus a UTF-8 reason.
