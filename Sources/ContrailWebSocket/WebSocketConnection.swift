@@ -255,11 +255,16 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     /// Queues a message given as its opcode (`.text` or `.binary`) and payload, as
-    /// ``sendWithoutWaiting(_:)`` does; a large payload is written from the array's own storage. A text
-    /// payload must be valid UTF-8 (such as one from `setPayloadHandler`): it is checked only in debug builds.
-    package func sendWithoutWaiting(_ opcode: Opcode, payload: [UInt8]) throws(WebSocketError) {
-        precondition(opcode == .text || opcode == .binary, "sendWithoutWaiting(_:payload:) sends data messages only")
-        assert(opcode == .binary || payload.withUnsafeBytes { UTF8Validator.isValid($0) }, "text payload is not UTF-8")
+    /// ``sendWithoutWaiting(_:)`` does; a large payload is written from the array's own storage.
+    /// Throws `WebSocketError.protocolViolation` for another opcode or a text payload that is not
+    /// UTF-8 (checked here, O(n), ASCII eight bytes at a time), and what `sendWithoutWaiting(_:)` throws.
+    public func sendWithoutWaiting(_ opcode: Opcode, payload: [UInt8]) throws(WebSocketError) {
+        guard opcode == .text || opcode == .binary else {
+            throw .protocolViolation(.protocolError, "sendWithoutWaiting(_:payload:) sends text or binary messages, not \(opcode)")
+        }
+        guard opcode == .binary || payload.withUnsafeBytes({ UTF8Validator.isValid($0) }) else {
+            throw .protocolViolation(.invalidFramePayloadData, "a text message's payload must be UTF-8")
+        }
         guard case .accepted = try enqueue(opcode, .bytes(payload)) else { throw closedError() }
     }
 
@@ -341,7 +346,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// payload bytes: a text message's validated UTF-8 is handed over as received, never copied into a
     /// `String` (for code that forwards bytes, such as an echo; answer with
     /// `sendWithoutWaiting(_:payload:)`). Messages received before are converted.
-    package func setPayloadHandler(_ onPayload: @escaping @Sendable (Opcode, [UInt8]) -> Void) {
+    public func setPayloadHandler(_ onPayload: @escaping @Sendable (Opcode, [UInt8]) -> Void) {
         // Refused once the loop has stopped: the connection is closed by then, with nothing to handle.
         try? loop.enqueue { [self] in
             loopHandler = .payloads(onPayload)

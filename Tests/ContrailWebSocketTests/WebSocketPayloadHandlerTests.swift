@@ -149,4 +149,26 @@ struct WebSocketPayloadHandlerTests {
         await raw.close()
         await server.stop()
     }
+
+    @Test("sendWithoutWaiting(_:payload:) refuses a control opcode and text that is not UTF-8 with typed errors; valid text goes out")
+    func sendingBytesChecksOpcodeAndText() async throws {
+        let (server, port, _) = try await startPayloadEchoServer()
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        var echoes = client.messages.makeAsyncIterator()
+        #expect(throws: WebSocketError.self) { try client.sendWithoutWaiting(.ping, payload: [1]) }
+        do {
+            try client.sendWithoutWaiting(.text, payload: [0x61, 0xFF])
+            Issue.record("invalid UTF-8 was sent")
+        } catch {
+            guard case .protocolViolation(let code, _) = error else { Issue.record("unexpected \(error)"); return }
+            #expect(code == .invalidFramePayloadData)
+        }
+        // Control: valid text and binary go out and come back.
+        try client.sendWithoutWaiting(.text, payload: Array("héllo".utf8))
+        try client.sendWithoutWaiting(.binary, payload: [0xFF, 0x00])
+        #expect(try await withTimeout { try await echoes.next() } == .text("héllo"))
+        #expect(try await withTimeout { try await echoes.next() } == .binary([0xFF, 0x00]))
+        await client.close()
+        await server.stop()
+    }
 }
