@@ -49,6 +49,17 @@ struct FragmentLogChainTests {
         }
     }
 
+    /// A shelf scope edited offline (its change sets stay pending), logged to a new file at `url`.
+    func offlineShelf(_ name: String, at url: URL) throws -> (Scope, Shelf, FragmentLog) {
+        let scope = Scope(name: name)
+        let shelf = Shelf()
+        scope.root = shelf
+        scope.syncOffline()
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        return (scope, shelf, log)
+    }
+
     /// The local change sets a restored scope holds as pending, in order.
     func pending(_ scope: Scope) -> [ChangeSet] {
         scope.history.filter { $0.origin == .local && $0.state == .syncing }
@@ -75,12 +86,7 @@ struct FragmentLogChainTests {
         var random = SplitMix64(seed: seed)
         let url = temporaryURL()
         defer { try? FileManager.default.removeItem(at: url) }
-        let scope = Scope(name: "chain")
-        let shelf = Shelf()
-        scope.root = shelf
-        scope.syncOffline()
-        let log = FragmentLog(url: url)
-        try log.attach(to: scope)
+        let (scope, shelf, log) = try offlineShelf("chain", at: url)
         var made: [ChangeSet] = []
         for _ in 0..<60 {
             if let changeSet = scope.modify({ Self.edit(shelf, &random) }) { made.append(changeSet) }
@@ -121,16 +127,8 @@ struct FragmentLogChainTests {
         var random = SplitMix64(seed: 7)
         let url = temporaryURL()
         defer { try? FileManager.default.removeItem(at: url) }
-        let scope = Scope(name: "history")
-        let shelf = Shelf()
-        scope.root = shelf
-        scope.syncOffline()
-        let log = FragmentLog(url: url)
-        try log.attach(to: scope)
-        var made: [ChangeSet] = []
-        for _ in 0..<50 {
-            if let changeSet = scope.modify({ Self.edit(shelf, &random) }) { made.append(changeSet) }
-        }
+        let (scope, shelf, log) = try offlineShelf("history", at: url)
+        let made = (0..<50).compactMap { _ in scope.modify { Self.edit(shelf, &random) } }
         try log.close()
         #expect(try chainedRecords(at: url).chained > 0)
         #expect(try FragmentLog.history(at: url).map(\.fragments) == made.map(\.fragments))
@@ -142,12 +140,7 @@ struct FragmentLogChainTests {
     @Test func changeSetsSettledInOneTurnShareOneMarker() async throws {
         let url = temporaryURL()
         defer { try? FileManager.default.removeItem(at: url) }
-        let scope = Scope(name: "markers")
-        let shelf = Shelf()
-        scope.root = shelf
-        scope.syncOffline()
-        let log = FragmentLog(url: url)
-        try log.attach(to: scope)
+        let (scope, shelf, log) = try offlineShelf("markers", at: url)
         var made: [ChangeSet] = []
         for index in 0..<40 {
             if let changeSet = scope.modify({ shelf.step = index + 1 }) { made.append(changeSet) }
@@ -182,30 +175,27 @@ struct FragmentLogChainTests {
             #"{"settled":[[5,2]],"fragments":[]}"#,
             #"{"settled":"all","fragments":[]}"#,
         ]
-        for record in records {
+        /// A log holding a snapshot, then `record`.
+        func log(ending with record: String) throws -> URL {
             let url = temporaryURL()
-            defer { try? FileManager.default.removeItem(at: url) }
             let scope = Scope(name: "hostile")
             scope.root = Shelf()
-            let log = FragmentLog(url: url)
-            try log.attach(to: scope)
-            try log.close()
+            let written = FragmentLog(url: url)
+            try written.attach(to: scope)
+            try written.close()
             let (file, _) = try LogFile.open(at: url)
             try file.append(.changeSet, Array(record.utf8))
             try file.close()
+            return url
+        }
+        for record in records {
+            let url = try log(ending: record)
+            defer { try? FileManager.default.removeItem(at: url) }
             #expect(throws: FragmentLogError.self, "\(record)") { try FragmentLog(url: url).attach(to: Scope(name: "hostile")) }
         }
         // Control: a well-formed marker of nothing pending is read without an error.
-        let url = temporaryURL()
+        let url = try log(ending: #"{"settled":[[2,5],7],"fragments":[]}"#)
         defer { try? FileManager.default.removeItem(at: url) }
-        let scope = Scope(name: "hostile")
-        scope.root = Shelf()
-        let log = FragmentLog(url: url)
-        try log.attach(to: scope)
-        try log.close()
-        let (file, _) = try LogFile.open(at: url)
-        try file.append(.changeSet, Array(#"{"settled":[[2,5],7],"fragments":[]}"#.utf8))
-        try file.close()
         #expect(try FragmentLog(url: url).attach(to: Scope(name: "hostile")).pendingChangeSets == 0)
     }
 }
