@@ -154,12 +154,17 @@ public final class FragmentLog {
 
     /// Stops recording, writes what is queued, syncs (unless the policy is `FsyncPolicy.never`)
     /// and closes the file. This waits for the writer thread: call it when the app shuts down.
+    /// What the log kept of pending change sets (for compaction) is let go.
     public func close() throws(FragmentLogError) {
         writeSettled()
         token?.cancel()
         token = nil
         scope?.onBatchSent = nil
-        defer { writer = nil }
+        defer {
+            writer = nil
+            unsettled.removeAll()
+            writtenChain = CollectionEditChain()
+        }
         try writer?.close()
     }
 
