@@ -172,6 +172,7 @@ struct FragmentLogChainTests {
             #"{"seq":1,"chain":[[0,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[[5,-1]]]],"fragments":[]}"#,
             #"{"seq":1,"chain":[[9,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[]]],"fragments":[]}"#,
             #"{"seq":1,"chain":[["x"]],"fragments":[]}"#,
+            #"{"seq":1,"chain":[[0,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[[-9223372036854775808,null]]]],"fragments":[]}"#,
             #"{"settled":[[5,2]],"fragments":[]}"#,
             #"{"settled":"all","fragments":[]}"#,
         ]

@@ -179,8 +179,8 @@ struct CollectionEditChain {
                     if let uuid = UUID(wireString: text) { return uuid }
                 case .int(let index) where index >= 0 && index < fragments.count:
                     return fragments[Int(index)].uuid
-                case .int(let back) where back < 0 && -back <= base.count:
-                    return base[base.count - Int(-back)]
+                case .int(let back) where back < 0 && back >= -Int64(base.count):
+                    return base[base.count + Int(back)]
                 default:
                     break
                 }
