@@ -172,11 +172,13 @@ struct FragmentLogChainTests {
             #"{"seq":1,"chain":[[0,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[[5,-1]]]],"fragments":[]}"#,
             #"{"seq":1,"chain":[[9,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[]]],"fragments":[]}"#,
             #"{"seq":1,"chain":[["x"]],"fragments":[]}"#,
-            #"{"seq":1,"chain":[[0,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[[-9223372036854775808,null]]]],"fragments":[]}"#,
+            // A pending record that gives the chain a value, then a reference far past its start.
+            #"{"seq":1,"fragments":[{"type":"change","uuid":"6f7a2c1e-0000-4000-8000-000000000001","clsName":"Shelf","properties":{"left":["6f7a2c1e-0000-4000-8000-000000000002"]},"bases":{"left":[]}}]}"#
+                + "\n" + #"{"seq":2,"chain":[[0,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[[-9223372036854775808,null]]]],"fragments":[]}"#,
             #"{"settled":[[5,2]],"fragments":[]}"#,
             #"{"settled":"all","fragments":[]}"#,
         ]
-        /// A log holding a snapshot, then `record`.
+        /// A log holding a snapshot, then the records of `record` (one per line).
         func log(ending with record: String) throws -> URL {
             let url = temporaryURL()
             let scope = Scope(name: "hostile")
@@ -185,7 +187,7 @@ struct FragmentLogChainTests {
             try written.attach(to: scope)
             try written.close()
             let (file, _) = try LogFile.open(at: url)
-            try file.append(.changeSet, Array(record.utf8))
+            for line in record.split(separator: "\n") { try file.append(.changeSet, Array(line.utf8)) }
             try file.close()
             return url
         }
