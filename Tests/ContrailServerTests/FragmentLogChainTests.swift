@@ -168,13 +168,13 @@ struct FragmentLogChainTests {
 
     /// A damaged chained entry or settle marker is a typed error naming the record, never a trap.
     @Test func hostileChainedEntriesAndMarkersAreTypedErrors() throws {
+        let valued = #"{"seq":1,"fragments":[{"type":"change","uuid":"6f7a2c1e-0000-4000-8000-000000000001","clsName":"Shelf","properties":{"left":["6f7a2c1e-0000-4000-8000-000000000002"]},"bases":{"left":[]}}]}"#
         let records = [
             #"{"seq":1,"chain":[[0,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[[5,-1]]]],"fragments":[]}"#,
             #"{"seq":1,"chain":[[9,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[]]],"fragments":[]}"#,
             #"{"seq":1,"chain":[["x"]],"fragments":[]}"#,
-            // A pending record that gives the chain a value, then a reference far past its start.
-            #"{"seq":1,"fragments":[{"type":"change","uuid":"6f7a2c1e-0000-4000-8000-000000000001","clsName":"Shelf","properties":{"left":["6f7a2c1e-0000-4000-8000-000000000002"]},"bases":{"left":[]}}]}"#
-                + "\n" + #"{"seq":2,"chain":[[0,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[[-9223372036854775808,null]]]],"fragments":[]}"#,
+            // A pending record that gives the chain a value (`valued`), then a reference far past its start.
+            valued + "\n" + #"{"seq":2,"chain":[[0,"6f7a2c1e-0000-4000-8000-000000000001","Shelf","left",[[-9223372036854775808,null]]]],"fragments":[]}"#,
             #"{"settled":[[5,2]],"fragments":[]}"#,
             #"{"settled":"all","fragments":[]}"#,
         ]
@@ -196,9 +196,13 @@ struct FragmentLogChainTests {
             defer { try? FileManager.default.removeItem(at: url) }
             #expect(throws: FragmentLogError.self, "\(record)") { try FragmentLog(url: url).attach(to: Scope(name: "hostile")) }
         }
-        // Control: a well-formed marker of nothing pending is read without an error.
+        // Controls: a well-formed marker of nothing pending, and the record that gives the chain a
+        // value, are read without an error.
         let url = try log(ending: #"{"settled":[[2,5],7],"fragments":[]}"#)
         defer { try? FileManager.default.removeItem(at: url) }
         #expect(try FragmentLog(url: url).attach(to: Scope(name: "hostile")).pendingChangeSets == 0)
+        let valuedURL = try log(ending: valued)
+        defer { try? FileManager.default.removeItem(at: valuedURL) }
+        #expect(try FragmentLog(url: valuedURL).attach(to: Scope(name: "hostile")).pendingChangeSets == 1)
     }
 }
