@@ -179,7 +179,7 @@ struct FragmentLogChainTests {
             #"{"settled":"all","fragments":[]}"#,
         ]
         /// A log holding a snapshot, then the records of `record` (one per line).
-        func log(ending with record: String) throws -> URL {
+        func log(endingWith record: String) throws -> URL {
             let url = temporaryURL()
             let scope = Scope(name: "hostile")
             scope.root = Shelf()
@@ -192,16 +192,16 @@ struct FragmentLogChainTests {
             return url
         }
         for record in records {
-            let url = try log(ending: record)
+            let url = try log(endingWith: record)
             defer { try? FileManager.default.removeItem(at: url) }
             #expect(throws: FragmentLogError.self, "\(record)") { try FragmentLog(url: url).attach(to: Scope(name: "hostile")) }
         }
         // Controls: a well-formed marker of nothing pending, and the record that gives the chain a
         // value, are read without an error.
-        let url = try log(ending: #"{"settled":[[2,5],7],"fragments":[]}"#)
+        let url = try log(endingWith: #"{"settled":[[2,5],7],"fragments":[]}"#)
         defer { try? FileManager.default.removeItem(at: url) }
         #expect(try FragmentLog(url: url).attach(to: Scope(name: "hostile")).pendingChangeSets == 0)
-        let valuedURL = try log(ending: valued)
+        let valuedURL = try log(endingWith: valued)
         defer { try? FileManager.default.removeItem(at: valuedURL) }
         #expect(try FragmentLog(url: valuedURL).attach(to: Scope(name: "hostile")).pendingChangeSets == 1)
     }
