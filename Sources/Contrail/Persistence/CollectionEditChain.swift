@@ -2,10 +2,21 @@ import Foundation
 
 /// The collections of a fragment log's pending change sets as edits (Protocol §8.24): each pending
 /// record holds a collection as an edit of its base rather than as two whole arrays, and a restore
-/// turns the edits back into arrays. `values` is the new value of each collection the records met
-/// so far wrote, in record order: a compacted tail is written as edits of it (its records' bases
-/// are not in the snapshot before them, which holds the values after all of them), and a restore
-/// resolves an edit against it or against the scope's value.
+/// turns the edits back into arrays. `values` is the new value of each collection the pending
+/// records met so far wrote, in record order; the writer keeps one such chain (from the last
+/// attach or compaction on) and the reader another (from the start of the file), and they agree on
+/// every collection the writer's chain holds.
+///
+/// A collection whose base is the chain's value is written as a *chained edit*: an entry of the
+/// record's `"chain"` member, without the base's length and digest, and out of its fragment (a
+/// fragment left with nothing else is not written at all: the entry brings it back). An entry is
+/// `[position, uuid, className, key, place, remove?]`: the fragment's position in the record, its
+/// object and class, the collection, then the edit's placements (`[element, anchor, 1?]`, 1 for a
+/// move) and removals, each UUID written as its string or, shorter, as a reference: `i ≥ 0` is the
+/// object of the record's fragment `i`, `-k` the k-th element of the base from its end (so an
+/// append of an object the record adds is `[[0,-1]]`). Other collections go as edits with their
+/// base's length and digest (a live record) or whole with their base (a compacted tail, whose bases
+/// the snapshot before it does not hold).
 @MainActor
 struct CollectionEditChain {
     private struct Key: Hashable {
@@ -13,38 +24,100 @@ struct CollectionEditChain {
         let property: String
     }
 
-    private var values: [Key: [UUID]] = [:]
-
-    /// `fragments` with each collection whose base is the chain's value for it written as an edit;
-    /// the chain moves on to the new values. O(collection sizes).
-    mutating func compacting(_ fragments: [SyncFragment]) -> [SyncFragment] {
-        fragments.map { fragment in
-            guard fragment.kind == .change, let bases = fragment.bases else { return fragment }
-            var chained: [String: [UUID]] = [:]
-            for (key, base) in bases {
-                let collection = Key(uuid: fragment.uuid, property: key)
-                if values[collection] == base { chained[key] = base }
-                if let new = fragment.properties[key]?.uuidElements { values[collection] = new }
-            }
-            guard !chained.isEmpty else { return fragment }
-            // Only collections that follow the chain go as edits; the others stay whole with their base.
-            var onlyChained = fragment
-            onlyChained.bases = chained
-            var result = onlyChained.withCollectionEdits()
-            for (key, base) in bases where chained[key] == nil {
-                result.bases = (result.bases ?? [:]).merging([key: base]) { _, whole in whole }
-            }
-            return result
-        }
+    /// How a collection whose base is not the chain's value is written.
+    enum Unchained {
+        /// As an edit of its base (named by length and digest): a live record, whose bases a reader holds.
+        case edit
+        /// Whole, with its base: a compaction's tail.
+        case whole
     }
 
-    /// `fragments` (a pending record being restored) with every collection edit turned back into an
-    /// array and its base: the chain's value or `current(uuid, key)` (the scope's value), whichever
-    /// the edit names; when neither (a remote record for the collection came between), the edit
-    /// applied to the scope's value (``CollectionEdit/appliedLoosely(to:)``). The chain moves on to
-    /// every collection's new value. O(collection sizes).
-    mutating func resolving(_ fragments: [SyncFragment], current: (UUID, String) -> [UUID]?) -> [SyncFragment] {
-        fragments.map { fragment in
+    /// A chained entry that cannot be read back (a damaged or hand-made record).
+    struct ChainError: Error {
+        let reason: String
+    }
+
+    private var values: [Key: [UUID]] = [:]
+
+    /// How many elements from a base's end a reference may name.
+    private static let referenceReach = 8
+
+    // MARK: Writing
+
+    /// `fragments` as a pending record writes them, and the record's chained entries: each
+    /// collection whose base is the chain's value leaves its fragment for an entry, the others go as
+    /// `unchained` says. The chain moves on to every collection's new value. O(collection sizes).
+    mutating func chaining(_ fragments: [SyncFragment], unchained: Unchained) -> (fragments: [SyncFragment], chained: [JSON]) {
+        var positions: [UUID: Int] = [:]
+        var written: [SyncFragment] = []
+        written.reserveCapacity(fragments.count)
+        var chained: [JSON] = []
+        for (position, fragment) in fragments.enumerated() {
+            guard fragment.kind == .change, let bases = fragment.bases else {
+                written.append(fragment)
+                continue
+            }
+            if positions.isEmpty {
+                for (index, fragment) in fragments.enumerated() { positions[fragment.uuid] = index }
+            }
+            var rest = fragment
+            var isChained = false
+            for key in bases.keys.sorted() {
+                guard let base = bases[key], let new = fragment.properties[key]?.uuidElements else { continue }
+                let collection = Key(uuid: fragment.uuid, property: key)
+                defer { values[collection] = new }
+                guard values[collection] == base, let edit = CollectionEdit(base: base, new: new),
+                      2 * (edit.removed.count + edit.placements.count) < base.count + new.count
+                else { continue }
+                chained.append(Self.entry(position: position, fragment: fragment, key: key, edit: edit, base: base, positions: positions))
+                rest.properties[key] = nil
+                rest.bases?[key] = nil
+                isChained = true
+            }
+            if rest.bases?.isEmpty == true { rest.bases = nil }
+            if unchained == .edit { rest = rest.withCollectionEdits() }
+            if isChained, rest.properties.isEmpty, rest.bases == nil, rest.textOperations == nil, rest.counterDeltas == nil,
+               rest.collectionEdits == nil {
+                continue  // the entry brings the fragment back
+            }
+            written.append(rest)
+        }
+        return (written, chained)
+    }
+
+    private static func entry(position: Int, fragment: SyncFragment, key: String, edit: CollectionEdit, base: [UUID],
+                              positions: [UUID: Int]) -> JSON {
+        func reference(_ uuid: UUID) -> JSON {
+            if let index = positions[uuid] { return .int(Int64(index)) }
+            for back in 1...max(1, min(referenceReach, base.count)) where back <= base.count && base[base.count - back] == uuid {
+                return .int(-Int64(back))
+            }
+            return .string(uuid.wireString)
+        }
+        let place = edit.placements.map { placement in
+            var parts = [reference(placement.element), placement.anchor.map(reference) ?? .null]
+            if placement.isMove { parts.append(.int(1)) }
+            return JSON.array(parts)
+        }
+        var parts: [JSON] = [.int(Int64(position)), .string(fragment.uuid.wireString), .string(fragment.className), .string(key), .array(place)]
+        if !edit.removed.isEmpty { parts.append(.array(edit.removed.map(reference))) }
+        return .array(parts)
+    }
+
+    // MARK: Reading
+
+    /// `fragments` (a pending record being restored) with its `chained` entries back in place and
+    /// every collection edit turned back into an array and its base: a chained entry's base is the
+    /// chain's value; an edit's the chain's value or `current(uuid, key)` (the scope's value),
+    /// whichever it names, and when neither (a remote record for the collection came between) it
+    /// is applied to the scope's value (``CollectionEdit/appliedLoosely(to:)``). The chain moves on
+    /// to every collection's new value. Throws for an entry it cannot read. O(collection sizes).
+    mutating func resolving(_ fragments: [SyncFragment], chained: [JSON] = [], current: (UUID, String) -> [UUID]?)
+        throws(ChainError) -> [SyncFragment]
+    {
+        var fragments = fragments
+        if !chained.isEmpty { try restore(chained, into: &fragments) }
+        return fragments.map { fragment in
             var resolved = fragment
             if let edits = fragment.collectionEdits {
                 resolved.collectionEdits = nil
@@ -61,6 +134,74 @@ struct CollectionEditChain {
                 if let new = resolved.properties[key]?.uuidElements { values[Key(uuid: fragment.uuid, property: key)] = new }
             }
             return resolved
+        }
+    }
+
+    /// Puts each chained entry's collection (its new value and base) into its fragment, bringing
+    /// back the fragments the record left out. The chain itself moves on in `resolving`.
+    private func restore(_ chained: [JSON], into fragments: inout [SyncFragment]) throws(ChainError) {
+        struct Entry {
+            let position: Int
+            let key: String
+            let place: [JSON]
+            let remove: [JSON]
+        }
+        var entries: [Entry] = []
+        entries.reserveCapacity(chained.count)
+        // First every fragment in place (references name final positions), then the values.
+        for json in chained {
+            guard case .array(let parts) = json, parts.count == 5 || parts.count == 6,
+                  let position = parts[0].int64Value.map(Int.init), position >= 0, position <= fragments.count,
+                  case .string(let uuidText) = parts[1], let uuid = UUID(wireString: uuidText),
+                  case .string(let className) = parts[2], case .string(let key) = parts[3],
+                  case .array(let place) = parts[4]
+            else { throw ChainError(reason: "invalid chained edit") }
+            var remove: [JSON] = []
+            if parts.count == 6 {
+                guard case .array(let removed) = parts[5] else { throw ChainError(reason: "invalid chained removals") }
+                remove = removed
+            }
+            if position == fragments.count || fragments[position].uuid != uuid {
+                fragments.insert(SyncFragment(kind: .change, uuid: uuid, className: className), at: position)
+            } else if fragments[position].kind != .change || fragments[position].properties[key] != nil {
+                throw ChainError(reason: "chained edit of '\(key)' beside its value")
+            }
+            entries.append(Entry(position: position, key: key, place: place, remove: remove))
+        }
+        for entry in entries {
+            let uuid = fragments[entry.position].uuid
+            guard let base = values[Key(uuid: uuid, property: entry.key)] else {
+                throw ChainError(reason: "chained edit of '\(entry.key)' without an earlier value")
+            }
+            func element(_ json: JSON) throws(ChainError) -> UUID {
+                switch json {
+                case .string(let text):
+                    if let uuid = UUID(wireString: text) { return uuid }
+                case .int(let index) where index >= 0 && index < fragments.count:
+                    return fragments[Int(index)].uuid
+                case .int(let back) where back < 0 && back >= -Int64(base.count):
+                    return base[base.count + Int(back)]
+                default:
+                    break
+                }
+                throw ChainError(reason: "invalid reference in a chained edit of '\(entry.key)'")
+            }
+            var placements: [CollectionEdit.Placement] = []
+            placements.reserveCapacity(entry.place.count)
+            for json in entry.place {
+                guard case .array(let parts) = json, parts.count == 2 || (parts.count == 3 && parts[2] == .int(1)) else {
+                    throw ChainError(reason: "invalid placement in a chained edit of '\(entry.key)'")
+                }
+                let anchor: UUID? = parts[1] == .null ? nil : try element(parts[1])
+                placements.append(CollectionEdit.Placement(element: try element(parts[0]), anchor: anchor, isMove: parts.count == 3))
+            }
+            var removed: [UUID] = []
+            removed.reserveCapacity(entry.remove.count)
+            for json in entry.remove { removed.append(try element(json)) }
+            let edit = CollectionEdit(baseCount: base.count, baseDigest: CollectionEdit.digest(of: base), removed: removed, placements: placements)
+            let new = edit.applied(to: base) ?? edit.appliedLoosely(to: base)
+            fragments[entry.position].properties[entry.key] = .array(new.map { .string($0.wireString) })
+            fragments[entry.position].bases = (fragments[entry.position].bases ?? [:]).merging([entry.key: base]) { _, new in new }
         }
     }
 }

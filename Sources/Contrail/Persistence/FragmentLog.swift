@@ -56,12 +56,19 @@ public final class FragmentLog {
     private var nextSequence = 1
     /// The collections the pending records restored so far wrote (used while attaching).
     private var restoreChain = CollectionEditChain()
+    /// The collections the pending records appended since attaching (or since the last compaction)
+    /// wrote: a collection whose base is its value is written as a chained edit.
+    private var writtenChain = CollectionEditChain()
     /// The writer ticket of the last compaction queued (no second one until it has run).
     private var compactionTicket = 0
     /// The root UUID the records appended since attaching (or since the last compaction) last
-    /// named: a pending record that names the same root writes `null` instead (a reader keeps the
+    /// named: a pending record that names the same root leaves it out (a reader keeps the
     /// root it has). Nil: unknown, so the next record names it.
     private var writtenRoot: UUID?
+    /// Sequence numbers of change sets that settled since the last settle marker: one marker names
+    /// them all, written after the turn they settled in (a reply settles a batch of change sets at
+    /// once), before `waitUntilDurable` waits, and at `close()`.
+    private var settledUnwritten: [Int] = []
 
     /// A log at `url` (opened by `attach(to:)`), synced as `fsync` says and compacted when the file
     /// grows past `compactionThreshold` bytes.
@@ -141,16 +148,23 @@ public final class FragmentLog {
     /// throws the error that kept one from getting there. Suspends without blocking the main actor.
     public func waitUntilDurable() async throws(FragmentLogError) {
         guard let writer else { throw .notAttached }
+        writeSettled()
         try await writer.waitUntilDurable()
     }
 
     /// Stops recording, writes what is queued, syncs (unless the policy is `FsyncPolicy.never`)
     /// and closes the file. This waits for the writer thread: call it when the app shuts down.
+    /// What the log kept of pending change sets (for compaction) is let go.
     public func close() throws(FragmentLogError) {
+        writeSettled()
         token?.cancel()
         token = nil
         scope?.onBatchSent = nil
-        defer { writer = nil }
+        defer {
+            writer = nil
+            unsettled.removeAll()
+            writtenChain = CollectionEditChain()
+        }
         try writer?.close()
     }
 
@@ -166,22 +180,43 @@ public final class FragmentLog {
             var kept = pending
             kept.sequence = sequence
             kept.isCompacted = true
-            kept.fragments = chain.compacting(pending.fragments)
+            (kept.fragments, kept.chained) = chain.chaining(pending.fragments, unchained: .whole)
             return kept
         }
         compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail, position: writer.position()))
         writtenRoot = nil
+        // The records from here on follow the tail in the new file but the old records if the
+        // compaction fails: they chain only on what they themselves write.
+        writtenChain = CollectionEditChain()
     }
 
-    /// The change sets in a log file, oldest first, with their messages (read-only).
+    /// The change sets in a log file, oldest first, with their messages (read-only), each
+    /// collection edit of a pending one back as the whole array (and its base). O(file size).
     public static func history(at url: URL) throws(FragmentLogError) -> [(message: String?, origin: String, fragments: [SyncFragment])] {
         var entries: [(message: String?, origin: String, fragments: [SyncFragment])] = []
         var failure: FragmentLogError?
+        var chain = CollectionEditChain()
+        // Every array of UUIDs the records applied so far hold, by object and key: the collections
+        // a pending record's edits are edits of, as a restore finds them in its scope.
+        var collections: [UUID: [String: [UUID]]] = [:]
         do {
             _ = try LogFile.forEachRecord(at: url) { kind, offset, payload in
-                guard failure == nil, kind == .changeSet else { return }
+                guard failure == nil else { return }
                 do throws(FragmentLogError) {
-                    let entry = try FragmentLogEntry(kind: kind, payload: payload, offset: offset)
+                    var entry = try FragmentLogEntry(kind: kind, payload: payload, offset: offset)
+                    if entry.sequence != nil {
+                        do throws(CollectionEditChain.ChainError) {
+                            entry.fragments = try chain.resolving(entry.fragments, chained: entry.chained) { collections[$0]?[$1] }
+                        } catch {
+                            throw .badRecord(offset: offset, reason: error.reason)
+                        }
+                    }
+                    if !entry.isCompacted {
+                        for fragment in entry.fragments {
+                            for (key, value) in fragment.properties { if let elements = value.uuidElements { collections[fragment.uuid, default: [:]][key] = elements } }
+                        }
+                    }
+                    guard kind == .changeSet else { return }
                     if entry.settled == nil, !entry.isCompacted { entries.append((entry.message, entry.origin, entry.fragments)) }
                 } catch {
                     failure = error
@@ -212,12 +247,17 @@ public final class FragmentLog {
             nextSequence += 1
         }
         if let sequence = entry.sequence {
-            // Kept whole (a compaction rewrites it); written with its collections as edits (§8.24).
+            // Kept whole (a compaction rewrites it); written with its collections as edits (§8.24),
+            // chained on the records before it where it can. The chain moves on once it is written.
             unsettled[sequence] = entry
             var written = entry
-            if entry.fragments.contains(where: { $0.bases != nil }) { written.fragments = entry.fragments.map { $0.withCollectionEdits() } }
+            var chain = writtenChain
+            if entry.fragments.contains(where: { $0.bases != nil }) {
+                (written.fragments, written.chained) = chain.chaining(entry.fragments, unchained: .edit)
+            }
             if written.root != nil, written.root == writtenRoot { written.root = nil }
             try writer.append(written)
+            writtenChain = chain
             writtenRoot = entry.root
             watch(changeSet, sequence: sequence)
         } else {
@@ -230,14 +270,25 @@ public final class FragmentLog {
         }
     }
 
-    /// Once `changeSet` settles, a marker record says so (it will not be sent again after a restart).
+    /// Once `changeSet` settles, a marker record says so (it will not be sent again after a restart):
+    /// one marker for every change set that settled in the same turn. Until it is written, a
+    /// restart sends the change set again, and the server answers it as a repeat (§8.11).
     private func watch(_ changeSet: ChangeSet, sequence: Int) {
         changeSet.onStateChange(self) { [weak self] state in
-            guard state != .syncing, let self, self.unsettled.removeValue(forKey: sequence) != nil, let writer = self.writer else { return }
-            var marker = FragmentLogEntry(root: nil, fragments: [])
-            marker.settled = sequence
-            do throws(FragmentLogError) { try writer.append(marker) } catch { self.report(error) }
+            guard state != .syncing, let self, self.unsettled.removeValue(forKey: sequence) != nil, self.writer != nil else { return }
+            self.settledUnwritten.append(sequence)
+            guard self.settledUnwritten.count == 1 else { return }
+            Task { @MainActor [weak self] in self?.writeSettled() }
         }
+    }
+
+    /// Writes one marker naming every change set settled since the last one. O(those change sets).
+    private func writeSettled() {
+        guard !settledUnwritten.isEmpty, let writer else { return }
+        var marker = FragmentLogEntry(root: nil, fragments: [])
+        marker.settled = FragmentLogEntry.ranges(of: settledUnwritten)
+        settledUnwritten.removeAll()
+        do throws(FragmentLogError) { try writer.append(marker) } catch { report(error) }
     }
 
     private func record(_ changeSet: ChangeSet) {
@@ -281,11 +332,17 @@ public final class FragmentLog {
             return
         }
         if let settled = decoded.settled {
-            unsettled[settled] = nil
-            if let changeSet = pending.removeValue(forKey: settled) {
-                scope.unsettledRestored.removeAll { $0 === changeSet }
-                changeSet.settle(.completed)
+            // A range longer than what is pending is matched against what is pending.
+            let sequences = settled.flatMap { range in range.count <= unsettled.count ? Array(range) : unsettled.keys.filter(range.contains) }
+            var taken: Set<ObjectIdentifier> = []
+            for sequence in sequences {
+                unsettled[sequence] = nil
+                if let changeSet = pending.removeValue(forKey: sequence) {
+                    taken.insert(ObjectIdentifier(changeSet))
+                    changeSet.settle(.completed)
+                }
             }
+            if !taken.isEmpty { scope.unsettledRestored.removeAll { taken.contains(ObjectIdentifier($0)) } }
             return
         }
         if let newer = scope.newerModel(in: decoded.versions) {
@@ -317,9 +374,18 @@ public final class FragmentLog {
                     scope.adoptRootUUID(rootUUID)
                 }
             }
+        } catch {
+            throw .apply(offset: offset, error)
+        }
+        var decoded = decoded
+        do throws(CollectionEditChain.ChainError) {
+            decoded.fragments = try restoreChain.resolving(decoded.fragments, chained: decoded.chained) { scope.collectionElements($0, $1) }
+        } catch {
+            throw .badRecord(offset: offset, reason: error.reason)
+        }
+        decoded.chained = []
+        do {
             if let sequence = decoded.sequence {
-                var decoded = decoded
-                decoded.fragments = restoreChain.resolving(decoded.fragments) { scope.collectionElements($0, $1) }
                 unsettled[sequence] = decoded
                 nextSequence = max(nextSequence, sequence + 1)
                 pending[sequence] = try scope.restorePending(scope.migrated(decoded.fragments, versions: decoded.versions), message: decoded.message,

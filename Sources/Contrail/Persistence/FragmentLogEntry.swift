@@ -3,8 +3,11 @@ import Foundation
 /// One record of a ``FragmentLog``, decoded: a snapshot, a change set, or a settle marker.
 ///
 /// The payload is JSON: `{"root", "origin"?, "atomic"?, "message"?, "id"?, "seq"?, "compacted"?,
-/// "settled"?, "batch"?, "members"?, "versions"?, "fragments"}`, the fragments last so that a reader knows what the record is before
-/// it reaches them (`LogReplay` relies on that; this type decodes any key order). Encoding runs on the log's writer thread, so the type is `Sendable`.
+/// "settled"?, "batch"?, "members"?, "versions"?, "chain"?, "fragments"}`, the fragments last so that a reader knows what the record is before
+/// it reaches them (`LogReplay` relies on that; this type decodes any key order). A pending change
+/// set's record (one with `"seq"`) leaves out what it implies: `"origin"` (it is `local`) and a
+/// `"root"` that is nil (the reader keeps the root it has; markers leave it out too); its `"chain"` holds the collections
+/// written as chained edits (``CollectionEditChain``). Encoding runs on the log's writer thread, so the type is `Sendable`.
 struct FragmentLogEntry: Sendable {
     /// The record kind it is written as.
     var kind = LogRecord.Kind.changeSet
@@ -19,8 +22,9 @@ struct FragmentLogEntry: Sendable {
     var sequence: Int?
     /// A pending change set kept by compaction: its values are already in the snapshot.
     var isCompacted = false
-    /// A marker: the change set with this sequence number has settled.
-    var settled: Int?
+    /// A marker: the change sets with these sequence numbers have settled (`"settled"`: one number,
+    /// or an array of numbers and `[from, to]` ranges).
+    var settled: [ClosedRange<Int>]?
     /// The coalesced message (its id) a pending change set was sent in; on a marker record, with
     /// `members`: the change sets (by sequence) first sent in that message.
     var batch: UUID?
@@ -28,6 +32,8 @@ struct FragmentLogEntry: Sendable {
     var members: [Int]?
     /// The `modelVersion` of each class the record holds whose version is not 0, by class name.
     var versions: [String: Int] = [:]
+    /// A pending record's chained edits (``CollectionEditChain``): collections left out of `fragments`.
+    var chained: [JSON] = []
 
     init(kind: LogRecord.Kind = .changeSet, root: UUID?, fragments: [SyncFragment], message: String? = nil,
          origin: String = "snapshot", isAtomic: Bool = false) {
@@ -50,42 +56,52 @@ struct FragmentLogEntry: Sendable {
     /// buffer: no JSON values are built on the way). O(size of the fragments).
     func encode(into writer: inout JSONWriter) {
         writer.append("{")
-        writer.writeKey("root", first: true)
-        if let root { writer.writeUUID(root) } else { writer.append("null") }
-        if origin != "snapshot" {
-            writer.writeKey("origin")
+        var first = true
+        func key(_ name: StaticString) {
+            writer.writeKey(name, first: first)
+            first = false
+        }
+        if root != nil || (sequence == nil && settled == nil && members == nil) {
+            key("root")
+            if let root { writer.writeUUID(root) } else { writer.append("null") }
+        }
+        if origin != "snapshot", sequence == nil || origin != "local" {
+            key("origin")
             writer.writeString(origin)
-            if isAtomic {  // absent: false
-                writer.writeKey("atomic")
-                writer.append("true")
-            }
+        }
+        if isAtomic {  // absent: false
+            key("atomic")
+            writer.append("true")
         }
         if let message {
-            writer.writeKey("message")
+            key("message")
             writer.writeString(message)
         }
         if let changeSetID {
-            writer.writeKey("id")
+            key("id")
             writer.writeUUID(changeSetID)
         }
         if let sequence {
-            writer.writeKey("seq")
+            key("seq")
             writer.write(.int(Int64(sequence)))
         }
         if isCompacted {
-            writer.writeKey("compacted")
+            key("compacted")
             writer.append("true")
         }
         if let settled {
-            writer.writeKey("settled")
-            writer.write(.int(Int64(settled)))
+            key("settled")
+            let parts = settled.map { range in
+                range.count == 1 ? JSON.int(Int64(range.lowerBound)) : .array([.int(Int64(range.lowerBound)), .int(Int64(range.upperBound))])
+            }
+            writer.write(parts.count == 1 && settled[0].count == 1 ? parts[0] : .array(parts))
         }
         if let batch {
-            writer.writeKey("batch")
+            key("batch")
             writer.writeUUID(batch)
         }
         if let members {
-            writer.writeKey("members")
+            key("members")
             writer.append("[")
             for (index, member) in members.enumerated() {
                 if index > 0 { writer.append(",") }
@@ -94,7 +110,7 @@ struct FragmentLogEntry: Sendable {
             writer.append("]")
         }
         if !versions.isEmpty {
-            writer.writeKey("versions")
+            key("versions")
             writer.append("{")
             for (index, (name, version)) in versions.enumerated() {
                 if index > 0 { writer.append(",") }
@@ -104,7 +120,11 @@ struct FragmentLogEntry: Sendable {
             }
             writer.append("}")
         }
-        writer.writeKey("fragments")
+        if !chained.isEmpty {
+            key("chain")
+            writer.write(.array(chained))
+        }
+        key("fragments")
         SyncFragment.write(fragments, into: &writer)
         writer.append("}")
     }
@@ -127,15 +147,49 @@ struct FragmentLogEntry: Sendable {
             }
         }
         self.init(kind: kind, root: json["root"]?.stringValue.flatMap(UUID.init(wireString:)), fragments: fragments,
-                  message: json["message"]?.stringValue, origin: json["origin"]?.stringValue ?? "snapshot",
+                  message: json["message"]?.stringValue, origin: json["origin"]?.stringValue ?? (json["seq"] != nil ? "local" : "snapshot"),
                   isAtomic: json["atomic"]?.boolValue ?? false)
         changeSetID = json["id"]?.stringValue.flatMap(UUID.init(wireString:))
         sequence = json["seq"]?.int64Value.map(Int.init)
+        chained = json["chain"]?.arrayValue ?? []
         isCompacted = json["compacted"]?.boolValue ?? false
-        settled = json["settled"]?.int64Value.map(Int.init)
+        settled = try json["settled"].map { value throws(FragmentLogError) in try Self.ranges(in: value, offset: offset) }
         batch = json["batch"]?.stringValue.flatMap(UUID.init(wireString:))
         members = json["members"]?.arrayValue.map { $0.compactMap { $0.int64Value.map(Int.init) } }
         versions = Self.versions(from: json["versions"] ?? .null)
+    }
+
+    /// The sequence numbers a marker's `"settled"` member names: a number, or an array of numbers
+    /// and `[from, to]` ranges (from ≤ to).
+    private static func ranges(in json: JSON, offset: Int) throws(FragmentLogError) -> [ClosedRange<Int>] {
+        func number(_ json: JSON) -> Int? { json.int64Value.flatMap { Int(exactly: $0) } }
+        if let single = number(json) { return [single...single] }
+        guard case .array(let parts) = json else { throw .badRecord(offset: offset, reason: "invalid settled") }
+        var ranges: [ClosedRange<Int>] = []
+        ranges.reserveCapacity(parts.count)
+        for part in parts {
+            if let single = number(part) {
+                ranges.append(single...single)
+            } else if case .array(let bounds) = part, bounds.count == 2, let from = number(bounds[0]), let to = number(bounds[1]), from <= to {
+                ranges.append(from...to)
+            } else {
+                throw .badRecord(offset: offset, reason: "invalid settled")
+            }
+        }
+        return ranges
+    }
+
+    /// `sequences` as ranges of consecutive numbers, in ascending order. O(n log n).
+    static func ranges(of sequences: [Int]) -> [ClosedRange<Int>] {
+        var ranges: [ClosedRange<Int>] = []
+        for sequence in sequences.sorted() {
+            if let last = ranges.last, last.upperBound + 1 >= sequence {
+                ranges[ranges.count - 1] = last.lowerBound...max(last.upperBound, sequence)
+            } else {
+                ranges.append(sequence...sequence)
+            }
+        }
+        return ranges
     }
 
     /// The versions a record's `"versions"` member names (members that are not integers are ignored).

@@ -22,6 +22,10 @@ import Foundation
 ///   same final-state bytes per edit.
 /// - `offline.N.broadcast.perEdit`: bytes a Contrail subscriber of the scope receives per edit
 ///   while the client settles. Baseline: the sender's bytes per edit.
+/// - `offline.N.memory.perEdit`: the process's peak resident memory during the run (making the
+///   edits offline, restoring them from the log, settling them), above what it held before, per
+///   edit (`/proc/self/clear_refs` resets the peak). Baseline: the final state's bytes per edit.
+///   Linear growth keeps it flat as N grows.
 /// - `offline.N.settle`: seconds from reconnecting (a restored scope, a new `Client`) to every
 ///   offline change set settled (sent coalesced, ``ChangeSetBatch``), and the subscriber holding
 ///   the same state. Baseline: seconds a fresh replica takes to fetch that final state.
@@ -119,6 +123,8 @@ enum CollectionsBench {
         var broadcastBytes = 0
         var stateBytes = 0
         var settleSeconds = 0.0
+        /// The peak resident memory during the run above what the process held before it (bytes).
+        var peakBytes = 0
         /// Seconds a fresh replica took to fetch the final state.
         var fetchSeconds = 0.0
     }
@@ -131,11 +137,13 @@ enum CollectionsBench {
             BenchFigure(name: "offline.\(adds).wire.perEdit", value: perEdit(edits.sentBytes), unit: "bytes", baseline: perEdit(edits.stateBytes)),
             BenchFigure(name: "offline.\(adds).broadcast.perEdit", value: perEdit(edits.broadcastBytes), unit: "bytes",
                         baseline: perEdit(edits.sentBytes)),
+            BenchFigure(name: "offline.\(adds).memory.perEdit", value: perEdit(edits.peakBytes), unit: "bytes", baseline: perEdit(edits.stateBytes)),
             BenchFigure(name: "offline.\(adds).settle", value: edits.settleSeconds, unit: "s", baseline: edits.fetchSeconds),
         ]
     }
 
     static func offlineRun(adds: Int, directory: URL) async throws -> OfflineRun {
+        let memoryBefore = try BigScopeBench.resetPeak()
         let server = try makeServer(directory)
         let name = "offline-\(adds)"
         let logURL = directory.appending(path: "\(name).log")
@@ -197,6 +205,7 @@ enum CollectionsBench {
         let senderSettled = Stopwatch.seconds(ContinuousClock.now - started)
         try await until(.seconds(600)) { watcher.stateJSON() == expected }
         run.settleSeconds = Stopwatch.seconds(ContinuousClock.now - started)
+        run.peakBytes = max(0, try BigScopeBench.status("VmHWM:") - memoryBefore)
         if ProcessInfo.processInfo.environment["CONTRAIL_BENCH_TRACE"] != nil {
             let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
             let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? "VmHWM: unknown"
