@@ -11,7 +11,7 @@ struct StoredObject: Sendable, Equatable {
     /// The class name and property names.
     private(set) var shape: ObjectShape
     /// The values, in the order of `shape.keys`.
-    private var values: ContiguousArray<StoredValue>
+    private(set) var values: ContiguousArray<StoredValue>
     /// Property name → the `TextDocument` state of a shared text (§8.21); its plain text is in
     /// `properties`.
     var texts: [String: JSON] = [:]
