@@ -46,7 +46,9 @@ enum StoreBench {
         let scope = Scope(name: "bigscope")
         let board = BenchTileBoard()
         scope.root = board
-        let client = Client(url: "ws://127.0.0.1:\(server.port)/")
+        var clientOptions = ClientOptions()
+        clientOptions.replyTimeout = replyTimeout(objects: count)
+        let client = Client(url: "ws://127.0.0.1:\(server.port)/", options: clientOptions)
         let session = try await client.connect()
         try await session.fetch(scope)
         let load = try server.cpuSeconds() - loadStart
@@ -74,6 +76,10 @@ enum StoreBench {
             BenchFigure(name: "store.apply.\(label)", value: apply, unit: "s", baseline: parse),
         ]
     }
+
+    /// How long a client waits for a reply about a scope of `objects` tiles: 30 s, or a second per
+    /// 5,000 tiles when that is longer (200 s for a million, which a loaded machine needs).
+    static func replyTimeout(objects: Int) -> Duration { .seconds(max(30, objects / 5_000)) }
 
     /// The state of a scope of `count` tiles as JSON text, in the shape of the server's state.
     static func stateJSON(tiles count: Int) -> Data {
