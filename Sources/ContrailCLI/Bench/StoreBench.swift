@@ -48,6 +48,8 @@ enum StoreBench {
         scope.root = board
         var clientOptions = ClientOptions()
         clientOptions.replyTimeout = replyTimeout(objects: count)
+        // The fetch waits this long for the state's first part, which comes once the log is replayed.
+        clientOptions.connectTimeout = replyTimeout(objects: count)
         let client = Client(url: "ws://127.0.0.1:\(server.port)/", options: clientOptions)
         let session = try await client.connect()
         try await session.fetch(scope)
@@ -77,8 +79,9 @@ enum StoreBench {
         ]
     }
 
-    /// How long a client waits for a reply about a scope of `objects` tiles: 30 s, or a second per
-    /// 5,000 tiles when that is longer (200 s for a million, which a loaded machine needs).
+    /// How long a client waits for a reply, or for the first part of a fetched state, about a scope
+    /// of `objects` tiles: 30 s, or a second per 5,000 tiles when that is longer (200 s for a
+    /// million, which a loaded machine needs).
     static func replyTimeout(objects: Int) -> Duration { .seconds(max(30, objects / 5_000)) }
 
     /// The state of a scope of `count` tiles as JSON text, in the shape of the server's state.
