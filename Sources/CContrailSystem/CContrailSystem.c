@@ -2,7 +2,15 @@
 
 #if defined(__GLIBC__)
 #include <malloc.h>
-void ccontrail_release_free_memory(void) { malloc_trim(0); }
+void ccontrail_release_free_memory(void) {
+    // glibc raises both thresholds as big blocks are freed (up to 32 and 64 MiB), and `malloc_trim`
+    // never shrinks a thread arena's free top: only a free into that arena does, once the top
+    // exceeds the trim threshold. Fixed at 1 MiB, bigger blocks are mapped on their own and a thread
+    // arena keeps at most 1 MiB free at its top.
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 20);
+    malloc_trim(0);
+}
 long long ccontrail_allocated_bytes(void) { return (long long)mallinfo2().uordblks; }
 #else
 void ccontrail_release_free_memory(void) {}

@@ -132,25 +132,47 @@ import Testing
         #expect(applied.shapeCount == 3)
     }
 
-    /// A restored scope of tiles with three integers each holds at most 250 bytes of allocations
-    /// per tile (its id and entry in the objects table, its values, its share of the root's
-    /// collection; about 185), counted by the allocator; the same tiles as dictionaries of wire
-    /// values, as the server held them before, exceed it (positive control). Measured three times:
-    /// the smallest for the bound (other tests allocate meanwhile), the largest for the control.
-    /// 24,000 tiles fill the objects table to 73 % (a table is at most 75 % full).
+    /// A scope of tiles with three integers each holds at most 150 bytes of allocations per tile:
+    /// its entry in the index (a UUID and 8 bytes, in a table at most 75 % full: about 33 here),
+    /// its row (three values and its UUID: 88) and its share of the root's collection (16), counted
+    /// by the allocator, both restored from a snapshot and built by change sets as a log's replay
+    /// builds it. No tile has a heap allocation of its own: the same tiles each with its own array
+    /// of values, in a dictionary (the compact form before rows), exceed the bound, and so do
+    /// dictionaries of wire values, as the server held objects before that (positive controls).
+    /// Measured three times: the smallest for the bound (other tests allocate meanwhile), the
+    /// largest for the controls. 24,000 tiles fill the index to 73 % (a table is at most 75 % full).
     @Test(.enabled(if: Platform.allocatedBytes() != nil, "needs glibc's allocator accounting (not under ThreadSanitizer)"))
     func aTileCostsABoundedNumberOfBytes() throws {
         let count = 24_000
         let snapshot = try JSON(parsing: Self.tilesSnapshot(count).serialized())
-        var compact: [Int] = []
+        var restored: [Int] = []
+        var replayed: [Int] = []
+        var arrays: [Int] = []
         var dictionaries: [Int] = []
         for _ in 0..<3 {
             let before = Platform.allocatedBytes() ?? 0
             let store = try #require(ScopeStore(snapshot: snapshot))
-            compact.append(((Platform.allocatedBytes() ?? 0) - before) / count)
+            restored.append(((Platform.allocatedBytes() ?? 0) - before) / count)
             #expect(store.objects.count == count + 1)
 
+            var built = ScopeStore()
+            let changeSets = Self.tileChangeSets(count, root: built.rootUUID)
             let start = Platform.allocatedBytes() ?? 0
+            for fragments in changeSets {
+                let outcome = built.apply(fragments, atomic: true, maxObjects: .max)
+                #expect(outcome.replies.allSatisfy { $0.isAccepted })
+            }
+            built.shrinkToFit()
+            replayed.append(((Platform.allocatedBytes() ?? 0) - start) / count)
+            #expect(built.objects.count == count + 1 + count / 1_000)
+
+            let arraysStart = Platform.allocatedBytes() ?? 0
+            var perObject: [UUID: StoredObject] = [:]
+            for (uuid, object) in store.objects { perObject[uuid] = object }
+            arrays.append(((Platform.allocatedBytes() ?? 0) - arraysStart) / count)
+            #expect(perObject.count == count + 1)
+
+            let plainStart = Platform.allocatedBytes() ?? 0
             var plain: [UUID: (String, [String: JSON])] = [:]
             if case .object(let objects)? = snapshot["objects"] {
                 for (key, value) in objects {
@@ -159,12 +181,48 @@ import Testing
                     }
                 }
             }
-            dictionaries.append(((Platform.allocatedBytes() ?? 0) - start) / count)
+            dictionaries.append(((Platform.allocatedBytes() ?? 0) - plainStart) / count)
             #expect(plain.count == count + 1)
         }
-        let bound = 250
-        #expect(compact.min()! <= bound, "bytes per tile: \(compact)")
+        let bound = 150
+        #expect(restored.min()! <= bound, "bytes per tile restored: \(restored)")
+        #expect(replayed.min()! <= bound, "bytes per tile replayed: \(replayed)")
+        #expect(arrays.max()! > bound, "bytes per tile with an array each: \(arrays)")
         #expect(dictionaries.max()! > bound, "the dictionaries' bytes per tile: \(dictionaries)")
+        // What a row costs per value: a word and a tag (a UUID: 16 bytes and a tag).
+        #expect(MemoryLayout<StoredValue>.stride <= 24)
+    }
+
+    /// `count` tiles (a: the index, b: twice it, c: 3) added in change sets of nine groups of 1,000
+    /// to the root's `groups`, as `contrail bench store` writes them.
+    static func tileChangeSets(_ count: Int, root: UUID) -> [[SyncFragment]] {
+        var changeSets: [[SyncFragment]] = []
+        var groups: [UUID] = []
+        var written = 0
+        while written < count {
+            var fragments: [SyncFragment] = []
+            for _ in 0..<9 where written < count {
+                let group = UUID()
+                groups.append(group)
+                let tiles = (written..<min(count, written + 1_000)).map { _ in UUID() }
+                fragments.append(SyncFragment(kind: .add, uuid: group, className: "Group",
+                                              properties: ["tiles": .array(tiles.map { .string($0.wireString) })]))
+                for (offset, tile) in tiles.enumerated() {
+                    let n = Int64(written + offset)
+                    fragments.append(SyncFragment(kind: .add, uuid: tile, className: "Tile", properties: ["a": .int(n), "b": .int(2 * n), "c": .int(3)]))
+                }
+                written += tiles.count
+            }
+            changeSets.append(fragments)
+        }
+        // The root's collection first in each change set (it names the groups the set adds).
+        var named: [UUID] = []
+        for index in changeSets.indices {
+            named += changeSets[index].filter { $0.className == "Group" }.map(\.uuid)
+            changeSets[index].insert(SyncFragment(kind: .change, uuid: root, className: "Board",
+                                                  properties: ["groups": .array(named.map { .string($0.wireString) })]), at: 0)
+        }
+        return changeSets
     }
 
     /// A store of `count` tiles (a: the tile's index, b: 2, c: 3) in the root's `tiles`, restored from a snapshot.

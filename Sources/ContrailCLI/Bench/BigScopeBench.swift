@@ -67,6 +67,8 @@ enum BigScopeBench {
         scope.root = board
         var options = ClientOptions()
         options.maxPendingMessages = 100_000
+        // The last of a million tiles' change sets waits for the server to apply all before it.
+        options.replyTimeout = StoreBench.replyTimeout(objects: count)
         let client = try await Client.sync(scope, url: url, options: options)
         var written = 0
         while written < count {

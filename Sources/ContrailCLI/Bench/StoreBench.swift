@@ -10,6 +10,8 @@ import Foundation
 ///   what it held before it, per object (bytes). Baseline: the scope's state as JSON
 ///   (`{"root", "objects": {uuid: {"clsName", "properties"}}}`, as `JSONSerialization` writes it),
 ///   per object.
+/// - `store.anon.<n>`: the same for its anonymous memory alone (`RssAnon`: the heap, without the
+///   pages of code and libraries the load and the fetch ran for the first time). Same baseline.
 /// - `store.load.<n>`: the fresh child's CPU seconds for that first fetch: reading and replaying the
 ///   log, and encoding and sending the state. Baseline: `JSONSerialization` parsing the state's
 ///   JSON above, in this process, in the same run.
@@ -39,11 +41,16 @@ enum StoreBench {
         let server = try await ServeChild.start(arguments)
         defer { server.stop() }
         let before = try residentBytes(of: server)
+        let anonymousBefore = try residentBytes(of: server, field: "RssAnon")
         let loadStart = try server.cpuSeconds()
         let scope = Scope(name: "bigscope")
         let board = BenchTileBoard()
         scope.root = board
-        let client = Client(url: "ws://127.0.0.1:\(server.port)/")
+        var clientOptions = ClientOptions()
+        clientOptions.replyTimeout = replyTimeout(objects: count)
+        // The fetch waits this long for the state's first part, which comes once the log is replayed.
+        clientOptions.connectTimeout = replyTimeout(objects: count)
+        let client = Client(url: "ws://127.0.0.1:\(server.port)/", options: clientOptions)
         let session = try await client.connect()
         try await session.fetch(scope)
         let load = try server.cpuSeconds() - loadStart
@@ -53,6 +60,7 @@ enum StoreBench {
         }
         await client.close()
         let after = try await settledResidentBytes(of: server)
+        let anonymousAfter = try residentBytes(of: server, field: "RssAnon")
 
         let state = stateJSON(tiles: count)
         let parse = try Stopwatch.best(rounds: 3) {
@@ -62,12 +70,19 @@ enum StoreBench {
             }
         }
         let perObject = Double(max(0, after - before)) / Double(count)
+        let anonymousPerObject = Double(max(0, anonymousAfter - anonymousBefore)) / Double(count)
         return [
             BenchFigure(name: "store.rss.\(label)", value: perObject, unit: "B/object", baseline: Double(state.count) / Double(count)),
+            BenchFigure(name: "store.anon.\(label)", value: anonymousPerObject, unit: "B/object", baseline: Double(state.count) / Double(count)),
             BenchFigure(name: "store.load.\(label)", value: load, unit: "s", baseline: parse),
             BenchFigure(name: "store.apply.\(label)", value: apply, unit: "s", baseline: parse),
         ]
     }
+
+    /// How long a client waits for a reply, or for the first part of a fetched state, about a scope
+    /// of `objects` tiles: 30 s, or a second per 5,000 tiles when that is longer (200 s for a
+    /// million, which a loaded machine needs).
+    static func replyTimeout(objects: Int) -> Duration { .seconds(max(30, objects / 5_000)) }
 
     /// The state of a scope of `count` tiles as JSON text, in the shape of the server's state.
     static func stateJSON(tiles count: Int) -> Data {
@@ -93,12 +108,12 @@ enum StoreBench {
         return last
     }
 
-    /// The child's `VmRSS` (bytes).
-    static func residentBytes(of child: ServeChild) throws -> Int {
+    /// The child's `VmRSS`, or another field of its `/proc/PID/status` in kB (bytes).
+    static func residentBytes(of child: ServeChild, field: String = "VmRSS") throws -> Int {
         let text = try String(contentsOfFile: "/proc/\(child.process.processIdentifier)/status", encoding: .utf8)
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kB = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") else {
-            throw SyncBenchError("store: no VmRSS for the server")
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
+              let kB = Int(line.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") else {
+            throw SyncBenchError("store: no \(field) for the server")
         }
         return kB * 1024
     }

@@ -1,6 +1,6 @@
 /// What objects of one class with the same property names share: the class name and the names,
-/// sorted. A ``ScopeStore`` holds one instance per (class, names) (``ScopeStore`` interns them), so
-/// an object pays for its names once per shape, not once per object. Immutable.
+/// sorted. A ``ScopeStore``'s ``ObjectTable`` holds one instance per (class, names), with a row per
+/// object, so an object pays for its names once per shape, not once per object. Immutable.
 final class ObjectShape: Sendable, Hashable {
     /// The bare class name; empty for a root nobody has named yet.
     let className: String

@@ -68,10 +68,12 @@ final class ScopePersistence: @unchecked Sendable {
         if let tail = recovery.truncatedTail {
             serverLog.write("scope.torn_tail", level: .warning, scope: name, "scope '\(name)': cut a torn tail of \(tail.discardedBytes) bytes at offset \(tail.offset) (\(tail.reason))")
         }
-        let store: ScopeStore?
+        var store: ScopeStore?
         let base: Int
         do throws(ServerError) {
             (store, _, base) = try replay(recovery.records, name: name)
+            // Rows grown by the replay's appends keep no spare capacity.
+            store?.shrinkToFit()
         } catch {
             try? log.close()
             throw error

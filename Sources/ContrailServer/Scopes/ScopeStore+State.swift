@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import Foundation
 
@@ -18,10 +19,10 @@ extension ScopeStore {
         var stack: [UUID] = [rootUUID]
         var children: [UUID] = []
         while let uuid = stack.popLast() {
-            guard let object = objects[uuid], seen.insert(uuid).inserted else { continue }
+            guard objects.contains(uuid), seen.insert(uuid).inserted else { continue }
             order.append(uuid)
             children.removeAll(keepingCapacity: true)
-            forEachReference(of: object) { children.append($0) }
+            forEachReference(of: uuid) { children.append($0) }
             stack.append(contentsOf: children.reversed())
         }
         return order
@@ -30,13 +31,14 @@ extension ScopeStore {
     /// The state's fragment of object `uuid` (one of ``stateOrder()``): an `add`, the root's a
     /// `change`, with every property but references left null. O(properties).
     func stateFragment(_ uuid: UUID) -> SyncFragment {
-        let object = objects[uuid] ?? StoredObject(className: "", properties: [:])
-        var properties = object.properties
+        let className = objects.className(of: uuid) ?? ""
+        var properties = objects.properties(of: uuid) ?? [:]
         for (key, value) in properties where value.isNull {
-            if kinds[KindKey(className: object.className, property: key)] == .reference { properties[key] = nil }
+            if kinds[KindKey(className: className, property: key)] == .reference { properties[key] = nil }
         }
-        return SyncFragment(kind: uuid == rootUUID ? .change : .add, uuid: uuid, className: object.className,
-                            properties: properties, textOperations: object.texts.isEmpty ? nil : object.texts)
+        let texts = objects.texts(of: uuid)
+        return SyncFragment(kind: uuid == rootUUID ? .change : .add, uuid: uuid, className: className,
+                            properties: properties, textOperations: texts.isEmpty ? nil : texts)
     }
 
     /// Encodes the state in parts (§8.25) and supplies each, as soon as it is written, to the
@@ -50,6 +52,9 @@ extension ScopeStore {
             return going
         }
         if going, order.isEmpty { _ = outbox.supply(nil, total: 0, finished: true, to: id) }
+        // Encoding a big state allocated and freed several times what the store holds (fragments,
+        // dictionaries, the writer's buffer): their pages go back to the system.
+        if order.count >= ScopePersistence.releaseAfterObjects { Platform.releaseFreeMemory() }
     }
 
     /// The fragments that bring a replica holding `old` to this state, in the order of
@@ -113,13 +118,6 @@ extension ScopeStore {
     init?(snapshot: JSON) {
         guard case .string(let rootText)? = snapshot["root"], let root = UUID(wireString: rootText),
               case .object(let objectMembers)? = snapshot["objects"] else { return nil }
-        var objects: [(UUID, StoredObject)] = []
-        objects.reserveCapacity(objectMembers.count)
-        for (uuidText, value) in objectMembers {
-            guard let uuid = UUID(wireString: uuidText), case .string(let className)? = value["clsName"],
-                  case .object(let properties)? = value["properties"] else { return nil }
-            objects.append((uuid, StoredObject(className: className, properties: properties, texts: value["text"]?.objectValue ?? [:])))
-        }
         var kinds: [KindKey: PropertyKind] = [:]
         if case .object(let classes)? = snapshot["kinds"] {
             for (className, perClass) in classes {
@@ -130,10 +128,14 @@ extension ScopeStore {
                 }
             }
         }
-        self.init(rootUUID: root, objects: [:], kinds: kinds)
-        reserveCapacity(objects.count)
-        for (uuid, object) in objects { hold(object, as: uuid) }
-        objects = []
+        self.init(rootUUID: root, kinds: kinds)
+        reserveCapacity(objectMembers.count)
+        for (uuidText, value) in objectMembers {
+            guard let uuid = UUID(wireString: uuidText), case .string(let className)? = value["clsName"],
+                  case .object(let properties)? = value["properties"] else { return nil }
+            hold(StoredObject(className: className, properties: properties, texts: value["text"]?.objectValue ?? [:]), as: uuid)
+        }
+        shrinkToFit()
         if case .array(let changeSets)? = snapshot["changeSets"] {
             for case .string(let text) in changeSets { if let id = UUID(wireString: text) { rememberApplied(id) } }
         }

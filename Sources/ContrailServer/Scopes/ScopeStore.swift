@@ -8,13 +8,8 @@ import Foundation
 struct ScopeStore: Sendable {
     /// The root object's UUID.
     private(set) var rootUUID: UUID
-    /// Every object of the scope (all reachable from the root).
-    private(set) var objects: [UUID: StoredObject]
-    /// One instance of each (class, property names) the objects use, shared by them (see
-    /// ``StoredObject``); rebuilt from the objects held when a collection finds it has grown.
-    private var shapes: Set<ObjectShape> = []
-    /// The number of shapes after the last rebuild.
-    private var shapesAtRebuild = 0
+    /// Every object of the scope (all reachable from the root), held compactly (see ``ObjectTable``).
+    private(set) var objects = ObjectTable()
     /// The kind learnt for each (class, property).
     private(set) var kinds: [KindKey: PropertyKind]
     /// The change sets applied most recently, by id (kept in snapshots and log records).
@@ -42,39 +37,29 @@ struct ScopeStore: Sendable {
     init(rootUUID: UUID = UUID(), deletedCapacity: Int = 10_000) {
         self.rootUUID = rootUUID
         self.deleted = DeletedObjects(capacity: deletedCapacity)
-        self.objects = [rootUUID: StoredObject(className: "", properties: [:])]
         self.kinds = [:]
+        self.objects.set(StoredObject(className: "", properties: [:]), for: rootUUID)
     }
 
-    /// A scope restored from a snapshot.
-    init(rootUUID: UUID, objects: [UUID: StoredObject], kinds: [KindKey: PropertyKind]) {
+    /// A scope restored from a snapshot: `kinds`, and no object but an unnamed root (``hold(_:as:)``
+    /// adds them).
+    init(rootUUID: UUID, kinds: [KindKey: PropertyKind]) {
         self.rootUUID = rootUUID
-        self.objects = [:]
         self.kinds = kinds
-        self.objects.reserveCapacity(objects.count)
-        for (uuid, object) in objects { hold(object, as: uuid) }
-        if self.objects[rootUUID] == nil { self.objects[rootUUID] = StoredObject(className: "", properties: [:]) }
+        self.objects.set(StoredObject(className: "", properties: [:]), for: rootUUID)
     }
 
-    /// Holds `object` as `uuid`, with the store's shared instance of its shape. O(property names)
-    /// for a shape not shared yet, O(1) for one that is.
-    mutating func hold(_ object: StoredObject, as uuid: UUID) {
-        var object = object
-        intern(&object)
-        objects[uuid] = object
-    }
+    /// Holds `object` as `uuid` (in the row of its shape). O(properties), amortised.
+    mutating func hold(_ object: StoredObject, as uuid: UUID) { objects.set(object, for: uuid) }
 
     /// Makes room for `count` objects. O(count).
     mutating func reserveCapacity(_ count: Int) { objects.reserveCapacity(count) }
 
-    /// Gives `object` the store's shared instance of its shape (adding it when new).
-    private mutating func intern(_ object: inout StoredObject) {
-        let (inserted, canonical) = shapes.insert(object.shape)
-        if !inserted { object.adopt(canonical) }
-    }
+    /// Gives back the spare capacity of the objects' rows (after a load). O(objects).
+    mutating func shrinkToFit() { objects.shrinkToFit() }
 
-    /// The number of distinct (class, property names) the store holds (for tests).
-    var shapeCount: Int { shapes.count }
+    /// The number of distinct (class, property names) the store's objects have (for tests).
+    var shapeCount: Int { objects.shapeCount }
 
     /// The number of objects, the root included.
     var objectCount: Int { objects.count }
@@ -158,9 +143,10 @@ struct ScopeStore: Sendable {
 
     /// Remembers the last state of a deleted object (a snapshot restore), unless the scope holds it.
     mutating func rememberDeleted(_ uuid: UUID, _ object: StoredObject) {
-        guard objects[uuid] == nil else { return }
+        guard !objects.contains(uuid) else { return }
         var object = object
-        intern(&object)
+        // The shape's shared instance, when a live object has it.
+        object.adopt(objects.canonical(object.shape))
         deleted.insert(uuid, object)
     }
 
@@ -239,7 +225,7 @@ struct ScopeStore: Sendable {
             revived.append(SyncFragment(kind: .add, uuid: uuid, className: object.className, properties: object.properties,
                                         textOperations: object.texts.isEmpty ? nil : object.texts))
         }
-        for uuid in pass.working.keys where objects[uuid] != nil { deleted.remove(uuid) }
+        for uuid in pass.working.keys where objects.contains(uuid) { deleted.remove(uuid) }
         return SyncOutcome(replies: replies, accepted: accepted + revived, revived: revivedTexts + revived)
     }
 
@@ -277,32 +263,27 @@ struct ScopeStore: Sendable {
     /// Removes every object not reachable from the root through reference properties.
     mutating func collectGarbage() {
         var reachable: Set<UUID> = [rootUUID]
+        reachable.reserveCapacity(objects.count)
         var stack: [UUID] = [rootUUID]
         while let uuid = stack.popLast() {
-            guard let object = objects[uuid] else { continue }
-            forEachReference(of: object) { child in
-                if objects[child] != nil, reachable.insert(child).inserted { stack.append(child) }
+            forEachReference(of: uuid) { child in
+                if objects.contains(child), reachable.insert(child).inserted { stack.append(child) }
             }
         }
         if reachable.count < objects.count {
-            for (uuid, object) in objects where !reachable.contains(uuid) { deleted.insert(uuid, object) }
-            objects = objects.filter { reachable.contains($0.key) }
-        }
-        // Shapes only removed or changed objects used: rebuilt once they outnumber twice those of the last rebuild.
-        if shapes.count > 2 * shapesAtRebuild + 64 {
-            shapes = Set(objects.values.map(\.shape))
-            shapesAtRebuild = shapes.count
+            for (uuid, object) in objects.removeAll(keeping: reachable.contains) { deleted.insert(uuid, object) }
         }
     }
 
-    /// Calls `body` with each object `object` references, in property-name order.
-    func forEachReference(of object: StoredObject, _ body: (UUID) -> Void) {
-        object.forEachProperty { key, value in
+    /// Calls `body` with each object that object `uuid` references, in property-name order; reads
+    /// the object in place. O(properties + references).
+    func forEachReference(of uuid: UUID, _ body: (UUID) -> Void) {
+        objects.forEachProperty(of: uuid) { className, key, value in
             switch value {
             case .null, .bool, .int, .uint, .double: return
             default: break
             }
-            guard let kind = kinds[KindKey(className: object.className, property: key)], kind.isReference else { return }
+            guard let kind = kinds[KindKey(className: className, property: key)], kind.isReference else { return }
             switch value {
             case .uuid(let uuid): body(uuid)
             case .uuids(let uuids): for uuid in uuids { body(uuid) }
@@ -316,7 +297,7 @@ struct ScopeStore: Sendable {
     private func validate(_ fragments: [SyncFragment], forced: [Int: WireErrorBody], maxObjects: Int) -> ValidationPass {
         var pass = ValidationPass(count: fragments.count)
         // Pass 1: adds of unknown UUIDs become temporaries, so references within the message resolve.
-        for (index, fragment) in fragments.enumerated() where fragment.kind == .add && objects[fragment.uuid] == nil {
+        for (index, fragment) in fragments.enumerated() where fragment.kind == .add && !objects.contains(fragment.uuid) {
             if forced[index] != nil { continue }
             if pass.temporaries[fragment.uuid] == nil {
                 if objects.count + pass.temporaries.count >= maxObjects {
@@ -328,7 +309,7 @@ struct ScopeStore: Sendable {
         }
         let temporaries = pass.temporaries
         let objects = self.objects
-        let exists: (UUID) -> Bool = { uuid in objects[uuid] != nil || temporaries[uuid] != nil }
+        let exists: (UUID) -> Bool = { uuid in objects.contains(uuid) || temporaries[uuid] != nil }
         // What the sender knew of the scope: every element of a base it sent. Such an element that
         // the scope no longer holds was removed concurrently (removal wins, also over a move from
         // another collection), so a merged collection drops it instead of refusing it as a dangling
@@ -448,7 +429,7 @@ struct ScopeStore: Sendable {
             object.forEachProperty { key, value in
                 let kindKey = KindKey(className: object.className, property: key)
                 guard let kind = pass.kinds[kindKey] ?? kinds[kindKey], kind.isReference else { return }
-                for child in value.referencedUUIDs where objects[child] == nil && pass.working[child] == nil && pass.temporaries[child] == nil {
+                for child in value.referencedUUIDs where !objects.contains(child) && pass.working[child] == nil && pass.temporaries[child] == nil {
                     guard let last = deleted[child] else { continue }
                     pass.working[child] = last
                     pass.revived.append(child)

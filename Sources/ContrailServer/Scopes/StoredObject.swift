@@ -3,15 +3,17 @@ import ContrailWire
 /// One object of a server-side scope: its class name and its properties as wire values.
 /// The server knows no schema; a property's meaning comes from its values (see ``PropertyKind``).
 ///
-/// Held compactly (a scope may hold a million of them): the class name and the sorted property
-/// names in an ``ObjectShape`` shared with the scope's other objects of that class and names, and
-/// one ``StoredValue`` per name, in the same order. ``properties`` builds the dictionary view; the
-/// subscript and ``forEachProperty(_:)`` read without building one.
+/// The class name and the sorted property names are an ``ObjectShape`` shared with the scope's
+/// other objects of that class and names, with one ``StoredValue`` per name, in the same order.
+/// This is the form an object is read, changed and kept in (a change set's working copies, deleted
+/// objects); the store keeps its live objects as rows of an ``ObjectTable``, without an array each.
+/// ``properties`` builds the dictionary view; the subscript and ``forEachProperty(_:)`` read
+/// without building one.
 struct StoredObject: Sendable, Equatable {
     /// The class name and property names.
     private(set) var shape: ObjectShape
     /// The values, in the order of `shape.keys`.
-    private var values: ContiguousArray<StoredValue>
+    private(set) var values: ContiguousArray<StoredValue>
     /// Property name → the `TextDocument` state of a shared text (§8.21); its plain text is in
     /// `properties`.
     var texts: [String: JSON] = [:]

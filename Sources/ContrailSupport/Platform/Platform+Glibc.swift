@@ -74,8 +74,10 @@ package enum Platform {
     }
 
     /// Returns the allocator's free pages to the operating system (`malloc_trim(0)`, which also
-    /// releases free pages inside the heap, not only at its top). O(free chunks), under each arena's
-    /// lock in turn: call it rarely (after many connections closed), never per message.
+    /// releases free pages inside the heap, not only at its top), and from the first call on keeps
+    /// glibc's mmap and trim thresholds at 1 MiB (not raised as big blocks are freed), so that a
+    /// thread arena gives its free top back at its next big free. O(free chunks), under each
+    /// arena's lock in turn: call it rarely (after many connections closed), never per message.
     package static func releaseFreeMemory() { ccontrail_release_free_memory() }
 
     /// The bytes the allocator has handed out and not taken back (`mallinfo2().uordblks`): for tests
