@@ -41,8 +41,10 @@ test("presence goes only to a server that lists it", async (t) => {
 });
 
 test("changes within the interval wait, and the latest wins", async (t) => {
-  const { here, ws } = await online(t, { limits: { presenceUpdatesPerSecond: 50 } });   // 20 ms apart
-  await new Promise((resolve) => setTimeout(resolve, 25));   // past the subscribing send's interval
+  // 500 ms apart: wide enough that a loaded machine does not stretch the five publishes below over
+  // one interval (at 20 ms apart, a pause of the process between two of them let both go at once).
+  const { here, ws } = await online(t, { limits: { presenceUpdatesPerSecond: 2 } });
+  await new Promise((resolve) => setTimeout(resolve, 510));   // past the subscribing send's interval
   for (let x = 1; x <= 5; x++) here.publish({ x });
   assert.deepEqual(sentPresence(ws).slice(1).map((m) => m.value), [{ x: 1 }], "the first goes at once");
   await when(ticks(), ["tick"], () => sentPresence(ws).length === 3, "the deferred send did not go");
