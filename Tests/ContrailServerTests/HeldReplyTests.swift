@@ -105,6 +105,28 @@ import Testing
         func close(code: UInt16, reason: String) async {}
     }
 
+    /// Scope `Canvas` logged in a fresh directory by a writer that syncs every record, and the
+    /// outboxes of a sender and a reader.
+    private struct Rig {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "held-reply-\(UUID().uuidString)")
+        let writer = ScopeLogWriter(policy: .everyRecord, log: ServerLog(sink: nil))
+        let scope: LocalScope
+        let sender = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
+        let reader = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
+
+        init() throws {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            scope = LocalScope(name: "Canvas", limits: ServerOptions().limits, dataDirectory: directory, writer: writer,
+                               slots: ScopeSlots(limit: 10), idleTimeout: .seconds(3600), clock: ElapsedClock(ContinuousClock()),
+                               log: ServerLog(sink: nil))
+        }
+
+        func close() {
+            writer.finish()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
     /// The change-set records in the scope log in `directory` (read without a lock, as written so far).
     private static func changeSetRecords(in directory: URL) -> Int {
         let logs = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? []
@@ -119,16 +141,9 @@ import Testing
     /// task), once both records are in the file. The writer thread is held while two change sets
     /// queue, so they share a commit. (`eventually`: the first reply goes through a task.)
     @Test func aGroupCommitsRepliesGoOutInOneFrameFromTheWritersThread() async throws {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "held-reply-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let writer = ScopeLogWriter(policy: .everyRecord, log: ServerLog(sink: nil))
-        defer { writer.finish() }
-        let scope = LocalScope(name: "Canvas", limits: ServerOptions().limits, dataDirectory: directory, writer: writer,
-                               slots: ScopeSlots(limit: 10), idleTimeout: .seconds(3600), clock: ElapsedClock(ContinuousClock()),
-                               log: ServerLog(sink: nil))
-        let sender = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
-        let reader = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
+        let rig = try Rig()
+        defer { rig.close() }
+        let (directory, writer, scope, sender, reader) = (rig.directory, rig.writer, rig.scope, rig.sender, rig.reader)
         let transport = RecordingTransport(writer: writer, probe: { Self.changeSetRecords(in: directory) })
         let outboxWriter = OutboxWriter(outbox: sender, transport: transport, core: ServerCore(options: ServerOptions()), token: "t")
         outboxWriter.attach(resumed: false)
@@ -169,16 +184,9 @@ import Testing
     /// The writer thread is held on purpose (an fsync that never ends): the other session gets the
     /// broadcast meanwhile, the sender's reply waits, and comes once the record is written.
     @Test func broadcastsDoNotWaitBehindASlowLogWriter() async throws {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "held-reply-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let writer = ScopeLogWriter(policy: .everyRecord, log: ServerLog(sink: nil))
-        defer { writer.finish() }
-        let scope = LocalScope(name: "Canvas", limits: ServerOptions().limits, dataDirectory: directory, writer: writer,
-                               slots: ScopeSlots(limit: 10), idleTimeout: .seconds(3600), clock: ElapsedClock(ContinuousClock()),
-                               log: ServerLog(sink: nil))
-        let sender = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
-        let reader = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
+        let rig = try Rig()
+        defer { rig.close() }
+        let (writer, scope, sender, reader) = (rig.writer, rig.scope, rig.sender, rig.reader)
         _ = sender.attach({}, resumed: false)
         _ = reader.attach({}, resumed: false)
         await scope.fetch(outbox: sender, scopeIndex: 1, replyTo: 1, chunks: false)
