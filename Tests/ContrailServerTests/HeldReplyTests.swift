@@ -42,6 +42,22 @@ import Testing
         #expect(outbox.takePending(generation: 1).map(\.index) == [4, 5])
     }
 
+    /// A held reply alone gives the writer nothing to take, so it does not wake it (no task that
+    /// finds nothing); its release does. Control: a message that is not held wakes it.
+    @Test func aHeldReplyAloneDoesNotWakeTheWriter() {
+        let outbox = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
+        let wakes = Atomic<Int>(0)
+        _ = outbox.attach({ wakes.add(1, ordering: .relaxed) }, resumed: false)
+        let hold = HeldReply()
+        hold.place({ .scopeSync(index: $0, scopeIndex: 0, fragments: "[1]") }, in: outbox)
+        #expect(wakes.load(ordering: .relaxed) == 0)
+        hold.release()
+        #expect(wakes.load(ordering: .relaxed) == 1)
+        #expect(outbox.takePending(generation: 1).map(\.index) == [1])
+        outbox.enqueue { .scopeSync(index: $0, scopeIndex: 0, fragments: "[2]") }
+        #expect(wakes.load(ordering: .relaxed) == 2)
+    }
+
     @Test func aReplacementTakesTheHeldReplysPlaceAlsoForResend() {
         let outbox = SessionOutbox(limitBytes: 1 << 20, onEnd: { _ in Issue.record("ended") })
         _ = outbox.attach({}, resumed: false)

@@ -185,7 +185,8 @@ final class SessionOutbox: Sendable {
     /// Takes a numbered message into the resend buffer and, unless a resume waits for its resend
     /// exchange, into the next frame.
     /// Both queues start at room for ``initialCapacity`` messages when they were emptied (taken
-    /// whole, or all acknowledged), rather than grow one reallocation at a time per burst.
+    /// whole, or all acknowledged), rather than grow one reallocation at a time per burst. The
+    /// writer is woken when the pending queue stops being empty, unless by a held reply.
     private static func append(_ message: OutgoingMessage, size: Int, to state: inout State) {
         state.nextIndex += 1
         if state.unacked.isEmpty { state.unacked.reserveCapacity(initialCapacity) }
@@ -194,7 +195,8 @@ final class SessionOutbox: Sendable {
         if state.awaitingResend { return }
         if state.pending.isEmpty { state.pending.reserveCapacity(initialCapacity) }
         state.pending.append(message)
-        if state.pending.count == 1 { state.wake?() }
+        // A held reply alone gives the writer nothing to take: its release wakes it.
+        if state.pending.count == 1, state.held.last != message.index { state.wake?() }
     }
 
     /// Queues an unsequenced message (`SessionCreateReply`, `Ping`): not buffered for resend.
