@@ -120,6 +120,55 @@ struct ServerCrashRecoveryTests {
         try await server.kill()
     }
 
+    /// A sync writes nothing to the log itself (its marker goes out in front of the next record),
+    /// so after a SIGKILL right after the last acknowledgement no marker follows the last record:
+    /// the synced-length side file (`NAME.synced`) is what says it was synced. Damaged, that record
+    /// is damage (refused), not a torn tail (cut). Control: without the side file, the same damage
+    /// reads as a torn tail.
+    @Test func theLastAcknowledgedRecordIsKnownSyncedAfterASigkill() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try await ServerProcess(data: directory)
+        let client = try await ServerTestClient.connect(port: server.port)
+        try await client.createSession()
+        let (_, state) = try await client.fetch("S", index: 1)
+        let root = try #require(state["rootUUID"]?.stringValue)
+        for n in 1...5 {
+            let reply = try await client.sync(index: n + 1, fragments: [Wire.fragment("change", root, "Root", ["n": .int(Int64(n))])])
+            #expect(reply["fragmentReplies"] == [[:]], "change set \(n): \(reply)")
+        }
+        try await server.kill()
+
+        let logs = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil).filter { $0.pathExtension == "scope" }
+        let logURL = try #require(logs.first, "no scope log in \(directory)")
+        let sidePath = logURL.path(percentEncoded: false) + ".synced"
+        #expect(FileManager.default.fileExists(atPath: sidePath))
+        var last: (offset: Int, payload: String)?
+        _ = try LogFile.forEachRecord(at: logURL) { kind, offset, payload in
+            if kind == .changeSet { last = (offset, String(decoding: payload, as: UTF8.self)) }
+        }
+        let (offset, payload) = try #require(last)
+        #expect(payload.contains(#""n":5"#), "the last record is the last acknowledged change set: \(payload)")
+        // One bit of the record's last payload byte flips (a bad block).
+        let handle = try FileHandle(forUpdating: logURL)
+        let position = UInt64(offset + 13 + payload.utf8.count - 1)
+        try handle.seek(toOffset: position)
+        let byte = try #require(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: position)
+        try handle.write(contentsOf: [byte ^ 0x01])
+        try handle.close()
+
+        do {
+            let recovery = try LogFile.read(at: logURL)
+            Issue.record("a synced record's damage was read as \(recovery.truncatedTail.map { "a torn tail: \($0)" } ?? "intact")")
+        } catch {
+            guard case .corruptRecord = error else { throw error }
+        }
+        try FileManager.default.removeItem(atPath: sidePath)
+        let unprotected = try LogFile.read(at: logURL)
+        #expect(unprotected.truncatedTail?.offset == offset, "without the side file it is a torn tail")
+    }
+
     @Test func tornTailIsCutAndAcknowledgedStateRemains() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -6,13 +6,16 @@ import Foundation
 /// change sets, syncs, compacts and closes, so no scope actor ever blocks the cooperative pool on
 /// the disk.
 ///
-/// Group commit: the thread takes every job queued since its last pass, writes all their records,
-/// then syncs each log written to once (``FsyncPolicy/everyRecord``), and only then runs the
-/// jobs' completions in submission order. So a change set is acknowledged (and broadcast) only
-/// once its record is on disk, and a burst of change sets from many sessions shares one
-/// `fdatasync` per log. With ``FsyncPolicy/interval(_:)`` (the explicit buffered opt-in)
-/// completions run once the records are written to the OS, and each log is synced at most once
-/// per interval (also when idle); with ``FsyncPolicy/never`` it is never synced.
+/// Group commit: the thread takes every job queued since its last pass, writes all their records
+/// (appends only fill each log's buffer: one `write` per log and pass), then syncs each log
+/// written to once (``FsyncPolicy/everyRecord``), and only then runs the jobs' completions in
+/// submission order. So a change set is acknowledged only once its record is on disk, and a burst
+/// of change sets from many sessions shares one `write` and one `fdatasync` per log. The
+/// completions of a pass run in one ``DeliveryBatch``: the replies they release go out when the
+/// last has run, written on this thread, one frame per session. With ``FsyncPolicy/interval(_:)``
+/// (the explicit buffered opt-in) completions run once the records are written to the OS, and
+/// each log is synced at most once per interval (also when idle); with ``FsyncPolicy/never`` it
+/// is never synced.
 ///
 /// `@unchecked Sendable` invariant: `jobs` and `isFinished` are only touched under `condition`;
 /// `threadID` is written once by the writer thread before it takes any job and read only by
@@ -217,32 +220,49 @@ final class ScopeLogWriter: @unchecked Sendable {
         return jobs
     }
 
-    /// Syncs what the policy asks for, then runs the waiting completions in order: an append's
-    /// with its log's sync error, if any.
+    /// Writes out the records appended since the last commit (one `write` per log: an append only
+    /// buffers its record) and syncs what the policy asks for, then runs the waiting completions in
+    /// order: an append's with its log's write or sync error, if any.
     private func commit(_ waiting: inout [Waiting]) {
         guard !waiting.isEmpty else { return }
         var failures: [ObjectIdentifier: ServerError] = [:]
         switch policy {
         case .everyRecord:
             for (id, persistence) in unsynced {
-                do { try timedSync(persistence) } catch { failures[id] = error }
+                do { try timedSync(persistence) } catch { failures[id] = error }  // a sync writes out the buffer first
             }
             unsynced.removeAll(keepingCapacity: true)
         case .interval:
+            flushUnsynced(&failures)
             syncDue()
         case .never:
+            flushUnsynced(&failures)
             unsynced.removeAll(keepingCapacity: true)
         }
-        for item in waiting {
-            switch item {
-            case .append(let persistence, let submitted, let done):
-                ServerMetrics.observe(metrics.groupCommit, since: submitted)
-                done(failures[ObjectIdentifier(persistence)])
-            case .failed(let error, let done): done(error)
-            case .after(let body): body()
+        // The completions release held replies (``HeldReply``): their outboxes' writers are woken
+        // once, after the last completion, and write on this thread while their sockets take the
+        // frames without waiting (one frame per session and commit, no task and no thread hop).
+        let batch = DeliveryBatch()
+        batch.runHere {
+            for item in waiting {
+                switch item {
+                case .append(let persistence, let submitted, let done):
+                    ServerMetrics.observe(metrics.groupCommit, since: submitted)
+                    done(failures[ObjectIdentifier(persistence)])
+                case .failed(let error, let done): done(error)
+                case .after(let body): body()
+                }
             }
         }
+        batch.flush()
         waiting.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes out the buffered records of every log written since its last sync, noting failures.
+    private func flushUnsynced(_ failures: inout [ObjectIdentifier: ServerError]) {
+        for (id, persistence) in unsynced {
+            do { try persistence.flush() } catch { failures[id] = error }
+        }
     }
 
     /// Syncs `persistence`'s log, observing the sync's duration.

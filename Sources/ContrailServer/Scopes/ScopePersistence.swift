@@ -193,26 +193,39 @@ final class ScopePersistence: @unchecked Sendable {
         JSON.object(["revision": revision.json]).serialized()
     }
 
-    /// Appends a change-set record and writes it out to the OS (not synced).
+    /// Appends a change-set record to the log's buffer: ``flush()`` or ``sync()`` writes it out
+    /// with the others of its group commit, in one `write`.
     func write(_ payload: [UInt8]) throws(ServerError) {
-        assert(writer.isCurrentThread, "a scope log is used off its writer thread")
-        if let failure { throw failure }
-        do {
-            try log.append(.changeSet, payload)
-            try log.flush()
-        } catch {
-            failure = ServerError.persistence(scope: name, reason: error.description)
-            throw failure.unsafelyUnwrapped
-        }
+        try use { () throws(LogFileError) in try log.append(.changeSet, payload) }
     }
 
-    /// Forces everything written to disk (`fdatasync`).
+    /// Writes the buffered records out to the OS (not synced).
+    func flush() throws(ServerError) {
+        try use { () throws(LogFileError) in try log.flush() }
+    }
+
+    /// Forces everything written to disk (`fdatasync`) and records the synced length in the side
+    /// file (`NAME.synced`); the sync marker goes out in front of the next record, in the same
+    /// write (or at `close`), so a sync writes nothing to the log itself.
     func sync() throws(ServerError) {
+        try use { () throws(LogFileError) in
+            let point = try log.syncPoint()
+            do throws(LogFileError) { try LogFile.sync(point) } catch {
+                log.didSync(point, error: error)
+                throw error
+            }
+            log.didSync(point)
+        }
+        lastSync = .now
+    }
+
+    /// Runs `body` on the log unless an earlier write or sync failed; its failure becomes this
+    /// log's (``failed``), and every later use throws it.
+    private func use(_ body: () throws(LogFileError) -> Void) throws(ServerError) {
         assert(writer.isCurrentThread, "a scope log is used off its writer thread")
         if let failure { throw failure }
         do {
-            try log.sync()
-            lastSync = .now
+            try body()
         } catch {
             failure = ServerError.persistence(scope: name, reason: error.description)
             throw failure.unsafelyUnwrapped

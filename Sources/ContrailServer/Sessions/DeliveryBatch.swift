@@ -28,6 +28,14 @@ final class DeliveryBatch: Sendable {
         return await Self.$current.withValue(self) { await body() }
     }
 
+    /// ``run(_:)`` for synchronous work on any thread, a task's or not (the log writer's thread
+    /// runs the completions of one group commit in a batch: the replies they release go out
+    /// together, written on that thread).
+    func runHere<T>(_ body: () -> T) -> T {
+        state.withLock { $0.open = true }
+        return Self.$current.withValue(self) { body() }
+    }
+
     /// Holds `wake` back until ``flush()`` and returns true; returns false when no burst is being
     /// handled (a task that inherited the batch and runs later must not wait for the connection's
     /// next frame: its caller wakes at once).

@@ -184,13 +184,19 @@ final class SessionOutbox: Sendable {
 
     /// Takes a numbered message into the resend buffer and, unless a resume waits for its resend
     /// exchange, into the next frame.
+    /// Both queues start at room for ``initialCapacity`` messages when they were emptied (taken
+    /// whole, or all acknowledged), rather than grow one reallocation at a time per burst. The
+    /// writer is woken when the pending queue stops being empty, unless by a held reply.
     private static func append(_ message: OutgoingMessage, size: Int, to state: inout State) {
         state.nextIndex += 1
+        if state.unacked.isEmpty { state.unacked.reserveCapacity(initialCapacity) }
         state.unacked.append(message)
         state.unackedBytes += size
         if state.awaitingResend { return }
+        if state.pending.isEmpty { state.pending.reserveCapacity(initialCapacity) }
         state.pending.append(message)
-        if state.pending.count == 1 { state.wake?() }
+        // A held reply alone gives the writer nothing to take: its release wakes it.
+        if state.pending.count == 1, state.held.last != message.index { state.wake?() }
     }
 
     /// Queues an unsequenced message (`SessionCreateReply`, `Ping`): not buffered for resend.
@@ -272,6 +278,9 @@ final class SessionOutbox: Sendable {
             return Self.takeAll(&state)
         }
     }
+
+    /// The messages an emptied queue makes room for at once: a burst's worth for one reader.
+    static let initialCapacity = 16
 
     private static func takeAll(_ state: inout State) -> [OutgoingMessage] {
         let taken = state.pending
