@@ -180,8 +180,7 @@ final class SharedTextEdit {
             switch operation {
             case .insert(let id, let text, _, _):
                 let count = text.unicodeScalars.count
-                // Right to left, so the positions found first stay valid and a later toggle types
-                // them again left to right, each where it was.
+                // Right to left, so the positions found first stay valid.
                 let runs = ([(id, count)] + Self.replacements(of: id, count: count, in: retyped)).flatMap { start, length in
                     document.visibleRuns(start, count: length).compactMap { run in
                         document.position(of: TextCursor(before: run.id)).map { (count: run.count, position: $0) }
@@ -207,7 +206,7 @@ final class SharedTextEdit {
         }
         // Deleted characters are typed again right before where they stood (among other deleted
         // characters between the same two visible ones, not before all of them), after the
-        // deletions above, left to right in the text.
+        // deletions above.
         let segments = retype.flatMap { piece, scalars in
             document.runsInOrder(piece, count: scalars.count).map { run in
                 (id: run.id, order: run.order, scalars: scalars[(run.id.seq - piece.seq)..<(run.id.seq - piece.seq + run.count)])
