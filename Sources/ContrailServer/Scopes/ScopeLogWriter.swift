@@ -82,10 +82,23 @@ final class ScopeLogWriter: @unchecked Sendable {
     /// Opens (or creates) scope `name`'s log in `directory` and replays it, on the writer thread.
     /// A new log's fresh scope gets `root` as its root's UUID.
     func open(directory: URL, name: String, root: UUID = UUID()) async throws(ServerError) -> ScopePersistence.Opened {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ScopePersistence.Opened, ServerError>, Never>) in
-            submit(.open(directory, name: name, root: root, done: { continuation.resume(returning: $0) }))
+        // The store built on the writer thread crosses to the scope through a lock ThreadSanitizer
+        // sees: a continuation resumed before its task suspends orders nothing it can see, and the
+        // scope then changes the store's buffers in place.
+        let handOff = OpenedHandOff()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            submit(.open(directory, name: name, root: root, done: { result in
+                handOff.result.withLock { $0 = result }
+                continuation.resume()
+            }))
         }
+        guard let result = handOff.result.withLock({ $0 }) else { throw .persistence(scope: name, reason: "the log writer ended without opening it") }
         return try result.get()
+    }
+
+    /// What ``open(directory:name:root:)`` receives from the writer thread.
+    private final class OpenedHandOff: Sendable {
+        let result = SanitizerVisibleMutex<Result<ScopePersistence.Opened, ServerError>?>(nil)
     }
 
     /// Appends a change-set record; `done` runs on the writer thread once it is durable under the
