@@ -11,7 +11,10 @@ void ccontrail_release_free_memory(void) {
     mallopt(M_TRIM_THRESHOLD, 1 << 20);
     malloc_trim(0);
 }
-long long ccontrail_allocated_bytes(void) { return (long long)mallinfo2().uordblks; }
+long long ccontrail_allocated_bytes(void) {
+    struct mallinfo2 info = mallinfo2();
+    return (long long)(info.uordblks + info.hblkhd);
+}
 #else
 void ccontrail_release_free_memory(void) {}
 long long ccontrail_allocated_bytes(void) { return -1; }

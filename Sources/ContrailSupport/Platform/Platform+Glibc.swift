@@ -80,8 +80,8 @@ package enum Platform {
     /// arena's lock in turn: call it rarely (after many connections closed), never per message.
     package static func releaseFreeMemory() { ccontrail_release_free_memory() }
 
-    /// The bytes the allocator has handed out and not taken back (`mallinfo2().uordblks`): for tests
-    /// that account a structure's memory; nil under ThreadSanitizer, whose allocator glibc does not
+    /// The bytes the allocator has handed out and not taken back, blocks mapped on their own included
+    /// (`mallinfo2()`'s `uordblks + hblkhd`): for tests that account a structure's memory; nil under ThreadSanitizer, whose allocator glibc does not
     /// see. O(arenas).
     package static func allocatedBytes() -> Int? { isUnderThreadSanitizer ? nil : Int(ccontrail_allocated_bytes()) }
 
