@@ -12,12 +12,7 @@ import Testing
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
 struct ClusterBigScopeTests {
     func makeServer(_ nats: NATSServerProcess, partObjects: Int) throws -> ContrailServer {
-        var options = ServerOptions()
-        options.log = nil
-        options.establishTimeout = .seconds(120)
-        options.stateChunkObjects = partObjects
-        options.cluster = ClusterOptions(servers: [nats.url])
-        return try ContrailServer(options: options)
+        try clusterServer(nats) { options, _ in options.stateChunkObjects = partObjects }
     }
 
     @Test func aStateWrittenThroughOneServerStreamsInPartsFromTheOther() async throws {

@@ -16,13 +16,7 @@ struct ClusterFreshnessTests {
     static let missBound: Duration = .seconds(5)
 
     func makeServer(_ urls: [NATSServerURL]) throws -> ContrailServer {
-        var options = ServerOptions()
-        options.log = nil
-        options.establishTimeout = .seconds(120)
-        var cluster = ClusterOptions(servers: urls)
-        cluster.replicas = 3
-        options.cluster = cluster
-        return try ContrailServer(options: options)
+        try clusterServer(urls) { _, cluster in cluster.replicas = 3 }
     }
 
     /// A client of `server` on scope "Fresh", retried while the NATS cluster elects its leaders.
@@ -72,13 +66,10 @@ struct ClusterFreshnessTests {
     @Test func withNoWakeUpAtAllThePeriodicCatchUpBringsTheChange() async throws {
         let nats = try await NATSServerProcess.start(configuration: NATSServerProcess.fullAndBlindUsers)
         func makeServer(_ user: String, catchUpInterval: Duration) throws -> ContrailServer {
-            var options = ServerOptions()
-            options.log = nil
-            var cluster = ClusterOptions(servers: [nats.url])
-            cluster.credentials = .userPassword(user: user, password: "pw-" + user)
-            cluster.catchUpInterval = catchUpInterval
-            options.cluster = cluster
-            return try ContrailServer(options: options)
+            try clusterServer(nats) { _, cluster in
+                cluster.credentials = .userPassword(user: user, password: "pw-" + user)
+                cluster.catchUpInterval = catchUpInterval
+            }
         }
         let writing = try makeServer("full", catchUpInterval: .seconds(1))
         let periodic = try makeServer("blind", catchUpInterval: .milliseconds(100))

@@ -52,16 +52,13 @@ struct ClusterGrantTests {
     }
 
     static func makeServer(_ nats: NATSServerProcess) throws -> ContrailServer {
-        var options = ServerOptions()
-        options.log = nil
-        options.establishTimeout = .seconds(120)
-        options.cluster = ClusterOptions(servers: [nats.url])
         let grants: [String: ScopeGrants] = ["writer": ["board": .write], "reader": ["board": .read], "stranger": ["other": .write]]
-        options.sessionHook = { params, _ in
-            guard case .string(let user)? = params["user"], let granted = grants[user] else { return .deny() }
-            return .allow(SessionIdentity(user: user, grants: granted))
+        return try clusterServer(nats) { options, _ in
+            options.sessionHook = { params, _ in
+                guard case .string(let user)? = params["user"], let granted = grants[user] else { return .deny() }
+                return .allow(SessionIdentity(user: user, grants: granted))
+            }
         }
-        return try ContrailServer(options: options)
     }
 
     @Test func everyServerOfAClusterEnforcesTheGrants() async throws {

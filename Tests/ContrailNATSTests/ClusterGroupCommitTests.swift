@@ -32,12 +32,7 @@ struct ClusterGroupCommitTests {
     func concurrentChangeSetsOfOneServerShareLogMessagesAndEachAppliesOnce(maxBatchBytes: Int) async throws {
         let nats = try await NATSServerProcess.start()
         func makeServer() throws -> ContrailServer {
-            var options = ServerOptions()
-            options.log = nil
-            var cluster = ClusterOptions(servers: [nats.url])
-            cluster.maxBatchBytes = maxBatchBytes
-            options.cluster = cluster
-            return try ContrailServer(options: options)
+            try clusterServer(nats) { _, cluster in cluster.maxBatchBytes = maxBatchBytes }
         }
         func replica(_ server: ContrailServer) async throws -> (Client, Deck) {
             try await patientDeckReplica(server)

@@ -22,15 +22,11 @@ struct ClusterHistoryTests {
     }
 
     func makeServer(_ nats: NATSServerProcess, retention: Duration?, clock: WallClock) throws -> ContrailServer {
-        var options = ServerOptions()
-        options.log = nil
-        options.establishTimeout = .seconds(120)
-        options.historyRetention = retention
-        options.wallClock = { clock.now }
-        var cluster = ClusterOptions(servers: [nats.url])
-        cluster.snapshotEvery = 3
-        options.cluster = cluster
-        return try ContrailServer(options: options)
+        try clusterServer(nats) { options, cluster in
+            options.historyRetention = retention
+            options.wallClock = { clock.now }
+            cluster.snapshotEvery = 3
+        }
     }
 
     /// A deck replica of `server`, patient with a loaded machine (``ClusterServerTests``'s).

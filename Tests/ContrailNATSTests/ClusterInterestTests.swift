@@ -12,14 +12,11 @@ import Testing
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
 struct ClusterInterestTests {
     func makeServer(_ nats: NATSServerProcess, idle: Duration = .seconds(60)) throws -> ContrailServer {
-        var options = ServerOptions()
-        options.log = nil
-        options.servesPages = true
-        options.scopeIdleTimeout = idle
-        var cluster = ClusterOptions(servers: [nats.url])
-        cluster.catchUpInterval = .milliseconds(50)
-        options.cluster = cluster
-        return try ContrailServer(options: options)
+        try clusterServer(nats) { options, cluster in
+            options.servesPages = true
+            options.scopeIdleTimeout = idle
+            cluster.catchUpInterval = .milliseconds(50)
+        }
     }
 
     func replica(_ server: ContrailServer) async throws -> (Client, Scope, Deck) {

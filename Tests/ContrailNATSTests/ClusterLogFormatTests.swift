@@ -14,13 +14,11 @@ import Testing
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
 struct ClusterLogFormatTests {
     func makeServer(_ nats: NATSServerProcess, logFormat: Int = 2, lines: LogLines? = nil) throws -> ContrailServer {
-        var options = ServerOptions()
-        if let lines { options.log = { line in lines.append(line) } } else { options.log = nil }
-        var cluster = ClusterOptions(servers: [nats.url])
-        cluster.logFormat = logFormat
-        cluster.formatRefresh = .milliseconds(200)
-        options.cluster = cluster
-        return try ContrailServer(options: options)
+        try clusterServer(nats) { options, cluster in
+            if let lines { options.log = { line in lines.append(line) } }
+            cluster.logFormat = logFormat
+            cluster.formatRefresh = .milliseconds(200)
+        }
     }
 
     func replica(_ server: ContrailServer) async throws -> (Client, Deck) {

@@ -78,10 +78,7 @@ struct ClusterOperationsTests {
 
     @Test func clusterMetricsCountPublishesAndTheirLag() async throws {
         let nats = try await NATSServerProcess.start()
-        var options = ServerOptions()
-        options.log = nil
-        options.cluster = ClusterOptions(servers: [nats.url])
-        let server = try ContrailServer(options: options)
+        let server = try clusterServer(nats)
         let (client, deck) = try await deckReplica(server.connector())
         for index in 0..<5 {
             deck.title = "t\(index)"

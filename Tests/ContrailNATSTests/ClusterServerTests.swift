@@ -26,13 +26,7 @@ struct ClusterServerTests {
     }
 
     func makeServer(at url: NATSServerURL, snapshotEvery: Int = 1_000) throws -> ContrailServer {
-        var options = ServerOptions()
-        options.log = nil
-        options.establishTimeout = .seconds(120)
-        var cluster = ClusterOptions(servers: [url])
-        cluster.snapshotEvery = snapshotEvery
-        options.cluster = cluster
-        return try ContrailServer(options: options)
+        try clusterServer([url]) { _, cluster in cluster.snapshotEvery = snapshotEvery }
     }
 
     func makeReplica(_ server: ContrailServer, name: String = "Deck") async throws -> (Client, Scope, Deck) {
@@ -98,11 +92,7 @@ struct ClusterServerTests {
     /// replica's objects and this server's subscribed sessions.
     @Test func theInspectorCountsAClusterScopesObjectsAndSessions() async throws {
         let nats = try await NATSServerProcess.start()
-        var options = ServerOptions()
-        options.log = nil
-        options.servesPages = true
-        options.cluster = ClusterOptions(servers: [nats.url])
-        let server = try ContrailServer(options: options)
+        let server = try clusterServer(nats) { options, _ in options.servesPages = true }
         let port = try await server.start()
         let a = try await makeReplica(server)
         a.2.cards.append(Slide(text: "one"))
@@ -182,13 +172,11 @@ struct ClusterServerTests {
         var nodes = try await NATSServerProcess.startCluster()
         var servers: [ContrailServer] = []
         for _ in 0..<2 {
-            var options = ServerOptions()
-            options.log = nil
-            var cluster = ClusterOptions(servers: nodes.map(\.url))
-            cluster.replicas = 3
-            cluster.snapshotEvery = 10
-            options.cluster = cluster
-            servers.append(try ContrailServer(options: options))
+            servers.append(
+                try clusterServer(nodes.map(\.url)) { _, cluster in
+                    cluster.replicas = 3
+                    cluster.snapshotEvery = 10
+                })
         }
         // The first fetches fail while the NATS cluster elects its leaders; the servers keep trying.
         var replicas: [(Client, Scope, Deck)] = []
@@ -315,12 +303,9 @@ struct ClusterServerTests {
     }
 
     @Test func withoutNATSTheFetchFailsWithAClearError() async throws {
-        var options = ServerOptions()
-        options.log = nil
-        var cluster = ClusterOptions(servers: [NATSServerURL(host: "127.0.0.1", port: try freePorts(1)[0])])
-        cluster.requestTimeout = .seconds(2)
-        options.cluster = cluster
-        let server = try ContrailServer(options: options)
+        let server = try clusterServer([NATSServerURL(host: "127.0.0.1", port: try freePorts(1)[0])]) { _, cluster in
+            cluster.requestTimeout = .seconds(2)
+        }
         let scope = Scope(name: "Deck")
         scope.root = Deck()
         do {

@@ -139,12 +139,10 @@ struct NATSAuthorizationTests {
         let nats = try await NATSServerProcess.start(configuration: Self.users)
         let lines = LogLines()
         func makeServer(_ credentials: NATSCredentials) throws -> ContrailServer {
-            var options = ServerOptions()
-            options.log = { line in lines.append(line) }
-            var cluster = ClusterOptions(servers: [nats.url])
-            cluster.credentials = credentials
-            options.cluster = cluster
-            return try ContrailServer(options: options)
+            try clusterServer(nats) { options, cluster in
+                options.log = { line in lines.append(line) }
+                cluster.credentials = credentials
+            }
         }
         let one = try makeServer(.userPassword(user: "alice", password: "wonderland-42"))
         let two = try makeServer(.userPassword(user: "alice", password: "wonderland-42"))

@@ -12,12 +12,7 @@ import Testing
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
 struct PresenceClusterTests {
     func makeServer(_ nats: NATSServerProcess, timeout: Duration = .seconds(30)) throws -> ContrailServer {
-        var options = ServerOptions()
-        options.log = nil
-        options.establishTimeout = .seconds(120)
-        options.presenceTimeout = timeout
-        options.cluster = ClusterOptions(servers: [nats.url])
-        return try ContrailServer(options: options)
+        try clusterServer(nats) { options, _ in options.presenceTimeout = timeout }
     }
 
     /// The messages the scopes' stream holds.

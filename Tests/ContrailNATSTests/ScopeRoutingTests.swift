@@ -14,11 +14,7 @@ import Testing
 @Suite(.disabled(if: NATSServerProcess.skipped, NATSServerProcess.skipReason), .oneAtATime, .timeLimit(.minutes(5)))
 struct ScopeRoutingTests {
     func makeServer(_ nats: NATSServerProcess) throws -> ContrailServer {
-        var options = ServerOptions()
-        options.log = nil
-        options.establishTimeout = .seconds(120)
-        options.cluster = ClusterOptions(servers: [nats.url])
-        return try ContrailServer(options: options)
+        try clusterServer(nats)
     }
 
     @Test func routedAndUnroutedClientsOnTwoServersSync() async throws {
