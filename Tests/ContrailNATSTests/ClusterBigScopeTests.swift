@@ -35,18 +35,12 @@ struct ClusterBigScopeTests {
         options.replyTimeout = .seconds(60)
         let reader = Client(connector: two.connector(), options: options)
         let session = try await reader.connect()
-        var seen: [FetchProgress] = []
-        var cardsDuringFetch: Set<Int> = []
-        try await session.fetch(scope) { progress in
-            seen.append(progress)
-            cardsDuringFetch.insert(fetched.cards.count)  // the app never sees half a state
-        }
-        #expect(cardsDuringFetch == [0])
+        let record = try await FetchRecord.fetch(scope, in: session) { fetched.cards.count }
+        #expect(record.countsDuringFetch == [0])  // the app never sees half a state
         #expect(fetched.cards.count == count)
         #expect(fetched.cards.enumerated().allSatisfy { $1.votes == $0 })
-        #expect(seen.count >= count / 100, "parts of 100 objects, each reported: \(seen.count) reports")
-        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.received < $1.received && $0.total == $1.total })
-        #expect(seen.last == FetchProgress(received: count + 1, total: count + 1))
+        #expect(record.reports.count >= count / 100, "parts of 100 objects, each reported: \(record.reports.count) reports")
+        #expect(record.risesTo(count + 1), "\(record.reports)")
         // Live afterwards, across the servers.
         fetched.cards[7].votes = -7
         #expect(await eventually(.seconds(60)) { deck.cards[7].votes == -7 })

@@ -68,19 +68,13 @@ final class TileBoard: ModelObject {
         let (scope, board) = makeScope()
         let client = Client(connector: server.connector(), options: testOptions(clock: clock))
         let session = try await client.connect()
-        var seen: [FetchProgress] = []
-        var tilesDuringFetch: Set<Int> = []
-        try await session.fetch(scope) { progress in
-            seen.append(progress)
-            tilesDuringFetch.insert(board.tiles.count)   // the app never sees half a state
-        }
-        #expect(tilesDuringFetch == [0])
+        let record = try await FetchRecord.fetch(scope, in: session) { board.tiles.count }
+        #expect(record.countsDuringFetch == [0])  // the app never sees half a state
         #expect(board.tiles.count == 100_000)
         #expect(scope.count == 100_001)
         #expect(board.tiles.enumerated().allSatisfy { $1.a == $0 && $1.b == 2 * $0 && $1.c == 3 * $0 })
-        #expect(seen.count > 10, "a 19 MB state comes in many parts: \(seen.count)")
-        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.received < $1.received && $0.total == $1.total })
-        #expect(seen.last == FetchProgress(received: 100_001, total: 100_001))
+        #expect(record.reports.count > 10, "a 19 MB state comes in many parts: \(record.reports.count)")
+        #expect(record.risesTo(100_001), "\(record.reports.suffix(3))")
         // Live afterwards: a change made here reaches the server.
         board.tiles[7].a = -7
         #expect(await eventually { session.pendingChangeSets == 0 })
