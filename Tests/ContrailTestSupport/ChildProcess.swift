@@ -13,6 +13,8 @@ import Foundation
 /// ```
 public final class ChildProcess: Sendable {
     private let process: Process
+    /// The child's standard input: open until ``closeInput()`` (a child can wait for its end).
+    private let input = Pipe()
     private let state = Shared()
 
     /// What the reader thread, the termination handler, the timers and the test share.
@@ -53,6 +55,7 @@ public final class ChildProcess: Sendable {
         let pipe = Pipe()
         process.standardError = pipe
         process.standardOutput = output ? pipe : FileHandle.nullDevice
+        process.standardInput = input
         self.process = process
         let state = self.state
         process.terminationHandler = { _ in Self.update(state) { $0.hasExited = true } }
@@ -188,6 +191,11 @@ public final class ChildProcess: Sendable {
     @discardableResult
     public func waitForExit(timeout: Duration = .seconds(30)) async -> Bool {
         await wait(timeout: timeout) { $0.hasExited && $0.isEOF ? true : nil }
+    }
+
+    /// Closes the child's standard input: a child that reads it to its end goes on.
+    public func closeInput() {
+        try? input.fileHandleForWriting.close()
     }
 
     /// Sends `signal` (SIGKILL by default) to the child if it still runs, without waiting.
