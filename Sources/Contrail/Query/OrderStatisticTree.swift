@@ -1,3 +1,5 @@
+import ContrailSupport
+
 /// A sorted sequence of distinct elements with O(log n) insertion, removal, rank (the index of an
 /// element) and selection (the element at an index): a B+ tree whose inner nodes keep the element
 /// count of each child. What a live query keeps its matches in, so that a change of one object
@@ -120,14 +122,10 @@ final class OrderStatisticTree<Element> {
     @inline(__always)
     private func route(_ element: Element, _ key: UInt64, in node: Node) -> Int {
         node.prefixes.withUnsafeBufferPointer { prefixes in
-            var low = 0
-            var high = prefixes.count
-            while low < high {
-                let mid = (low + high) / 2
+            prefixes.indices.partitioningIndex { mid in
                 let other = prefixes[mid]
-                if key != other ? key < other : less(element, node.keys[mid]) { high = mid } else { low = mid + 1 }
+                return key != other ? key < other : less(element, node.keys[mid])
             }
-            return low
         }
     }
 
@@ -136,14 +134,10 @@ final class OrderStatisticTree<Element> {
     @inline(__always)
     private func lowerBound(_ element: Element, _ key: UInt64, in leaf: Node) -> Int {
         leaf.prefixes.withUnsafeBufferPointer { prefixes in
-            var low = 0
-            var high = prefixes.count
-            while low < high {
-                let mid = (low + high) / 2
+            prefixes.indices.partitioningIndex { mid in
                 let other = prefixes[mid]
-                if other != key ? other < key : less(leaf.elements[mid], element) { low = mid + 1 } else { high = mid }
+                return !(other != key ? other < key : less(leaf.elements[mid], element))
             }
-            return low
         }
     }
 

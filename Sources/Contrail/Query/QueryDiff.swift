@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 
 /// How a live query turns the objects that left, joined and changed into index-based changes.
@@ -27,13 +28,7 @@ enum QueryDiff {
 
     /// How many of `sorted` are less than `value`. O(log n).
     static func countLess(than value: Int, in sorted: [Int]) -> Int {
-        var low = 0
-        var high = sorted.count
-        while low < high {
-            let mid = (low + high) / 2
-            if sorted[mid] < value { low = mid + 1 } else { high = mid }
-        }
-        return low
+        sorted.partitioningIndex { $0 >= value }
     }
 
     /// The positions of a longest strictly increasing subsequence of `values`. O(n log n).
@@ -42,12 +37,7 @@ enum QueryDiff {
         var tails: [Int] = []          // positions: tails[k] ends the best run of length k + 1
         var previous = Array(repeating: -1, count: values.count)
         for (position, value) in values.enumerated() {
-            var low = 0
-            var high = tails.count
-            while low < high {
-                let mid = (low + high) / 2
-                if values[tails[mid]] < value { low = mid + 1 } else { high = mid }
-            }
+            let low = tails.partitioningIndex { values[$0] >= value }
             if low > 0 { previous[position] = tails[low - 1] }
             if low == tails.count { tails.append(position) } else { tails[low] = position }
         }

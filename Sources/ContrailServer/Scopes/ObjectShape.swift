@@ -1,3 +1,5 @@
+import ContrailSupport
+
 /// What objects of one class with the same property names share: the class name and the names,
 /// sorted. A ``ScopeStore``'s ``ObjectTable`` holds one instance per (class, names), with a row per
 /// object, so an object pays for its names once per shape, not once per object. Immutable.
@@ -21,13 +23,7 @@ final class ObjectShape: Sendable, Hashable {
 
     /// Where `key` goes in ``keys`` to keep them sorted. O(log n).
     func insertionIndex(of key: String) -> Int {
-        var low = 0
-        var high = keys.count
-        while low < high {
-            let middle = (low + high) / 2
-            if keys[middle] < key { low = middle + 1 } else { high = middle }
-        }
-        return low
+        keys.partitioningIndex { $0 >= key }
     }
 
     /// This shape with `key` inserted at `index` (from ``insertionIndex(of:)``). O(n).
