@@ -113,6 +113,36 @@ struct ClusterLogFormatTests {
         await nats.stop()
     }
 
+    /// A loaded scope that meets a message of a format its server does not read ends the sessions
+    /// subscribed to it there (their clients start over, and learn why from the fetch), instead of
+    /// leaving them on a replica that no longer follows the log.
+    @Test func aLoadedScopeThatMeetsAnUnreadableFormatEndsItsSessions() async throws {
+        let nats = try await NATSServerProcess.start()
+        let lines = LogLines()
+        let server = try makeServer(nats, lines: lines)
+        let writer = try await replica(server)
+        var statuses: [Client.Status] = []
+        let token = writer.0.onStatusChange(writer.0) { statuses.append($0) }
+        writer.1.title = "before"
+        #expect(await eventually(.seconds(30)) { (writer.0.session?.pendingChangeSets ?? 1) == 0 })
+        // Positive control: a session that the scope can keep current stays online.
+        #expect(statuses.isEmpty, "\(statuses)")
+
+        let connection = try await NATSConnection.connect(nats.url)
+        let subject = ClusterOptions(servers: []).subjectPrefix + "." + ClusterEntry.token(for: "Deck")
+        _ = try await JetStream(connection: connection).publish(subject, payload: Array(#"{"batch":[]}"#.utf8),
+                                                                headers: NATSHeaders([(ClusterLogFormat.header, "3")]))
+        #expect(await eventually(.seconds(30)) { lines.all.contains { $0.contains("stopped on this server") } }, "\(lines.all)")
+        #expect(await eventually(.seconds(30)) { statuses.contains(.connecting) }, "the session ended: \(statuses)")
+        // The client's next fetch there is refused with a reason.
+        await #expect(throws: (any Error).self) { _ = try await replica(server) }
+        token.cancel()
+        await writer.0.close()
+        await server.stop()
+        await connection.close()
+        await nats.stop()
+    }
+
     @Test func theFormatRecordDropsExpiredServersAndWritesTheLowestLiveFormat() async throws {
         let nats = try await NATSServerProcess.start()
         let connection = try await NATSConnection.connect(nats.url)

@@ -165,6 +165,8 @@ actor ClusterScope: HostedScope {
     /// until the queue is below that (what one client can make the server hold stays bounded).
     /// `identity`'s user and the time go into the entry for the history (a cluster scope runs no procedures).
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]?) async {
+        // Stopped on a log format it does not read: nothing more is appended through this server.
+        guard stopped == nil else { return refuse([(outbox, message)], Self.stoppedReason(name)) }
         let entry = ClusterEntry.changeSet(fragments: message.fragments, atomic: message.atomic == true, id: message.changeSetID)
         let payload = ClusterEntry.stamped(entry.encoded, user: identity.user, time: wallClock())
         queued.append(Queued(outbox: outbox, message: message, payload: payload))
@@ -173,6 +175,20 @@ actor ClusterScope: HostedScope {
         while queuedBytes > 4 * link.options.maxBatchBytes, committer != nil {
             await withCheckedContinuation { queueWaiters.append($0) }
         }
+    }
+
+    /// Answers each change set with every fragment rejected for `reason` (it is not in the log).
+    private func refuse(_ changeSets: [(outbox: SessionOutbox, message: ScopeSync)], _ reason: WireErrorBody) {
+        for (outbox, message) in changeSets {
+            let replies = Array(repeating: FragmentReply.rejected(reason), count: message.fragments.count)
+            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
+        }
+    }
+
+    /// What the sessions of a scope stopped on an unknown log format are told (the format is the
+    /// operator's business, in the log, not the client's).
+    private static func stoppedReason(_ name: String) -> WireErrorBody {
+        .couldNotApplySyncMessage("scope '\(name)' is unavailable on this server; start a new session")
     }
 
     /// Appends the queued change sets, a batch per publish, until none is left.
@@ -204,11 +220,7 @@ actor ClusterScope: HostedScope {
             } catch {
                 guard let origins = origins.removeValue(forKey: id) else { continue }
                 log.write("cluster.append_failed", level: .error, scope: name, "scope '\(name)': \(origins.count) change set(s) not appended: \(error)")
-                for (outbox, message) in origins {
-                    let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("the cluster log is unavailable")),
-                                        count: message.fragments.count)
-                    outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
-                }
+                refuse(origins, .couldNotApplySyncMessage("the cluster log is unavailable"))
                 continue
             }
             ownSinceSnapshot += batch.count
@@ -595,6 +607,10 @@ actor ClusterScope: HostedScope {
                                                              reads: link.options.logFormat)
                 stopped = unknown
                 log.write("cluster.unknown_log_format", level: .error, scope: name, "scope '\(name)' stopped on this server: \(unknown)")
+                // Its sessions can no longer be kept current: they end, and their clients start over
+                // (on this server a fetch now fails with a reason; a server that reads the format
+                // serves them, and answers a change set they send again as a repeat).
+                if case .loaded(let replica) = phase { replica.core.endSubscribers(Self.stoppedReason(name)) }
                 throw .invalidResponse(unknown.description)
             }
             let previous = message.headers?[ClusterEntry.previousHeader].flatMap(UInt64.init) ?? 0
