@@ -186,7 +186,8 @@ export class Scope extends Emitter {
     this.objects.set(this.root.uuid, this.root);
     // Change sets sent or waiting, not settled, oldest first (Swift: ChangeSetQueue.entries): each is
     // {id, fragments, originals: Map uuid → {key: value before it}, added: Set of uuids it adds,
-    //  atomic, index (of its ScopeSync on this wire session, null when unsent), heldBack}.
+    //  atomic, index (of its ScopeSync on this wire session, null when unsent), heldBack,
+    //  batch (the id of the ScopeSync it was coalesced into once sent, null before: ChangeSetBatch)}.
     this.queue = [];
     this._created = new Map(); // uuid → Model made locally, not in the tree yet
     // Objects that left the tree while change sets were pending (Swift: Scope.retired): a revert, a
@@ -291,7 +292,7 @@ export class Scope extends Emitter {
       created: models([...this._created].filter(([id]) => reachable.has(id))),
       retired: models(this._retired),
       pending: Object.fromEntries([...this._pending].map(([id, entry]) => [id, entry.original])),
-      queue: this.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: Object.fromEntries(e.originals), added: [...e.added], atomic: e.atomic, heldBack: e.heldBack })),
+      queue: this.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: Object.fromEntries(e.originals), added: [...e.added], atomic: e.atomic, heldBack: e.heldBack, batch: e.batch ?? null })),
     };
   }
 
@@ -314,7 +315,7 @@ export class Scope extends Emitter {
     for (const [id, m] of Object.entries(saved.created)) this._created.set(id, model(id, m));
     for (const [id, m] of Object.entries(saved.retired)) this._retired.set(id, model(id, m));
     for (const [id, original] of Object.entries(saved.pending)) if (this.objects.has(id)) this._pending.set(id, { original: { ...original } });
-    this.queue = saved.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: new Map(Object.entries(e.originals)), added: new Set(e.added), atomic: e.atomic, index: null, heldBack: e.heldBack }));
+    this.queue = saved.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: new Map(Object.entries(e.originals)), added: new Set(e.added), atomic: e.atomic, index: null, heldBack: e.heldBack, batch: e.batch ?? null }));
     this._attached = true;
     for (const m of this.objects.values()) this.emit("attach", { model: m });
     this.emit("state", { root: this.root, restored: true });
@@ -383,10 +384,10 @@ export class Scope extends Emitter {
     this._collect(reachable);
     if (!fragments.length) return;
     for (const hook of this.fragmentHooks) for (const fragment of fragments) hook(fragment);
-    const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false };
+    const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false, batch: null };
     this.queue.push(entry);
     this.emit("changeset", { fragments, remote: false });
-    this._client?._sendChangeSet(this, entry);
+    this._client?._pump(this);
   }
 
   /** The uuids reachable from the root through known models (in the tree, created, or held); objects hang on references (§3.3). */
@@ -682,12 +683,104 @@ function normalize(value) {
 }
 
 /**
+ * Consecutive unsent change sets sent as one `ScopeSync` (coalescing, issue 30), as Swift's
+ * ChangeSetBatch (Sources/Contrail/Sync/ChangeSetBatch.swift), rule for rule. Only the wire message
+ * is merged: every change set keeps its queue entry, id, originals and outcome, and is settled from
+ * the batch's reply as if it had gone alone (`replies`). Merged: change sets that are not atomic,
+ * carry no shared-text or counter members (§8.21), add no object that is out of the tree or that
+ * another queued change set adds too, have never been sent in a batch, up to `maxMembers` and the
+ * server's limits (the JS client has no procedure calls and no undo steps). Fragments are merged
+ * per object: a later `change` writes its values over the object's last `change` in the batch (a
+ * change after an `add` of it goes as a `change` of its own, after the add), and a collection keeps
+ * the base of its first change in the batch, so the server does one three-way merge (§8.4) or one
+ * edit (§8.24) per collection. A refused merged fragment refuses every member's fragment of that
+ * object (each member reverts it); the server's values go to the last member writing the object.
+ * Once sent, a batch is frozen: its members keep its id (`entry.batch`) and go again together under
+ * it after a new session or a restore (contrail-store.js), so a server that applied it answers a
+ * repeat (§8.11).
+ */
+class ChangeSetBatch {
+  /** The most change sets one batch merges (Swift: ChangeSetBatch.maxMembers). */
+  static maxMembers = 1_000;
+
+  /** How many queued change sets of `scope` add each object (Swift: ChangeSetQueue.addCount). O(queue). */
+  static addCounts(scope) {
+    const counts = new Map();
+    for (const entry of scope.queue) for (const id of entry.added) counts.set(id, (counts.get(id) ?? 0) + 1);
+    return counts;
+  }
+
+  /** Whether `entry` may be merged with others (see the class comment). O(its fragments). */
+  static canJoin(scope, entry, addCounts) {
+    if (entry.atomic) return false;
+    return entry.fragments.every((f) => f.text === undefined && f.counter === undefined
+      && (f.type !== "add" || (scope.objects.has(f.uuid) && addCounts.get(f.uuid) === 1)));
+  }
+
+  entries = [];     // the members, oldest first
+  fragments = [];   // the merged fragments, in order of each object's first fragment in the batch
+  #targets = [];    // for each member, for each of its fragments, the merged fragment it went into
+  #slot = new Map(); // uuid → the merged fragment of the object
+
+  /** Adds `entry` when its fragments merge with the batch; false (the batch unchanged) otherwise. O(its fragments and their keys). */
+  add(entry) {
+    // An object that came back after leaving the tree is added again: it ends the batch.
+    if (!entry.fragments.every((f) => f.type === "change" || !this.#slot.has(f.uuid))) return false;
+    const placed = [];
+    for (const f of entry.fragments) {
+      const position = this.#slot.get(f.uuid);
+      if (position !== undefined && this.fragments[position].type === "change") {
+        ChangeSetBatch.#merge(f, this.fragments[position]);
+        placed.push(position);
+      } else {
+        this.#slot.set(f.uuid, this.fragments.length);
+        placed.push(this.fragments.length);
+        this.fragments.push(f.type === "change" ? { ...f, properties: { ...f.properties }, ...(f.bases ? { bases: { ...f.bases } } : {}) } : f);
+      }
+    }
+    this.entries.push(entry);
+    this.#targets.push(placed);
+    return true;
+  }
+
+  /** Writes `later`'s values over `earlier` (a copy): a key `earlier` wrote keeps its base, a new one takes `later`'s. */
+  static #merge(later, earlier) {
+    for (const [key, value] of Object.entries(later.properties)) {
+      const wroteBefore = key in earlier.properties;
+      earlier.properties[key] = value;
+      if (wroteBefore || !later.bases || !(key in later.bases)) continue;
+      earlier.bases = { ...earlier.bases, [key]: later.bases[key] };
+    }
+  }
+
+  /**
+   * Each member's fragment replies, as if it had been sent alone, from the batch's `fragmentReplies`:
+   * the merged fragment's reply for each of its fragments, `modifications` for the last member
+   * writing the object only; null for every member when the reply does not match (each is reverted).
+   * O(fragments).
+   */
+  replies(fragmentReplies) {
+    if (!Array.isArray(fragmentReplies) || fragmentReplies.length !== this.fragments.length) return this.entries.map(() => null);
+    const last = new Map();
+    this.#targets.forEach((placed, member) => { for (const position of placed) last.set(position, member); });
+    return this.#targets.map((placed, member) => placed.map((position) => {
+      const reply = { ...(fragmentReplies[position] ?? {}) };
+      if (last.get(position) !== member) delete reply.modifications;
+      return reply;
+    }));
+  }
+}
+
+/**
  * A session with a Contrail (or Jetstream) server. Status: "connecting", "creating", "resuming",
  * "online", "offline" (reconnecting), "denied", "closed". Events: "status", "error".
  */
 export class Client extends Emitter {
-  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000, healthyAfter: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
+  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000, healthyAfter: 10_000 }, WebSocket: WS = globalThis.WebSocket, coalesce = true } = {}) {
     super();
+    // Whether consecutive unsent change sets that may be merged go as one message (ChangeSetBatch);
+    // off, every change set goes alone (the coalescing tests compare both).
+    this.coalesce = coalesce;
     this.url = url;
     this.params = params;
     this.pingInterval = pingInterval;
@@ -919,6 +1012,7 @@ export class Client extends Emitter {
     this._later(this.backoff.healthyAfter ?? 10_000, () => { if (ws === this._ws && this.status === "online") this._attempt = 0; });
     this._setStatus("online");
     for (const x of this._unacked) this._raw(x);
+    for (const record of this._fetched) this._pump(record.scope);
     this._schedulePing();
   }
 
@@ -964,7 +1058,7 @@ export class Client extends Emitter {
       }
       scope._scopeIndex = reply.scopeIndex;
       this._scopesByIndex.set(reply.scopeIndex, scope);
-      for (const entry of scope.queue) this._sendChangeSet(scope, entry);
+      this._pump(scope);
     });
   }
 
@@ -979,6 +1073,7 @@ export class Client extends Emitter {
         reject(revisionError("not-fetched", `scope '${scope.name}' is not fetched on this session`));
         return;
       }
+      this._pump(scope, true);  // the change sets flushed before it go first, even offline
       // A new session forgets the request (no resend): the wait ends after replyTimeout.
       const timer = this._later(this.replyTimeout, () => reject(revisionError("timeout", `no answer to MarkRevision '${label}' in ${this.replyTimeout} ms`)));
       this._send({ type: "MarkRevision", index: 0, scopeIndex: scope._scopeIndex, label: String(label) }, (reply) => {
@@ -1002,6 +1097,72 @@ export class Client extends Emitter {
   }
 
   /**
+   * Sends the change sets of `scope` not yet sent on this wire session, oldest first, coalesced where
+   * they may be (ChangeSetBatch), once its fetch reply gave it an index. Offline they wait (unless
+   * `force`d: a MarkRevision must follow them), so what was edited meanwhile goes in few messages
+   * when the session is back, resumed or new (the Swift client holds them in its resend buffer
+   * instead). Swift: Session.pump. O(unsent change sets' fragments).
+   */
+  _pump(scope, force = false) {
+    if (scope._scopeIndex === null || (!force && this.status !== "online")) return;
+    const unsent = scope.queue.filter((entry) => entry.index === null && !entry.refused);
+    let addCounts = null;
+    for (let i = 0; i < unsent.length;) {
+      const first = unsent[i];
+      let batch = null;
+      if (first.batch || (this.coalesce && this.extensions.size && i + 1 < unsent.length && !unsent[i + 1].batch)) {
+        addCounts ??= ChangeSetBatch.addCounts(scope);
+        batch = this._batch(scope, unsent, i, addCounts);
+      }
+      if (batch) { this._sendBatch(scope, batch); i += batch.entries.length; }
+      else { this._sendChangeSet(scope, first); i++; }
+    }
+  }
+
+  /**
+   * The batch `unsent[i]` goes in: the one it was sent in before (frozen: the same members, to go
+   * under the same id), or a new one of the change sets from it that may join, within the server's
+   * limits (fragments per message, bytes of the message as sent). Null: it goes alone. Swift:
+   * Session.batch(from:of:scopeIndex:). O(members' fragments).
+   */
+  _batch(scope, unsent, i, addCounts) {
+    const frozen = unsent[i].batch ?? null;
+    if (!frozen && !(ChangeSetBatch.canJoin(scope, unsent[i], addCounts) && ChangeSetBatch.canJoin(scope, unsent[i + 1], addCounts))) return null;
+    const maxFragments = Math.min(this._limits?.maxFragmentsPerMessage ?? 10_000, 10_000);
+    const batch = new ChangeSetBatch();
+    for (let k = i; k < unsent.length; k++) {
+      const entry = unsent[k];
+      if (frozen ? entry.batch !== frozen
+        : batch.entries.length >= ChangeSetBatch.maxMembers || entry.batch || !ChangeSetBatch.canJoin(scope, entry, addCounts)) break;
+      if (batch.fragments.length + entry.fragments.length > maxFragments || !batch.add(entry)) break;
+    }
+    if (!frozen && batch.entries.length < 2) return null;
+    batch.sent = this.extensions.has(COLLECTION_OPS) ? batch.fragments.map(withCollectionEdits) : batch.fragments;
+    const probe = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: false, fragments: batch.sent, changeSet: frozen ?? uuid() };
+    return overLimits(probe, this._limits) ? null : batch;
+  }
+
+  /**
+   * Sends `batch` as one non-atomic ScopeSync under the id its members keep (a new one the first
+   * time, announced by a "batched" event {id, changeSets} before the message leaves, so
+   * contrail-store.js saves it), and settles each member from the reply as if it had gone alone.
+   */
+  _sendBatch(scope, batch) {
+    let id = batch.entries[0].batch;
+    if (!id) {
+      id = uuid();
+      for (const entry of batch.entries) entry.batch = id;
+      scope.emit("batched", { id, changeSets: batch.entries.map((entry) => entry.id) });
+    }
+    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: false, fragments: batch.sent, changeSet: id };
+    this._send(message, (reply) => {
+      const replies = batch.replies(reply.fragmentReplies);
+      batch.entries.forEach((entry, k) => scope._settle(entry, replies[k]));
+    });
+    for (const entry of batch.entries) entry.index = message.index;
+  }
+
+  /**
    * Sends a change set not yet sent on this wire session, with its id (§8.11: the server applies it
    * once). Swift: Session.send (Sources/Contrail/Sync/Session.swift); a new session resends them all.
    */
@@ -1020,6 +1181,7 @@ export class Client extends Emitter {
       // Reverted and settled as rejected, and the change sets after it go on (Swift: Session.overLimits in
       // Sources/Contrail/Sync/Session.swift, Protocol §8.19). Settled after this turn, outside the flush that sent it.
       const error = { type: "limit-exceeded", message: refusal };
+      entry.refused = true;
       queueMicrotask(() => scope._settle(entry, entry.fragments.map(() => ({ error }))));
       return;
     }
