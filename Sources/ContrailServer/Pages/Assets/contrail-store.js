@@ -178,8 +178,10 @@ export class ScopeStore {
     const changed = () => this.#changed();
     for (const type of ["change", "changeset", "settled", "state"]) this.#offs.push(scope.on(type, changed));
     // A change set coalesced into a batch goes again under the batch's id (never alone, which a
-    // server that applied the batch would apply again): that is written at once, not after saveDelay.
-    this.#offs.push(scope.on("batched", () => { this.#changed(); this.saved().catch(() => {}); }));
+    // server that applied the batch would apply again): the client sends a new batch once this
+    // write of its id is done (or failed: then nothing is kept anyway).
+    scope._beforeBatch = () => { this.#changed(); return this.saved(); };
+    this.#offs.push(() => { scope._beforeBatch = null; });
     this.#changed();  // the restored or current state, as it is now
   }
 

@@ -168,7 +168,8 @@ const changes = (entry, id, key) => key in (entry.originals.get(id) ?? {});
  * Events: "change" {model, key, value, previous, remote}, "insert"/"remove" {model, key, item} for
  * collections, "attach"/"detach" {model}, "state" after a full state (or a restore from
  * contrail-store.js, with `restored: true`), "changeset" {fragments, remote, origin},
- * "settled" {fragments, rejected, answers}.
+ * "settled" {fragments, rejected, answers}, "batched" {id, changeSets} when unsent change sets are
+ * coalesced into one message (ChangeSetBatch; their ids).
  *
  * Its bookkeeping follows the Swift client's rules (README, Design; Convergence in the documentation
  * catalog); the Swift counterpart of each rule is named where it is implemented.
@@ -199,6 +200,8 @@ export class Scope extends Emitter {
     this._client = null;
     this._scopeIndex = null;
     this._attached = false;     // true once a full state arrived: edits before it wait, then go out
+    this._beforeBatch = null;   // () => promise, awaited before a new batch leaves (contrail-store.js saves its id)
+    this._saving = null;        // that promise while it runs: nothing of this scope is sent meanwhile
     this.fragmentHooks = [];    // (fragment) => void, adding extension members to outgoing fragments (contrail-text.js)
   }
 
@@ -1101,10 +1104,12 @@ export class Client extends Emitter {
    * they may be (ChangeSetBatch), once its fetch reply gave it an index. Offline they wait (unless
    * `force`d: a MarkRevision must follow them), so what was edited meanwhile goes in few messages
    * when the session is back, resumed or new (the Swift client holds them in its resend buffer
-   * instead). Swift: Session.pump. O(unsent change sets' fragments).
+   * instead). A new batch of a scope with a `_beforeBatch` hook (contrail-store.js) waits until the
+   * hook's promise settles, so its id is saved before the message leaves (a restored replica sends it
+   * under that id, never its members alone). Swift: Session.pump. O(unsent change sets' fragments).
    */
   _pump(scope, force = false) {
-    if (scope._scopeIndex === null || (!force && this.status !== "online")) return;
+    if (scope._scopeIndex === null || (!force && (this.status !== "online" || scope._saving))) return;
     const unsent = scope.queue.filter((entry) => entry.index === null && !entry.refused);
     let addCounts = null;
     for (let i = 0; i < unsent.length;) {
@@ -1113,6 +1118,11 @@ export class Client extends Emitter {
       if (first.batch || (this.coalesce && this.extensions.size && i + 1 < unsent.length && !unsent[i + 1].batch)) {
         addCounts ??= ChangeSetBatch.addCounts(scope);
         batch = this._batch(scope, unsent, i, addCounts);
+      }
+      if (batch && !batch.entries[0].batch && scope._beforeBatch && !force) {
+        this._freeze(scope, batch);
+        scope._saving = Promise.resolve().then(() => scope._beforeBatch()).catch(() => {}).then(() => { scope._saving = null; this._pump(scope); });
+        return;
       }
       if (batch) { this._sendBatch(scope, batch); i += batch.entries.length; }
       else { this._sendChangeSet(scope, first); i++; }
@@ -1144,22 +1154,24 @@ export class Client extends Emitter {
 
   /**
    * Sends `batch` as one non-atomic ScopeSync under the id its members keep (a new one the first
-   * time, announced by a "batched" event {id, changeSets} before the message leaves, so
-   * contrail-store.js saves it), and settles each member from the reply as if it had gone alone.
+   * time, `_freeze`), and settles each member from the reply as if it had gone alone.
    */
   _sendBatch(scope, batch) {
-    let id = batch.entries[0].batch;
-    if (!id) {
-      id = uuid();
-      for (const entry of batch.entries) entry.batch = id;
-      scope.emit("batched", { id, changeSets: batch.entries.map((entry) => entry.id) });
-    }
+    const id = batch.entries[0].batch ?? this._freeze(scope, batch);
     const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: false, fragments: batch.sent, changeSet: id };
     this._send(message, (reply) => {
       const replies = batch.replies(reply.fragmentReplies);
       batch.entries.forEach((entry, k) => scope._settle(entry, replies[k]));
     });
     for (const entry of batch.entries) entry.index = message.index;
+  }
+
+  /** Gives the members of a new `batch` its id, for good, and tells the scope ("batched"); returns the id. */
+  _freeze(scope, batch) {
+    const id = uuid();
+    for (const entry of batch.entries) entry.batch = id;
+    scope.emit("batched", { id, changeSets: batch.entries.map((entry) => entry.id) });
+    return id;
   }
 
   /**
