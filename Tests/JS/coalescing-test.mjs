@@ -245,3 +245,22 @@ test("a revision marked offline goes after the change sets made before it", asyn
   assert.deepEqual(client._unacked.slice(-2).map((m) => m.type), ["ScopeSync", "MarkRevision"]);
   assert.equal(client._unacked.at(-2).fragments.length, 2, "both edits, coalesced, before it");
 });
+
+test("a collection edited after a remote value came in ends the batch; without one, it joins", async (t) => {
+  for (const remote of [true, false]) {
+    const { scope, items, root, ws } = await board(t);
+    const socket = ws();
+    socket.drop(1006);
+    scope.root.insert("items", scope.create("Item", { n: 1 })); scope.flush();
+    await waitFor(() => ScriptedSocket.made.at(-1) !== socket, "a reconnect");
+    const resumed = ws();
+    resumed.open();
+    // While resuming, the server resends a change another client made: it took items[0] out.
+    if (remote) resumed.receive({ type: "ScopeSync", index: 3, scopeIndex: 0, fragments: [{ type: "change", uuid: root, clsName: "Board", properties: { items: items.slice(1) } }] });
+    scope.root.insert("items", scope.create("Item", { n: 2 })); scope.flush();
+    resumed.receive({ type: "Ping", index: 0, ack: 2, resendMissing: true });
+    const sent = syncs(resumed);
+    assert.equal(sent.length, remote ? 2 : 1, remote ? "each alone: the second edits a value the first one's base does not lead to" : "one batch");
+    if (remote) assert.ok(!scope.root.get("items").includes(items[0]));
+  }
+});

@@ -729,6 +729,7 @@ class ChangeSetBatch {
   add(entry) {
     // An object that came back after leaving the tree is added again: it ends the batch.
     if (!entry.fragments.every((f) => f.type === "change" || !this.#slot.has(f.uuid))) return false;
+    if (!entry.fragments.every((f) => this.#follows(f))) return false;
     const placed = [];
     for (const f of entry.fragments) {
       const position = this.#slot.get(f.uuid);
@@ -744,6 +745,20 @@ class ChangeSetBatch {
     this.entries.push(entry);
     this.#targets.push(placed);
     return true;
+  }
+
+  /**
+   * Whether fragment `f` edits each collection of its object on the value the batch gives it so
+   * far. Not so when a remote value came in between (the replica replayed the earlier members on
+   * it): merged on the batch's first base, the edit would undo that remote change on the server, so
+   * it ends the batch (not in Swift's, which does not batch across remote values but for over
+   * `maxPendingMessages` in flight). O(the collections' lengths).
+   */
+  #follows(f) {
+    const position = this.#slot.get(f.uuid);
+    if (f.type !== "change" || !f.bases || position === undefined || this.fragments[position].type !== "change") return true;
+    const merged = this.fragments[position].properties;
+    return Object.entries(f.bases).every(([key, base]) => !(key in merged) || same(base, merged[key]));
   }
 
   /** Writes `later`'s values over `earlier` (a copy): a key `earlier` wrote keeps its base, a new one takes `later`'s. */
