@@ -264,3 +264,22 @@ test("a collection edited after a remote value came in ends the batch; without o
     if (remote) assert.ok(!scope.root.get("items").includes(items[0]));
   }
 });
+
+test("change sets sent alone before a new session go alone again, under their ids; those never sent are coalesced", async (t) => {
+  const { scope, items, online, ws } = await board(t);
+  scope.object(items[0]).set("n", 1); scope.flush();
+  scope.object(items[1]).set("n", 1); scope.flush();
+  const [first, second] = syncs(ws()).map((m) => m.changeSet);
+  expire(ws());  // before their replies
+  await waitFor(() => ScriptedSocket.made.at(-1).readyState === 0, "a new socket");
+  scope.object(items[2]).set("n", 1); scope.flush();
+  scope.object(items[0]).set("n", 2); scope.flush();
+  const socket = ws();
+  online(socket, false);
+  const sent = syncs(socket);
+  assert.deepEqual(sent.slice(0, 2).map((m) => m.changeSet), [first, second], "alone, as before: a server may have applied them");
+  assert.equal(sent.length, 3);
+  assert.equal(sent[2].fragments.length, 2, "the two made offline, in one batch");
+  // And in a saved replica: a restored page sends them alone too.
+  assert.deepEqual(scope._saved().queue.map((e) => e.batch), [first, second, sent[2].changeSet, sent[2].changeSet]);
+});

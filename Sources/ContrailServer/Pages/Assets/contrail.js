@@ -188,7 +188,8 @@ export class Scope extends Emitter {
     // Change sets sent or waiting, not settled, oldest first (Swift: ChangeSetQueue.entries): each is
     // {id, fragments, originals: Map uuid → {key: value before it}, added: Set of uuids it adds,
     //  atomic, index (of its ScopeSync on this wire session, null when unsent), heldBack,
-    //  batch (the id of the ScopeSync it was coalesced into once sent, null before: ChangeSetBatch)}.
+    //  batch (the id of the ScopeSync that carried it once sent: a batch's, ChangeSetBatch, or its own
+    //  when it went alone; null before)}.
     this.queue = [];
     this._created = new Map(); // uuid → Model made locally, not in the tree yet
     // Objects that left the tree while change sets were pending (Swift: Scope.retired): a revert, a
@@ -691,8 +692,9 @@ function normalize(value) {
  * is merged: every change set keeps its queue entry, id, originals and outcome, and is settled from
  * the batch's reply as if it had gone alone (`replies`). Merged: change sets that are not atomic,
  * carry no shared-text or counter members (§8.21), add no object that is out of the tree or that
- * another queued change set adds too, have never been sent in a batch, up to `maxMembers` and the
- * server's limits (the JS client has no procedure calls and no undo steps). Fragments are merged
+ * another queued change set adds too, were never sent (alone or in a batch: a server may have
+ * applied them under that id), up to `maxMembers` and the server's limits (the JS client has no
+ * procedure calls and no undo steps). Fragments are merged
  * per object: a later `change` writes its values over the object's last `change` in the batch (a
  * change after an `add` of it goes as a `change` of its own, after the add), and a collection keeps
  * the base of its first change in the batch, so the server does one three-way merge (§8.4) or one
@@ -1130,7 +1132,8 @@ export class Client extends Emitter {
     for (let i = 0; i < unsent.length;) {
       const first = unsent[i];
       let batch = null;
-      if (first.batch || (this.coalesce && this.extensions.size && i + 1 < unsent.length && !unsent[i + 1].batch)) {
+      // Once sent alone (`batch` is its own id), it goes alone again: a server may have applied it under its id.
+      if (first.batch ? first.batch !== first.id : this.coalesce && this.extensions.size && i + 1 < unsent.length && !unsent[i + 1].batch) {
         addCounts ??= ChangeSetBatch.addCounts(scope);
         batch = this._batch(scope, unsent, i, addCounts);
       }
@@ -1214,6 +1217,7 @@ export class Client extends Emitter {
     }
     this._send(message, (reply) => scope._settle(entry, reply.fragmentReplies));
     entry.index = message.index;
+    entry.batch = entry.id;  // sent alone: never in a batch after this
   }
 }
 
