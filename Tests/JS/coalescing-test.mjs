@@ -281,5 +281,8 @@ test("change sets sent alone before a new session go alone again, under their id
   assert.equal(sent.length, 3);
   assert.equal(sent[2].fragments.length, 2, "the two made offline, in one batch");
   // And in a saved replica: a restored page sends them alone too.
-  assert.deepEqual(scope._saved().queue.map((e) => e.batch), [first, second, sent[2].changeSet, sent[2].changeSet]);
+  assert.deepEqual(scope._saved().queue.map((e) => [e.sentAlone, e.batch]), [[true, null], [true, null], [false, sent[2].changeSet], [false, sent[2].changeSet]]);
+  const page = new Scope("Board", { rootClass: "Board" });
+  page._restore(JSON.parse(JSON.stringify(scope._saved())));
+  assert.deepEqual(page.queue.map((e) => [e.sentAlone, e.batch]), [[true, null], [true, null], [false, sent[2].changeSet], [false, sent[2].changeSet]]);
 });

@@ -63,7 +63,8 @@ const isFragment = (f) => isObject(f) && (f.type === "add" || f.type === "change
 const isEntry = (e) => isObject(e) && typeof e.id === "string" && UUID_RE.test(e.id) && Array.isArray(e.fragments) && e.fragments.length > 0 && e.fragments.every(isFragment)
   && isObject(e.originals) && Object.values(e.originals).every(isObject) && Array.isArray(e.added) && e.added.every((id) => typeof id === "string" && UUID_RE.test(id))
   && typeof e.atomic === "boolean" && typeof e.heldBack === "boolean"
-  && (e.batch === undefined || e.batch === null || (typeof e.batch === "string" && UUID_RE.test(e.batch)));
+  && (e.batch === undefined || e.batch === null || (typeof e.batch === "string" && UUID_RE.test(e.batch)))
+  && (e.sentAlone === undefined || typeof e.sentAlone === "boolean");
 
 /**
  * The saved replica in `text`, checked through and through (every byte of storage is as untrusted as

@@ -188,8 +188,8 @@ export class Scope extends Emitter {
     // Change sets sent or waiting, not settled, oldest first (Swift: ChangeSetQueue.entries): each is
     // {id, fragments, originals: Map uuid → {key: value before it}, added: Set of uuids it adds,
     //  atomic, index (of its ScopeSync on this wire session, null when unsent), heldBack,
-    //  batch (the id of the ScopeSync that carried it once sent: a batch's, ChangeSetBatch, or its own
-    //  when it went alone; null before)}.
+    //  batch (the id of the ScopeSync it was coalesced into once sent, null before: ChangeSetBatch),
+    //  sentAlone (true once it was sent alone)}.
     this.queue = [];
     this._created = new Map(); // uuid → Model made locally, not in the tree yet
     // Objects that left the tree while change sets were pending (Swift: Scope.retired): a revert, a
@@ -296,7 +296,7 @@ export class Scope extends Emitter {
       created: models([...this._created].filter(([id]) => reachable.has(id))),
       retired: models(this._retired),
       pending: Object.fromEntries([...this._pending].map(([id, entry]) => [id, entry.original])),
-      queue: this.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: Object.fromEntries(e.originals), added: [...e.added], atomic: e.atomic, heldBack: e.heldBack, batch: e.batch ?? null })),
+      queue: this.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: Object.fromEntries(e.originals), added: [...e.added], atomic: e.atomic, heldBack: e.heldBack, batch: e.batch ?? null, sentAlone: e.sentAlone === true })),
     };
   }
 
@@ -319,7 +319,7 @@ export class Scope extends Emitter {
     for (const [id, m] of Object.entries(saved.created)) this._created.set(id, model(id, m));
     for (const [id, m] of Object.entries(saved.retired)) this._retired.set(id, model(id, m));
     for (const [id, original] of Object.entries(saved.pending)) if (this.objects.has(id)) this._pending.set(id, { original: { ...original } });
-    this.queue = saved.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: new Map(Object.entries(e.originals)), added: new Set(e.added), atomic: e.atomic, index: null, heldBack: e.heldBack, batch: e.batch ?? null }));
+    this.queue = saved.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: new Map(Object.entries(e.originals)), added: new Set(e.added), atomic: e.atomic, index: null, heldBack: e.heldBack, batch: e.batch ?? null, sentAlone: e.sentAlone === true }));
     this._attached = true;
     for (const m of this.objects.values()) this.emit("attach", { model: m });
     this.emit("state", { root: this.root, restored: true });
@@ -388,7 +388,7 @@ export class Scope extends Emitter {
     this._collect(reachable);
     if (!fragments.length) return;
     for (const hook of this.fragmentHooks) for (const fragment of fragments) hook(fragment);
-    const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false, batch: null };
+    const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false, batch: null, sentAlone: false };
     this.queue.push(entry);
     this.emit("changeset", { fragments, remote: false });
     this._client?._pump(this);
@@ -717,7 +717,7 @@ class ChangeSetBatch {
 
   /** Whether `entry` may be merged with others (see the class comment). O(its fragments). */
   static canJoin(scope, entry, addCounts) {
-    if (entry.atomic) return false;
+    if (entry.atomic || entry.sentAlone) return false;
     return entry.fragments.every((f) => f.text === undefined && f.counter === undefined
       && (f.type !== "add" || (scope.objects.has(f.uuid) && addCounts.get(f.uuid) === 1)));
   }
@@ -1132,8 +1132,7 @@ export class Client extends Emitter {
     for (let i = 0; i < unsent.length;) {
       const first = unsent[i];
       let batch = null;
-      // Once sent alone (`batch` is its own id), it goes alone again: a server may have applied it under its id.
-      if (first.batch ? first.batch !== first.id : this.coalesce && this.extensions.size && i + 1 < unsent.length && !unsent[i + 1].batch) {
+      if (first.batch || (this.coalesce && this.extensions.size && i + 1 < unsent.length && !unsent[i + 1].batch && !unsent[i + 1].sentAlone)) {
         addCounts ??= ChangeSetBatch.addCounts(scope);
         batch = this._batch(scope, unsent, i, addCounts);
       }
@@ -1217,7 +1216,7 @@ export class Client extends Emitter {
     }
     this._send(message, (reply) => scope._settle(entry, reply.fragmentReplies));
     entry.index = message.index;
-    entry.batch = entry.id;  // sent alone: never in a batch after this
+    entry.sentAlone = true;  // a server may have applied it under its id: it never joins a batch
   }
 }
 
