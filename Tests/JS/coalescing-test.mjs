@@ -179,29 +179,28 @@ test("a refused member is reverted as alone; a refused object reverts every memb
   assert.deepEqual([c.get("n"), c.get("label")], [0, null], "back to the value before the batch");
 });
 
-test("a reply that does not match the batch reverts every member", async (t) => {
-  const { scope, items, online, reply, ws } = await board(t);
+/** A board whose session ended, two items' values set offline, then a new session: what it sent. */
+async function twoEditsOffline(t, options) {
+  const { scope, items, online, reply, ws } = await board(t, options);
   expire(ws());
   await waitFor(() => ScriptedSocket.made.at(-1).readyState === 0, "a new socket");
   scope.object(items[0]).set("n", 1); scope.flush();
   scope.object(items[1]).set("n", 1); scope.flush();
   const socket = ws();
   online(socket, false);
-  const [batch] = syncs(socket);
+  return { scope, items, reply, socket, sent: syncs(socket) };
+}
+
+test("a reply that does not match the batch reverts every member", async (t) => {
+  const { scope, items, reply, socket, sent: [batch] } = await twoEditsOffline(t);
   reply(socket, { type: "ScopeSyncReply", replyTo: batch.index, fragmentReplies: [{}] });
   assert.equal(scope.queue.length, 0);
   assert.deepEqual(items.slice(0, 2).map((id) => scope.object(id).get("n")), [0, 0]);
 });
 
 test("an original Jetstream server gets every change set alone", async (t) => {
-  const { scope, items, online, ws } = await board(t, { extensions: null });
-  expire(ws());
-  await waitFor(() => ScriptedSocket.made.at(-1).readyState === 0, "a new socket");
-  scope.object(items[0]).set("n", 1); scope.flush();
-  scope.object(items[1]).set("n", 1); scope.flush();
-  const socket = ws();
-  online(socket, false);
-  assert.deepEqual(syncs(socket).map((m) => m.changeSet), scope.queue.map((e) => e.id));
+  const { scope, sent } = await twoEditsOffline(t, { extensions: null });
+  assert.deepEqual(sent.map((m) => m.changeSet), scope.queue.map((e) => e.id));
 });
 
 test("a batch stays within the server's limits: fragments per message", async (t) => {
