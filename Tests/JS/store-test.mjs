@@ -131,6 +131,8 @@ test("restored change sets go out after the fetch with their ids and are rebased
   // Meanwhile another client inserted a shape of its own.
   const theirs = uuid();
   receive({ type: "ScopeFetchReply", index: 1, replyTo: 1, scopeIndex: 0 });
+  // Sent once the store saved that it is being sent (so a reload never puts it into a batch).
+  for (let i = 0; i < 500 && !ws.sent.some((m) => m.type === "ScopeSync"); i++) await new Promise((r) => setTimeout(r, 2));
   const sync = ws.sent.find((m) => m.type === "ScopeSync");
   assert.equal(sync?.changeSet, id, "sent after the fetch reply, with the id it had before the reload");
   assert.deepEqual(sync.fragments.map((f) => f.type), ["add", "change"]);
@@ -215,7 +217,7 @@ test("a full quota or a record over maxLength is reported, the edits stay in mem
   await assert.rejects(small.saved(), (e) => e.reason === "quota" && /over this store's limit of 100/.test(e.message));
 });
 
-test("a batch's id is saved before the batch is sent, and a restored page sends its members under it again", async (t) => {
+test("a batch's id is saved before the batch is sent, and a restored page sends its members under it again; one going alone is saved as such first", async (t) => {
   const idb = new FakeIndexedDB();
   const sockets = [];
   class Socket {
@@ -267,6 +269,15 @@ test("a batch's id is saved before the batch is sent, and a restored page sends 
   await refetched;
   third.receive({ type: "ScopeSyncReply", index: 3, replyTo: resent.index, repeated: true, fragmentReplies: resent.fragments.map(() => ({})) });
   assert.equal(page.queue.length, 0);
+  // Online, a change set going alone is saved as sent alone before it leaves (a reload then never
+  // puts it into a batch, which a server that applied it would apply again).
+  page.root.set("name", "n");
+  page.flush();
+  assert.equal(third.syncs().length, 1, "not before the store wrote it");
+  for (let i = 0; i < 200 && third.syncs().length < 2; i++) await new Promise((r) => setTimeout(r, 2));
+  const { message: alone, stored: then } = third.syncs()[1];
+  assert.equal(alone.changeSet, page.queue[0].id);
+  assert.deepEqual(JSON.parse(then).saved.queue.map((e) => [e.id, e.sentAlone]), [[alone.changeSet, true]]);
   // A record naming a batch that is not a UUID is damaged.
   const record = JSON.parse(idb.record("Canvas"));
   const bad = new FakeIndexedDB();

@@ -201,7 +201,7 @@ export class Scope extends Emitter {
     this._client = null;
     this._scopeIndex = null;
     this._attached = false;     // true once a full state arrived: edits before it wait, then go out
-    this._beforeBatch = null;   // () => promise, awaited before a new batch leaves (contrail-store.js saves its id)
+    this._beforeBatch = null;   // () => promise, awaited before a change set first leaves (contrail-store.js saves how)
     this._saving = null;        // that promise while it runs: nothing of this scope is sent meanwhile
     this.fragmentHooks = [];    // (fragment) => void, adding extension members to outgoing fragments (contrail-text.js)
   }
@@ -1121,13 +1121,16 @@ export class Client extends Emitter {
    * they may be (ChangeSetBatch), once its fetch reply gave it an index. Offline they wait (unless
    * `force`d: a MarkRevision must follow them), so what was edited meanwhile goes in few messages
    * when the session is back, resumed or new (the Swift client holds them in its resend buffer
-   * instead). A new batch of a scope with a `_beforeBatch` hook (contrail-store.js) waits until the
-   * hook's promise settles, so its id is saved before the message leaves (a restored replica sends it
-   * under that id, never its members alone). Swift: Session.pump. O(unsent change sets' fragments).
+   * instead). With a `_beforeBatch` hook (contrail-store.js), what goes for the first time is marked
+   * first (a new batch's id, or `sentAlone`) and sent once the hook's promise settles, so the mark
+   * is saved before the message leaves: a restored replica sends a batch under its id again and
+   * never puts a change set a server may have applied into a batch. Change sets made meanwhile
+   * wait, and go coalesced. Swift: Session.pump. O(unsent change sets' fragments).
    */
   _pump(scope, force = false) {
     if (scope._scopeIndex === null || (!force && (this.status !== "online" || scope._saving))) return;
     const unsent = scope.queue.filter((entry) => entry.index === null && !entry.refused);
+    const plan = [];  // batches and change sets going alone, oldest first
     let addCounts = null;
     for (let i = 0; i < unsent.length;) {
       const first = unsent[i];
@@ -1136,14 +1139,16 @@ export class Client extends Emitter {
         addCounts ??= ChangeSetBatch.addCounts(scope);
         batch = this._batch(scope, unsent, i, addCounts);
       }
-      if (batch && !batch.entries[0].batch && scope._beforeBatch && !force) {
-        this._freeze(scope, batch);
-        scope._saving = Promise.resolve().then(() => scope._beforeBatch()).catch(() => {}).then(() => { scope._saving = null; this._pump(scope); });
-        return;
-      }
-      if (batch) { this._sendBatch(scope, batch); i += batch.entries.length; }
-      else { this._sendChangeSet(scope, first); i++; }
+      plan.push(batch ?? first);
+      i += batch ? batch.entries.length : 1;
     }
+    const fresh = (p) => (p instanceof ChangeSetBatch ? !p.entries[0].batch : !p.sentAlone);
+    if (scope._beforeBatch && !force && plan.some(fresh)) {
+      for (const p of plan.filter(fresh)) if (p instanceof ChangeSetBatch) this._freeze(scope, p); else p.sentAlone = true;
+      scope._saving = Promise.resolve().then(() => scope._beforeBatch()).catch(() => {}).then(() => { scope._saving = null; this._pump(scope); });
+      return;
+    }
+    for (const p of plan) if (p instanceof ChangeSetBatch) this._sendBatch(scope, p); else this._sendChangeSet(scope, p);
   }
 
   /**
