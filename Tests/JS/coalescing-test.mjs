@@ -218,6 +218,23 @@ test("a batch stays within the server's limits: fragments per message", async (t
   assert.equal(new Set(scope.queue.map((e) => e.index)).size, sent.length);
 });
 
+test("a batch stays within the server's limits: bytes per message", async (t) => {
+  const { scope, items, online, ws } = await board(t, { count: 6 });
+  expire(ws());
+  await waitFor(() => ScriptedSocket.made.at(-1).readyState === 0, "a new socket");
+  for (const id of items) { scope.object(id).set("n", 1); scope.flush(); }
+  const one = JSON.stringify([{ type: "ScopeSync", index: 2, scopeIndex: 0, atomic: false, fragments: scope.queue[0].fragments, changeSet: scope.queue[0].id }]).length;
+  const limit = Math.floor(one * 3);  // room for about two merged fragments, not six
+  const socket = ws();
+  socket.open();
+  socket.receive({ type: "SessionCreateReply", index: 0, sessionToken: "t", extensions: EXTENSIONS, limits: { maxMessageBytes: limit } });
+  socket.receive({ type: "ScopeFetchReply", index: 1, replyTo: socket.sent.findLast((m) => m.type === "ScopeFetch").index, scopeIndex: 0 });
+  const sent = syncs(socket);
+  assert.ok(sent.every((m) => JSON.stringify([m]).length <= limit), sent.map((m) => JSON.stringify([m]).length).join(","));
+  assert.ok(sent.some((m) => m.fragments.length > 1), "some coalesced");
+  assert.equal(sent.reduce((n, m) => n + m.fragments.length, 0), 6, "every change set sent");
+});
+
 test("edits made while a resumable session is offline wait and go coalesced once it is resumed", async (t) => {
   const { client, scope, items, ws } = await board(t);
   const socket = ws();
