@@ -645,36 +645,49 @@ export class Scope extends Emitter {
    * the change sets after it; then apply the server's `modifications` after this change set) and Session.revert (refetch when objects came back or
    * remote values an add held back are missing).
    */
-  _settle(entry, replies) {
-    if (!this.queue.includes(entry)) return;  // settled already (a reply can come only once per entry)
+  _settle(entry, replies) { this._settleAll([[entry, replies]]); }
+
+  /**
+   * Settles change sets in order, each with its replies as `_settle` does, with one flush before and
+   * one pass over the tree after (objects join or leave it, refetch if stale) for them all: the
+   * members of one batch (ChangeSetBatch), whose reply comes at once. O(change sets × queue + objects),
+   * not O(change sets × objects).
+   */
+  _settleAll(settlements) {
     this.flush();
-    const whole = !Array.isArray(replies) || replies.length !== entry.fragments.length;
-    const answers = entry.fragments.map((_, i) => (whole ? { error: { message: "no matching reply" } } : replies[i] ?? {}));
-    const rejected = [];
-    entry.fragments.forEach((fragment, i) => { if (answers[i].error) rejected.push({ fragment, error: answers[i].error }); });
+    const settled = [];
     let stale = false;
     this._remote = true;
     try {
-      if (rejected.length) {
-        const all = rejected.length === entry.fragments.length;
-        this._revert(entry, all ? null : new Set(rejected.map((r) => r.fragment.uuid)));
-        if (entry.heldBack) stale = true;
+      for (const [entry, replies] of settlements) {
+        const position = this.queue.indexOf(entry);
+        if (position < 0) continue;  // settled already (a reply can come only once per entry)
+        const whole = !Array.isArray(replies) || replies.length !== entry.fragments.length;
+        const answers = entry.fragments.map((_, i) => (whole ? { error: { message: "no matching reply" } } : replies[i] ?? {}));
+        const rejected = [];
+        entry.fragments.forEach((fragment, i) => { if (answers[i].error) rejected.push({ fragment, error: answers[i].error }); });
+        if (rejected.length) {
+          const all = rejected.length === entry.fragments.length;
+          this._revert(entry, all ? null : new Set(rejected.map((r) => r.fragment.uuid)));
+          if (entry.heldBack) stale = true;
+        }
+        if (rejected.length < entry.fragments.length) this._handOver(entry, new Set(rejected.map((r) => r.fragment.uuid)));
+        entry.fragments.forEach((fragment, i) => {
+          const modifications = answers[i].error ? null : answers[i].modifications;
+          if (!modifications || typeof modifications !== "object") return;
+          const model = this.objects.get(fragment.uuid);
+          if (!model) { stale = true; return; }
+          for (const [key, value] of Object.entries(modifications)) this._applyServerValue(model, key, value, entry);
+        });
+        this.queue.splice(position, 1);
+        settled.push({ fragments: entry.fragments, rejected, answers });  // answers[i]: fragment i's reply entry
       }
-      if (rejected.length < entry.fragments.length) this._handOver(entry, new Set(rejected.map((r) => r.fragment.uuid)));
-      entry.fragments.forEach((fragment, i) => {
-        const modifications = answers[i].error ? null : answers[i].modifications;
-        if (!modifications || typeof modifications !== "object") return;
-        const model = this.objects.get(fragment.uuid);
-        if (!model) { stale = true; return; }
-        for (const [key, value] of Object.entries(modifications)) this._applyServerValue(model, key, value, entry);
-      });
-      this.queue.splice(this.queue.indexOf(entry), 1);
       stale = this._reconcile() || stale;
       this._pruneRetired();
     } finally {
       this._remote = false;
     }
-    this.emit("settled", { fragments: entry.fragments, rejected, answers });  // answers[i]: fragment i's reply entry
+    for (const event of settled) this.emit("settled", event);
     if (stale) this._client?._refetch(this);
   }
 }
@@ -1183,7 +1196,7 @@ export class Client extends Emitter {
     const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: false, fragments: batch.sent, changeSet: id };
     this._send(message, (reply) => {
       const replies = batch.replies(reply.fragmentReplies);
-      batch.entries.forEach((entry, k) => scope._settle(entry, replies[k]));
+      scope._settleAll(batch.entries.map((entry, k) => [entry, replies[k]]));
     });
     for (const entry of batch.entries) entry.index = message.index;
   }
