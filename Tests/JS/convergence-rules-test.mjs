@@ -12,7 +12,7 @@ import { Scope, mergeCollection, uuid } from "../../Sources/ContrailServer/Pages
 function attachedScope() {
   const scope = new Scope("Shelf", { rootClass: "Shelf" });
   const refetches = [];
-  scope._client = { _sendChangeSet() {}, _refetch: (s) => refetches.push(s) };
+  scope._client = { _pump() {}, _refetch: (s) => refetches.push(s) };
   const root = uuid();
   scope._applyRemote([{ type: "add", uuid: root, clsName: "Shelf", properties: {} }], root);
   return { scope, refetches };
@@ -86,7 +86,7 @@ test("a revert keeps a key a later change set holds, which takes the reverted or
 
 test("a collection never set is the empty base: concurrent first inserts both survive", () => {
   const one = attachedScope().scope, other = new Scope("Shelf", { rootClass: "Shelf" });
-  other._client = { _sendChangeSet() {}, _refetch() {} };
+  other._client = { _pump() {}, _refetch() {} };
   other._applyRemote([{ type: "add", uuid: one.root.uuid, clsName: "Shelf", properties: {} }], one.root.uuid);
   let x, y;
   one.modify(() => { x = one.create("Item", { label: "x", count: 0 }); one.root.insert("shelf", x); });

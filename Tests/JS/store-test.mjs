@@ -131,6 +131,8 @@ test("restored change sets go out after the fetch with their ids and are rebased
   // Meanwhile another client inserted a shape of its own.
   const theirs = uuid();
   receive({ type: "ScopeFetchReply", index: 1, replyTo: 1, scopeIndex: 0 });
+  // Sent once the store saved that it is being sent (so a reload never puts it into a batch).
+  for (let i = 0; i < 500 && !ws.sent.some((m) => m.type === "ScopeSync"); i++) await new Promise((r) => setTimeout(r, 2));
   const sync = ws.sent.find((m) => m.type === "ScopeSync");
   assert.equal(sync?.changeSet, id, "sent after the fetch reply, with the id it had before the reload");
   assert.deepEqual(sync.fragments.map((f) => f.type), ["add", "change"]);
@@ -213,4 +215,73 @@ test("a full quota or a record over maxLength is reported, the edits stay in mem
 
   const small = await open(attachedScope("Small"), new FakeIndexedDB(), { maxLength: 100, onError: (e) => errors.push(e) });
   await assert.rejects(small.saved(), (e) => e.reason === "quota" && /over this store's limit of 100/.test(e.message));
+});
+
+test("a batch's id is saved before the batch is sent, and a restored page sends its members under it again; one going alone is saved as such first", async (t) => {
+  const idb = new FakeIndexedDB();
+  const sockets = [];
+  class Socket {
+    constructor(url) { this.url = url; this.readyState = 0; this.sent = []; sockets.push(this); }
+    // What the store holds when a message leaves.
+    send(text) { this.sent.push({ message: JSON.parse(text), stored: idb.record("Canvas") }); }
+    close() { this.readyState = 3; }
+  }
+  const root = uuid();
+  const connect = (client) => {
+    const ws = sockets.at(-1);
+    ws.readyState = 1; ws.onopen();
+    const receive = (...m) => ws.onmessage({ data: JSON.stringify(m) });
+    receive({ type: "SessionCreateReply", index: 0, sessionToken: uuid(), extensions: ["collectionOps"] });
+    receive({ type: "ScopeFetchReply", index: 1, replyTo: ws.sent.find((s) => s.message.type === "ScopeFetch").message.index, scopeIndex: 0 });
+    return { ws, receive, syncs: () => ws.sent.filter((s) => s.message.type === "ScopeSync") };
+  };
+  const scope = new Scope("Canvas", { rootClass: "Canvas" });
+  const store = await open(scope, idb);
+  const client = new Client("ws://server.test/", { WebSocket: Socket, backoff: { min: 1, max: 1 } });
+  t.after(() => client.close());
+  const fetched = client.fetch(scope);
+  const first = connect(client);
+  first.receive({ type: "ScopeState", index: 2, scopeIndex: 0, rootUUID: root, fragments: [{ type: "add", uuid: root, clsName: "Canvas", properties: {} }] });
+  await fetched;
+  first.ws.readyState = 3; first.ws.onclose({ code: 4096, reason: "expired" });  // a new session next
+  for (let i = 0; i < 3; i++) { scope.root.insert("shapes", scope.create("Shape", { x: i })); scope.flush(); }
+  for (let i = 0; i < 100 && sockets.length < 2; i++) await new Promise((r) => setTimeout(r, 2));
+  const second = connect(client);
+  assert.equal(second.syncs().length, 0, "not before the store wrote the batch's id");
+  for (let i = 0; i < 200 && !second.syncs().length; i++) await new Promise((r) => setTimeout(r, 2));
+  const [{ message: batch, stored }] = second.syncs();
+  assert.equal(batch.fragments.length, 4, "three adds and the collection, in one message");
+  assert.deepEqual(JSON.parse(stored).saved.queue.map((e) => e.batch), [batch.changeSet, batch.changeSet, batch.changeSet], "saved before it left");
+  await store.close();  // the page goes away before the reply
+  client.close();
+
+  const page = new Scope("Canvas", { rootClass: "Canvas" });
+  const reopened = await open(page, idb);
+  assert.deepEqual(reopened.restored.changeSets, 3);
+  const again = new Client("ws://server.test/", { WebSocket: Socket, backoff: { min: 1, max: 1 } });
+  t.after(() => again.close());
+  const refetched = again.fetch(page);
+  const third = connect(again);
+  const [{ message: resent }] = third.syncs();
+  assert.equal(resent.changeSet, batch.changeSet, "under the batch's id, not its members' own");
+  assert.deepEqual(resent.fragments, batch.fragments);
+  third.receive({ type: "ScopeState", index: 2, scopeIndex: 0, rootUUID: root, fragments: [{ type: "add", uuid: root, clsName: "Canvas", properties: {} }] });
+  await refetched;
+  third.receive({ type: "ScopeSyncReply", index: 3, replyTo: resent.index, repeated: true, fragmentReplies: resent.fragments.map(() => ({})) });
+  assert.equal(page.queue.length, 0);
+  // Online, a change set going alone is saved as sent alone before it leaves (a reload then never
+  // puts it into a batch, which a server that applied it would apply again).
+  page.root.set("name", "n");
+  page.flush();
+  assert.equal(third.syncs().length, 1, "not before the store wrote it");
+  for (let i = 0; i < 200 && third.syncs().length < 2; i++) await new Promise((r) => setTimeout(r, 2));
+  const { message: alone, stored: then } = third.syncs()[1];
+  assert.equal(alone.changeSet, page.queue[0].id);
+  assert.deepEqual(JSON.parse(then).saved.queue.map((e) => [e.id, e.sentAlone]), [[alone.changeSet, true]]);
+  // A record naming a batch that is not a UUID is damaged.
+  const record = JSON.parse(idb.record("Canvas"));
+  const bad = new FakeIndexedDB();
+  bad.setRecord("Canvas", JSON.stringify({ ...record, saved: { ...record.saved, queue: [{ ...JSON.parse(stored).saved.queue[0], batch: "x" }] } }));
+  await assert.rejects(open(new Scope("Canvas"), bad), (error) => error instanceof StoreError && error.reason === "damaged");
+  await reopened.close();
 });

@@ -5,13 +5,14 @@
 // connections for longer than the server's session expiry (1 s: the session ends, the client starts
 // a new one and resends), while the clients keep editing: inserts, removals, moves within and between two collections, values, references,
 // grouped and atomic change sets, and edits the server rejects (a value of the wrong kind, a
-// reference to nothing). Then every relay heals, everyone settles, and the run checks that every
+// reference to nothing). Then one JS client goes offline and edits on alone (its change sets go
+// coalesced when it is back, to a new or a resumed session). Then every relay heals, everyone settles, and the run checks that every
 // replica (JS and Swift) equals a fresh fetch, that no reference dangles and no item sits twice, and
 // that every acknowledged insert of a JS client is there unless some client took that item out.
 //
 //   swift build --product contrail
 //   node --experimental-websocket Tests/JS/fuzz/convergence.mjs --contrail .build/debug/contrail --seeds 200
-//     [--start S] [--parallel P (default 4)] [--ops N (default 60)] [--no-swift] [--url ws://HOST:PORT/ (a running server)]
+//     [--start S] [--parallel P (default 4)] [--ops N (default 60)] [--no-swift] [--no-coalesce (every change set alone)] [--url ws://HOST:PORT/ (a running server)]
 //
 // Prints each failing seed with what differed and its last operations, then `N passed, M failed`;
 // exits 1 when a seed failed. JSConvergenceFuzzTests.swift runs a few seeds in `swift test`.
@@ -158,7 +159,7 @@ function defects(state) {
 }
 
 /** One seeded run; resolves with {seed, ok, problems, log}. */
-export async function runSeed(seed, { port, contrail, swift = true, ops = 60 }) {
+export async function runSeed(seed, { port, contrail, swift = true, ops = 60, coalesce = true }) {
   const rng = generator(seed);
   const name = `JSFuzz-${seed}-${uuid().slice(0, 8)}`;
   const log = [];
@@ -172,7 +173,7 @@ export async function runSeed(seed, { port, contrail, swift = true, ops = 60 }) 
   try {
     for (let i = 0; i < jsCount; i++) {
       const relay = await new Relay(port).listen();
-      const client = new Client(relay.url, { pingInterval: 300, replyTimeout: 2_000, connectTimeout: 1_000, backoff: { min: 5, max: 80 } });
+      const client = new Client(relay.url, { pingInterval: 300, replyTimeout: 2_000, connectTimeout: 1_000, backoff: { min: 5, max: 80 }, coalesce });
       const scope = new Scope(name, { rootClass: "Shelf", changeInterval: rng(6) });
       const inserted = new Map();
       scope._fuzzInserted = inserted;
@@ -265,6 +266,30 @@ export async function runSeed(seed, { port, contrail, swift = true, ops = 60 }) 
       await pause(rng(8));
     }
 
+    // Offline: one JS client loses its connection (for longer than the session expiry, or only until
+    // it reconnects and resumes) and edits on alone, each edit a change set of its own, some grouped
+    // or atomic, while the others edit too; back online, its change sets go coalesced
+    // (ChangeSetBatch in contrail.js) to a new or resumed session.
+    {
+      const away = rng(jsCount), scope = scopes[away], expires = rng(2) === 0;
+      // The edits start as the client sees its connection end (a cut one reconnects within ms).
+      const offline = clients[away].status !== "online" ? null : new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`client ${away} did not go offline`)), 5_000);
+        const off = clients[away].on("status", (status) => { if (status === "offline") { clearTimeout(timer); off(); resolve(); } });
+      });
+      if (expires) relays[away].down(1_300 + rng(400)); else relays[away].cut();
+      log.push(`offline phase: client ${away} ${expires ? "down (its session expires)" : "cut"}`);
+      await offline;
+      for (let k = 10 + rng(30); k > 0; k--) {
+        const r = rng(10);
+        if (r < 7) { edit(away, scope); scope.flush(); }
+        else if (r < 9) { log.push(`${away}: grouped 2`); scope.modify(() => { edit(away, scope); edit(away, scope); }); }
+        else { log.push(`${away}: atomic 2`); scope.modify(() => { edit(away, scope); edit(away, scope); }, { atomic: true }); }
+        if (rng(4) === 0) { const c = (away + 1 + rng(jsCount - 1)) % jsCount; if (c !== away) edit(c, scopes[c]); }
+      }
+      if (expires) await pause(1_800);
+    }
+
     // Settle: every relay passes everything again, every edit goes out and is answered.
     log.push("settle");
     await pause(80);  // the last delayed cuts happen
@@ -333,6 +358,7 @@ async function main(argv) {
     else if (flag === "--contrail") options.contrail = value();
     else if (flag === "--url") options.url = value();
     else if (flag === "--no-swift") options.swift = false;
+    else if (flag === "--no-coalesce") options.coalesce = false;
     else { console.error(`unknown argument ${flag}`); process.exit(2); }
   }
   if (typeof WebSocket !== "function") { console.error("needs a WebSocket in Node (Node 22, or Node 20 with --experimental-websocket)"); process.exit(2); }
@@ -346,7 +372,7 @@ async function main(argv) {
   const worker = async () => {
     while (next < end) {
       const seed = next++;
-      const result = await runSeed(seed, { port, contrail: options.contrail, swift: options.swift, ops: options.ops });
+      const result = await runSeed(seed, { port, contrail: options.contrail, swift: options.swift, ops: options.ops, coalesce: options.coalesce });
       if (result.ok) { passed++; continue; }
       failed++;
       console.log(`seed ${seed} FAILED:\n  ${result.problems.join("\n  ")}\n  last operations: ${result.log.slice(-25).join("; ")}`);

@@ -1,8 +1,9 @@
 // contrail-store.js: keeps a contrail.js Scope in IndexedDB, so what the page has not sent survives
 // a reload or a closed tab: the replica and its unsettled change sets are saved as they change, and
 // restored before the fetch, which then sends them exactly as the Swift client sends what its
-// fragment log kept (same change-set ids, so a server that applied one answers it as a repeat and
-// never applies it twice; rebased on the fetched state by the usual merge rules).
+// fragment log kept (same change-set ids, and change sets once sent coalesced go again together
+// under their batch's id, so a server that applied one answers it as a repeat and never applies it
+// twice; rebased on the fetched state by the usual merge rules).
 //
 //   import { Client, Scope } from "/contrail.js";
 //   import { ScopeStore } from "/contrail-store.js";
@@ -61,7 +62,9 @@ const isModels = (value) => isObject(value) && Object.entries(value).every(([id,
 const isFragment = (f) => isObject(f) && (f.type === "add" || f.type === "change") && typeof f.uuid === "string" && UUID_RE.test(f.uuid) && typeof f.clsName === "string" && isObject(f.properties) && (f.bases === undefined || isObject(f.bases));
 const isEntry = (e) => isObject(e) && typeof e.id === "string" && UUID_RE.test(e.id) && Array.isArray(e.fragments) && e.fragments.length > 0 && e.fragments.every(isFragment)
   && isObject(e.originals) && Object.values(e.originals).every(isObject) && Array.isArray(e.added) && e.added.every((id) => typeof id === "string" && UUID_RE.test(id))
-  && typeof e.atomic === "boolean" && typeof e.heldBack === "boolean";
+  && typeof e.atomic === "boolean" && typeof e.heldBack === "boolean"
+  && (e.batch === undefined || e.batch === null || (typeof e.batch === "string" && UUID_RE.test(e.batch)))
+  && (e.sentAlone === undefined || typeof e.sentAlone === "boolean");
 
 /**
  * The saved replica in `text`, checked through and through (every byte of storage is as untrusted as
@@ -175,6 +178,11 @@ export class ScopeStore {
     this.lastError = null;
     const changed = () => this.#changed();
     for (const type of ["change", "changeset", "settled", "state"]) this.#offs.push(scope.on(type, changed));
+    // A change set coalesced into a batch goes again under the batch's id (never alone, which a
+    // server that applied the batch would apply again): the client sends a new batch once this
+    // write of its id is done (or failed: then nothing is kept anyway).
+    scope._beforeBatch = () => { this.#changed(); return this.saved(); };
+    this.#offs.push(() => { scope._beforeBatch = null; });
     this.#changed();  // the restored or current state, as it is now
   }
 

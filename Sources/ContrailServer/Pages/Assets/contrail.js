@@ -168,7 +168,8 @@ const changes = (entry, id, key) => key in (entry.originals.get(id) ?? {});
  * Events: "change" {model, key, value, previous, remote}, "insert"/"remove" {model, key, item} for
  * collections, "attach"/"detach" {model}, "state" after a full state (or a restore from
  * contrail-store.js, with `restored: true`), "changeset" {fragments, remote, origin},
- * "settled" {fragments, rejected, answers}.
+ * "settled" {fragments, rejected, answers}, "batched" {id, changeSets} when unsent change sets are
+ * coalesced into one message (ChangeSetBatch; their ids).
  *
  * Its bookkeeping follows the Swift client's rules (README, Design; Convergence in the documentation
  * catalog); the Swift counterpart of each rule is named where it is implemented.
@@ -186,7 +187,9 @@ export class Scope extends Emitter {
     this.objects.set(this.root.uuid, this.root);
     // Change sets sent or waiting, not settled, oldest first (Swift: ChangeSetQueue.entries): each is
     // {id, fragments, originals: Map uuid → {key: value before it}, added: Set of uuids it adds,
-    //  atomic, index (of its ScopeSync on this wire session, null when unsent), heldBack}.
+    //  atomic, index (of its ScopeSync on this wire session, null when unsent), heldBack,
+    //  batch (the id of the ScopeSync it was coalesced into once sent, null before: ChangeSetBatch),
+    //  sentAlone (true once it was sent alone)}.
     this.queue = [];
     this._created = new Map(); // uuid → Model made locally, not in the tree yet
     // Objects that left the tree while change sets were pending (Swift: Scope.retired): a revert, a
@@ -198,6 +201,8 @@ export class Scope extends Emitter {
     this._client = null;
     this._scopeIndex = null;
     this._attached = false;     // true once a full state arrived: edits before it wait, then go out
+    this._beforeBatch = null;   // () => promise, awaited before a change set first leaves (contrail-store.js saves how)
+    this._saving = null;        // that promise while it runs: nothing of this scope is sent meanwhile
     this.fragmentHooks = [];    // (fragment) => void, adding extension members to outgoing fragments (contrail-text.js)
   }
 
@@ -291,7 +296,7 @@ export class Scope extends Emitter {
       created: models([...this._created].filter(([id]) => reachable.has(id))),
       retired: models(this._retired),
       pending: Object.fromEntries([...this._pending].map(([id, entry]) => [id, entry.original])),
-      queue: this.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: Object.fromEntries(e.originals), added: [...e.added], atomic: e.atomic, heldBack: e.heldBack })),
+      queue: this.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: Object.fromEntries(e.originals), added: [...e.added], atomic: e.atomic, heldBack: e.heldBack, batch: e.batch ?? null, sentAlone: e.sentAlone === true })),
     };
   }
 
@@ -314,7 +319,7 @@ export class Scope extends Emitter {
     for (const [id, m] of Object.entries(saved.created)) this._created.set(id, model(id, m));
     for (const [id, m] of Object.entries(saved.retired)) this._retired.set(id, model(id, m));
     for (const [id, original] of Object.entries(saved.pending)) if (this.objects.has(id)) this._pending.set(id, { original: { ...original } });
-    this.queue = saved.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: new Map(Object.entries(e.originals)), added: new Set(e.added), atomic: e.atomic, index: null, heldBack: e.heldBack }));
+    this.queue = saved.queue.map((e) => ({ id: e.id, fragments: e.fragments, originals: new Map(Object.entries(e.originals)), added: new Set(e.added), atomic: e.atomic, index: null, heldBack: e.heldBack, batch: e.batch ?? null, sentAlone: e.sentAlone === true }));
     this._attached = true;
     for (const m of this.objects.values()) this.emit("attach", { model: m });
     this.emit("state", { root: this.root, restored: true });
@@ -383,10 +388,10 @@ export class Scope extends Emitter {
     this._collect(reachable);
     if (!fragments.length) return;
     for (const hook of this.fragmentHooks) for (const fragment of fragments) hook(fragment);
-    const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false };
+    const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false, batch: null, sentAlone: false };
     this.queue.push(entry);
     this.emit("changeset", { fragments, remote: false });
-    this._client?._sendChangeSet(this, entry);
+    this._client?._pump(this);
   }
 
   /** The uuids reachable from the root through known models (in the tree, created, or held); objects hang on references (§3.3). */
@@ -640,36 +645,49 @@ export class Scope extends Emitter {
    * the change sets after it; then apply the server's `modifications` after this change set) and Session.revert (refetch when objects came back or
    * remote values an add held back are missing).
    */
-  _settle(entry, replies) {
-    if (!this.queue.includes(entry)) return;  // settled already (a reply can come only once per entry)
+  _settle(entry, replies) { this._settleAll([[entry, replies]]); }
+
+  /**
+   * Settles change sets in order, each with its replies as `_settle` does, with one flush before and
+   * one pass over the tree after (objects join or leave it, refetch if stale) for them all: the
+   * members of one batch (ChangeSetBatch), whose reply comes at once. O(change sets × queue + objects),
+   * not O(change sets × objects).
+   */
+  _settleAll(settlements) {
     this.flush();
-    const whole = !Array.isArray(replies) || replies.length !== entry.fragments.length;
-    const answers = entry.fragments.map((_, i) => (whole ? { error: { message: "no matching reply" } } : replies[i] ?? {}));
-    const rejected = [];
-    entry.fragments.forEach((fragment, i) => { if (answers[i].error) rejected.push({ fragment, error: answers[i].error }); });
+    const settled = [];
     let stale = false;
     this._remote = true;
     try {
-      if (rejected.length) {
-        const all = rejected.length === entry.fragments.length;
-        this._revert(entry, all ? null : new Set(rejected.map((r) => r.fragment.uuid)));
-        if (entry.heldBack) stale = true;
+      for (const [entry, replies] of settlements) {
+        const position = this.queue.indexOf(entry);
+        if (position < 0) continue;  // settled already (a reply can come only once per entry)
+        const whole = !Array.isArray(replies) || replies.length !== entry.fragments.length;
+        const answers = entry.fragments.map((_, i) => (whole ? { error: { message: "no matching reply" } } : replies[i] ?? {}));
+        const rejected = [];
+        entry.fragments.forEach((fragment, i) => { if (answers[i].error) rejected.push({ fragment, error: answers[i].error }); });
+        if (rejected.length) {
+          const all = rejected.length === entry.fragments.length;
+          this._revert(entry, all ? null : new Set(rejected.map((r) => r.fragment.uuid)));
+          if (entry.heldBack) stale = true;
+        }
+        if (rejected.length < entry.fragments.length) this._handOver(entry, new Set(rejected.map((r) => r.fragment.uuid)));
+        entry.fragments.forEach((fragment, i) => {
+          const modifications = answers[i].error ? null : answers[i].modifications;
+          if (!modifications || typeof modifications !== "object") return;
+          const model = this.objects.get(fragment.uuid);
+          if (!model) { stale = true; return; }
+          for (const [key, value] of Object.entries(modifications)) this._applyServerValue(model, key, value, entry);
+        });
+        this.queue.splice(position, 1);
+        settled.push({ fragments: entry.fragments, rejected, answers });  // answers[i]: fragment i's reply entry
       }
-      if (rejected.length < entry.fragments.length) this._handOver(entry, new Set(rejected.map((r) => r.fragment.uuid)));
-      entry.fragments.forEach((fragment, i) => {
-        const modifications = answers[i].error ? null : answers[i].modifications;
-        if (!modifications || typeof modifications !== "object") return;
-        const model = this.objects.get(fragment.uuid);
-        if (!model) { stale = true; return; }
-        for (const [key, value] of Object.entries(modifications)) this._applyServerValue(model, key, value, entry);
-      });
-      this.queue.splice(this.queue.indexOf(entry), 1);
       stale = this._reconcile() || stale;
       this._pruneRetired();
     } finally {
       this._remote = false;
     }
-    this.emit("settled", { fragments: entry.fragments, rejected, answers });  // answers[i]: fragment i's reply entry
+    for (const event of settled) this.emit("settled", event);
     if (stale) this._client?._refetch(this);
   }
 }
@@ -682,12 +700,120 @@ function normalize(value) {
 }
 
 /**
+ * Consecutive unsent change sets sent as one `ScopeSync` (coalescing, issue 30), as Swift's
+ * ChangeSetBatch (Sources/Contrail/Sync/ChangeSetBatch.swift), rule for rule. Only the wire message
+ * is merged: every change set keeps its queue entry, id, originals and outcome, and is settled from
+ * the batch's reply as if it had gone alone (`replies`). Merged: change sets that are not atomic,
+ * carry no shared-text or counter members (§8.21), add no object that is out of the tree or that
+ * another queued change set adds too, were never sent (alone or in a batch: a server may have
+ * applied them under that id), up to `maxMembers` and the server's limits (the JS client has no
+ * procedure calls and no undo steps). Fragments are merged
+ * per object: a later `change` writes its values over the object's last `change` in the batch (a
+ * change after an `add` of it goes as a `change` of its own, after the add), and a collection keeps
+ * the base of its first change in the batch, so the server does one three-way merge (§8.4) or one
+ * edit (§8.24) per collection. A refused merged fragment refuses every member's fragment of that
+ * object (each member reverts it); the server's values go to the last member writing the object.
+ * Once sent, a batch is frozen: its members keep its id (`entry.batch`) and go again together under
+ * it after a new session or a restore (contrail-store.js), so a server that applied it answers a
+ * repeat (§8.11).
+ */
+class ChangeSetBatch {
+  /** The most change sets one batch merges (Swift: ChangeSetBatch.maxMembers). */
+  static maxMembers = 1_000;
+
+  /** How many queued change sets of `scope` add each object (Swift: ChangeSetQueue.addCount). O(queue). */
+  static addCounts(scope) {
+    const counts = new Map();
+    for (const entry of scope.queue) for (const id of entry.added) counts.set(id, (counts.get(id) ?? 0) + 1);
+    return counts;
+  }
+
+  /** Whether `entry` may be merged with others (see the class comment). O(its fragments). */
+  static canJoin(scope, entry, addCounts) {
+    if (entry.atomic || entry.sentAlone) return false;
+    return entry.fragments.every((f) => f.text === undefined && f.counter === undefined
+      && (f.type !== "add" || (scope.objects.has(f.uuid) && addCounts.get(f.uuid) === 1)));
+  }
+
+  entries = [];     // the members, oldest first
+  fragments = [];   // the merged fragments, in order of each object's first fragment in the batch
+  #targets = [];    // for each member, for each of its fragments, the merged fragment it went into
+  #slot = new Map(); // uuid → the merged fragment of the object
+
+  /** Adds `entry` when its fragments merge with the batch; false (the batch unchanged) otherwise. O(its fragments and their keys). */
+  add(entry) {
+    // An object that came back after leaving the tree is added again: it ends the batch.
+    if (!entry.fragments.every((f) => f.type === "change" || !this.#slot.has(f.uuid))) return false;
+    if (!entry.fragments.every((f) => this.#follows(f))) return false;
+    const placed = [];
+    for (const f of entry.fragments) {
+      const position = this.#slot.get(f.uuid);
+      if (position !== undefined && this.fragments[position].type === "change") {
+        ChangeSetBatch.#merge(f, this.fragments[position]);
+        placed.push(position);
+      } else {
+        this.#slot.set(f.uuid, this.fragments.length);
+        placed.push(this.fragments.length);
+        this.fragments.push(f.type === "change" ? { ...f, properties: { ...f.properties }, ...(f.bases ? { bases: { ...f.bases } } : {}) } : f);
+      }
+    }
+    this.entries.push(entry);
+    this.#targets.push(placed);
+    return true;
+  }
+
+  /**
+   * Whether fragment `f` edits each collection of its object on the value the batch gives it so
+   * far. Not so when a remote value came in between (the replica replayed the earlier members on
+   * it): merged on the batch's first base, the edit would undo that remote change on the server, so
+   * it ends the batch (not in Swift's, which does not batch across remote values but for over
+   * `maxPendingMessages` in flight). O(the collections' lengths).
+   */
+  #follows(f) {
+    const position = this.#slot.get(f.uuid);
+    if (f.type !== "change" || !f.bases || position === undefined || this.fragments[position].type !== "change") return true;
+    const merged = this.fragments[position].properties;
+    return Object.entries(f.bases).every(([key, base]) => !(key in merged) || same(base, merged[key]));
+  }
+
+  /** Writes `later`'s values over `earlier` (a copy): a key `earlier` wrote keeps its base, a new one takes `later`'s. */
+  static #merge(later, earlier) {
+    for (const [key, value] of Object.entries(later.properties)) {
+      const wroteBefore = key in earlier.properties;
+      earlier.properties[key] = value;
+      if (wroteBefore || !later.bases || !(key in later.bases)) continue;
+      earlier.bases = { ...earlier.bases, [key]: later.bases[key] };
+    }
+  }
+
+  /**
+   * Each member's fragment replies, as if it had been sent alone, from the batch's `fragmentReplies`:
+   * the merged fragment's reply for each of its fragments, `modifications` for the last member
+   * writing the object only; null for every member when the reply does not match (each is reverted).
+   * O(fragments).
+   */
+  replies(fragmentReplies) {
+    if (!Array.isArray(fragmentReplies) || fragmentReplies.length !== this.fragments.length) return this.entries.map(() => null);
+    const last = new Map();
+    this.#targets.forEach((placed, member) => { for (const position of placed) last.set(position, member); });
+    return this.#targets.map((placed, member) => placed.map((position) => {
+      const reply = { ...(fragmentReplies[position] ?? {}) };
+      if (last.get(position) !== member) delete reply.modifications;
+      return reply;
+    }));
+  }
+}
+
+/**
  * A session with a Contrail (or Jetstream) server. Status: "connecting", "creating", "resuming",
  * "online", "offline" (reconnecting), "denied", "closed". Events: "status", "error".
  */
 export class Client extends Emitter {
-  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000, healthyAfter: 10_000 }, WebSocket: WS = globalThis.WebSocket } = {}) {
+  constructor(url, { params = {}, pingInterval = 10_000, replyTimeout = 20_000, connectTimeout = 15_000, backoff = { min: 250, max: 10_000, healthyAfter: 10_000 }, WebSocket: WS = globalThis.WebSocket, coalesce = true } = {}) {
     super();
+    // Whether consecutive unsent change sets that may be merged go as one message (ChangeSetBatch);
+    // off, every change set goes alone (the coalescing tests compare both).
+    this.coalesce = coalesce;
     this.url = url;
     this.params = params;
     this.pingInterval = pingInterval;
@@ -919,6 +1045,7 @@ export class Client extends Emitter {
     this._later(this.backoff.healthyAfter ?? 10_000, () => { if (ws === this._ws && this.status === "online") this._attempt = 0; });
     this._setStatus("online");
     for (const x of this._unacked) this._raw(x);
+    for (const record of this._fetched) this._pump(record.scope);
     this._schedulePing();
   }
 
@@ -964,7 +1091,7 @@ export class Client extends Emitter {
       }
       scope._scopeIndex = reply.scopeIndex;
       this._scopesByIndex.set(reply.scopeIndex, scope);
-      for (const entry of scope.queue) this._sendChangeSet(scope, entry);
+      this._pump(scope);
     });
   }
 
@@ -979,6 +1106,7 @@ export class Client extends Emitter {
         reject(revisionError("not-fetched", `scope '${scope.name}' is not fetched on this session`));
         return;
       }
+      this._pump(scope, true);  // the change sets flushed before it go first, even offline
       // A new session forgets the request (no resend): the wait ends after replyTimeout.
       const timer = this._later(this.replyTimeout, () => reject(revisionError("timeout", `no answer to MarkRevision '${label}' in ${this.replyTimeout} ms`)));
       this._send({ type: "MarkRevision", index: 0, scopeIndex: scope._scopeIndex, label: String(label) }, (reply) => {
@@ -1002,6 +1130,86 @@ export class Client extends Emitter {
   }
 
   /**
+   * Sends the change sets of `scope` not yet sent on this wire session, oldest first, coalesced where
+   * they may be (ChangeSetBatch), once its fetch reply gave it an index. Offline they wait (unless
+   * `force`d: a MarkRevision must follow them), so what was edited meanwhile goes in few messages
+   * when the session is back, resumed or new (the Swift client holds them in its resend buffer
+   * instead). With a `_beforeBatch` hook (contrail-store.js), what goes for the first time is marked
+   * first (a new batch's id, or `sentAlone`) and sent once the hook's promise settles, so the mark
+   * is saved before the message leaves: a restored replica sends a batch under its id again and
+   * never puts a change set a server may have applied into a batch. Change sets made meanwhile
+   * wait, and go coalesced. Swift: Session.pump. O(unsent change sets' fragments).
+   */
+  _pump(scope, force = false) {
+    if (scope._scopeIndex === null || (!force && (this.status !== "online" || scope._saving))) return;
+    const unsent = scope.queue.filter((entry) => entry.index === null && !entry.refused);
+    const plan = [];  // batches and change sets going alone, oldest first
+    let addCounts = null;
+    for (let i = 0; i < unsent.length;) {
+      const first = unsent[i];
+      let batch = null;
+      if (first.batch || (this.coalesce && this.extensions.size && i + 1 < unsent.length && !unsent[i + 1].batch && !unsent[i + 1].sentAlone)) {
+        addCounts ??= ChangeSetBatch.addCounts(scope);
+        batch = this._batch(scope, unsent, i, addCounts);
+      }
+      plan.push(batch ?? first);
+      i += batch ? batch.entries.length : 1;
+    }
+    const fresh = (p) => (p instanceof ChangeSetBatch ? !p.entries[0].batch : !p.sentAlone);
+    if (scope._beforeBatch && !force && plan.some(fresh)) {
+      for (const p of plan.filter(fresh)) if (p instanceof ChangeSetBatch) this._freeze(scope, p); else p.sentAlone = true;
+      scope._saving = Promise.resolve().then(() => scope._beforeBatch()).catch(() => {}).then(() => { scope._saving = null; this._pump(scope); });
+      return;
+    }
+    for (const p of plan) if (p instanceof ChangeSetBatch) this._sendBatch(scope, p); else this._sendChangeSet(scope, p);
+  }
+
+  /**
+   * The batch `unsent[i]` goes in: the one it was sent in before (frozen: the same members, to go
+   * under the same id), or a new one of the change sets from it that may join, within the server's
+   * limits (fragments per message, bytes of the message as sent). Null: it goes alone. Swift:
+   * Session.batch(from:of:scopeIndex:). O(members' fragments).
+   */
+  _batch(scope, unsent, i, addCounts) {
+    const frozen = unsent[i].batch ?? null;
+    if (!frozen && !(ChangeSetBatch.canJoin(scope, unsent[i], addCounts) && ChangeSetBatch.canJoin(scope, unsent[i + 1], addCounts))) return null;
+    const maxFragments = Math.min(this._limits?.maxFragmentsPerMessage ?? 10_000, 10_000);
+    const batch = new ChangeSetBatch();
+    for (let k = i; k < unsent.length; k++) {
+      const entry = unsent[k];
+      if (frozen ? entry.batch !== frozen
+        : batch.entries.length >= ChangeSetBatch.maxMembers || entry.batch || !ChangeSetBatch.canJoin(scope, entry, addCounts)) break;
+      if (batch.fragments.length + entry.fragments.length > maxFragments || !batch.add(entry)) break;
+    }
+    if (!frozen && batch.entries.length < 2) return null;
+    batch.sent = this.extensions.has(COLLECTION_OPS) ? batch.fragments.map(withCollectionEdits) : batch.fragments;
+    const probe = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: false, fragments: batch.sent, changeSet: frozen ?? uuid() };
+    return overLimits(probe, this._limits) ? null : batch;
+  }
+
+  /**
+   * Sends `batch` as one non-atomic ScopeSync under the id its members keep (a new one the first
+   * time, `_freeze`), and settles each member from the reply as if it had gone alone.
+   */
+  _sendBatch(scope, batch) {
+    const id = batch.entries[0].batch ?? this._freeze(scope, batch);
+    const message = { type: "ScopeSync", index: 0, scopeIndex: scope._scopeIndex, atomic: false, fragments: batch.sent, changeSet: id };
+    this._send(message, (reply) => {
+      const replies = batch.replies(reply.fragmentReplies);
+      scope._settleAll(batch.entries.map((entry, k) => [entry, replies[k]]));
+    });
+    for (const entry of batch.entries) entry.index = message.index;
+  }
+
+  /** Gives the members of a new `batch` its id, for good, and tells the scope ("batched"); returns the id. */
+  _freeze(scope, batch) {
+    const id = uuid();
+    for (const entry of batch.entries) entry.batch = id;
+    scope.emit("batched", { id, changeSets: batch.entries.map((entry) => entry.id) });
+    return id;
+  }
+
+  /**
    * Sends a change set not yet sent on this wire session, with its id (§8.11: the server applies it
    * once). Swift: Session.send (Sources/Contrail/Sync/Session.swift); a new session resends them all.
    */
@@ -1020,11 +1228,13 @@ export class Client extends Emitter {
       // Reverted and settled as rejected, and the change sets after it go on (Swift: Session.overLimits in
       // Sources/Contrail/Sync/Session.swift, Protocol §8.19). Settled after this turn, outside the flush that sent it.
       const error = { type: "limit-exceeded", message: refusal };
+      entry.refused = true;
       queueMicrotask(() => scope._settle(entry, entry.fragments.map(() => ({ error }))));
       return;
     }
     this._send(message, (reply) => scope._settle(entry, reply.fragmentReplies));
     entry.index = message.index;
+    entry.sentAlone = true;  // a server may have applied it under its id: it never joins a batch
   }
 }
 
