@@ -562,6 +562,65 @@ import Testing
         await client.close()
     }
 
+    /// Change sets sent one by one whose replies never came go one by one again, under their own
+    /// ids, in the new session that follows: a server may have applied them, and answers each as a
+    /// repeat only under the id it applied it under (merged into a batch with a new id, they would
+    /// be applied twice, over what others wrote meanwhile). Control: the same scene where they were
+    /// never sent (made while the scope does not sync) goes as one batch.
+    @Test(arguments: [true, false])
+    func changeSetsSentAloneGoAloneAgainInANewSession(sentBefore: Bool) async throws {
+        let connector = ScriptedConnector()
+        var options = testOptions(clock: clock)
+        options.pingInterval = .seconds(1)
+        options.replyTimeout = .seconds(2)
+        let (client, session, peer) = try await connect(connector, options: options, extensions: ["contrailTest"])
+        let (scope, board) = makeScope()
+        scope.historyLimit = 0  // no undo steps: both may coalesce
+        try await fetch(scope, session: session, peer: peer)
+        if !sentBefore { session.setMode(.syncOff, for: scope) }
+        board.score = 1
+        let first = try #require(scope.flush())
+        board.title = "mine"
+        let second = try #require(scope.flush())
+        if sentBefore {
+            #expect(try await nextSync(peer).changeSetID == first.id)
+            #expect(try await nextSync(peer).changeSetID == second.id)
+        } else {
+            session.setMode(.realtime, for: scope)
+            _ = try await nextSync(peer)
+        }
+        // No reply: resumed, resent, still no reply: a new session and a refetch.
+        await tickUntilReconnect(interval: options.pingInterval)
+        let peer2 = try await connector.nextPeer()
+        guard case .ping? = await peer2.next() else { Issue.record("expected resend Ping"); return }
+        await peer2.send(.ping(Ping(ack: 1, resendMissing: true)))
+        for _ in 0..<(sentBefore ? 2 : 1) { _ = try await nextSync(peer2) }
+        await tickUntilReconnect(interval: options.pingInterval)
+        let peer3 = try await connector.nextPeer()
+        guard case .sessionCreate? = await peer3.next() else { Issue.record("expected SessionCreate"); return }
+        await peer3.send(.sessionCreateReply(SessionCreateReply(sessionToken: "token-3", extensions: ["contrailTest"])))
+        guard case .scopeFetch? = await peer3.nextNonPing() else { Issue.record("expected refetch"); return }
+        await peer3.send(.scopeFetchReply(ScopeFetchReply(index: 1, replyTo: 1, scopeIndex: 0)),
+                         .scopeState(ScopeState(index: 2, scopeIndex: 0, rootUUID: rootUUID, fragments: [
+                            SyncFragment(kind: .change, uuid: rootUUID, className: "Board", properties: ["score": 7]),
+                         ])))
+        let again = try await nextSync(peer3)
+        if sentBefore {
+            #expect(again.changeSetID == first.id && again.fragments.count == 1, "alone, under its own id: \(again)")
+            let next = try await nextSync(peer3)
+            #expect(next.changeSetID == second.id, "alone, under its own id: \(next)")
+            await peer3.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: again.index, fragmentReplies: [.accepted])),
+                             .scopeSyncReply(ScopeSyncReply(index: 4, replyTo: next.index, fragmentReplies: [.accepted])))
+        } else {
+            #expect(again.changeSetID != first.id && again.changeSetID != second.id, "one batch: \(again)")
+            #expect(again.fragments.first?.properties["title"] == "mine" && again.fragments.first?.properties["score"] == 1)
+            await peer3.send(.scopeSyncReply(ScopeSyncReply(index: 3, replyTo: again.index, fragmentReplies: [.accepted])))
+        }
+        #expect(await first.settled() == .completed)
+        #expect(await second.settled() == .completed)
+        await client.close()
+    }
+
     /// Fires keep-alives until one finds a reply overdue (the client backs off to reconnect), then
     /// ends the backoff. A keep-alive sleeps again only after its tick was handled, so waiting for
     /// its next sleep also waits for any backoff the tick started.

@@ -26,7 +26,8 @@ import Foundation
 ///
 /// Sent once, a batch is frozen: its members keep its id (``ChangeSetQueue/Entry/batch``), and after
 /// a reconnect they go again as the same batch with the same id, so a server that applied it
-/// answers it as a repeat (Protocol §8.11) instead of applying it twice.
+/// answers it as a repeat (Protocol §8.11) instead of applying it twice. For the same reason a
+/// change set sent alone goes alone again after a reconnect (``ChangeSetQueue/markAllUnsent()``).
 @MainActor
 struct ChangeSetBatch {
     /// The merged message's members, oldest first.

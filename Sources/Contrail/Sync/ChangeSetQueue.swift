@@ -191,9 +191,14 @@ final class ChangeSetQueue {
         if !list.isEmpty { index[key] = list }
     }
 
-    /// Forgets every send (a new wire session numbers from 1 again).
+    /// Forgets every send (a new wire session numbers from 1 again). A change set that went alone
+    /// stays alone from then on (its batch is its own id): a server may have applied it under its
+    /// id, and answers it as a repeat only under that id, so it never joins a batch.
     func markAllUnsent() {
-        for entry in entries { entry.index = nil }
+        for entry in entries {
+            if entry.index != nil, entry.batch == nil { entry.batch = entry.changeSet.id }
+            entry.index = nil
+        }
     }
 
     /// The change sets not yet sent on this wire session, oldest first: a suffix of the queue (they
