@@ -43,4 +43,22 @@ import Testing
         #expect(mixed.count == 3)
         #expect(try indices(mixed) == [1, 2, 3, 51, 4])
     }
+
+    @Test func aBroadcastCarriesItsOriginOnlyWhenThereIsOne() throws {
+        let told = OutgoingMessage.broadcast(index: 3, scopeIndex: 2, fragments: "[]", origin: #"{"session":1,"user":"a"}"#)
+        let untold = OutgoingMessage.broadcast(index: 4, scopeIndex: 2, fragments: "[]", origin: nil)
+        let elements = try #require(try JSON(parsing: OutgoingMessage.frame([told, untold])).arrayValue)
+        #expect(elements.map { $0["type"]?.stringValue } == ["ScopeSync", "ScopeSync"])
+        #expect(elements[0]["origin"]?["user"]?.stringValue == "a")
+        #expect(elements[1]["origin"] == nil)
+        #expect(elements.map { $0["index"]?.int64Value } == [3, 4])
+        #expect(told.index == 3 && untold.index == 4)
+        #expect(told.estimatedSize == untold.estimatedSize + #"{"session":1,"user":"a"}"#.utf8.count)
+    }
+
+    /// Every broadcast is stored twice per reader (resend buffer and next frame) until the client
+    /// acknowledges it: the common case stays small (the rare, large cases are boxed).
+    @Test func aQueuedMessageTakesAtMostFortyBytes() {
+        #expect(MemoryLayout<OutgoingMessage>.stride <= 40)
+    }
 }

@@ -240,13 +240,13 @@ struct ScopeCore {
                 let scopeIndex = subscriber.scopeIndex
                 let told = subscriber.outbox.receivesOrigins ? author : nil
                 let text = subscriber.outbox.receivesCollectionEdits ? editText : wholeText
-                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text, origin: told) }
+                subscriber.outbox.enqueue { .broadcast(index: $0, scopeIndex: scopeIndex, fragments: text, origin: told) }
             }
             if let followText {
                 for subscriber in everyone {
                     let scopeIndex = subscriber.scopeIndex
                     let told = subscriber.outbox.receivesOrigins ? author : nil
-                    subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText, origin: told) }
+                    subscriber.outbox.enqueue { .broadcast(index: $0, scopeIndex: scopeIndex, fragments: followText, origin: told) }
                 }
             }
             if let revivedText, let origin, let originIndex {

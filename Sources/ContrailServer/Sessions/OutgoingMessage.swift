@@ -3,23 +3,36 @@ import ContrailWire
 /// A server → client message waiting in a session's outbox or resend buffer. Broadcasts and full
 /// states share their (large) fragment text between sessions; only the small envelope with the
 /// session's own `index` and `scopeIndex` is written per session, when the frame is sent.
+///
+/// Every broadcast is stored twice per session (the resend buffer and the queue of the next frame),
+/// and a resend buffer holds everything until the client's next acknowledgement, so the common
+/// case, `scopeSync`, is kept small (40 bytes a message, where it took 80 with the rare cases
+/// inline): the rare cases are boxed.
 enum OutgoingMessage: Sendable {
-    /// Any message, serialised when sent. Boxed: `Message` is large and rare here, and would make
-    /// every queued broadcast as large to copy.
+    /// Any message, serialised when sent. Boxed: `Message` is large and rare here.
     indirect case message(Message)
-    /// `ScopeSync` whose `fragments` array is already JSON text; `origin`, the JSON text of who made
-    /// the change set (``SessionOutbox/origin``), only for a session that asked for it.
-    case scopeSync(index: Int, scopeIndex: Int, fragments: String, origin: String? = nil)
-    /// `ScopeState` whose `fragments` array is already JSON text.
-    case scopeState(index: Int, scopeIndex: Int, rootUUID: String, fragments: String)
-    /// `ScopeStateChunk` (§8.25): one part of a state streamed to `scopeIndex`.
-    case scopeStateChunk(index: Int, scopeIndex: Int, rootUUID: String, total: Int, part: ScopeStateChunk.Part)
+    /// `ScopeSync` whose `fragments` array is already JSON text.
+    case scopeSync(index: Int, scopeIndex: Int, fragments: String)
+    /// `ScopeSync` as ``scopeSync(index:scopeIndex:fragments:)`` with `origin`, the JSON text of who
+    /// made the change set (``SessionOutbox/origin``), for a session that asked for it (boxed: rare).
+    indirect case scopeSyncWithOrigin(index: Int, scopeIndex: Int, fragments: String, origin: String)
+    /// `ScopeState` whose `fragments` array is already JSON text (boxed: rare).
+    indirect case scopeState(index: Int, scopeIndex: Int, rootUUID: String, fragments: String)
+    /// `ScopeStateChunk` (§8.25): one part of a state streamed to `scopeIndex` (boxed: rare).
+    indirect case scopeStateChunk(index: Int, scopeIndex: Int, rootUUID: String, total: Int, part: ScopeStateChunk.Part)
+
+    /// A `ScopeSync` broadcast, with `origin` when there is one to tell.
+    static func broadcast(index: Int, scopeIndex: Int, fragments: String, origin: String?) -> OutgoingMessage {
+        guard let origin else { return .scopeSync(index: index, scopeIndex: scopeIndex, fragments: fragments) }
+        return .scopeSyncWithOrigin(index: index, scopeIndex: scopeIndex, fragments: fragments, origin: origin)
+    }
 
     /// The message's `index` (0 for unsequenced ones).
     var index: Int {
         switch self {
         case .message(let message): return message.index
-        case .scopeSync(let index, _, _, _): return index
+        case .scopeSync(let index, _, _): return index
+        case .scopeSyncWithOrigin(let index, _, _, _): return index
         case .scopeState(let index, _, _, _): return index
         case .scopeStateChunk(let index, _, _, _, _): return index
         }
@@ -30,7 +43,8 @@ enum OutgoingMessage: Sendable {
     var estimatedSize: Int {
         switch self {
         case .message: return 128
-        case .scopeSync(_, _, let fragments, let origin): return fragments.utf8.count + 64 + (origin?.utf8.count ?? 0)
+        case .scopeSync(_, _, let fragments): return fragments.utf8.count + 64
+        case .scopeSyncWithOrigin(_, _, let fragments, let origin): return fragments.utf8.count + 64 + origin.utf8.count
         case .scopeState(_, _, _, let fragments): return fragments.utf8.count + 128
         case .scopeStateChunk(_, _, _, _, let part): return part.text.utf8.count + 160
         }
@@ -41,18 +55,10 @@ enum OutgoingMessage: Sendable {
         switch self {
         case .message(let message):
             text += String(decoding: message.json.serialized(), as: UTF8.self)
-        case .scopeSync(let index, let scopeIndex, let fragments, let origin):
-            text += #"{"type":"ScopeSync","index":"#
-            text += String(index)
-            text += #","scopeIndex":"#
-            text += String(scopeIndex)
-            if let origin {
-                text += #","origin":"#
-                text += origin
-            }
-            text += #","fragments":"#
-            text += fragments
-            text += "}"
+        case .scopeSync(let index, let scopeIndex, let fragments):
+            Self.writeScopeSync(index: index, scopeIndex: scopeIndex, fragments: fragments, origin: nil, to: &text)
+        case .scopeSyncWithOrigin(let index, let scopeIndex, let fragments, let origin):
+            Self.writeScopeSync(index: index, scopeIndex: scopeIndex, fragments: fragments, origin: origin, to: &text)
         case .scopeState(let index, let scopeIndex, let rootUUID, let fragments):
             text += #"{"type":"ScopeState","index":"#
             text += String(index)
@@ -78,6 +84,20 @@ enum OutgoingMessage: Sendable {
             text += part.text
             text += "}"
         }
+    }
+
+    private static func writeScopeSync(index: Int, scopeIndex: Int, fragments: String, origin: String?, to text: inout String) {
+        text += #"{"type":"ScopeSync","index":"#
+        text += String(index)
+        text += #","scopeIndex":"#
+        text += String(scopeIndex)
+        if let origin {
+            text += #","origin":"#
+            text += origin
+        }
+        text += #","fragments":"#
+        text += fragments
+        text += "}"
     }
 
     /// `messages` as frames of at most `maxBytes` each (a message larger than that gets a frame
