@@ -101,26 +101,123 @@ enum OutgoingMessage: Sendable {
     }
 
     /// `messages` as frames of at most `maxBytes` each (a message larger than that gets a frame
-    /// of its own), in order. O(total size).
+    /// of its own), in order. Each frame's size is known before it is written, so it is written
+    /// once into a string of that size (broadcasts byte by byte, without a string append per piece;
+    /// other messages through ``write(to:)``). O(total size).
     static func frames(_ messages: [OutgoingMessage], maxBytes: Int) -> [String] {
-        var frames: [String] = []
-        var text = "["
-        text.reserveCapacity(min(maxBytes, messages.reduce(2) { $0 + $1.estimatedSize + 1 }))
-        for message in messages {
-            // Written in place; moved to a frame of its own only when it does not fit (rare).
-            let before = text.utf8.count
-            if before > 1 { text += "," }
+        // The text of the messages that are not broadcasts (rare), by position.
+        var rendered: [Int: String] = [:]
+        for (position, message) in messages.enumerated() where message.broadcastSize == nil {
+            var text = ""
             message.write(to: &text)
-            if before > 1, text.utf8.count + 1 > maxBytes {
-                let start = text.utf8.index(text.startIndex, offsetBy: before + 1)
-                let object = String(text[start...])
-                text.removeSubrange(text.utf8.index(text.startIndex, offsetBy: before)...)
-                frames.append(text + "]")
-                text = "[" + object
+            rendered[position] = text
+        }
+        func size(_ position: Int) -> Int { messages[position].broadcastSize ?? rendered[position]!.utf8.count }
+        var frames: [String] = []
+        var first = 0
+        var bytes = 2  // "[" and "]"
+        for position in messages.indices {
+            let added = size(position) + (position > first ? 1 : 0)
+            if position > first, bytes + added > maxBytes {
+                frames.append(frame(messages, first..<position, bytes: bytes, rendered: rendered))
+                first = position
+                bytes = 2 + size(position)
+            } else {
+                bytes += added
             }
         }
-        if text.utf8.count > 1 { frames.append(text + "]") }
+        if first < messages.count { frames.append(frame(messages, first..<messages.count, bytes: bytes, rendered: rendered)) }
         return frames
+    }
+
+    /// The exact UTF-8 size of a broadcast as ``write(to:)`` writes it; nil for other messages.
+    private var broadcastSize: Int? {
+        switch self {
+        case .scopeSync(let index, let scopeIndex, let fragments):
+            return Self.scopeSyncHead.count + Self.digits(index) + Self.scopeIndexKey.count + Self.digits(scopeIndex)
+                + Self.fragmentsKey.count + fragments.utf8.count + 1
+        default:
+            return nil
+        }
+    }
+
+    private static let scopeSyncHead = Array(#"{"type":"ScopeSync","index":"#.utf8)
+    private static let scopeIndexKey = Array(#","scopeIndex":"#.utf8)
+    private static let fragmentsKey = Array(#","fragments":"#.utf8)
+
+    /// The number of decimal digits of `value` (and its sign).
+    private static func digits(_ value: Int) -> Int {
+        var count = value < 0 ? 2 : 1
+        var rest = value.magnitude / 10
+        while rest > 0 {
+            count += 1
+            rest /= 10
+        }
+        return count
+    }
+
+    /// The frame of `messages[range]`, `bytes` long.
+    private static func frame(_ messages: [OutgoingMessage], _ range: Range<Int>, bytes: Int, rendered: [Int: String]) -> String {
+        String(unsafeUninitializedCapacity: bytes) { buffer in
+            var cursor = ByteCursor(buffer)
+            cursor.put(UInt8(ascii: "["))
+            for position in range {
+                if position > range.lowerBound { cursor.put(UInt8(ascii: ",")) }
+                if case .scopeSync(let index, let scopeIndex, let fragments) = messages[position] {
+                    cursor.put(scopeSyncHead)
+                    cursor.put(decimal: index)
+                    cursor.put(scopeIndexKey)
+                    cursor.put(decimal: scopeIndex)
+                    cursor.put(fragmentsKey)
+                    cursor.put(fragments)
+                    cursor.put(UInt8(ascii: "}"))
+                } else {
+                    cursor.put(rendered[position]!)
+                }
+            }
+            cursor.put(UInt8(ascii: "]"))
+            assert(cursor.written == bytes, "a frame's size was computed as \(bytes) bytes, and \(cursor.written) were written")
+            return cursor.written
+        }
+    }
+
+    /// Writes bytes one piece after the other into a buffer that has room for them all.
+    private struct ByteCursor {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        var written = 0
+
+        init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+        mutating func put(_ byte: UInt8) {
+            buffer[written] = byte
+            written += 1
+        }
+
+        mutating func put(_ piece: [UInt8]) {
+            let rest = UnsafeMutableBufferPointer(rebasing: buffer[written...])
+            piece.withUnsafeBufferPointer { _ = rest.initialize(fromContentsOf: $0) }
+            written += piece.count
+        }
+
+        mutating func put(_ text: String) {
+            var text = text
+            let rest = UnsafeMutableBufferPointer(rebasing: buffer[written...])
+            let count = text.withUTF8 { rest.initialize(fromContentsOf: $0) }
+            written += count
+        }
+
+        mutating func put(decimal value: Int) {
+            if value < 0 { put(UInt8(ascii: "-")) }
+            let count = OutgoingMessage.digits(value) - (value < 0 ? 1 : 0)
+            var rest = value.magnitude
+            var offset = written + count
+            while offset > written {
+                offset -= 1
+                buffer[offset] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            written += count
+        }
     }
 
     /// One frame holding `messages`: servers always send an array (§1.2).
