@@ -222,7 +222,7 @@ struct ScopeCore {
         let logged = edits.compacted(outcome.accepted)
         let originIndex = origin.flatMap { subscribers[ObjectIdentifier($0)]?.scopeIndex }
         let everyone = Array(subscribers.values)
-        let others = origin.map { origin in subscribers.filter { $0.key != ObjectIdentifier(origin) }.map(\.value) } ?? everyone
+        let others = origin.map { origin in everyone.filter { $0.outbox !== origin } } ?? everyone  // no dictionary rebuilt (and rehashed) per change set
         // Whole arrays for original clients; collections as edits of the values the scope had before
         // (what every subscriber holds, in broadcast order) for those that asked (§8.24). Each text is
         // made only when someone receives it.
