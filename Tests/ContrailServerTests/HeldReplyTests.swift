@@ -67,11 +67,11 @@ import Testing
         hold.release { .scopeSync(index: $0, scopeIndex: 0, fragments: "[\"failed\"]") }
         let sent = outbox.takePending(generation: 1)
         #expect(sent.map(\.index) == [1])
-        if case .scopeSync(_, _, let text, _)? = sent.first { #expect(text == "[\"failed\"]") } else { Issue.record("not the replacement") }
+        if case .scopeSync(_, _, let text)? = sent.first { #expect(text == "[\"failed\"]") } else { Issue.record("not the replacement") }
         outbox.resend(after: 0)
         let resent = outbox.takePending(generation: 1)
         #expect(resent.count == 2)
-        if case .scopeSync(_, _, let text, _)? = resent.last { #expect(text == "[\"failed\"]") } else { Issue.record("resend lost the replacement") }
+        if case .scopeSync(_, _, let text)? = resent.last { #expect(text == "[\"failed\"]") } else { Issue.record("resend lost the replacement") }
     }
 
     @Test func aBatchHoldsWakesUntilFlushedAndNotAfter() async {

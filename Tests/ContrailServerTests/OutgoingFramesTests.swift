@@ -43,4 +43,45 @@ import Testing
         #expect(mixed.count == 3)
         #expect(try indices(mixed) == [1, 2, 3, 51, 4])
     }
+
+    @Test func aBroadcastCarriesItsOriginOnlyWhenThereIsOne() throws {
+        let told = OutgoingMessage.broadcast(index: 3, scopeIndex: 2, fragments: "[]", origin: #"{"session":1,"user":"a"}"#)
+        let untold = OutgoingMessage.broadcast(index: 4, scopeIndex: 2, fragments: "[]", origin: nil)
+        let elements = try #require(try JSON(parsing: OutgoingMessage.frame([told, untold])).arrayValue)
+        #expect(elements.map { $0["type"]?.stringValue } == ["ScopeSync", "ScopeSync"])
+        #expect(elements[0]["origin"]?["user"]?.stringValue == "a")
+        #expect(elements[1]["origin"] == nil)
+        #expect(elements.map { $0["index"]?.int64Value } == [3, 4])
+        #expect(told.index == 3 && untold.index == 4)
+        #expect(told.estimatedSize == untold.estimatedSize + #"{"session":1,"user":"a"}"#.utf8.count)
+    }
+
+    /// Every broadcast is stored twice per reader (resend buffer and next frame) until the client
+    /// acknowledges it: the common case stays small (the rare, large cases are boxed).
+    @Test func aQueuedMessageTakesAtMostFortyBytes() {
+        #expect(MemoryLayout<OutgoingMessage>.stride <= 40)
+    }
+
+    /// Frames are written at their computed size: byte for byte what writing each message into a
+    /// string gives, for broadcasts (multi-byte text too), a broadcast with its origin, other messages
+    /// and large indices, and a frame of exactly the bound is not split.
+    @Test func framesAreByteForByteTheMessagesWrittenOneByOne() {
+        let queued: [OutgoingMessage] = [
+            .scopeSync(index: 1, scopeIndex: 0, fragments: #"[{"type":"change","uuid":"ü","clsName":"Shape","properties":{"label":"日本 🚀"}}]"#),
+            .broadcast(index: 2, scopeIndex: 12, fragments: "[]", origin: #"{"session":1,"user":"a"}"#),
+            .message(.ping(Ping(ack: 7, resendMissing: false))),
+            .scopeSync(index: 1_234_567_890_123, scopeIndex: 10, fragments: "[]"),
+            .scopeState(index: 10, scopeIndex: 3, rootUUID: "r", fragments: "[]"),
+        ]
+        let whole = OutgoingMessage.frame(queued)
+        #expect(OutgoingMessage.frames(queued, maxBytes: 1 << 20) == [whole])
+        for message in queued {
+            #expect(OutgoingMessage.frames([message], maxBytes: 1 << 20) == [OutgoingMessage.frame([message])])
+        }
+        #expect(OutgoingMessage.frames(queued, maxBytes: whole.utf8.count) == [whole])
+        let split = OutgoingMessage.frames(queued, maxBytes: whole.utf8.count - 1)
+        #expect(split.count == 2)
+        #expect(split.allSatisfy { $0.utf8.count < whole.utf8.count })
+        #expect(split.joined().utf8.count == whole.utf8.count + 1, "one comma less, one \"][\" more")
+    }
 }

@@ -222,7 +222,7 @@ struct ScopeCore {
         let logged = edits.compacted(outcome.accepted)
         let originIndex = origin.flatMap { subscribers[ObjectIdentifier($0)]?.scopeIndex }
         let everyone = Array(subscribers.values)
-        let others = origin.map { origin in subscribers.filter { $0.key != ObjectIdentifier(origin) }.map(\.value) } ?? everyone
+        let others = origin.map { origin in everyone.filter { $0.outbox !== origin } } ?? everyone  // no dictionary rebuilt (and rehashed) per change set
         // Whole arrays for original clients; collections as edits of the values the scope had before
         // (what every subscriber holds, in broadcast order) for those that asked (§8.24). Each text is
         // made only when someone receives it.
@@ -240,13 +240,13 @@ struct ScopeCore {
                 let scopeIndex = subscriber.scopeIndex
                 let told = subscriber.outbox.receivesOrigins ? author : nil
                 let text = subscriber.outbox.receivesCollectionEdits ? editText : wholeText
-                subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: text, origin: told) }
+                subscriber.outbox.enqueue { .broadcast(index: $0, scopeIndex: scopeIndex, fragments: text, origin: told) }
             }
             if let followText {
                 for subscriber in everyone {
                     let scopeIndex = subscriber.scopeIndex
                     let told = subscriber.outbox.receivesOrigins ? author : nil
-                    subscriber.outbox.enqueue { .scopeSync(index: $0, scopeIndex: scopeIndex, fragments: followText, origin: told) }
+                    subscriber.outbox.enqueue { .broadcast(index: $0, scopeIndex: scopeIndex, fragments: followText, origin: told) }
                 }
             }
             if let revivedText, let origin, let originIndex {

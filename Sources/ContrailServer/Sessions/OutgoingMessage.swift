@@ -3,23 +3,36 @@ import ContrailWire
 /// A server → client message waiting in a session's outbox or resend buffer. Broadcasts and full
 /// states share their (large) fragment text between sessions; only the small envelope with the
 /// session's own `index` and `scopeIndex` is written per session, when the frame is sent.
+///
+/// Every broadcast is stored twice per session (the resend buffer and the queue of the next frame),
+/// and a resend buffer holds everything until the client's next acknowledgement, so the common
+/// case, `scopeSync`, is kept small (40 bytes a message, where it took 80 with the rare cases
+/// inline): the rare cases are boxed.
 enum OutgoingMessage: Sendable {
-    /// Any message, serialised when sent. Boxed: `Message` is large and rare here, and would make
-    /// every queued broadcast as large to copy.
+    /// Any message, serialised when sent. Boxed: `Message` is large and rare here.
     indirect case message(Message)
-    /// `ScopeSync` whose `fragments` array is already JSON text; `origin`, the JSON text of who made
-    /// the change set (``SessionOutbox/origin``), only for a session that asked for it.
-    case scopeSync(index: Int, scopeIndex: Int, fragments: String, origin: String? = nil)
-    /// `ScopeState` whose `fragments` array is already JSON text.
-    case scopeState(index: Int, scopeIndex: Int, rootUUID: String, fragments: String)
-    /// `ScopeStateChunk` (§8.25): one part of a state streamed to `scopeIndex`.
-    case scopeStateChunk(index: Int, scopeIndex: Int, rootUUID: String, total: Int, part: ScopeStateChunk.Part)
+    /// `ScopeSync` whose `fragments` array is already JSON text.
+    case scopeSync(index: Int, scopeIndex: Int, fragments: String)
+    /// `ScopeSync` as ``scopeSync(index:scopeIndex:fragments:)`` with `origin`, the JSON text of who
+    /// made the change set (``SessionOutbox/origin``), for a session that asked for it (boxed: rare).
+    indirect case scopeSyncWithOrigin(index: Int, scopeIndex: Int, fragments: String, origin: String)
+    /// `ScopeState` whose `fragments` array is already JSON text (boxed: rare).
+    indirect case scopeState(index: Int, scopeIndex: Int, rootUUID: String, fragments: String)
+    /// `ScopeStateChunk` (§8.25): one part of a state streamed to `scopeIndex` (boxed: rare).
+    indirect case scopeStateChunk(index: Int, scopeIndex: Int, rootUUID: String, total: Int, part: ScopeStateChunk.Part)
+
+    /// A `ScopeSync` broadcast, with `origin` when there is one to tell.
+    static func broadcast(index: Int, scopeIndex: Int, fragments: String, origin: String?) -> OutgoingMessage {
+        guard let origin else { return .scopeSync(index: index, scopeIndex: scopeIndex, fragments: fragments) }
+        return .scopeSyncWithOrigin(index: index, scopeIndex: scopeIndex, fragments: fragments, origin: origin)
+    }
 
     /// The message's `index` (0 for unsequenced ones).
     var index: Int {
         switch self {
         case .message(let message): return message.index
-        case .scopeSync(let index, _, _, _): return index
+        case .scopeSync(let index, _, _): return index
+        case .scopeSyncWithOrigin(let index, _, _, _): return index
         case .scopeState(let index, _, _, _): return index
         case .scopeStateChunk(let index, _, _, _, _): return index
         }
@@ -30,7 +43,8 @@ enum OutgoingMessage: Sendable {
     var estimatedSize: Int {
         switch self {
         case .message: return 128
-        case .scopeSync(_, _, let fragments, let origin): return fragments.utf8.count + 64 + (origin?.utf8.count ?? 0)
+        case .scopeSync(_, _, let fragments): return fragments.utf8.count + 64
+        case .scopeSyncWithOrigin(_, _, let fragments, let origin): return fragments.utf8.count + 64 + origin.utf8.count
         case .scopeState(_, _, _, let fragments): return fragments.utf8.count + 128
         case .scopeStateChunk(_, _, _, _, let part): return part.text.utf8.count + 160
         }
@@ -41,18 +55,10 @@ enum OutgoingMessage: Sendable {
         switch self {
         case .message(let message):
             text += String(decoding: message.json.serialized(), as: UTF8.self)
-        case .scopeSync(let index, let scopeIndex, let fragments, let origin):
-            text += #"{"type":"ScopeSync","index":"#
-            text += String(index)
-            text += #","scopeIndex":"#
-            text += String(scopeIndex)
-            if let origin {
-                text += #","origin":"#
-                text += origin
-            }
-            text += #","fragments":"#
-            text += fragments
-            text += "}"
+        case .scopeSync(let index, let scopeIndex, let fragments):
+            Self.writeScopeSync(index: index, scopeIndex: scopeIndex, fragments: fragments, origin: nil, to: &text)
+        case .scopeSyncWithOrigin(let index, let scopeIndex, let fragments, let origin):
+            Self.writeScopeSync(index: index, scopeIndex: scopeIndex, fragments: fragments, origin: origin, to: &text)
         case .scopeState(let index, let scopeIndex, let rootUUID, let fragments):
             text += #"{"type":"ScopeState","index":"#
             text += String(index)
@@ -80,27 +86,138 @@ enum OutgoingMessage: Sendable {
         }
     }
 
+    private static func writeScopeSync(index: Int, scopeIndex: Int, fragments: String, origin: String?, to text: inout String) {
+        text += #"{"type":"ScopeSync","index":"#
+        text += String(index)
+        text += #","scopeIndex":"#
+        text += String(scopeIndex)
+        if let origin {
+            text += #","origin":"#
+            text += origin
+        }
+        text += #","fragments":"#
+        text += fragments
+        text += "}"
+    }
+
     /// `messages` as frames of at most `maxBytes` each (a message larger than that gets a frame
-    /// of its own), in order. O(total size).
+    /// of its own), in order. Each frame's size is known before it is written, so it is written
+    /// once into a string of that size (broadcasts byte by byte, without a string append per piece;
+    /// other messages through ``write(to:)``). O(total size).
     static func frames(_ messages: [OutgoingMessage], maxBytes: Int) -> [String] {
-        var frames: [String] = []
-        var text = "["
-        text.reserveCapacity(min(maxBytes, messages.reduce(2) { $0 + $1.estimatedSize + 1 }))
-        for message in messages {
-            // Written in place; moved to a frame of its own only when it does not fit (rare).
-            let before = text.utf8.count
-            if before > 1 { text += "," }
+        // The text of the messages that are not broadcasts (rare), by position.
+        var rendered: [Int: String] = [:]
+        for (position, message) in messages.enumerated() where message.broadcastSize == nil {
+            var text = ""
             message.write(to: &text)
-            if before > 1, text.utf8.count + 1 > maxBytes {
-                let start = text.utf8.index(text.startIndex, offsetBy: before + 1)
-                let object = String(text[start...])
-                text.removeSubrange(text.utf8.index(text.startIndex, offsetBy: before)...)
-                frames.append(text + "]")
-                text = "[" + object
+            rendered[position] = text
+        }
+        func size(_ position: Int) -> Int { messages[position].broadcastSize ?? rendered[position]!.utf8.count }
+        var frames: [String] = []
+        var first = 0
+        var bytes = 2  // "[" and "]"
+        for position in messages.indices {
+            let added = size(position) + (position > first ? 1 : 0)
+            if position > first, bytes + added > maxBytes {
+                frames.append(frame(messages, first..<position, bytes: bytes, rendered: rendered))
+                first = position
+                bytes = 2 + size(position)
+            } else {
+                bytes += added
             }
         }
-        if text.utf8.count > 1 { frames.append(text + "]") }
+        if first < messages.count { frames.append(frame(messages, first..<messages.count, bytes: bytes, rendered: rendered)) }
         return frames
+    }
+
+    /// The exact UTF-8 size of a broadcast as ``write(to:)`` writes it; nil for other messages.
+    private var broadcastSize: Int? {
+        switch self {
+        case .scopeSync(let index, let scopeIndex, let fragments):
+            return Self.scopeSyncHead.count + Self.digits(index) + Self.scopeIndexKey.count + Self.digits(scopeIndex)
+                + Self.fragmentsKey.count + fragments.utf8.count + 1
+        default:
+            return nil
+        }
+    }
+
+    private static let scopeSyncHead = Array(#"{"type":"ScopeSync","index":"#.utf8)
+    private static let scopeIndexKey = Array(#","scopeIndex":"#.utf8)
+    private static let fragmentsKey = Array(#","fragments":"#.utf8)
+
+    /// The number of decimal digits of `value` (and its sign).
+    private static func digits(_ value: Int) -> Int {
+        var count = value < 0 ? 2 : 1
+        var rest = value.magnitude / 10
+        while rest > 0 {
+            count += 1
+            rest /= 10
+        }
+        return count
+    }
+
+    /// The frame of `messages[range]`, `bytes` long.
+    private static func frame(_ messages: [OutgoingMessage], _ range: Range<Int>, bytes: Int, rendered: [Int: String]) -> String {
+        String(unsafeUninitializedCapacity: bytes) { buffer in
+            var cursor = ByteCursor(buffer)
+            cursor.put(UInt8(ascii: "["))
+            for position in range {
+                if position > range.lowerBound { cursor.put(UInt8(ascii: ",")) }
+                if case .scopeSync(let index, let scopeIndex, let fragments) = messages[position] {
+                    cursor.put(scopeSyncHead)
+                    cursor.put(decimal: index)
+                    cursor.put(scopeIndexKey)
+                    cursor.put(decimal: scopeIndex)
+                    cursor.put(fragmentsKey)
+                    cursor.put(fragments)
+                    cursor.put(UInt8(ascii: "}"))
+                } else {
+                    cursor.put(rendered[position]!)
+                }
+            }
+            cursor.put(UInt8(ascii: "]"))
+            assert(cursor.written == bytes, "a frame's size was computed as \(bytes) bytes, and \(cursor.written) were written")
+            return cursor.written
+        }
+    }
+
+    /// Writes bytes one piece after the other into a buffer that has room for them all.
+    private struct ByteCursor {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        var written = 0
+
+        init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+        mutating func put(_ byte: UInt8) {
+            buffer[written] = byte
+            written += 1
+        }
+
+        mutating func put(_ piece: [UInt8]) {
+            let rest = UnsafeMutableBufferPointer(rebasing: buffer[written...])
+            piece.withUnsafeBufferPointer { _ = rest.initialize(fromContentsOf: $0) }
+            written += piece.count
+        }
+
+        mutating func put(_ text: String) {
+            var text = text
+            let rest = UnsafeMutableBufferPointer(rebasing: buffer[written...])
+            let count = text.withUTF8 { rest.initialize(fromContentsOf: $0) }
+            written += count
+        }
+
+        mutating func put(decimal value: Int) {
+            if value < 0 { put(UInt8(ascii: "-")) }
+            let count = OutgoingMessage.digits(value) - (value < 0 ? 1 : 0)
+            var rest = value.magnitude
+            var offset = written + count
+            while offset > written {
+                offset -= 1
+                buffer[offset] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            written += count
+        }
     }
 
     /// One frame holding `messages`: servers always send an array (§1.2).

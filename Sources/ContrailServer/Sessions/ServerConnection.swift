@@ -275,8 +275,15 @@ final class ServerConnection: Sendable {
             let frame = await nextFrame(&frames)
             guard let frame else { break }
             // The burst is handled in a task of its own: a task keeps the stack memory of its deepest
-            // call until it ends, and this loop lives as long as the connection.
-            let verdict = await Task(operation: { await batch.run { await self.handleBurst(frame, session) } }).value
+            // call until it ends, and this loop lives as long as the connection. It starts at once on
+            // this thread (no trip through the global queue, no other thread woken per burst).
+            let burst = { @Sendable in await batch.run { await self.handleBurst(frame, session) } }
+            let verdict: ServerSession.Verdict
+            if #available(macOS 26.0, *) {
+                verdict = await Task.immediate(operation: burst).value
+            } else {
+                verdict = await Task(operation: burst).value
+            }
             batch.flush()
             if case .close(let code, let reason) = verdict {
                 core.log.write("connection.closed", level: .warning, session: session.number, "session \(session.number): closing the connection: \(reason.message)")

@@ -8,8 +8,10 @@ import Synchronization
 /// only in TSan builds); elsewhere it is a `Mutex` and one nil pointer.
 ///
 /// `withLock` is inlinable so that callers in other modules get it specialised for their value and
-/// result (unspecialised, each call looks up generic metadata at run time).
-package struct SanitizerVisibleMutex<Value: ~Copyable>: ~Copyable {
+/// result (unspecialised, each call looks up generic metadata at run time). The type is `public` for
+/// that alone (its members stay `package`): Swift 6.3 does not specialise an `@inlinable` member of
+/// a `package` type across modules, and every lock of the server then went through the generic copy.
+public struct SanitizerVisibleMutex<Value: ~Copyable>: ~Copyable {
     @usableFromInline let mutex: Mutex<Value>
     /// The address TSan's annotations name; nil unless the TSan runtime is linked.
     @usableFromInline let marker: SanitizerMarker?
