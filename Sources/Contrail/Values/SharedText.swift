@@ -125,6 +125,27 @@ public struct SharedText: PropertyValue, CustomStringConvertible {
         lhs.storage === rhs.storage && lhs.version == rhs.version && rhs.update == nil
     }
 
+    /// The value that, stored over the text, rolls back the local change set's edit this value
+    /// carries (its `old` and `new` in `ChangeSet.changes`) because the server refused it or it was
+    /// never sent (`SharedTextEdit.rollBack`); nil for a value that carries no such edit.
+    var rollingBack: SharedText? {
+        guard case .toggle(let edit)? = update else { return nil }
+        return SharedText(storage: storage, version: version, update: .rollBack(edit))
+    }
+
+    /// The operations that give the server the characters of the edit this value carries as deleted
+    /// ones (`SharedTextEdit.repair`); nil for a value that carries no edit.
+    var rollBackRepair: [TextOperation]? {
+        guard case .toggle(let edit)? = update else { return nil }
+        return edit.repair
+    }
+
+    /// Whether rolling back the edit this value carries brings deleted text back.
+    var rollsBackDeletions: Bool {
+        guard case .toggle(let edit)? = update else { return false }
+        return edit.sentDeletions
+    }
+
     /// The value to store when `self` is written over `current`: `current`'s text with this
     /// value's update applied (a decoded remote edit, an undo), at a new version. Values without an
     /// update, or of the same text, are stored as they are.
