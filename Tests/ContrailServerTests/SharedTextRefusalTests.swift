@@ -199,7 +199,7 @@ import Testing
     /// sets are atomic ones the server refuses; A sends one message at a time or many. After
     /// settling, A's text is the server's (and B's), and A's next keystroke is accepted. Control:
     /// every refused change set ended reverted, and each run refused at least one.
-    @Test(arguments: 0..<8)
+    @Test(arguments: 0..<32)
     func randomHistoriesWithRefusalsEndAsTheServer(seed: Int) async throws {
         var random = SplitMix64(seed: UInt64(seed) &+ 0x5EED)
         let server = try makeServer()
@@ -247,12 +247,6 @@ import Testing
         try #require(a.client.session).setMode(.realtime, for: a.scope)
         #expect(await converged([a, b]), "seed \(seed): A \(a.board.note.text), B \(b.board.note.text)")
         let held = try await serverText(server)
-        if held != a.board.note.text {
-            print("DEBUG lastError \(String(describing: a.board.note.lastError))")
-            for set in a.scope.history where set.origin == .local {
-                print("DEBUG \(seed) \(set.state) \(set.message ?? "") \(set.rejection.map { "\($0)" } ?? "") \(set.fragments.compactMap { $0.textOperations?["note"] }.map { "\($0)" })")
-            }
-        }
         #expect(held == a.board.note.text, "seed \(seed): server \(held), A \(a.board.note.text), B \(b.board.note.text)")
         let later = a.scope.modify { try? a.board.note.insert("Z", at: 0) }
         #expect(try await settled(later) == .completed, "seed \(seed): the next keystroke is accepted")

@@ -24,7 +24,8 @@ extension ChangeSetQueue {
 }
 
 extension ChangeSetQueue.Entry {
-    /// The change set's fragments with the text prefixes (`textPrefixes`) before their operations.
+    /// The change set's fragments with the text prefixes (`textPrefixes`) spliced into their
+    /// operations (`SharedTextEdit.splice`).
     /// O(fragments), plus the operations of a prefixed text.
     var prefixedFragments: [SyncFragment] {
         let fragments = changeSet.fragments
@@ -33,9 +34,7 @@ extension ChangeSetQueue.Entry {
         for (index, prefixes) in textPrefixes where index < result.count {
             for (name, prefix) in prefixes {
                 guard let member = result[index].textOperations?[name], let own = try? TextOperation.decode(member) else { continue }
-                var operations = prefix
-                for operation in own { TextOperation.append(operation, to: &operations) }
-                result[index].textOperations?[name] = TextOperation.json(operations)
+                result[index].textOperations?[name] = TextOperation.json(SharedTextEdit.splice(prefix, into: own))
             }
         }
         return result

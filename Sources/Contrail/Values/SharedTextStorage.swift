@@ -87,11 +87,9 @@ final class SharedTextStorage {
                 changes = made.changes
             case .rollBack(let edit):
                 let made = try edit.rollBack(document, refused: &refused)
-                // Before the local operations not yet sent: those come later in this replica's
-                // numbering, and the server takes a replica's insertions in order only.
-                var operations = made.repair
-                for operation in unsent { TextOperation.append(operation, to: &operations) }
-                unsent = operations
+                // Among the local operations not yet sent, in this replica's numbering: the server
+                // takes a replica's insertions in order only.
+                unsent = SharedTextEdit.splice(made.repair, into: unsent)
                 changes = made.changes
             }
         } catch {
@@ -251,6 +249,32 @@ final class SharedTextEdit {
         current = operations
         deleted = made
         return (operations, changes, taken)
+    }
+
+    /// `repair` put into `operations` before the first operation that needs it: an insertion later
+    /// in the repaired replica's numbering, or one that names a repaired character. Operations
+    /// before that (the repair of an earlier refusal, say, numbered below it) keep their place, so
+    /// the server gets the replica's insertions in order. O(operations + repair).
+    static func splice(_ repair: [TextOperation], into operations: [TextOperation]) -> [TextOperation] {
+        var ranges: [(replica: String, seqs: Range<Int>)] = []
+        for case .insert(let id, let text, _, _) in repair { ranges.append((id.replica, id.seq..<(id.seq + text.unicodeScalars.count))) }
+        guard let replica = ranges.first?.replica else { return repair + operations }
+        let top = ranges.map(\.seqs.upperBound).max() ?? 0
+        let names = { (id: TextID?) -> Bool in
+            guard let id, id.replica == replica else { return false }
+            return ranges.contains { $0.seqs.contains(id.seq) }
+        }
+        let cut = operations.firstIndex { operation in
+            switch operation {
+            case .insert(let id, _, let left, let right):
+                return (id.replica == replica && id.seq >= top) || names(left) || names(right)
+            case .delete(let id, let count):
+                return id.replica == replica && ranges.contains { $0.seqs.overlaps(id.seq..<(id.seq + count)) }
+            }
+        } ?? operations.endIndex
+        var result = Array(operations[..<cut])
+        for operation in repair + operations[cut...] { TextOperation.append(operation, to: &result) }
+        return result
     }
 
     /// What a repair types as the text of the characters it sends deleted (a noncharacter, which
