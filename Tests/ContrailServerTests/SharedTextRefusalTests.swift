@@ -55,9 +55,10 @@ import Testing
         }
     }
 
-    /// A and B share "base" and an item; A stops applying remote changes and B removes the item,
-    /// so an atomic change set of A that relabels it is refused whole.
-    func doomedItem(_ server: ContrailServer, maxPendingMessages: Int? = nil) async throws -> (a: Replica, b: Replica, item: FuzzItem) {
+    /// A and B share "base" and an item; A stops applying remote changes and B removes the item
+    /// (unless not `removed`), so an atomic change set of A that relabels it is refused whole.
+    func doomedItem(_ server: ContrailServer, maxPendingMessages: Int? = nil, removed: Bool = true) async throws
+        -> (a: Replica, b: Replica, item: FuzzItem) {
         let a = try await makeReplica(server, maxPendingMessages: maxPendingMessages)
         let b = try await makeReplica(server)
         let item = FuzzItem()
@@ -67,8 +68,18 @@ import Testing
         }) == .completed)
         #expect(await eventually(.seconds(30)) { b.board.items.count == 1 && b.board.note.text == "base" })
         try #require(a.client.session).setMode(.pushOnly, for: a.scope)
-        #expect(try await settled(b.scope.modify { b.board.items.removeAll() }) == .completed)
+        if removed { #expect(try await settled(b.scope.modify { b.board.items.removeAll() }) == .completed) }
         return (a, b, item)
+    }
+
+    /// Waits until every replica has sent everything and shows `text`, as the server does, then
+    /// closes them and stops the server.
+    func expectEnd(_ replicas: [Replica], server: ContrailServer, text: String) async throws {
+        #expect(await converged(replicas))
+        #expect(replicas.allSatisfy { $0.board.note.text == text }, "\(replicas.map(\.board.note.text)), expected \(text)")
+        #expect(try await serverText(server) == text)
+        for replica in replicas { await replica.client.close() }
+        await server.stop()
     }
 
     /// A new item of A's that B removes while A (in `pushOnly`) does not learn it, when a fetch
@@ -87,17 +98,8 @@ import Testing
     @Test(arguments: [true, false])
     func aRefusedAtomicChangeSetTakesItsTypingBackAndLaterTypingIsAccepted(refused: Bool) async throws {
         let server = try makeServer()
-        let a = try await makeReplica(server)
-        let b = try await makeReplica(server)
-        let item = FuzzItem()
-        #expect(try await settled(a.scope.modify {
-            a.board.items.append(item)
-            try? a.board.note.insert("base", at: 0)
-        }) == .completed)
-        #expect(await eventually(.seconds(30)) { b.board.items.count == 1 && b.board.note.text == "base" })
+        let (a, b, item) = try await doomedItem(server, removed: refused)
         let session = try #require(a.client.session)
-        session.setMode(.pushOnly, for: a.scope)
-        if refused { #expect(try await settled(b.scope.modify { b.board.items.removeAll() }) == .completed) }
         let atomic = a.scope.modifyAtomically {
             try? a.board.note.insert("XYZ", at: 4)
             item.label = "relabelled"
@@ -107,11 +109,7 @@ import Testing
         session.setMode(.realtime, for: a.scope)
         let later = a.scope.modify { try? a.board.note.insert("!", at: a.board.note.count) }
         #expect(try await settled(later) == .completed, "the next keystroke is accepted")
-        #expect(await converged([a, b]))
-        let expected = refused ? "base!" : "baseXYZ!"
-        #expect(a.board.note.text == expected && b.board.note.text == expected)
-        #expect(try await serverText(server) == expected)
-        await a.client.close(); await b.client.close(); await server.stop()
+        try await expectEnd([a, b], server: server, text: refused ? "base!" : "baseXYZ!")
     }
 
     /// A refused deletion comes back under its own ids (seed 9210: typed again under new ids, the
@@ -128,11 +126,7 @@ import Testing
         #expect(a.board.note.text == (refused ? "base" : "be"))
         try #require(a.client.session).setMode(.realtime, for: a.scope)
         #expect(try await settled(a.scope.modify { try? a.board.note.insert("!", at: 0) }) == .completed)
-        #expect(await converged([a, b]))
-        let expected = refused ? "!base" : "!be"
-        #expect(a.board.note.text == expected && b.board.note.text == expected)
-        #expect(try await serverText(server) == expected)
-        await a.client.close(); await b.client.close(); await server.stop()
+        try await expectEnd([a, b], server: server, text: refused ? "!base" : "!be")
     }
 
     /// Four pending change sets type into one text and the second is refused. When the third is not
@@ -159,11 +153,7 @@ import Testing
         #expect(try await settled(fourth) == .completed)
         try #require(a.client.session).setMode(.realtime, for: a.scope)
         #expect(try await settled(a.scope.modify { try? a.board.note.insert("!", at: a.board.note.count) }) == .completed)
-        #expect(await converged([a, b]))
-        let expected = oneInFlight ? "ase13!" : "ase1!"
-        #expect(a.board.note.text == expected && b.board.note.text == expected)
-        #expect(try await serverText(server) == expected)
-        await a.client.close(); await b.client.close(); await server.stop()
+        try await expectEnd([a, b], server: server, text: oneInFlight ? "ase13!" : "ase1!")
     }
 
     /// A change set the client refuses before sending it (more fragments than the server takes)
@@ -188,11 +178,7 @@ import Testing
             }
         }
         #expect(try await settled(after) == .completed)
-        #expect(await converged([a, b]))
-        let expected = overLimit ? "base!" : "baseXY!"
-        #expect(a.board.note.text == expected && b.board.note.text == expected)
-        #expect(try await serverText(server) == expected)
-        await a.client.close(); await b.client.close(); await server.stop()
+        try await expectEnd([a, b], server: server, text: overLimit ? "base!" : "baseXY!")
     }
 
     /// Random histories: A types, deletes and undoes while B types too, and some of A's change
