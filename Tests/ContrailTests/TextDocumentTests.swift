@@ -46,6 +46,32 @@ import Testing
         #expect(a.text == "[xyzalphauvwbravo]" || a.text == "[uvwbravoxyzalpha]", "got \(a.text)")
     }
 
+    /// A deletion taken back (`undelete`, for a refused one) brings the characters back under
+    /// their own ids: the document is then the one a replica that never saw the deletion holds,
+    /// byte for byte, and later edits from either side merge. Control: before it, they differ.
+    @Test func anUndeletedRunIsTheTextThatWasNeverDeleted() throws {
+        let a = TextDocument(replica: "a")
+        let b = TextDocument(replica: "b")
+        try b.apply(try #require(try a.insert("hello", at: 0)))
+        try b.apply(try #require(try a.insert("XY", at: 2)))  // "heXYllo": "hello" in two runs
+        let removed = a.text(in: 1..<5)
+        let deletions = try a.delete(1..<5)
+        #expect(a.text == "hlo" && a.stateJSON != b.stateJSON)
+        for case .delete(let id, let count) in deletions.reversed() {
+            let offset = deletions.prefix { $0 != .delete(id: id, count: count) }.reduce(0) { total, operation in
+                guard case .delete(_, let count) = operation else { return total }
+                return total + count
+            }
+            let text = String(String.UnicodeScalarView(Array(removed.unicodeScalars)[offset..<(offset + count)]))
+            #expect(try !a.undelete(id, text: text).isEmpty)
+        }
+        #expect(a.text == "heXYllo" && a.stateJSON == b.stateJSON)
+        #expect(try a.undelete(TextID(replica: "a", seq: 0), text: "h").isEmpty, "visible characters stay as they are")
+        #expect(throws: TextError.self) { try a.undelete(TextID(replica: "a", seq: 6), text: "??") }
+        try b.apply(try #require(try a.insert("!", at: 3)))
+        #expect(b.text == "heX!Yllo")
+    }
+
     @Test func cursorsFollowTheirCharacter() throws {
         let a = TextDocument(replica: "a")
         let b = TextDocument(replica: "b")

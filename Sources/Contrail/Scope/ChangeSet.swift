@@ -130,8 +130,9 @@ public final class ChangeSet: Encodable {
     }
 
     /// Restores the values this change set replaced, without recording anything (the replica goes
-    /// back to what the server holds). Changes to (object, property) pairs in `excluding` stay.
-    /// Marks the change set `reverted`.
+    /// back to what the server holds), except that a shared text's edit is rolled back as a local
+    /// edit, which gives the server the ids of the characters it never got (`SharedText`).
+    /// Changes to (object, property) pairs in `excluding` stay. Marks the change set `reverted`.
     public func revert() {
         revert(excluding: [])
         settle(.reverted)
@@ -144,9 +145,13 @@ public final class ChangeSet: Encodable {
                 && (onlyObjects?.contains(change.object.uuid) ?? true)
         }
         let apply = {
-            for change in restore { change.object.setValue(change.old, at: change.property) }
+            for change in restore where !(change.old is SharedText) { change.object.setValue(change.old, at: change.property) }
         }
         if let scope { scope.applyingRemote(apply) } else { apply() }
+        // Recorded, not applied as remote: the rollback's operations must reach the server.
+        for change in restore {
+            if let rollBack = (change.old as? SharedText)?.rollingBack { change.object.setValue(rollBack, at: change.property) }
+        }
     }
 
     /// The change set as JSON: `{"fragments": […], "atomic": Bool, "message"?: String, "origin", "state"}`.

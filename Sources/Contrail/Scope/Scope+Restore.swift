@@ -29,7 +29,8 @@ extension Scope {
                         old = decoded
                     }
                 }
-                originals.append((object, index, old))
+                // A shared text's original is the edit its operations make (what a revert rolls back).
+                originals.append((object, index, SharedText.restoredEdit(old, operations: fragment.textOperations?[name]) ?? old))
             }
         }
         if !isApplied { try apply(fragments) }

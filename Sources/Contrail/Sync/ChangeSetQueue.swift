@@ -33,6 +33,9 @@ final class ChangeSetQueue {
         /// Whether remote values for objects it adds were not applied (its add holds their keys):
         /// if it is reverted, those values are missing and the scope must be fetched again.
         var heldBackRemoteValues = false
+        /// Shared text operations it sends before its own, by fragment index and property: an
+        /// earlier refused change set's characters as deleted ones (`ChangeSetQueue+SharedText.swift`).
+        var textPrefixes: [Int: [String: [TextOperation]]] = [:]
 
         init(_ changeSet: ChangeSet) {
             self.changeSet = changeSet
@@ -149,9 +152,12 @@ final class ChangeSetQueue {
 
     /// Reverts `entry` locally: keys of the objects in `objects` (all when nil) go back to their
     /// originals, except keys later change sets hold, which instead take `entry`'s original as
-    /// their own (the rebase), or keep their value when a later `add` sends it.
+    /// their own (the rebase), or keep their value when a later `add` sends it. A shared text is
+    /// rolled back whoever holds it after (`SharedTextEdit.rollBack`).
     func revert(_ entry: Entry, objects: Set<UUID>? = nil) {
-        let later = keys(heldAfter: entry)
+        // A shared text's edit is not a value to hand on: it is always rolled back itself, and the
+        // later change sets' edits stay on top of what the server holds.
+        let later = keys(heldAfter: entry).subtracting(entry.changeSet.changes.filter { $0.new is SharedText }.map { ChangeKey($0.object, $0.property) })
         for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
             let key = ChangeKey(change.object, change.property)
             if later.contains(key), let next = holder(of: key, after: entry) {

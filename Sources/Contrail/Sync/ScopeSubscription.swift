@@ -74,8 +74,9 @@ final class ScopeSubscription {
 
     /// The fragments to send for `entry`, with old root UUIDs replaced by the server's.
     func fragments(of entry: ChangeSetQueue.Entry) -> [SyncFragment] {
-        guard !rootAliases.isEmpty else { return entry.changeSet.fragments }
-        return entry.changeSet.fragments.map { fragment in
+        let fragments = entry.prefixedFragments
+        guard !rootAliases.isEmpty else { return fragments }
+        return fragments.map { fragment in
             var fragment = fragment
             if let alias = rootAliases[fragment.uuid] { fragment.uuid = alias }
             return fragment

@@ -807,15 +807,21 @@ public final class Session {
     }
 
     /// Reverts `entry` locally. Objects a revert brings back into the tree missed the remote changes
-    /// made while they were out of it, and remote values its adds held back are missing, so the
-    /// scope is fetched again when either happens.
+    /// made while they were out of it, remote values its adds held back are missing, and text its
+    /// shared texts' deletions took comes back under ids another replica may have deleted meanwhile
+    /// (a deletion of a deleted character changes nothing here), so the scope is fetched again when
+    /// any of these happens.
     private func revert(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, objects: Set<UUID>?) {
         let scope = subscription.scope
         let before = scope.count
         let known = Set(scope.allObjects.map(ObjectIdentifier.init))
         subscription.queue.revert(entry, objects: objects)
+        subscription.queue.prefixTextRepairs(after: entry, objects: objects)
         let returned = scope.count > before || scope.allObjects.contains { !known.contains(ObjectIdentifier($0)) }
-        if returned || entry.heldBackRemoteValues { requestFetch(subscription) }
+        let retyped = entry.changeSet.changes.contains { change in
+            (objects?.contains(change.object.uuid) ?? true) && (change.old as? SharedText)?.rollsBackDeletions == true
+        }
+        if returned || retyped || entry.heldBackRemoteValues { requestFetch(subscription) }
     }
 
     // MARK: - Helpers

@@ -125,6 +125,46 @@ public struct SharedText: PropertyValue, CustomStringConvertible {
         lhs.storage === rhs.storage && lhs.version == rhs.version && rhs.update == nil
     }
 
+    /// The value that, stored over the text, rolls back the local change set's edit this value
+    /// carries (its `old` and `new` in `ChangeSet.changes`) because the server refused it or it was
+    /// never sent (`SharedTextEdit.rollBack`); nil for a value that carries no such edit.
+    var rollingBack: SharedText? {
+        guard case .toggle(let edit)? = update else { return nil }
+        return SharedText(storage: storage, version: version, update: .rollBack(edit))
+    }
+
+    /// The operations that give the server the characters of the edit this value carries as deleted
+    /// ones (`SharedTextEdit.repair`); nil for a value that carries no edit.
+    var rollBackRepair: [TextOperation]? {
+        guard case .toggle(let edit)? = update else { return nil }
+        return edit.repair
+    }
+
+    /// For a change set restored from a fragment log, made before its `operations` (a fragment's
+    /// `text` member) are applied to `value`'s text: the value that carries their edit, as a change
+    /// set made in this process holds it, with the text its deletions take (when the characters are
+    /// still there to read). Nil when `value` is not a shared text or there are no operations.
+    static func restoredEdit(_ value: Any, operations member: JSON?) -> SharedText? {
+        guard let text = value as? SharedText, let member, let operations = try? TextOperation.decode(member) else { return nil }
+        let document = text.storage.document
+        var deleted: [TextID: String] = [:]
+        for case .delete(let id, let count) in operations {
+            for piece in document.runsInOrder(id, count: count) {
+                for run in document.visibleRuns(piece.id, count: piece.count) {
+                    guard let position = document.position(of: TextCursor(before: run.id)) else { continue }
+                    deleted[run.id] = document.text(in: position..<(position + run.count))
+                }
+            }
+        }
+        return SharedText(storage: text.storage, version: text.version, update: .toggle(SharedTextEdit(operations, deleted: deleted)))
+    }
+
+    /// Whether rolling back the edit this value carries brings deleted text back.
+    var rollsBackDeletions: Bool {
+        guard case .toggle(let edit)? = update else { return false }
+        return edit.sentDeletions
+    }
+
     /// The value to store when `self` is written over `current`: `current`'s text with this
     /// value's update applied (a decoded remote edit, an undo), at a new version. Values without an
     /// update, or of the same text, are stored as they are.

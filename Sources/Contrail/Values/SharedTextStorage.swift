@@ -12,6 +12,9 @@ final class SharedTextStorage {
     /// Characters an undo, redo or revert typed again in place of deleted ones, by the id of the
     /// deleted character: a later toggle of the edit that typed the deleted one takes these away too.
     private var retyped: [TextID: TextID] = [:]
+    /// This replica's characters whose insertion the server refused, by seq: it holds them as
+    /// deleted characters (a rollback sends them so), so a later rollback does not bring them back.
+    private var refused: [Range<Int>] = []
     @MainActor private var list: ObserverList<SharedTextEvent>?
 
     init(_ document: TextDocument) {
@@ -82,6 +85,12 @@ final class SharedTextStorage {
                 for operation in made.operations { TextOperation.append(operation, to: &unsent) }
                 SharedTextEdit.pair(made.operations, with: made.deletedText, into: &unsentDeleted)
                 changes = made.changes
+            case .rollBack(let edit):
+                let made = try edit.rollBack(document, refused: &refused)
+                // Among the local operations not yet sent, in this replica's numbering: the server
+                // takes a replica's insertions in order only.
+                unsent = SharedTextEdit.splice(made.repair, into: unsent)
+                changes = made.changes
             }
         } catch {
             lastError = error
@@ -108,20 +117,22 @@ enum SharedTextUpdate {
     case operations([TextOperation])
     /// A whole state (an `add`, a full state, a log snapshot), merged in.
     case state(JSON)
-    /// An undo, redo or revert of a local change set's edit.
+    /// An undo or redo of a local change set's edit.
     case toggle(SharedTextEdit)
+    /// A revert of a local change set's edit that the server refused or that was never sent
+    /// (`SharedTextEdit.rollBack`).
+    case rollBack(SharedTextEdit)
 
     /// Whether it edits the text it is stored over even when it comes from the same handle.
     var isEdit: Bool {
-        if case .toggle = self { return true }
-        return false
+        switch self {
+        case .toggle, .rollBack: return true
+        case .plain, .operations, .state: return false
+        }
     }
 
     /// Whether the change comes from elsewhere (observers are told so).
-    var isRemote: Bool {
-        if case .toggle = self { return false }
-        return true
-    }
+    var isRemote: Bool { !isEdit }
 }
 
 /// The edit a local change set made to a `SharedText`, for undo, redo and revert: each toggle
@@ -132,10 +143,23 @@ final class SharedTextEdit {
     private var current: [TextOperation]
     /// The text each deletion of `current` took away, by the id of its first character.
     private var deleted: [TextID: String]
+    /// The operations the change set sent and the text their deletions took away (`current` changes
+    /// with each toggle): what a refusal rolls back.
+    private let sent: [TextOperation]
+    private let sentDeleted: [TextID: String]
 
     init(_ operations: [TextOperation], deleted: [TextID: String]) {
         current = operations
         self.deleted = deleted
+        sent = operations
+        sentDeleted = deleted
+    }
+
+    /// Whether the change set deleted text: rolling it back types that text again under the ids the
+    /// server holds it by, which another replica may have deleted meanwhile (the scope is fetched
+    /// again then).
+    var sentDeletions: Bool {
+        sent.contains { if case .delete = $0 { return true } else { return false } }
     }
 
     /// Records in `texts` the text each deletion of `operations` took away: `text` holds them all,
@@ -150,7 +174,7 @@ final class SharedTextEdit {
 
     /// The text characters `id.seq ..< id.seq + count` had, from the deletions that took them; nil
     /// when some were not deleted by this edit.
-    private func text(_ id: TextID, count: Int) -> String? {
+    private static func text(_ id: TextID, count: Int, in deleted: [TextID: String]) -> String? {
         var view = String.UnicodeScalarView()
         var seq = id.seq
         while seq < id.seq + count {
@@ -182,9 +206,7 @@ final class SharedTextEdit {
                 let count = text.unicodeScalars.count
                 // Right to left, so the positions found first stay valid.
                 let runs = ([(id, count)] + Self.replacements(of: id, count: count, in: retyped)).flatMap { start, length in
-                    document.visibleRuns(start, count: length).compactMap { run in
-                        document.position(of: TextCursor(before: run.id)).map { (count: run.count, position: $0) }
-                    }
+                    Self.visibleStretches(start, count: length, in: document)
                 }.sorted { $0.position > $1.position }
                 for run in runs {
                     let range = run.position..<(run.position + run.count)
@@ -196,7 +218,7 @@ final class SharedTextEdit {
                     changes.append(.delete(position: run.position, count: run.count))
                 }
             case .delete(let id, let count):
-                guard let text = text(id, count: count) else { continue }
+                guard let text = Self.text(id, count: count, in: deleted) else { continue }
                 let scalars = Array(text.unicodeScalars)
                 for (offset, length) in Self.pieces(of: id, count: count, outside: typedHere) {
                     let piece = TextID(replica: id.replica, seq: id.seq + offset)
@@ -227,6 +249,110 @@ final class SharedTextEdit {
         current = operations
         deleted = made
         return (operations, changes, taken)
+    }
+
+    /// `repair` put into `operations` before the first operation that needs it: an insertion later
+    /// in the repaired replica's numbering, or one that names a repaired character. Operations
+    /// before that (the repair of an earlier refusal, say, numbered below it) keep their place, so
+    /// the server gets the replica's insertions in order. O(operations + repair).
+    static func splice(_ repair: [TextOperation], into operations: [TextOperation]) -> [TextOperation] {
+        var ranges: [(replica: String, seqs: Range<Int>)] = []
+        for case .insert(let id, let text, _, _) in repair { ranges.append((id.replica, id.seq..<(id.seq + text.unicodeScalars.count))) }
+        guard let replica = ranges.first?.replica else { return repair + operations }
+        let top = ranges.map(\.seqs.upperBound).max() ?? 0
+        let names = { (id: TextID?) -> Bool in
+            guard let id, id.replica == replica else { return false }
+            return ranges.contains { $0.seqs.contains(id.seq) }
+        }
+        let cut = operations.firstIndex { operation in
+            switch operation {
+            case .insert(let id, _, let left, let right):
+                return (id.replica == replica && id.seq >= top) || names(left) || names(right)
+            case .delete(let id, let count):
+                return id.replica == replica && ranges.contains { $0.seqs.overlaps(id.seq..<(id.seq + count)) }
+            }
+        } ?? operations.endIndex
+        var result = Array(operations[..<cut])
+        for operation in repair + operations[cut...] { TextOperation.append(operation, to: &result) }
+        return result
+    }
+
+    /// What a repair types as the text of the characters it sends deleted (a noncharacter, which
+    /// no one types, so a refused repair is told from a refused edit).
+    static let placeholder: Unicode.Scalar = "\u{FFFF}"
+
+    /// Takes back the edit the server refused (or that was never sent): the replica's text becomes
+    /// what the server holds plus the edits still pending. Its characters are deleted here, and the
+    /// server is given their ids as deleted characters (`repair`), since each replica numbers its
+    /// insertions without gaps and the server refuses a gap; the characters it deleted come back
+    /// under their own ids (the
+    /// server never deleted them), except those of insertions refused before (`refused`, which
+    /// this adds its own to: the server holds them deleted). The edit is spent: undo and redo of it
+    /// do nothing afterwards. O(characters of the edit × 64).
+    func rollBack(_ document: TextDocument, refused: inout [Range<Int>]) throws(TextError)
+        -> (repair: [TextOperation], changes: [TextChange]) {
+        var changes: [TextChange] = []
+        let typedHere = sent.compactMap { operation -> (id: TextID, count: Int)? in
+            guard case .insert(let id, let text, _, _) = operation else { return nil }
+            return (id, text.unicodeScalars.count)
+        }
+        // Right to left, so the positions found first stay valid.
+        let runs = typedHere.flatMap { id, count in Self.visibleStretches(id, count: count, in: document) }
+            .sorted { $0.position > $1.position }
+        for run in runs {
+            try document.delete(run.position..<(run.position + run.count))
+            changes.append(.delete(position: run.position, count: run.count))
+        }
+        for case .delete(let id, let count) in sent {
+            guard let text = Self.text(id, count: count, in: sentDeleted) else { continue }
+            let scalars = Array(text.unicodeScalars)
+            for (offset, length) in Self.pieces(of: id, count: count, outside: typedHere + Self.ranges(refused, of: id.replica, mine: document.replica)) {
+                let piece = String(String.UnicodeScalarView(scalars[offset..<(offset + length)]))
+                changes += try document.undelete(TextID(replica: id.replica, seq: id.seq + offset), text: piece)
+            }
+        }
+        for (id, count) in typedHere where id.replica == document.replica { refused.append(id.seq..<(id.seq + count)) }
+        current = []
+        deleted = [:]
+        return (repair, changes)
+    }
+
+    /// What gives the server the ids of the characters the change set typed, as deleted characters:
+    /// each insertion again, its text replaced by placeholders (the server keeps no deleted text, and
+    /// refused text is not passed on), then deletions of them all. Idempotent where the server holds
+    /// them already. Empty when the change set was such a repair itself: refused again (a single
+    /// insertion over the server's message limit), it is not sent once more. O(operations).
+    var repair: [TextOperation] {
+        var operations: [TextOperation] = []
+        var deletions: [TextOperation] = []
+        let isRepair = sent.allSatisfy { operation in
+            guard case .insert(_, let text, _, _) = operation else { return true }
+            return text.unicodeScalars.allSatisfy { $0 == Self.placeholder }
+        }
+        guard !isRepair else { return [] }
+        for case .insert(let id, let text, let left, let right) in sent {
+            let count = text.unicodeScalars.count
+            let placeholder = String(repeating: Character(Self.placeholder), count: count)
+            TextOperation.append(.insert(id: id, text: placeholder, left: left, right: right), to: &operations)
+            TextOperation.append(.delete(id: id, count: count), to: &deletions)
+        }
+        return operations + deletions
+    }
+
+    /// Where the visible characters among ids `id.seq ..< id.seq + count` stand, as stretches that are
+    /// together in the text: consecutive ids need not be (text typed between two of them later).
+    private static func visibleStretches(_ id: TextID, count: Int, in document: TextDocument) -> [(count: Int, position: Int)] {
+        document.runsInOrder(id, count: count).flatMap { piece in
+            // A piece lies in one run of the document: all of it visible or none.
+            document.visibleRuns(piece.id, count: piece.count).compactMap { run in
+                document.position(of: TextCursor(before: run.id)).map { (count: run.count, position: $0) }
+            }
+        }
+    }
+
+    /// `ranges` (of this replica's own characters, `mine`) as (id, count) pairs when `replica` is it.
+    private static func ranges(_ ranges: [Range<Int>], of replica: String, mine: String) -> [(id: TextID, count: Int)] {
+        replica == mine ? ranges.map { (TextID(replica: mine, seq: $0.lowerBound), $0.count) } : []
     }
 
     /// The characters typed again in place of characters `id.seq ..< id.seq + count` (followed

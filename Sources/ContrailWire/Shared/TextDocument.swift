@@ -413,6 +413,48 @@ public final class TextDocument {
         return changes
     }
 
+    /// Makes deleted characters `id.seq ..< id.seq + text.count` of `id.replica` visible again with
+    /// `text` (one scalar each; the document keeps no deleted text), skipping those already visible:
+    /// how a replica takes back its own deletion that the server refused, so the characters keep
+    /// the ids the server holds them under. Only for a deletion no other replica has seen (elsewhere
+    /// it is not undone). Returns what changed; throws `TextError.unknownCharacter`, changing
+    /// nothing, when this text lacks one of them. O(count / run length × 64 + leaves).
+    @discardableResult
+    package func undelete(_ id: TextID, text: String) throws(TextError) -> [TextChange] {
+        let scalars = Array(text.unicodeScalars)
+        guard !scalars.isEmpty else { return [] }
+        guard contains(id), contains(TextID(replica: id.replica, seq: id.seq + scalars.count - 1)) else {
+            throw .unknownCharacter(replica: id.replica, seq: id.seq)
+        }
+        var changes: [TextChange] = []
+        var seq = id.seq
+        while seq < id.seq + scalars.count {
+            guard let (l, found, offset) = find(TextID(replica: id.replica, seq: seq)) else {
+                throw .unknownCharacter(replica: id.replica, seq: seq)
+            }
+            var r = found
+            let taken = min(id.seq + scalars.count - seq, Int(leaves[l].runs[r].length) - offset)
+            if leaves[l].runs[r].deleted {
+                if offset > 0 {
+                    splitRun(leaf: l, run: r, at: Int32(offset))
+                    r += 1
+                }
+                if taken < Int(leaves[l].runs[r].length) { splitRun(leaf: l, run: r, at: Int32(taken)) }
+                let leaf = leaves[l]
+                let piece = scalars[(seq - id.seq)..<(seq - id.seq + taken)]
+                let start = textOffset(leaf, before: r)
+                let position = visibleStart(ofLeaf: l) + start
+                leaf.text.insert(contentsOf: piece, at: start)
+                leaf.runs[r].deleted = false
+                adjustVisible(leaf: l, by: taken)
+                mergeAround(leaf: l, run: r)
+                changes.append(.insert(position: position, text: String(String.UnicodeScalarView(piece))))
+            }
+            seq += taken
+        }
+        return changes
+    }
+
     // MARK: - Cursors
 
     /// A cursor at `position` that follows its character across remote edits.
