@@ -153,7 +153,8 @@ import Testing
         var arrays: [Int] = []
         var dictionaries: [Int] = []
         for _ in 0..<3 {
-            var store: ScopeStore? = try #require(ScopeStore(snapshot: snapshot))
+            var store = ScopeStore(snapshot: snapshot)
+            try #require(store != nil)
             #expect(store?.objects.count == count + 1)
 
             var perObject: [UUID: StoredObject]? = [:]
