@@ -37,8 +37,13 @@ public final class ChangeSet: Encodable {
         let new: Any
     }
 
-    /// The fragments, one per object, in order of first touch.
-    public nonisolated let fragments: [SyncFragment]
+    /// The fragments, one per object, in order of first touch. Kept compactly (a collection as an
+    /// edit of the value the change set before it left, ``CompactFragments``) and rebuilt here:
+    /// O(size of the fragments + n per collection of n elements), more for a change set far back in
+    /// a chain of pending edits whose values were not rebuilt in order.
+    public nonisolated var fragments: [SyncFragment] { stored.whole }
+    /// The fragments as kept.
+    nonisolated let stored: CompactFragments
     /// The message given to `modify(message:)`, if any.
     public nonisolated let message: String?
     /// True for `modifyAtomically`: the server applies all fragments or none.
@@ -71,7 +76,11 @@ public final class ChangeSet: Encodable {
 
     init(fragments: [SyncFragment], changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State, scope: Scope?,
          id: UUID = .random()) {
-        self.fragments = fragments
+        if let scope {
+            stored = CompactFragments(fragments, chains: &scope.collectionChains)
+        } else {
+            stored = CompactFragments(whole: fragments)
+        }
         self.changes = changes
         self.message = message
         self.isAtomic = isAtomic

@@ -42,7 +42,7 @@ final class ChangeSetQueue {
             }
             self.positions = positions
             let scope = changeSet.scope
-            added = Set(changeSet.fragments.filter { $0.kind == .add }.compactMap { fragment in
+            added = Set(changeSet.stored.skeleton.filter { $0.kind == .add }.compactMap { fragment in
                 scope?.object(for: fragment.uuid).map(ObjectIdentifier.init)
             })
         }
@@ -62,18 +62,31 @@ final class ChangeSetQueue {
         /// name. Nil when it holds no such key.
         func sentValue(of object: ModelObject, property index: Int, name: String)
             -> (value: JSON, base: [UUID]?, models: [ModelObject], delta: Int64?)? {
+            let stored = changeSet.stored
+            let fragments = stored.skeleton
             guard let position = positions[ChangeKey(object, index)] else {
                 guard added.contains(ObjectIdentifier(object)),
-                      let fragment = changeSet.fragments.first(where: { $0.kind == .add && $0.uuid == object.uuid }),
+                      let fragment = fragments.first(where: { $0.kind == .add && $0.uuid == object.uuid }),
                       let value = fragment.properties[name] else { return nil }
                 return (value, nil, [], nil)
             }
             let change = changeSet.changes[position]
+            // A collection kept as versions (``CompactFragments``) is rebuilt: O(n) for holders
+            // visited oldest first, as a rebase does.
+            let writes = { (at: Int) in
+                fragments[at].kind == .change && (fragments[at].properties[name] != nil || stored.collection(at: at, name) != nil)
+            }
             // The root's fragment may still carry the UUID it had before it took over the server's.
-            let fragment = changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && $0.uuid == object.uuid }
-                ?? changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && object === changeSet.scope?.root }
-            guard let fragment, let value = fragment.properties[name] else { return nil }
+            guard let at = fragments.indices.first(where: { writes($0) && fragments[$0].uuid == object.uuid })
+                ?? fragments.indices.first(where: { writes($0) && object === changeSet.scope?.root })
+            else { return nil }
+            let fragment = fragments[at]
             let models = ((change.new as? any PropertyValue)?.models ?? []) + ((change.old as? any PropertyValue)?.models ?? [])
+            if let collection = stored.collection(at: at, name) {
+                let base = collection.base.elements  // first: the new value is then one edit away
+                return (CompactFragments.wire(collection.new.elements), base, models, fragment.counterDeltas?[name])
+            }
+            guard let value = fragment.properties[name] else { return nil }
             return (value, fragment.bases?[name], models, fragment.counterDeltas?[name])
         }
     }

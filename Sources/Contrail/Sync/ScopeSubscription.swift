@@ -72,10 +72,12 @@ final class ScopeSubscription {
         scope.presence.removeAllPeers()
     }
 
-    /// The fragments to send for `entry`, with old root UUIDs replaced by the server's.
-    func fragments(of entry: ChangeSetQueue.Entry) -> [SyncFragment] {
-        guard !rootAliases.isEmpty else { return entry.changeSet.fragments }
-        return entry.changeSet.fragments.map { fragment in
+    /// The fragments to send for `entry`, with old root UUIDs replaced by the server's: whole, or
+    /// without the collections its change set keeps as versions (``CompactFragments/skeleton``).
+    func fragments(of entry: ChangeSetQueue.Entry, whole: Bool = true) -> [SyncFragment] {
+        let fragments = whole ? entry.changeSet.fragments : entry.changeSet.stored.skeleton
+        guard !rootAliases.isEmpty else { return fragments }
+        return fragments.map { fragment in
             var fragment = fragment
             if let alias = rootAliases[fragment.uuid] { fragment.uuid = alias }
             return fragment
