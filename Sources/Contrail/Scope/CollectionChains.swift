@@ -9,6 +9,8 @@ struct CollectionChains {
     private struct Key: Hashable {
         let uuid: UUID
         let property: String
+        /// A chain of a change set's model values (``ChangeSet/Change``) rather than of its fragments'.
+        let ofModels: Bool
     }
 
     private struct Link {
@@ -21,10 +23,13 @@ struct CollectionChains {
     /// The versions of a collection change `base` → `new` of property `key` of object `uuid`: the
     /// base is the chain's last version when that is `base`, else a whole version; the new one
     /// follows it (and becomes the chain's last). O(b + n).
-    mutating func versions(of uuid: UUID, _ key: String, base: [UUID], new: [UUID]) -> (base: CollectionVersion, new: CollectionVersion) {
-        let chain = Key(uuid: uuid, property: key)
-        let previous = last[chain]?.version.flatMap { $0.isValue(base) ? $0 : nil } ?? .whole(base)
-        let next = previous.next(new, base: base)
+    /// For a collection of models, `models` and `baseModels` are the values' models (the versions
+    /// hold them alive; a chain of models is apart from the chain of wire values).
+    mutating func versions(of uuid: UUID, _ key: String, base: [UUID], new: [UUID], models: [ModelObject]? = nil,
+                           baseModels: [ModelObject] = []) -> (base: CollectionVersion, new: CollectionVersion) {
+        let chain = Key(uuid: uuid, property: key, ofModels: models != nil)
+        let previous = last[chain]?.version.flatMap { $0.isValue(base) ? $0 : nil } ?? .whole(base, retaining: baseModels)
+        let next = previous.next(new, base: base, models: models, baseModels: baseModels)
         last[chain] = Link(version: next)
         if last.count > pruneThreshold {
             last = last.filter { $0.value.version != nil }

@@ -33,17 +33,35 @@ final class CollectionVersion: Sendable {
     private let depth: Int
     /// The last value rebuilt in the segment (used in a head only).
     private let memo = Mutex(Memo())
+    /// The models this version holds alive, for a collection of models (a change set's values,
+    /// which a revert or an undo brings back): a head's elements, an edit's inserted and removed
+    /// ones, so that every element of a version is held by it or a version before it.
+    private let retained: [ModelObject]
 
-    private init(form: Form, count: Int, digest: UInt64, depth: Int) {
+    private init(form: Form, count: Int, digest: UInt64, depth: Int, retained: [ModelObject]) {
         self.form = form
         self.count = count
         self.digest = digest
         self.depth = depth
+        self.retained = retained
     }
 
-    /// A whole version of `elements`. O(n).
-    static func whole(_ elements: [UUID]) -> CollectionVersion {
-        CollectionVersion(form: .whole(elements), count: elements.count, digest: CollectionEdit.digest(of: elements), depth: 0)
+    /// A whole version of `elements` (holding `models` alive). O(n).
+    static func whole(_ elements: [UUID], retaining models: [ModelObject] = []) -> CollectionVersion {
+        CollectionVersion(form: .whole(elements), count: elements.count, digest: CollectionEdit.digest(of: elements), depth: 0,
+                          retained: models)
+    }
+
+    /// The models held alive by this version and the versions before it in its segment, by UUID:
+    /// every element of this version among them. O(n + edits from the head).
+    @MainActor var models: [UUID: ModelObject] {
+        var byUUID: [UUID: ModelObject] = [:]
+        var cursor = self
+        while true {
+            for model in cursor.retained where byUUID[model.uuid] == nil { byUUID[model.uuid] = model }
+            guard case .edit(let parent, _) = cursor.form else { return byUUID }
+            cursor = parent
+        }
     }
 
     /// Whether this version's elements are `elements`, by count and digest. O(n).
@@ -54,11 +72,20 @@ final class CollectionVersion: Sendable {
     /// The version after this one whose elements are `new`, given that this one's are `base`: an
     /// edit of this version, or whole when there is no edit (an element twice) or the segment's
     /// edits would outweigh the collection. O(b + n).
-    func next(_ new: [UUID], base: [UUID]) -> CollectionVersion {
-        guard let edit = CollectionEdit(base: base, new: new) else { return .whole(new) }
+    /// For a collection of models, `models` are the new value's and `baseModels` the base's (the
+    /// version holds the ones the edit inserts or removes).
+    @MainActor
+    func next(_ new: [UUID], base: [UUID], models: [ModelObject]? = nil, baseModels: [ModelObject] = []) -> CollectionVersion {
+        guard let edit = CollectionEdit(base: base, new: new) else { return .whole(new, retaining: models ?? []) }
         let depth = depth + edit.removed.count + edit.placements.count
-        guard depth <= max(new.count, 32) else { return .whole(new) }
-        return CollectionVersion(form: .edit(parent: self, edit), count: new.count, digest: CollectionEdit.digest(of: new), depth: depth)
+        guard depth <= max(new.count, 32) else { return .whole(new, retaining: models ?? []) }
+        var retained: [ModelObject] = []
+        if let models {
+            let touched = Set(edit.removed + edit.placements.map(\.element))
+            retained = (models + baseModels).filter { touched.contains($0.uuid) }
+        }
+        return CollectionVersion(form: .edit(parent: self, edit), count: new.count, digest: CollectionEdit.digest(of: new), depth: depth,
+                                 retained: retained)
     }
 
     /// The head of this version's segment.

@@ -52,8 +52,13 @@ final class ChangeSetQueue {
 
         /// Records `value` as what the key held before this change set (as far as the server knows).
         func setOriginal(_ key: ChangeKey, _ value: Any) {
+            setOriginal(key, kept: .plain(value))
+        }
+
+        /// Records `value`, as a change set keeps it, as what the key held before this change set.
+        func setOriginal(_ key: ChangeKey, kept value: ChangeSet.Change.Value) {
             guard let position = positions[key] else { return }
-            changeSet.changes[position].old = value
+            changeSet.changes[position].setOriginal(value)
         }
 
         /// What this change set sends for property `index` of `object`, as the server applies it:
@@ -81,7 +86,7 @@ final class ChangeSetQueue {
                 ?? fragments.indices.first(where: { writes($0) && object === changeSet.scope?.root })
             else { return nil }
             let fragment = fragments[at]
-            let models = ((change.new as? any PropertyValue)?.models ?? []) + ((change.old as? any PropertyValue)?.models ?? [])
+            let models = change.models
             if let collection = stored.collection(at: at, name) {
                 let base = collection.base.elements  // first: the new value is then one edit away
                 return (CompactFragments.wire(collection.new.elements), base, models, fragment.counterDeltas?[name])
@@ -168,7 +173,7 @@ final class ChangeSetQueue {
         for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
             let key = ChangeKey(change.object, change.property)
             if later.contains(key), let next = holder(of: key, after: entry) {
-                next.setOriginal(key, change.old)
+                next.setOriginal(key, kept: change.original)
             }
         }
         entry.changeSet.revert(excluding: later, onlyObjects: objects)
@@ -183,9 +188,9 @@ final class ChangeSetQueue {
     /// over `entry`'s own originals). A shared text settles through its operations, not here.
     /// O(changes of `entry` × holders of each key).
     func handOver(_ entry: Entry, except rejected: Set<UUID>) {
-        for change in entry.changeSet.changes where !rejected.contains(change.object.uuid) && !(change.new is SharedText) {
+        for change in entry.changeSet.changes where !rejected.contains(change.object.uuid) && !change.isSharedText {
             let key = ChangeKey(change.object, change.property)
-            holder(of: key, after: entry)?.setOriginal(key, change.new)
+            holder(of: key, after: entry)?.setOriginal(key, kept: change.result)
         }
     }
 

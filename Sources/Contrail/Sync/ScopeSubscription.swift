@@ -147,7 +147,7 @@ final class ScopeSubscription {
             let change = ChangeKey(object, index)
             candidates.append { [queue] in
                 guard let holder = queue.firstHolder(of: change), let position = holder.positions[change] else { return nil }
-                return Self.models(holder.changeSet.changes[position].old).map(\.uuid)
+                return holder.changeSet.changes[position].originalElements
             }
             candidates.append { Self.models(object.value(at: index)).map(\.uuid) }
         }
@@ -224,7 +224,7 @@ final class ScopeSubscription {
         // Remote the value the pending edits were made on (a fetch that finds the server where this
         // replica left it), they already show what the rebase would reach: O(n), not O(holders × n).
         let unchanged = property.valueKind == .collection && holder.positions[key].map { position in
-            Self.models(holder.changeSet.changes[position].old).map(\.uuid) == Self.models(remote).map(\.uuid)
+            holder.changeSet.changes[position].originalElements == Self.models(remote).map(\.uuid)
         } == true
         holder.setOriginal(key, remote)
         if property.valueKind == .collection, scope.unknown.extras[object.uuid]?[property.name] != nil {
