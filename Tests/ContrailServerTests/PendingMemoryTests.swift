@@ -37,7 +37,7 @@ import Testing
     static func bytesPerEdit(appends count: Int) -> Int {
         var offline: Offline? = Offline(appends: count)
         #expect(offline?.changeSets.count == count && offline?.changeSets.allSatisfy { $0.state == .syncing } == true)
-        return bytesFreed(dropping: &offline) / count
+        return CompactStoreTests.bytesFreed(dropping: &offline) / count
     }
 
     /// The same appends with what the change sets held before (each one's whole array and base,
@@ -45,7 +45,7 @@ import Testing
     static func bytesPerEditHoldingWholeArrays(appends count: Int) -> Int {
         let offline = Offline(appends: count)
         var whole: [[SyncFragment]]? = offline.changeSets.map(\.fragments)
-        return bytesFreed(dropping: &whole) / count
+        return CompactStoreTests.bytesFreed(dropping: &whole) / count
     }
 
     /// 2,000 appends cost about what 500 do per edit (linear growth: quadratic would be 4 times as
@@ -64,6 +64,7 @@ import Testing
         }
         controlSmall.append(Self.bytesPerEditHoldingWholeArrays(appends: 500))
         controlLarge.append(Self.bytesPerEditHoldingWholeArrays(appends: 2_000))
+        print("pending memory: bytes per offline append at 500 \(small), at 2,000 \(large); whole arrays \(controlSmall), \(controlLarge)")
         #expect(large.min()! <= 2 * max(small.max()!, 1), "bytes per edit: 500 appends \(small), 2,000 appends \(large)")
         #expect(large.min()! <= 4_000, "bytes per edit at 2,000 appends: \(large)")
         // The measurement sees what a drop gives back: the scope's items alone are hundreds of bytes.
@@ -154,11 +155,5 @@ import Testing
         }
         // Kept as versions, not whole (or the test would prove nothing).
         #expect(made.contains { $0.changeSet.stored.collections.count > 0 && $0.changeSet.stored.skeleton.allSatisfy { $0.properties["left"] == nil } })
-    }
-
-    static func bytesFreed<T>(dropping value: inout T?) -> Int {
-        let held = Platform.allocatedBytes() ?? 0
-        value = nil
-        return held - (Platform.allocatedBytes() ?? 0)
     }
 }
