@@ -160,7 +160,7 @@ struct ConvergenceTests {
     /// never saw either. The code before these fixes failed about one seed in five.
     @Test func seededRunsConvergeInMemory() async {
         let fuzzer = ConvergenceFuzzer(server: .inMemory)
-        fuzzer.settleTimeout = .seconds(10)
+        fuzzer.settleTimeout = .seconds(30)
         fuzzer.steps = 20...50
         await Self.campaign(fuzzer, seeds: 1...150, label: "convergence")
     }
@@ -187,7 +187,7 @@ struct ConvergenceTests {
 
     @Test func seededRunsConvergeOverWebSockets() async {
         let fuzzer = ConvergenceFuzzer(server: .webSocket)
-        fuzzer.settleTimeout = .seconds(10)
+        fuzzer.settleTimeout = .seconds(30)
         fuzzer.steps = 20...40
         await Self.campaign(fuzzer, seeds: 1...12, label: "convergence over WebSockets")
     }
@@ -199,7 +199,7 @@ struct ConvergenceTests {
     @Test func seededRunsConvergeWithAClassSomeReplicasDoNotKnow() async {
         let fuzzer = ConvergenceFuzzer(server: .inMemory)
         fuzzer.mixedVersions = true
-        fuzzer.settleTimeout = .seconds(10)
+        fuzzer.settleTimeout = .seconds(30)
         fuzzer.steps = 20...50
         var stickers = 0
         await Self.campaign(fuzzer, seeds: 1...100, label: "convergence with mixed versions") { seed in
@@ -221,7 +221,7 @@ struct ConvergenceTests {
     @Test func seededRunsConvergeWithSharedTextAndCounters() async {
         let fuzzer = ConvergenceFuzzer(server: .inMemory)
         fuzzer.sharedValues = true
-        fuzzer.settleTimeout = .seconds(10)
+        fuzzer.settleTimeout = .seconds(30)
         fuzzer.steps = 20...50
         var typed = 0
         var texts = Set<String>()
