@@ -180,8 +180,7 @@ public final class FragmentLog {
             var kept = pending
             kept.sequence = sequence
             kept.isCompacted = true
-            (kept.fragments, kept.chained) = chain.chaining(pending.compact?.whole ?? pending.fragments, unchained: .whole)
-            kept.compact = nil
+            (kept.fragments, kept.chained) = chain.chaining(pending.fragments, unchained: .whole)
             return kept
         }
         compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail, position: writer.position()))
@@ -239,10 +238,9 @@ public final class FragmentLog {
     /// the threshold. O(size of the change set).
     public func append(_ changeSet: ChangeSet) throws(FragmentLogError) {
         guard let writer, let scope else { throw .notAttached }
-        let fragments = changeSet.fragments
-        var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: fragments, message: changeSet.message,
+        var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: changeSet.fragments, message: changeSet.message,
                                      origin: changeSet.origin.rawValue, isAtomic: changeSet.isAtomic)
-        entry.versions = scope.modelVersions(of: fragments)
+        entry.versions = scope.modelVersions(of: changeSet.fragments)
         if changeSet.origin == .local, changeSet.state == .syncing {
             entry.changeSetID = changeSet.id
             entry.sequence = nextSequence
@@ -251,11 +249,7 @@ public final class FragmentLog {
         if let sequence = entry.sequence {
             // Kept whole (a compaction rewrites it); written with its collections as edits (§8.24),
             // chained on the records before it where it can. The chain moves on once it is written.
-            // Kept as the change set keeps its fragments (compactly).
-            var kept = entry
-            kept.fragments = []
-            kept.compact = changeSet.stored
-            unsettled[sequence] = kept
+            unsettled[sequence] = entry
             var written = entry
             var chain = writtenChain
             if entry.fragments.contains(where: { $0.bases != nil }) {
@@ -398,11 +392,6 @@ public final class FragmentLog {
                                                              isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted,
                                                              id: decoded.changeSetID ?? UUID())
                 pending[sequence]?.sentBatch = decoded.batch
-                // Kept as the change set keeps them when that is what the record says (no migration).
-                if let restored = pending[sequence], restored.stored.whole == decoded.fragments {
-                    unsettled[sequence]?.fragments = []
-                    unsettled[sequence]?.compact = restored.stored
-                }
             }
         } catch {
             throw .apply(offset: offset, error)
