@@ -198,11 +198,67 @@ import Testing
         let restored = Scope(name: name)
         let reopened = FragmentLog(url: url)
         #expect(try reopened.attach(to: restored).pendingChangeSets == 6)
-        #expect(restored.unsettledRestored.filter { $0.sentBatch != nil }.count == 5, "the batch's members come back with its id")
+        let sent = restored.unsettledRestored.compactMap(\.sentBatch)
+        #expect(sent.count == 6 && Set(sent).count == 2, "the batch's members come back with its id, the last one with its own")
         if !keepsBatchID { for changeSet in restored.unsettledRestored { changeSet.sentBatch = nil } }
         let again = try await Client.sync(restored, connector: server.connector())
         #expect(await eventually { again.session?.pendingChangeSets == 0 })
         #expect(try await Self.serverTitle(name, server) == (keepsBatchID ? "theirs" : "mine"))
+        try reopened.close()
+        await again.close()
+        await other.close()
+        await server.stop()
+    }
+
+    /// A change set sent alone whose reply never came (the app stopped) goes alone again after a
+    /// restart from the fragment log, under its own id, even when change sets made after it could
+    /// coalesce with it: the server answers it as a repeat, and the title another client wrote
+    /// meanwhile stays. Control: the same restart with the send taken out of the restored change
+    /// set lets it join a batch under a new id, and its stale title is written over the other's.
+    @Test(arguments: [true, false])
+    func aChangeSetSentAloneBeforeARestartGoesAloneAgain(keepsSend: Bool) async throws {
+        ModelRegistry.register(Shelf.self, Item.self)
+        let server = try ContrailServer(options: Wire.options())
+        let url = FileManager.default.temporaryDirectory.appending(path: "alone-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let name = "alone-restart"
+        let scope = Scope(name: name)
+        let shelf = Shelf()
+        scope.root = shelf
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        let replies = ReplyGate()
+        let client = try await Client.sync(scope, connector: replies.connector(server.connector()))
+        let session = try #require(client.session)
+        #expect(await eventually { session.pendingChangeSets == 0 })
+        scope.historyLimit = 1  // the last change set stays an undo step; the ones before may coalesce
+        replies.dropsReplies = true
+        scope.modify { shelf.title = "mine" }
+        #expect(await eventually { (try? await Self.serverTitle(name, server)) == "mine" })
+        session.setMode(.syncOff, for: scope)
+        scope.modify { shelf.step = 1 }
+        scope.modify { shelf.step = 2 }
+        // Another client writes the title after the lone change set was applied.
+        let otherScope = Scope(name: name)
+        otherScope.root = Shelf()
+        let other = try await Client.sync(otherScope, connector: server.connector())
+        otherScope.modify { (otherScope.root as? Shelf)?.title = "theirs" }
+        #expect(await eventually { other.session?.pendingChangeSets == 0 })
+        // The app stops before the reply arrives, and starts again from its log.
+        try log.close()
+        await client.close()
+        let restored = Scope(name: name)
+        let reopened = FragmentLog(url: url)
+        #expect(try reopened.attach(to: restored).pendingChangeSets == 3)
+        let lone = try #require(restored.unsettledRestored.first)
+        #expect(lone.sentBatch == lone.id && restored.unsettledRestored.dropFirst().allSatisfy { $0.sentBatch == nil })
+        if !keepsSend { lone.sentBatch = nil }
+        let syncs = SyncCounter()
+        let again = try await Client.sync(restored, connector: syncs.connector(server.connector()))
+        #expect(await eventually { again.session?.pendingChangeSets == 0 })
+        #expect(syncs.syncs == (keepsSend ? 2 : 1), "alone, then the other two as one batch; or all three as one")
+        #expect(try await Self.serverTitle(name, server) == (keepsSend ? "theirs" : "mine"))
+        #expect(await lone.settled() == .completed)
         try reopened.close()
         await again.close()
         await other.close()

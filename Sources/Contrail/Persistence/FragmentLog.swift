@@ -250,6 +250,7 @@ public final class FragmentLog {
             // Kept whole (a compaction rewrites it); written with its collections as edits (§8.24),
             // chained on the records before it where it can. The chain moves on once it is written.
             unsettled[sequence] = entry
+            changeSet.logSequence = sequence
             var written = entry
             var chain = writtenChain
             if entry.fragments.contains(where: { $0.bases != nil }) {
@@ -295,14 +296,12 @@ public final class FragmentLog {
         do { try append(changeSet) } catch { report(error) }
     }
 
-    /// Records that `changeSets` were first sent together under `id` (a marker naming their
-    /// sequence numbers, written before the message leaves), and keeps the id with each pending
-    /// record so a compaction carries it. O(pending change sets).
+    /// Records that `changeSets` were first sent together under `id` (or one alone under its own
+    /// id): a marker naming their sequence numbers, written before the message leaves. Keeps the id
+    /// with each pending record so a compaction carries it. O(change sets).
     private func recordBatch(_ id: UUID, _ changeSets: [ChangeSet]) {
         guard let writer else { return }
-        var sequences: [UUID: Int] = [:]
-        for (sequence, entry) in unsettled { if let changeSetID = entry.changeSetID { sequences[changeSetID] = sequence } }
-        let members = changeSets.compactMap { sequences[$0.id] }
+        let members = changeSets.compactMap { changeSet in changeSet.logSequence.flatMap { unsettled[$0] != nil ? $0 : nil } }
         guard !members.isEmpty else { return }
         for sequence in members { unsettled[sequence]?.batch = id }
         var marker = FragmentLogEntry(root: nil, fragments: [])
@@ -392,6 +391,7 @@ public final class FragmentLog {
                                                              isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted,
                                                              id: decoded.changeSetID ?? UUID())
                 pending[sequence]?.sentBatch = decoded.batch
+                pending[sequence]?.logSequence = sequence
             }
         } catch {
             throw .apply(offset: offset, error)

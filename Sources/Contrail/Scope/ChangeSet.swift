@@ -52,10 +52,13 @@ public final class ChangeSet: Encodable {
     /// The change set's identity, sent with it (`ScopeSync.changeSetID`) so that a server applies it
     /// once however often it is sent.
     public nonisolated let id: UUID
-    /// The id of the coalesced message it was sent in, once sent in one (kept in the fragment log,
-    /// so that after a restart it goes again in that message, under that id, and a server that
-    /// applied it answers a repeat instead of applying it twice).
+    /// The id of the message it was first sent in, once sent: a coalesced message's, or its own
+    /// ``id`` when it went alone. Kept in the fragment log, so that after a reconnect or a restart
+    /// it goes again in that message, under that id, and a server that applied it answers a repeat
+    /// instead of applying it twice.
     package var sentBatch: UUID?
+    /// Its sequence number in the attached fragment log while it is pending there.
+    package var logSequence: Int?
     /// Where the change set stands with the server (see `onStateChange` and `settled()`).
     public private(set) var state: State
     /// Why the change set was refused, whole (`.reverted`) or in part (`.partiallyReverted`); nil

@@ -15,9 +15,9 @@ final class ChangeSetQueue {
         let changeSet: ChangeSet
         /// The index of the `ScopeSync` that carries it on the current wire session, once sent.
         var index: Int?
-        /// The id of the batch it was sent in (``ChangeSetBatch``), once sent in one: it goes again
-        /// in that batch, under that id, after a reconnect (and, through the fragment log, after a
-        /// restart: it is the change set's ``ChangeSet/sentBatch``).
+        /// The id of the message it was first sent in (a ``ChangeSetBatch``'s, or its own id when
+        /// it went alone): it goes again in that message, under that id, after a reconnect (and,
+        /// through the fragment log, after a restart: it is the change set's ``ChangeSet/sentBatch``).
         var batch: UUID? {
             get { changeSet.sentBatch }
             set { changeSet.sentBatch = newValue }
@@ -197,14 +197,10 @@ final class ChangeSetQueue {
         if !list.isEmpty { index[key] = list }
     }
 
-    /// Forgets every send (a new wire session numbers from 1 again). A change set that went alone
-    /// stays alone from then on (its batch is its own id): a server may have applied it under its
-    /// id, and answers it as a repeat only under that id, so it never joins a batch.
+    /// Forgets every send (a new wire session numbers from 1 again). What each was sent in stays
+    /// (``Entry/batch``).
     func markAllUnsent() {
-        for entry in entries {
-            if entry.index != nil, entry.batch == nil { entry.batch = entry.changeSet.id }
-            entry.index = nil
-        }
+        for entry in entries { entry.index = nil }
     }
 
     /// The change sets not yet sent on this wire session, oldest first: a suffix of the queue (they

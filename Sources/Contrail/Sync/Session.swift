@@ -696,6 +696,13 @@ public final class Session {
             refuse(entry, of: subscription, .unsupportedByJetstream(reason: reason))
             return
         }
+        if entry.batch == nil {
+            // Alone from now on, recorded (in the fragment log) before the message leaves: a server
+            // may apply it under its id, and answers it as a repeat only under that id, so it never
+            // joins a batch, in this run or after a restart.
+            entry.batch = id
+            subscription.scope.onBatchSent?(id, [entry.changeSet])
+        }
         inFlight += 1
         entry.index = request(message) {
             [weak self, weak subscription, weak entry] reply in

@@ -1,3 +1,5 @@
+import ContrailSupport
+
 /// The three-way merge of an ordered collection (Protocol §8.4): the edit from `base` to `new`
 /// (removals, inserts, moves) applied to `current`, so concurrent edits of one collection all
 /// survive. The client (to merge remote values into pending local edits) and the server (to apply a
@@ -107,11 +109,7 @@ public enum CollectionMerge {
         var tails: [Int] = []            // index into `sequence` of the smallest tail for each length
         var parents = Array(repeating: -1, count: sequence.count)
         for (index, item) in sequence.enumerated() {
-            var low = 0, high = tails.count
-            while low < high {
-                let middle = (low + high) / 2
-                if sequence[tails[middle]].1 < item.1 { low = middle + 1 } else { high = middle }
-            }
+            let low = tails.partitioningIndex { sequence[$0].1 >= item.1 }
             if low > 0 { parents[index] = tails[low - 1] }
             if low == tails.count { tails.append(index) } else { tails[low] = index }
         }

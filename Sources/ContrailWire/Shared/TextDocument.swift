@@ -1,3 +1,5 @@
+import ContrailSupport
+
 /// Collaborative plain text: a sequence CRDT (Protocol §8.21) in which every character has an id
 /// (`TextID`) and the ids of its neighbours when it was typed (its left and right origins). An
 /// insertion is placed among concurrent ones by FugueMax's rule (YjsMod in Gentle's reference
@@ -631,13 +633,7 @@ public final class TextDocument {
     /// The id of the leaf that holds character `seq` of replica `agent` (which it holds). O(log runs).
     private func leafID(agent: Int, seq: Int32) -> Int32 {
         owners[agent].withUnsafeBufferPointer { pairs in
-            var low = 0
-            var high = pairs.count
-            while low < high {
-                let middle = (low + high) / 2
-                if pairs[middle].start <= seq { low = middle + 1 } else { high = middle }
-            }
-            return pairs[max(0, low - 1)].leaf
+            pairs[max(0, pairs.partitioningIndex { $0.start > seq } - 1)].leaf
         }
     }
 
