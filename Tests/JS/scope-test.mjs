@@ -148,3 +148,66 @@ test("an object no longer reachable from the root detaches, and the state JSON d
   for (const entry of [...scope.queue]) scope._settle(entry, entry.fragments.map(() => ({})));
   assert.equal(scope.object(shape.uuid), undefined);
 });
+
+test("a flush that only adds references walks what they reach, not the tree; one that drops a reference walks the tree", () => {
+  const scope = attachedScope();
+  let walks = 0;
+  const walk = scope._reachable.bind(scope);
+  scope._reachable = () => { walks++; return walk(); };
+  const attached = [], detached = [];
+  scope.on("attach", (e) => attached.push(e.model.uuid));
+  scope.on("detach", (e) => detached.push(e.model.uuid));
+  const shapes = [];
+  scope.modify(() => {
+    for (let i = 0; i < 50; i++) { const shape = scope.create("Shape", { x: i }); shapes.push(shape); scope.root.insert("shapes", shape); }
+  });
+  // A new object that references another new one: both join, with one add each.
+  let group, member;
+  scope.modify(() => {
+    member = scope.create("Shape", { x: -1 });
+    group = scope.create("Group", { members: [member.uuid] });
+    scope.root.insert("shapes", group, 10);
+    shapes[3].set("x", 33);  // a plain value beside it
+  });
+  assert.equal(walks, 0, "inserts and plain values: no walk of the tree");
+  assert.deepEqual(new Set(attached), new Set([...shapes.map((s) => s.uuid), group.uuid, member.uuid]));
+  assert.ok(scope.objects.has(member.uuid) && scope.objects.has(group.uuid));
+  const last = scope.queue.at(-1);
+  assert.deepEqual(last.fragments.filter((f) => f.type === "add").map((f) => f.uuid).sort(), [group.uuid, member.uuid].sort());
+  // Control: a removal may orphan objects, so the tree is walked, and the group's member leaves with it.
+  scope.modify(() => scope.root.remove("shapes", group));
+  assert.equal(walks, 1);
+  assert.deepEqual(detached.sort(), [group.uuid, member.uuid].sort());
+  // A move within one flush (out of one list, into another) walks too, and nothing leaves.
+  scope.modify(() => { scope.root.remove("shapes", shapes[0]); scope.root.insert("featured", shapes[0]); });
+  assert.equal(walks, 2);
+  assert.equal(detached.length, 2);
+  assert.ok(scope.objects.has(shapes[0].uuid));
+  assert.deepEqual(walk(), new Set(scope.objects.keys()), "the tree is what a walk finds");
+});
+
+test("insert and remove events name the elements that came and went, wherever in the list, each once", () => {
+  const scope = attachedScope();
+  const ids = Array.from({ length: 6 }, () => uuid());
+  const events = [];
+  scope.on("insert", (e) => events.push(["insert", e.item]));
+  scope.on("remove", (e) => events.push(["remove", e.item]));
+  const cases = [
+    [[], ids.slice(0, 3), [["insert", ids[0]], ["insert", ids[1]], ["insert", ids[2]]]],
+    [ids.slice(0, 3), [ids[0], ids[3], ids[1], ids[2]], [["insert", ids[3]]]],         // in the middle
+    [[ids[0], ids[3], ids[1], ids[2]], [ids[0], ids[1], ids[2]], [["remove", ids[3]]]],  // out of the middle
+    [ids.slice(0, 3), [ids[2], ids[0], ids[1]], []],                                     // a move: neither
+    [[ids[2], ids[0], ids[1]], [ids[2], ids[0], ids[1], ids[4], ids[4]], [["insert", ids[4]]]],  // twice: once
+    [[ids[0], ids[1], ids[0]], [ids[0], ids[1]], []],                                    // a duplicate dropped: still there
+    [[ids[0], ids[1]], [ids[5], ids[1], ids[0]], [["insert", ids[5]]]],
+    [[ids[5], ids[1], ids[0]], null, [["remove", ids[5]], ["remove", ids[1]], ["remove", ids[0]]]],
+  ];
+  for (const [before, after, expected] of cases) {
+    scope._remote = true;
+    scope.root.set("list", before);
+    scope._remote = false;
+    events.length = 0;
+    scope.root.set("list", after);
+    assert.deepEqual(events, expected, `${JSON.stringify(before)} → ${JSON.stringify(after)}`);
+  }
+});

@@ -6,8 +6,21 @@
 // rule for rule; JSCollectionEditAgreementTests checks that both write the same edits.
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const MASK = (1n << 64n) - 1n;
-const PRIME = 0x100000001b3n;
+// Strings already found to be UUIDs: a collection's elements are tested on every edit of it, and a
+// Set lookup of a string the engine has hashed before costs far less than the pattern. Bounded:
+// emptied when it reaches this size.
+const knownUUIDs = new Set();
+const KNOWN_UUIDS_LIMIT = 1 << 20;
+
+/** Whether `value` is a lowercase UUID string (Protocol §3.3's references). O(1) amortised. */
+export function isUUID(value) {
+  if (typeof value !== "string") return false;
+  if (knownUUIDs.has(value)) return true;
+  if (value.length !== 36 || !UUID_RE.test(value)) return false;
+  if (knownUUIDs.size >= KNOWN_UUIDS_LIMIT) knownUUIDs.clear();
+  knownUUIDs.add(value);
+  return true;
+}
 
 /** The extension name a server lists when it takes collection edits. */
 export const COLLECTION_OPS = "collectionOps";
@@ -37,16 +50,34 @@ export function stableElements(base, next, nextSet) {
  * read as two little-endian words. Swift: CollectionEdit.digest(of:).
  */
 export function collectionDigest(list) {
-  let hash = 0xcbf29ce484222325n;
+  // The 64-bit hash as four 16-bit limbs, least significant first (plain numbers: no BigInt per
+  // element). FNV's prime is 2^40 + 0x1b3, so a product's limbs are h·0x1b3 plus h shifted by 40 bits.
+  let h0 = 0x2325, h1 = 0x8422, h2 = 0x9ce4, h3 = 0xcbf2;
   for (const id of list) {
-    const hex = id.replace(/-/g, "");
-    for (const half of [hex.slice(0, 16), hex.slice(16)]) {
-      let word = "";
-      for (let i = 14; i >= 0; i -= 2) word += half.slice(i, i + 2);
-      hash = ((hash ^ BigInt(`0x${word}`)) * PRIME) & MASK;
+    for (let half = 0; half < 16; half += 8) {
+      // Little-endian: each 16-bit limb is two bytes, the first one lowest.
+      h0 ^= uuidByte(id, half) | (uuidByte(id, half + 1) << 8);
+      h1 ^= uuidByte(id, half + 2) | (uuidByte(id, half + 3) << 8);
+      h2 ^= uuidByte(id, half + 4) | (uuidByte(id, half + 5) << 8);
+      h3 ^= uuidByte(id, half + 6) | (uuidByte(id, half + 7) << 8);
+      const r0 = h0 * 0x1b3;
+      const r1 = h1 * 0x1b3 + Math.floor(r0 / 0x10000);
+      const r2 = h2 * 0x1b3 + h0 * 0x100 + Math.floor(r1 / 0x10000);
+      const r3 = h3 * 0x1b3 + h1 * 0x100 + Math.floor(r2 / 0x10000);
+      h0 = r0 % 0x10000; h1 = r1 % 0x10000; h2 = r2 % 0x10000; h3 = r3 % 0x10000;
     }
   }
-  return hash.toString(16).padStart(16, "0");
+  return [h3, h2, h1, h0].map((limb) => limb.toString(16).padStart(4, "0")).join("");
+}
+
+// Where the hex digits of a UUID's bytes sit in its string (its dashes skipped).
+const HEX_AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+const nibble = (code) => (code <= 57 ? code - 48 : code - 87);  // '0'-'9', 'a'-'f'
+
+/** Byte `index` (0–15) of the lowercase UUID string `id`. */
+function uuidByte(id, index) {
+  const at = HEX_AT[index];
+  return (nibble(id.charCodeAt(at)) << 4) | nibble(id.charCodeAt(at + 1));
 }
 
 /**
@@ -56,7 +87,7 @@ export function collectionDigest(list) {
 export function collectionEdit(base, next) {
   const baseSet = new Set(base), nextSet = new Set(next);
   if (baseSet.size !== base.length || nextSet.size !== next.length) return null;
-  if (!base.every((e) => UUID_RE.test(e)) || !next.every((e) => UUID_RE.test(e))) return null;
+  if (!base.every(isUUID) || !next.every(isUUID)) return null;
   const stable = stableElements(base, next, nextSet);
   const edit = { n: base.length, digest: collectionDigest(base) };
   const remove = base.filter((e) => !nextSet.has(e));

@@ -16,11 +16,10 @@
 //   canvas.on("change", (e) => console.log(e.model.uuid, e.key, e.value));
 //   canvas.modify(() => { const s = canvas.create("Shape", { x: 10, y: 20 }); canvas.root.insert("shapes", s); });
 
-import { COLLECTION_OPS, stableElements, withCollectionEdits } from "./contrail-collections.js";
+import { COLLECTION_OPS, isUUID, stableElements, withCollectionEdits } from "./contrail-collections.js";
 
 /** Protocol version sent in SessionCreate. */
 export const VERSION = "0.2.0";
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const FATAL_CLOSE = new Set([4096, 4097]);
 // Protocol §8.22: the server is draining and keeps no session; a new one (on any server) at once.
 const DRAINING_CLOSE = 4099;
@@ -39,7 +38,37 @@ export function uuid() {
 
 const same = (a, b) => a === b || (Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => x === b[i]));
 const copy = (v) => (Array.isArray(v) ? v.slice() : v);
-const refsOf = (v) => (typeof v === "string" && UUID_RE.test(v) ? [v] : Array.isArray(v) ? v.filter((x) => typeof x === "string" && UUID_RE.test(x)) : []);
+const refsOf = (v) => (isUUID(v) ? [v] : Array.isArray(v) ? v.filter(isUUID) : []);
+
+/**
+ * What list `after` holds that `before` does not (`inserted`, in `after`'s order, each once) and
+ * what `before` held that `after` does not (`removed`). Only the stretch between the lists' common
+ * prefix and suffix is hashed, and each element found there checked against the whole other list:
+ * an insert into or a removal from a long list costs O(length) identity comparisons.
+ */
+function listDifference(before, after) {
+  let start = 0, endBefore = before.length, endAfter = after.length;
+  while (start < endBefore && start < endAfter && before[start] === after[start]) start++;
+  while (endBefore > start && endAfter > start && before[endBefore - 1] === after[endAfter - 1]) { endBefore--; endAfter--; }
+  const middleBefore = new Set(before.slice(start, endBefore)), middleAfter = new Set(after.slice(start, endAfter));
+  return {
+    inserted: [...middleAfter].filter((x) => !middleBefore.has(x) && !before.includes(x)),
+    removed: [...middleBefore].filter((x) => !middleAfter.has(x) && !after.includes(x)),
+  };
+}
+
+/**
+ * The references `after` holds that `before` did not, or null when `before` held one that `after`
+ * does not (an object may have left the tree). O(length) for lists (`listDifference`).
+ */
+function referenceChange(before, after) {
+  if (!Array.isArray(before) || !Array.isArray(after)) {
+    const removed = refsOf(before).filter((r) => !refsOf(after).includes(r));
+    return removed.length ? null : refsOf(after).filter((r) => !refsOf(before).includes(r));
+  }
+  const { inserted, removed } = listDifference(before, after);
+  return removed.some(isUUID) ? null : inserted.filter(isUUID);
+}
 
 /** Minimal event emitter: `on(type, fn)` returns a function that removes the listener. */
 export class Emitter {
@@ -157,7 +186,7 @@ function revisionError(type, message) {
 }
 
 /** Whether `value` is a collection on the wire: an array of UUID strings (Protocol §3.2). */
-const isCollection = (value) => Array.isArray(value) && value.every((x) => typeof x === "string" && UUID_RE.test(x));
+const isCollection = (value) => Array.isArray(value) && value.every(isUUID);
 /** What `_heldValue` returns to leave a property alone. */
 const KEEP = Symbol("keep");
 /** Whether queued change set `entry` changes (id, key), so it knows the key's original. */
@@ -197,6 +226,10 @@ export class Scope extends Emitter {
     this._retired = new Map();
     this._pending = new Map(); // uuid → {original: {key: value}} touched since the last flush
     this._remote = false;
+    // What the remote values and reverts of one apply or settle did to references in the tree,
+    // while it runs (read by `_reconcile`): {added: [[uuid, key, ref]], dropped, released: [[uuid,
+    // key]] (keys of change sets that settled, no longer held by them)}.
+    this._treeChange = null;
     this._timer = null;
     this._client = null;
     this._scopeIndex = null;
@@ -235,6 +268,11 @@ export class Scope extends Emitter {
       let entry = this._pending.get(model.uuid);
       if (!entry) { entry = { original: {} }; this._pending.set(model.uuid, entry); }
       if (!(key in entry.original)) entry.original[key] = copy(previous === undefined ? null : previous);
+    }
+    if (this._remote && this._treeChange && !this._treeChange.dropped && this.objects.has(model.uuid)) {
+      const added = referenceChange(previous, value);
+      if (added === null) this._treeChange.dropped = true;
+      else for (const ref of added) this._treeChange.added.push([model.uuid, key, ref]);
     }
     model.properties[key] = copy(value);
     this._emitChange(model, key, value, previous, this._remote);
@@ -329,9 +367,9 @@ export class Scope extends Emitter {
   _emitChange(model, key, value, previous, remote) {
     this.emit("change", { model, key, value, previous, remote });
     if (Array.isArray(value) || Array.isArray(previous)) {
-      const before = new Set(previous ?? []), after = new Set(value ?? []);
-      for (const item of after) if (!before.has(item)) this.emit("insert", { model, key, item, remote });
-      for (const item of before) if (!after.has(item)) this.emit("remove", { model, key, item, remote });
+      const { inserted, removed } = listDifference(Array.isArray(previous) ? previous : [], Array.isArray(value) ? value : []);
+      for (const item of inserted) this.emit("insert", { model, key, item, remote });
+      for (const item of removed) this.emit("remove", { model, key, item, remote });
     }
   }
 
@@ -348,12 +386,15 @@ export class Scope extends Emitter {
   flush({ atomic = false } = {}) {
     if (this._timer !== null) { clearTimeout(this._timer); this._timer = null; }
     if (!this._attached) return;
-    const reachable = this._reachable();
+    // What the edits made reachable that was not in the tree; when an edit dropped a reference (an
+    // object may have left), the whole tree is walked instead.
+    const joined = this._joinedByEdits();
+    const reachable = joined === null ? this._reachable() : null;
     const fragments = [], originals = new Map(), added = new Set();
     // An object that joins the tree (new, or back after it left in an earlier flush) is sent whole as
     // an `add`; one that leaves one parent and joins another within this flush is not (a move is not
     // an add: it never left `objects`). Swift: Scope+Recording.swift, `leftThisFlush`.
-    for (const id of reachable) {
+    for (const id of reachable ?? joined) {
       if (this.objects.has(id)) continue;
       const model = this._created.get(id) ?? this._retired.get(id);
       this._created.delete(id);
@@ -365,7 +406,7 @@ export class Scope extends Emitter {
     }
     for (const [id, entry] of this._pending) {
       const model = this.objects.get(id);
-      if (!model || !reachable.has(id)) continue;
+      if (!model || (reachable && !reachable.has(id))) continue;
       const properties = {}, bases = {};
       for (const key of Object.keys(entry.original)) {
         const value = model.properties[key], original = entry.original[key];
@@ -385,13 +426,34 @@ export class Scope extends Emitter {
       originals.set(id, kept);
     }
     this._pending.clear();
-    this._collect(reachable);
+    if (reachable) this._collect(reachable);
     if (!fragments.length) return;
     for (const hook of this.fragmentHooks) for (const fragment of fragments) hook(fragment);
     const entry = { id: uuid(), fragments, originals, added, atomic, index: null, heldBack: false, batch: null, sentAlone: false };
     this.queue.push(entry);
     this.emit("changeset", { fragments, remote: false });
     this._client?._pump(this);
+  }
+
+  /**
+   * The uuids the edits since the last flush (`_pending`) made reachable from the root that are not
+   * in the tree (`objects`), found from what the edits changed; null when an edit dropped a
+   * reference (an object may have left the tree: the caller walks it whole, `_reachable`).
+   * O(the edited values + the objects reached anew): an edit of a plain value or an insert into a
+   * collection does not cost the size of the scope.
+   */
+  _joinedByEdits() {
+    const added = [];
+    for (const [id, entry] of this._pending) {
+      const model = this.objects.get(id);
+      if (!model) continue;  // not in the tree (any more): its references reach nothing from the root
+      for (const key of Object.keys(entry.original)) {
+        const change = referenceChange(entry.original[key], model.properties[key]);
+        if (change === null) return null;
+        added.push(...change);
+      }
+    }
+    return this._reachedFrom(added);
   }
 
   /** The uuids reachable from the root through known models (in the tree, created, or held); objects hang on references (§3.3). */
@@ -414,11 +476,15 @@ export class Scope extends Emitter {
    */
   _dangling() {
     for (const model of this.objects.values()) {
-      for (const [key, v] of Object.entries(model.properties)) {
-        if (refsOf(v).some((r) => !this.object(r)) && !this._holders(model.uuid, key).length) return true;
-      }
+      for (const key of Object.keys(model.properties)) if (this._dangles(model.uuid, key)) return true;
     }
     return false;
+  }
+
+  /** Whether key `key` of object `id` in the tree names an unknown object, and no pending change set holds it. */
+  _dangles(id, key) {
+    const model = this.objects.get(id);
+    return model !== undefined && refsOf(model.properties[key]).some((r) => !this.object(r)) && !this._holders(id, key).length;
   }
 
   /**
@@ -450,7 +516,46 @@ export class Scope extends Emitter {
    * a reference names an object this replica does not hold.
    */
   _reconcile(incoming = new Set()) {
+    const change = this._treeChange;
+    this._treeChange = null;
+    // Only references were added (the common case: a remote value, an insert): what they reach
+    // joins, and only they can name an unknown object. O(the values changed + the objects reached
+    // anew), not O(objects).
+    if (change && !change.dropped) {
+      const joined = this._reachedFrom(change.added.map(([, , ref]) => ref));
+      const stale = this._join(joined, incoming);
+      // Where an unknown object can be named now: the keys that got references, the keys a settled
+      // change set no longer holds, and every key of the objects that joined.
+      const named = new Map();  // each key once: a collection many change sets wrote is checked once
+      for (const [id, key] of [...change.added, ...change.released]) named.set(`${id} ${key}`, [id, key]);
+      for (const id of joined) for (const key of Object.keys(this.objects.get(id)?.properties ?? {})) named.set(`${id} ${key}`, [id, key]);
+      return stale || [...named.values()].some(([id, key]) => this._dangles(id, key));
+    }
     const reachable = this._reachable();
+    const stale = this._join(reachable, incoming);
+    this._collect(reachable);
+    return stale || this._dangling();
+  }
+
+  /** The uuids not in the tree that `refs` reach through known models (`_reachable`'s walk, from them). */
+  _reachedFrom(refs) {
+    const reached = new Set(), stack = [...refs];
+    while (stack.length) {
+      const id = stack.pop();
+      if (reached.has(id) || this.objects.has(id)) continue;
+      const model = this.object(id);
+      if (!model) continue;
+      reached.add(id);
+      for (const v of Object.values(model.properties)) for (const r of refsOf(v)) stack.push(r);
+    }
+    return reached;
+  }
+
+  /**
+   * Attaches the objects of `reachable` that are not in the tree (a local creation waits for the
+   * next flush, unless the server added it too); returns true when one came back from out of the tree.
+   */
+  _join(reachable, incoming) {
     let stale = false;
     for (const id of reachable) {
       if (this.objects.has(id)) continue;
@@ -462,8 +567,7 @@ export class Scope extends Emitter {
       this.objects.set(id, model);
       this.emit("attach", { model });
     }
-    this._collect(reachable);
-    return stale || this._dangling();
+    return stale;
   }
 
   // The holders of a key (Swift: ChangeSetQueue.Entry.holds / holdsThroughAdd / sentValue /
@@ -554,6 +658,7 @@ export class Scope extends Emitter {
     this.flush();
     let stale = false;
     this._remote = true;
+    this._treeChange = { added: [], dropped: Boolean(rootUUID), released: [] };  // a full state: the whole tree is walked
     try {
       if (rootUUID && rootUUID !== this.root.uuid) this._rekeyRoot(rootUUID);
       const rootFragment = rootUUID && fragments.find((f) => f.uuid === rootUUID);
@@ -581,6 +686,7 @@ export class Scope extends Emitter {
       this._pruneRetired();
     } finally {
       this._remote = false;
+      this._treeChange = null;
     }
     this.emit("changeset", { fragments, remote: true, state: Boolean(rootUUID), origin });
     if (rootUUID) {
@@ -658,6 +764,7 @@ export class Scope extends Emitter {
     const settled = [];
     let stale = false;
     this._remote = true;
+    this._treeChange = { added: [], dropped: false, released: [] };
     try {
       for (const [entry, replies] of settlements) {
         const position = this.queue.indexOf(entry);
@@ -680,12 +787,15 @@ export class Scope extends Emitter {
           for (const [key, value] of Object.entries(modifications)) this._applyServerValue(model, key, value, entry);
         });
         this.queue.splice(position, 1);
+        for (const [id, originals] of entry.originals) for (const key of Object.keys(originals)) this._treeChange.released.push([id, key]);
+        for (const id of entry.added) for (const key of Object.keys(this.object(id)?.properties ?? {})) this._treeChange.released.push([id, key]);
         settled.push({ fragments: entry.fragments, rejected, answers });  // answers[i]: fragment i's reply entry
       }
       stale = this._reconcile() || stale;
       this._pruneRetired();
     } finally {
       this._remote = false;
+      this._treeChange = null;
     }
     for (const event of settled) this.emit("settled", event);
     if (stale) this._client?._refetch(this);
