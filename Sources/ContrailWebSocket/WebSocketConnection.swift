@@ -78,6 +78,10 @@ public final class WebSocketConnection: @unchecked Sendable {
         case payloads(@Sendable (Opcode, [UInt8]) -> Void)
     }
     private var loopHandler: LoopHandler?
+    /// The storage and length of the text payload being handed to the payload handler, while it runs:
+    /// the connection holds that array meanwhile, so its bytes cannot change (a mutated copy gets new
+    /// storage), and sending it back unchanged needs no second UTF-8 pass (`isTextBeingHandled`).
+    private var textBeingHandled: (base: UnsafeRawPointer?, count: Int)?
     private var onHandshake: ((Result<Void, WebSocketError>) -> Void)?
     private var clientKey = ""
     private var handshakeHook: (@Sendable (HTTPHead) -> HandshakeDecision)?
@@ -257,15 +261,24 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Queues a message given as its opcode (`.text` or `.binary`) and payload, as
     /// ``sendWithoutWaiting(_:)`` does; a large payload is written from the array's own storage.
     /// Throws `WebSocketError.protocolViolation` for another opcode or a text payload that is not
-    /// UTF-8 (checked here, O(n), ASCII eight bytes at a time), and what `sendWithoutWaiting(_:)` throws.
+    /// UTF-8 (checked here, O(n), ASCII eight bytes at a time; O(1) for the payload a
+    /// ``setPayloadHandler(_:)`` handler is given, sent back unchanged from it: checked on arrival), and
+    /// what `sendWithoutWaiting(_:)` throws.
     public func sendWithoutWaiting(_ opcode: Opcode, payload: [UInt8]) throws(WebSocketError) {
         guard opcode == .text || opcode == .binary else {
             throw .protocolViolation(.protocolError, "sendWithoutWaiting(_:payload:) sends text or binary messages, not \(opcode)")
         }
-        guard opcode == .binary || payload.withUnsafeBytes({ UTF8Validator.isValid($0) }) else {
+        guard opcode == .binary || isTextBeingHandled(payload) || payload.withUnsafeBytes({ UTF8Validator.isValid($0) }) else {
             throw .protocolViolation(.invalidFramePayloadData, "a text message's payload must be UTF-8")
         }
         guard case .accepted = try enqueue(opcode, .bytes(payload)) else { throw closedError() }
+    }
+
+    /// Whether `payload` is the very text payload the payload handler is being given now (called on the
+    /// loop thread, from the handler): it was validated as it arrived. False anywhere else. O(1).
+    private func isTextBeingHandled(_ payload: [UInt8]) -> Bool {
+        guard loop.isOnLoop, let handled = textBeingHandled else { return false }
+        return payload.withUnsafeBytes { $0.baseAddress == handled.base && $0.count == handled.count }
     }
 
     /// Bytes queued for the socket and not yet written.
@@ -656,7 +669,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         do {
             while let frame = try decoder.next() {
                 if case .payloads(let handler) = loopHandler, let payload = try assembler.takeWholeMessage(frame) {
-                    handler(frame.opcode, payload)
+                    handle(frame.opcode, payload, with: handler)
                     continue
                 }
                 guard let event = try assembler.push(frame) else { continue }
@@ -689,10 +702,19 @@ public final class WebSocketConnection: @unchecked Sendable {
     private func deliver(_ message: WebSocketMessage) {
         switch (loopHandler, message) {
         case (.messages(let handler)?, _): handler(message)
-        case (.payloads(let handler)?, .text(let text)): handler(.text, Array(text.utf8))
+        case (.payloads(let handler)?, .text(let text)): handle(.text, Array(text.utf8), with: handler)
         case (.payloads(let handler)?, .binary(let bytes)): handler(.binary, bytes)
         case (nil, _): batch.append(message)
         }
+    }
+
+    /// Gives a validated payload to the payload handler, noting a text's storage meanwhile (see
+    /// `textBeingHandled`); `payload` holds the array until the handler returns.
+    private func handle(_ opcode: Opcode, _ payload: [UInt8], with handler: @Sendable (Opcode, [UInt8]) -> Void) {
+        guard opcode == .text else { return handler(opcode, payload) }
+        textBeingHandled = payload.withUnsafeBytes { ($0.baseAddress, $0.count) }
+        defer { textBeingHandled = nil }
+        handler(opcode, payload)
     }
 
     private func deliverBatch() {

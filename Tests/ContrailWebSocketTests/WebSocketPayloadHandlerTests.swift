@@ -171,4 +171,55 @@ struct WebSocketPayloadHandlerTests {
         await client.close()
         await server.stop()
     }
+
+    @Test("text sent back from the handler skips a second UTF-8 check only when unchanged: a changed copy and binary bytes sent as text are checked")
+    func handledTextIsCheckedAgainWhenItCouldDiffer() async throws {
+        let server = WebSocketServer(host: "127.0.0.1", port: 0)
+        let port = try await server.start()
+        // What each attempt to send invalid text from the server threw (nil: it went out).
+        let outcomes = SanitizerVisibleMutex<[String: CloseCode?]>([:])
+        let kept = SanitizerVisibleMutex<[UInt8]?>(nil)
+        @Sendable func attempt(_ name: String, _ body: () throws -> Void) {
+            do {
+                try body()
+                outcomes.withLock { $0[name] = .some(nil) }
+            } catch {
+                guard case .protocolViolation(let code, _)? = error as? WebSocketError else { return }
+                outcomes.withLock { $0[name] = code }
+            }
+        }
+        Task {
+            for await connection in server.connections {
+                connection.setPayloadHandler { [weak connection] opcode, payload in
+                    guard let connection else { return }
+                    if opcode == .binary {
+                        // Invalid UTF-8 that arrived as binary, sent back as text.
+                        attempt("binary as text") { try connection.sendWithoutWaiting(.text, payload: payload) }
+                        return
+                    }
+                    // A copy of the handled text, changed into invalid UTF-8 (the same length).
+                    var changed = payload
+                    changed[0] = 0xFF
+                    attempt("changed copy") { try connection.sendWithoutWaiting(.text, payload: changed) }
+                    kept.withLock { $0 = payload }
+                    // Control: the unchanged text goes out.
+                    attempt("unchanged") { try connection.sendWithoutWaiting(.text, payload: payload) }
+                }
+            }
+        }
+        let client = try await WebSocketConnection.connect(to: "ws://127.0.0.1:\(port)/")
+        var echoes = client.messages.makeAsyncIterator()
+        try await client.send(.text("héllo wörld"))
+        #expect(try await withTimeout { try await echoes.next() } == .text("héllo wörld"))
+        try await client.send(.binary([0x61, 0xFF, 0xFE]))
+        #expect(await eventually { outcomes.withLock { $0.count } == 3 })
+        let seen = outcomes.withLock { $0 }
+        #expect(seen["unchanged"] == .some(nil))
+        #expect(seen["changed copy"] == .invalidFramePayloadData)
+        #expect(seen["binary as text"] == .invalidFramePayloadData)
+        // The handled array itself was never changed.
+        #expect(kept.withLock { $0 } == Array("héllo wörld".utf8))
+        await client.close()
+        await server.stop()
+    }
 }

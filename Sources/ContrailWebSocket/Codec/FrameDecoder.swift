@@ -23,10 +23,11 @@
 /// Checks happen as soon as the bytes that decide them arrive, before the payload is read.
 /// After an error the decoder stays failed: every later `next()` throws the same error.
 /// Each frame's payload array is allocated once, at its full announced length (up to a cap), when the
-/// header is complete. Payload bytes are unmasked (and validated) in place in that array, in blocks that
-/// stay in the CPU cache, a 64-bit word at a time. A payload that arrives after its header is copied straight
+/// header is complete. A payload that arrives after its header is unmasked while it is copied straight
 /// from the input (appended or lent) into the array, or, with `receivePayload(minimum:_:)`, received
-/// into it with no copy at all. `recycle(_:)` gives a payload array back for the next frame.
+/// into it with no copy and unmasked in place: either way one pass over the bytes, a 64-bit word at a
+/// time, in blocks that stay in the CPU cache for the UTF-8 check of text (which skips all-ASCII
+/// blocks). `recycle(_:)` gives a payload array back for the next frame.
 public struct FrameDecoder {
     /// Where the decoder is within the current frame.
     private enum State {
@@ -348,15 +349,11 @@ public struct FrameDecoder {
         WebSocketFrame(fin: first & 0x80 != 0, opcode: Opcode(rawValue: first & 0x0F) ?? .binary, payload: payload)
     }
 
-    /// Copies `bytes` to the end of the received payload, then unmasks and validates them.
+    /// Copies `bytes` to the end of the received payload, unmasking and validating them on the way.
     private mutating func appendPayload(_ bytes: UnsafeRawBufferPointer, maskingKey: UInt32?) throws(WebSocketError) {
         guard bytes.count > 0 else { return }
         makeRoom(bytes.count)
-        let offset = filled
-        payload.withUnsafeMutableBytes { all in
-            UnsafeMutableRawBufferPointer(rebasing: all[offset..<offset + bytes.count]).copyMemory(from: bytes)
-        }
-        try acceptPayload(count: bytes.count, maskingKey: maskingKey)
+        try acceptPayload(copying: bytes, count: bytes.count, maskingKey: maskingKey)
     }
 
     /// Gives back a frame's payload array once nothing else holds it (e.g. after its text was copied into a
@@ -388,7 +385,7 @@ public struct FrameDecoder {
         precondition(count <= space, "receivePayload: the receiver claims more bytes than it was given")
         guard count > 0 else { return true }
         do {
-            try acceptPayload(count: count, maskingKey: key)
+            try acceptPayload(copying: nil, count: count, maskingKey: key)
         } catch {
             fail(error)
         }
@@ -404,24 +401,37 @@ public struct FrameDecoder {
         payload.append(contentsOf: repeatElement(0, count: target - payload.count))
     }
 
-    /// Unmasks and validates the `count` bytes just written after the first `filled` payload bytes, then
-    /// counts them as received. Works in cache-sized blocks: one pass unmasks a block and tells whether it
-    /// is all ASCII, which the UTF-8 validator then skips; O(count).
-    private mutating func acceptPayload(count: Int, maskingKey: UInt32?) throws(WebSocketError) {
+    /// Takes `count` payload bytes after the first `filled`: copied from `source`, or already written
+    /// there (received in place) when it is nil. Unmasks and validates them, then counts them as received.
+    /// Works in cache-sized blocks, one pass over each: the copy (if any), the unmasking and the ASCII
+    /// check together; the UTF-8 validator then reads only the blocks that are not all ASCII. O(count).
+    private mutating func acceptPayload(copying source: UnsafeRawBufferPointer?, count: Int,
+                                        maskingKey: UInt32?) throws(WebSocketError)
+    {
         let offset = filled
         filled += count
-        guard maskingKey != nil || frameIsText else { return }
         let text = frameIsText
+        if maskingKey == nil && !text {
+            guard let source else { return }
+            payload.withUnsafeMutableBytes { all in
+                UnsafeMutableRawBufferPointer(rebasing: all[offset..<offset + count]).copyMemory(from: source)
+            }
+            return
+        }
         let valid = payload.withUnsafeMutableBytes { all in
             var start = offset
             let end = offset + count
             while start < end {
                 let block = UnsafeMutableRawBufferPointer(rebasing: all[start..<min(end, start + Self.blockSize)])
+                let from = source.map { UnsafeRawBufferPointer(rebasing: $0[(start - offset)..<(start - offset + block.count)]) }
                 let ascii: Bool
-                if let maskingKey {
-                    ascii = Masking.applyCheckingASCII(key: maskingKey, to: block, offset: start)
-                } else {
+                switch (maskingKey, from) {
+                case (let key?, let from?): ascii = Masking.copyApplyingCheckingASCII(key: key, from: from, to: block, offset: start)
+                case (let key?, nil): ascii = Masking.applyCheckingASCII(key: key, to: block, offset: start)
+                case (nil, let from?):
+                    block.copyMemory(from: from)
                     ascii = false
+                case (nil, nil): ascii = false
                 }
                 if text && !(ascii && utf8.isComplete) && !utf8.validate(UnsafeRawBufferPointer(block)) { return false }
                 start += block.count
