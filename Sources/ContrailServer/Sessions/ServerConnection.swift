@@ -79,6 +79,16 @@ final class ServerConnection: Sendable {
         await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
     }
 
+    /// Where the connection's task runs: a WebSocket's event loop, so the frames the loop reads are
+    /// handled on its thread, with no pool thread woken per burst; nil (the global executor) for
+    /// other transports.
+    private var executor: (any TaskExecutor)? { (transport as? WebSocketTransport)?.connection.eventLoop }
+
+    /// Serves the connection in a task of its own (on ``executor``); returns at once.
+    func start() {
+        Task(executorPreference: executor) { await self.run() }
+    }
+
     /// Serves the connection until it closes.
     func run() async {
         if let refusing = core.register(self) {
@@ -276,13 +286,14 @@ final class ServerConnection: Sendable {
             guard let frame else { break }
             // The burst is handled in a task of its own: a task keeps the stack memory of its deepest
             // call until it ends, and this loop lives as long as the connection. It starts at once on
-            // this thread (no trip through the global queue, no other thread woken per burst).
+            // this thread (no trip through the global queue, no other thread woken per burst), and
+            // prefers the connection's loop as this task does.
             let burst = { @Sendable in await batch.run { await self.handleBurst(frame, session) } }
             let verdict: ServerSession.Verdict
             if #available(macOS 26.0, *) {
-                verdict = await Task.immediate(operation: burst).value
+                verdict = await Task.immediate(executorPreference: executor, operation: burst).value
             } else {
-                verdict = await Task(operation: burst).value
+                verdict = await Task(executorPreference: executor, operation: burst).value
             }
             batch.flush()
             if case .close(let code, let reason) = verdict {

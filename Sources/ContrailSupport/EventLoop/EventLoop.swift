@@ -90,10 +90,13 @@ public final class EventLoop: @unchecked Sendable {
     /// The clock the loop's timers follow.
     let clock: ElapsedClock
     private let pending = SanitizerVisibleMutex(PendingWork())
-    /// A closure handed to the loop thread. `@unchecked Sendable` invariant: only the loop thread
-    /// runs it, once.
-    private struct Work: @unchecked Sendable {
-        let body: () -> Void
+    /// Work handed to the loop thread. `@unchecked Sendable` invariant: only the loop thread runs
+    /// it, once.
+    private enum Work: @unchecked Sendable {
+        /// A closure (``execute(_:)``, ``enqueue(_:)``).
+        case closure(() -> Void)
+        /// A job of a task that prefers this loop as its executor (`EventLoop+TaskExecutor.swift`).
+        case job(UnownedJob)
     }
     private struct PendingWork {
         var tasks: [Work] = []
@@ -190,10 +193,22 @@ public final class EventLoop: @unchecked Sendable {
     /// Like `execute`, for work that is only ever handed to the loop (not `Sendable`-checked).
     /// - Throws: `EventLoopError.stopped` once the loop has stopped: the work never runs.
     package func enqueue(_ work: @escaping () -> Void) throws(EventLoopError) {
+        try queue(.closure(work))
+    }
+
+    /// Runs `job` on the loop thread soon, as the executor its task prefers. Any thread.
+    /// - Throws: `EventLoopError.stopped` once the loop has stopped: the job never runs here.
+    func enqueue(job: UnownedJob) throws(EventLoopError) {
+        try queue(.job(job))
+    }
+
+    private func queue(_ work: Work) throws(EventLoopError) {
+        // The loop thread looks at its queue again before it waits: it needs no wake-up.
+        let onLoop = isOnLoop
         let wake = pending.withLock { state -> Bool? in
             guard state.lifecycle.handle(.workSubmitted) == .accept else { return nil }
-            state.tasks.append(Work(body: work))
-            if state.wakeRequested { return false }
+            state.tasks.append(work)
+            if onLoop || state.wakeRequested { return false }
             state.wakeRequested = true
             return true
         }
@@ -299,10 +314,19 @@ public final class EventLoop: @unchecked Sendable {
                 return (tasks, action, state.lifecycle.state == .stopping)
             }
             if action == .exit { break }
-            for task in tasks { task.body() }
+            for task in tasks { run(task) }
+            // A task that prefers this loop queues its next job from the loop thread, at each hop to
+            // or from an actor: those rounds run now, up to a bound, before the sockets are polled again.
+            var rounds = 0
+            while rounds < Self.maxWorkRounds, case let more = takeQueuedWork(), !more.isEmpty {
+                for task in more { run(task) }
+                rounds += 1
+            }
             runDueTimers()
+            // Work the loop thread submitted meanwhile (it sent no wake-up) runs after this round of events.
+            let queued = pending.withLock { !$0.tasks.isEmpty }
             let timeout: Int32
-            if stopping {
+            if stopping || queued {
                 timeout = 0
             } else if clock.isContinuous, let deadline = timers.nextDeadline() {
                 let left = deadline - clock.elapsed
@@ -329,6 +353,27 @@ public final class EventLoop: @unchecked Sendable {
             return list
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// The most rounds of work queued by the work before them that run between two polls of the
+    /// sockets: a busy task holds the loop's other sockets back for at most this many of its hops.
+    static let maxWorkRounds = 64
+
+    /// The work queued since the last drain (none: empty), leaving the lifecycle where it is.
+    private func takeQueuedWork() -> [Work] {
+        pending.withLock { state -> [Work] in
+            guard !state.tasks.isEmpty else { return [] }
+            _ = state.lifecycle.handle(.drainedWork)
+            defer { state.tasks.removeAll(keepingCapacity: true) }
+            return state.tasks
+        }
+    }
+
+    private func run(_ work: Work) {
+        switch work {
+        case .closure(let body): body()
+        case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+        }
     }
 
     private func runDueTimers() {
