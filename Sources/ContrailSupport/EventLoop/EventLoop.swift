@@ -66,9 +66,9 @@ protocol Poller: AnyObject, Sendable {
 /// test's virtual clock) each timer has a task sleeping on that clock that wakes the loop when the
 /// clock reaches the timer's deadline.
 ///
-/// `@unchecked Sendable` invariant: `handlers`, `nextID` and `timers` are touched only on the loop
-/// thread (`assertOnLoop`, checked in debug builds), which owns them from its start until it has
-/// finished stopping. `pending` and `finished` are locks, `owner` is atomic, the rest is constant
+/// `@unchecked Sendable` invariant: `handlers`, `nextID`, `timers`, `idleWork` and `idlePasses` are
+/// touched only on the loop thread (`assertOnLoop`, checked in debug builds), which owns them from its
+/// start until it has finished stopping. `pending` and `finished` are locks, `owner` is atomic, the rest is constant
 /// after `init`.
 public final class EventLoop: @unchecked Sendable {
     /// Which readiness API a loop uses.
@@ -106,6 +106,9 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     // Loop-thread state.
+    /// Work waiting for the loop to go idle (``whenIdle(_:)``), and the busy passes it has waited.
+    private var idleWork: [() -> Void] = []
+    private var idlePasses = 0
     private var handlers: [UInt64: any EventLoopHandler] = [:]
     private var nextID: UInt64 = 1
     private var timers = TimerHeap()
@@ -336,10 +339,28 @@ public final class EventLoop: @unchecked Sendable {
                 // No timer, or timers on an injected clock: their sleeper tasks wake the loop.
                 timeout = -1
             }
+            if !idleWork.isEmpty {
+                if timeout == 0 {
+                    // Busy (work queued, or stopping): the idle work waits, a few passes at most.
+                    idlePasses += 1
+                    if idlePasses >= Self.maxIdlePasses { runIdleWork() }
+                } else {
+                    // Idle unless a socket event is ready: look without waiting, handle what is found,
+                    // and run the idle work once nothing is (or once it has waited long enough).
+                    var ready = false
+                    poller.wait(timeout: 0) { id, readiness in
+                        ready = true
+                        handlers[id]?.handleReadiness(readiness)
+                    }
+                    if ready && idlePasses + 1 < Self.maxIdlePasses { idlePasses += 1 } else { runIdleWork() }
+                    continue
+                }
+            }
             poller.wait(timeout: timeout) { id, readiness in
                 handlers[id]?.handleReadiness(readiness)
             }
         }
+        runIdleWork()
         // Stopped: work is refused from now on. Close what is still registered, in registration order.
         for id in handlers.keys.sorted() {
             handlers[id]?.loopStopped()
@@ -358,6 +379,27 @@ public final class EventLoop: @unchecked Sendable {
     /// The most rounds of work queued by the work before them that run between two polls of the
     /// sockets: a busy task holds the loop's other sockets back for at most this many of its hops.
     static let maxWorkRounds = 64
+
+    /// Runs `work` on the loop thread once the loop is idle: no work queued and no socket event
+    /// ready, just before it would wait for one; at the latest after ``maxIdlePasses`` busy passes of
+    /// the loop, or when it stops. Work that can wait for a burst of events to end (a batch of writes)
+    /// then covers the whole burst. Loop thread only.
+    package func whenIdle(_ work: @escaping () -> Void) {
+        assertOnLoop()
+        idleWork.append(work)
+    }
+
+    /// The most passes (each: the queued work, then the ready socket events) that idle work waits
+    /// while the loop stays busy.
+    static let maxIdlePasses = 64
+
+    private func runIdleWork() {
+        idlePasses = 0
+        guard !idleWork.isEmpty else { return }
+        let work = idleWork
+        idleWork = []
+        for body in work { body() }
+    }
 
     /// The work queued since the last drain (none: empty), leaving the lifecycle where it is.
     private func takeQueuedWork() -> [Work] {
