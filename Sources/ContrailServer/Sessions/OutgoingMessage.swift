@@ -204,19 +204,11 @@ enum OutgoingMessage: Sendable {
                 if position > range.lowerBound { cursor.put(UInt8(ascii: ",")) }
                 switch messages[position] {
                 case .scopeSync(let index, let scopeIndex, let fragments):
-                    cursor.put(scopeSyncHead)
-                    cursor.put(decimal: index)
-                    cursor.put(scopeIndexKey)
-                    cursor.put(decimal: scopeIndex)
-                    cursor.put(fragmentsKey)
+                    cursor.put(head: scopeSyncHead, index, scopeIndexKey, scopeIndex, fragmentsKey)
                     cursor.put(fragments)
                     cursor.put(UInt8(ascii: "}"))
                 case .syncAccepted(let index, let replyTo, let fragments):
-                    cursor.put(syncReplyHead)
-                    cursor.put(decimal: index)
-                    cursor.put(replyToKey)
-                    cursor.put(decimal: replyTo)
-                    cursor.put(fragmentRepliesKey)
+                    cursor.put(head: syncReplyHead, index, replyToKey, replyTo, fragmentRepliesKey)
                     for accepted in 0..<fragments {
                         if accepted > 0 { cursor.put(UInt8(ascii: ",")) }
                         cursor.put(UInt8(ascii: "{"))
@@ -257,6 +249,16 @@ enum OutgoingMessage: Sendable {
             let rest = UnsafeMutableBufferPointer(rebasing: buffer[written...])
             let count = text.withUTF8 { rest.initialize(fromContentsOf: $0) }
             written += count
+        }
+
+        /// `head`, `first` in decimal, `key`, `second` in decimal, then `next`: the start of an
+        /// object whose first two members are numbers.
+        mutating func put(head: [UInt8], _ first: Int, _ key: [UInt8], _ second: Int, _ next: [UInt8]) {
+            put(head)
+            put(decimal: first)
+            put(key)
+            put(decimal: second)
+            put(next)
         }
 
         mutating func put(decimal value: Int) {
