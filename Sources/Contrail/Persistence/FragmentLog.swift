@@ -180,7 +180,8 @@ public final class FragmentLog {
             var kept = pending
             kept.sequence = sequence
             kept.isCompacted = true
-            (kept.fragments, kept.chained) = chain.chaining(pending.fragments, unchained: .whole)
+            (kept.fragments, kept.chained) = chain.chaining(pending.compact?.whole ?? pending.fragments, unchained: .whole)
+            kept.compact = nil
             return kept
         }
         compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail, position: writer.position()))
@@ -238,9 +239,10 @@ public final class FragmentLog {
     /// the threshold. O(size of the change set).
     public func append(_ changeSet: ChangeSet) throws(FragmentLogError) {
         guard let writer, let scope else { throw .notAttached }
-        var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: changeSet.fragments, message: changeSet.message,
+        let fragments = changeSet.fragments
+        var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: fragments, message: changeSet.message,
                                      origin: changeSet.origin.rawValue, isAtomic: changeSet.isAtomic)
-        entry.versions = scope.modelVersions(of: changeSet.fragments)
+        entry.versions = scope.modelVersions(of: fragments)
         if changeSet.origin == .local, changeSet.state == .syncing {
             entry.changeSetID = changeSet.id
             entry.sequence = nextSequence
@@ -249,7 +251,11 @@ public final class FragmentLog {
         if let sequence = entry.sequence {
             // Kept whole (a compaction rewrites it); written with its collections as edits (§8.24),
             // chained on the records before it where it can. The chain moves on once it is written.
-            unsettled[sequence] = entry
+            // Kept as the change set keeps its fragments (compactly).
+            var kept = entry
+            kept.fragments = []
+            kept.compact = changeSet.stored
+            unsettled[sequence] = kept
             var written = entry
             var chain = writtenChain
             if entry.fragments.contains(where: { $0.bases != nil }) {
@@ -392,6 +398,11 @@ public final class FragmentLog {
                                                              isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted,
                                                              id: decoded.changeSetID ?? UUID())
                 pending[sequence]?.sentBatch = decoded.batch
+                // Kept as the change set keeps them when that is what the record says (no migration).
+                if let restored = pending[sequence], restored.stored.whole == decoded.fragments {
+                    unsettled[sequence]?.fragments = []
+                    unsettled[sequence]?.compact = restored.stored
+                }
             }
         } catch {
             throw .apply(offset: offset, error)

@@ -51,6 +51,7 @@ extension Scope {
                     let oldWire = coder.wireValue(of: old)
                     var newWire = coder.wireValue(in: object, offset: property.offset)
                     guard oldWire != newWire else { continue }
+                    let change = keptChange(of: object, index, old: old, new: new, oldWire: oldWire, newWire: newWire)
                     var base = entry.bases[index]
                     if property.valueKind != .value {
                         touchedReferences = true
@@ -65,7 +66,7 @@ extension Scope {
                     if let counter = new as? SharedCounter, let before = old as? SharedCounter {
                         counters[property.name] = counter.value &- before.value
                     }
-                    changes.append(ChangeSet.Change(object: object, property: index, old: old, new: new))
+                    changes.append(change)
                 }
                 guard !values.isEmpty else { continue }
                 fragments.append(SyncFragment(kind: .change, uuid: object.uuid, className: object.className,
@@ -94,6 +95,24 @@ extension Scope {
         }
         publish(changeSet)
         return changeSet
+    }
+
+    /// The change of property `index` of `object` from `old` to `new` (whose wire values are
+    /// `oldWire` and `newWire`: computed when nil) as a change set keeps it: a collection of models
+    /// whose wire values are its models' UUIDs as two versions chained on the change sets before
+    /// it (``ChangeSet/Change/Value``), anything else as it is. O(n) for a collection of n.
+    func keptChange(of object: ModelObject, _ index: Int, old: Any, new: Any, oldWire: JSON? = nil, newWire: JSON? = nil) -> ChangeSet.Change {
+        let property = object.info.properties[index]
+        guard property.valueKind == .collection else { return ChangeSet.Change(object: object, property: index, old: old, new: new) }
+        let coder = object.info.coder(at: index)
+        let oldModels = property.storage.models(of: old)
+        let newModels = property.storage.models(of: new)
+        guard let base = (oldWire ?? coder.wireValue(of: old)).uuidElements, base.elementsEqual(oldModels.lazy.map(\.uuid)),
+              let elements = (newWire ?? coder.wireValue(of: new)).uuidElements, elements.elementsEqual(newModels.lazy.map(\.uuid))
+        else { return ChangeSet.Change(object: object, property: index, old: old, new: new) }
+        let versions = collectionChains.versions(of: object.uuid, property.name, base: base, new: elements, models: newModels,
+                                                 baseModels: oldModels)
+        return ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new))
     }
 
     func publish(_ changeSet: ChangeSet) {

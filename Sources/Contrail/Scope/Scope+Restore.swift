@@ -35,7 +35,7 @@ extension Scope {
         }
         if !isApplied { try apply(fragments) }
         let changes = originals.map { object, index, old in
-            ChangeSet.Change(object: object, property: index, old: old, new: object.value(at: index))
+            keptChange(of: object, index, old: old, new: object.value(at: index))
         }
         let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: isAtomic,
                                   origin: .local, state: .syncing, scope: self, id: id)

@@ -99,6 +99,28 @@ public struct CollectionEdit: Sendable, Hashable {
         return placing(into: base, strict: true)
     }
 
+    /// Turns `value`, known to be this edit's base (not checked: no digest is computed), into the
+    /// sender's new value; should the edit not fit it after all, it is applied loosely. Inserts at
+    /// the end (each anchored on the element before it) are appended in place: O(p); any other
+    /// edit O(b + p).
+    package func apply(to value: inout [UUID]) {
+        if removed.isEmpty, isAppend(to: value) {
+            value.append(contentsOf: placements.lazy.map(\.element))
+            return
+        }
+        value = placing(into: value, strict: true) ?? appliedLoosely(to: value)
+    }
+
+    /// Whether every placement inserts an element at the end of `base`, after the one before it.
+    private func isAppend(to base: [UUID]) -> Bool {
+        var last = base.last
+        for placement in placements {
+            guard !placement.isMove, placement.anchor == last else { return false }
+            last = placement.element
+        }
+        return true
+    }
+
     /// The edit applied to `value` whatever it is (the fallback where its base is gone): elements it
     /// removes or moves go; a moved element that `value` lacks stays out (removal wins); each inserted
     /// or moved element goes right after its anchor, or, when `value` lacks the anchor, right after

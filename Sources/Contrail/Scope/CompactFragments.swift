@@ -1,0 +1,89 @@
+import Foundation
+
+/// A change set's fragments as it keeps them (issue 30): each collection of a `change` fragment
+/// sent with its base (§8.4) is taken out of its fragment and kept as two ``CollectionVersion``s,
+/// the base and the new value, which the change sets made one after another share (the new value
+/// of one is the base of the next) and keep as edits. ``whole`` gives back exactly the fragments
+/// the change set was made with.
+struct CompactFragments: Sendable {
+    /// One collection taken out of a fragment.
+    struct Collection: Sendable {
+        /// The position of its fragment.
+        let fragment: Int
+        /// The property's name.
+        let key: String
+        /// The collection before the change (the fragment's `bases` entry).
+        let base: CollectionVersion
+        /// The collection after it (the fragment's value).
+        let new: CollectionVersion
+    }
+
+    /// The fragments without the collections in ``collections`` (their `properties` and `bases`
+    /// entries are left out): every other member is as made.
+    let skeleton: [SyncFragment]
+    /// The collections taken out, in fragment order.
+    let collections: [Collection]
+
+    /// Keeps `fragments`, taking out each collection with a base whose value is an array of UUID
+    /// strings (written as `UUID.wireString` writes them), its versions chained on `chains`.
+    /// O(size of the fragments).
+    @MainActor
+    init(_ fragments: [SyncFragment], chains: inout CollectionChains) {
+        var skeleton = fragments
+        var collections: [Collection] = []
+        for (position, fragment) in fragments.enumerated() where fragment.kind == .change {
+            guard let bases = fragment.bases else { continue }
+            for key in bases.keys.sorted() {
+                guard let base = bases[key], let value = fragment.properties[key], let new = Self.elements(of: value) else { continue }
+                let (baseVersion, newVersion) = chains.versions(of: fragment.uuid, key, base: base, new: new)
+                collections.append(Collection(fragment: position, key: key, base: baseVersion, new: newVersion))
+                skeleton[position].properties[key] = nil
+                skeleton[position].bases?[key] = nil
+            }
+        }
+        self.skeleton = skeleton
+        self.collections = collections
+    }
+
+    /// `fragments` kept whole.
+    init(whole fragments: [SyncFragment]) {
+        skeleton = fragments
+        collections = []
+    }
+
+    /// The UUIDs of a collection's wire value when it reads back as the same value; nil otherwise.
+    private static func elements(of value: JSON) -> [UUID]? {
+        guard case .array(let strings) = value, let elements = value.uuidElements else { return nil }
+        for (string, element) in zip(strings, elements) where string.stringValue != element.wireString { return nil }
+        return elements
+    }
+
+    /// The fragments as made. O(size of the fragments + the collections' rebuilding, see
+    /// ``CollectionVersion/elements``).
+    var whole: [SyncFragment] {
+        collections.isEmpty ? skeleton : whole(onto: skeleton)
+    }
+
+    /// `skeleton` (this change set's ``skeleton`` as it goes out: a root's UUID replaced, shared
+    /// values left out) with the collections put back. O(its size + the collections' rebuilding).
+    func whole(onto skeleton: [SyncFragment]) -> [SyncFragment] {
+        var fragments = skeleton
+        for collection in collections where fragments.indices.contains(collection.fragment) {
+            // The base first: it is usually the version before the new value, so the new value is
+            // then rebuilt from it with one edit.
+            fragments[collection.fragment].bases?[collection.key] = collection.base.elements
+            fragments[collection.fragment].properties[collection.key] = Self.wire(collection.new.elements)
+        }
+        return fragments
+    }
+
+    /// The collection `key` of the fragment at `position`, if it was taken out.
+    func collection(at position: Int, _ key: String) -> Collection? {
+        collections.first { $0.fragment == position && $0.key == key }
+    }
+
+    /// A collection's wire value: its UUID strings.
+    static func wire(_ elements: [UUID]) -> JSON {
+        .array(elements.map { .string($0.wireString) })
+    }
+}
