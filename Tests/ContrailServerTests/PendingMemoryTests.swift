@@ -1,6 +1,7 @@
 @testable import Contrail
 import ContrailFuzz
 import ContrailSupport
+import ContrailWire
 import Foundation
 import Testing
 
@@ -129,6 +130,9 @@ import Testing
                 changeSet = scope.undo()
             case 16:
                 changeSet = scope.redo()
+            case 18 where !shelf.left.isEmpty:
+                // An element twice: no edit for this value (nor, until it goes, for the next ones).
+                changeSet = scope.modify { shelf.left.append(shelf.left[pick(shelf.left.count)]) }
             case 17 where !made.isEmpty:
                 // A revert (as a refused change set): the replica goes back, nothing is recorded.
                 made[pick(made.count)].changeSet.revert()
@@ -154,5 +158,104 @@ import Testing
         }
         // Kept as versions, not whole (or the test would prove nothing).
         #expect(made.contains { $0.changeSet.stored.collections.count > 0 && $0.changeSet.stored.skeleton.allSatisfy { $0.properties["left"] == nil } })
+    }
+
+    /// The flush keeps an append to a long collection as the edit it is, made from the elements'
+    /// UUIDs (no wire value): one placement anchored on the last element, the base's count, and a
+    /// digest computed when it goes on the wire, continued from the base's over the append. An
+    /// element put in twice (the negative) has no edit; taking it out again gives edits back.
+    @Test func anAppendIsKeptAsItsEditAndADuplicateIsNot() throws {
+        ModelRegistry.register(Shelf.self, Item.self)
+        let scope = Scope(name: "append-edit")
+        let shelf = Shelf()
+        scope.root = shelf
+        scope.syncOffline()
+        var changeSets: [ChangeSet] = []
+        for _ in 0..<300 {
+            let item = Item()
+            if let changeSet = scope.modify({ shelf.left.append(item) }) { changeSets.append(changeSet) }
+        }
+        let last = try #require(changeSets.last?.stored.collections.first)
+        #expect(last.base.count == 299 && last.new.count == 300)
+        let edit = try #require(last.new.edit(from: last.base), "kept as the edit of the version before")
+        #expect(edit.removed.isEmpty && edit.placements.count == 1)
+        #expect(edit.placements.first?.anchor == shelf.left[298].uuid && edit.placements.first?.element == shelf.left[299].uuid)
+        // The wire form: the edit with the base's count and digest, which applied gives the value.
+        let base = Array(shelf.left.prefix(299).map(\.uuid))
+        let sent = try #require(changeSets.last?.stored.withEdits(onto: changeSets.last!.stored.skeleton).first?.collectionEdits?["left"])
+        #expect(sent.baseCount == 299 && sent.baseDigest == CollectionEdit.digest(of: base))
+        #expect(sent.applied(to: base) == shelf.left.map(\.uuid))
+        #expect(last.new.digest == CollectionEdit.digest(of: shelf.left.map(\.uuid)))
+        // The previous version is the base: one chain.
+        #expect(changeSets[changeSets.count - 2].stored.collections.first?.new === last.base)
+
+        // Negative: the first item again, at the end.
+        let twice = try #require(scope.modify { shelf.left.append(shelf.left[0]) }?.stored.collections.first)
+        #expect(twice.new.edit(from: twice.base) == nil && !twice.new.isDuplicateFree)
+        #expect(twice.new.elements == shelf.left.map(\.uuid))
+        // Taken out again: duplicate-free, an edit again for the change set after.
+        let once = try #require(scope.modify { _ = shelf.left.removeLast() }?.stored.collections.first)
+        #expect(once.new.isDuplicateFree && once.new.elements == shelf.left.map(\.uuid))
+        let item = Item()
+        let again = try #require(scope.modify { shelf.left.insert(item, at: 5) }?.stored.collections.first)
+        #expect(again.new.edit(from: again.base)?.placements.count == 1)
+        #expect(again.new.elements == shelf.left.map(\.uuid))
+        #expect(again.new.digest == CollectionEdit.digest(of: shelf.left.map(\.uuid)), "a digest computed whole after an insert")
+    }
+
+    /// The trimmed edit the flush makes (``CollectionEdit/init(duplicateFreeBase:new:baseDigest:)``)
+    /// is the edit ``CollectionEdit/init(base:new:)`` makes, on random duplicate-free arrays with
+    /// appends, inserts, removals and moves.
+    @Test func theTrimmedEditIsTheWholeDiff() {
+        var random = SplitMix64(seed: 30)
+        for round in 0..<300 {
+            let count = Int(random.next() % 40)
+            let base = (0..<count).map { _ in UUID.random() }
+            var new = base
+            for _ in 0...(random.next() % 4) {
+                switch random.next() % 4 {
+                case 0: new.append(.random())
+                case 1: new.insert(.random(), at: Int(random.next() % UInt64(new.count + 1)))
+                case 2 where !new.isEmpty: new.remove(at: Int(random.next() % UInt64(new.count)))
+                default:
+                    guard !new.isEmpty else { continue }
+                    let moved = new.remove(at: Int(random.next() % UInt64(new.count)))
+                    new.insert(moved, at: Int(random.next() % UInt64(new.count + 1)))
+                }
+            }
+            let whole = CollectionEdit(base: base, new: new)
+            let trimmed = CollectionEdit(duplicateFreeBase: base, new: new, baseDigest: CollectionEdit.digest(of: base))
+            #expect(whole == trimmed, "round \(round)")
+            #expect(trimmed.applied(to: base) == new, "round \(round)")
+        }
+    }
+
+    /// A restore of more pending change sets than the scope's `historyLimit` keeps only the last
+    /// ones in `history` (it kept them all); every one is still pending and restored.
+    @Test func restoredPendingChangeSetsKeepTheHistoryLimit() throws {
+        ModelRegistry.register(Shelf.self, Item.self)
+        let url = FileManager.default.temporaryDirectory.appending(path: "contrail-history-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let scope = Scope(name: "history-limit")
+        let shelf = Shelf()
+        scope.root = shelf
+        scope.syncOffline()
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        for index in 0..<40 {
+            let item = Item()
+            item.label = "item \(index)"
+            scope.modify { shelf.left.append(item) }
+        }
+        try log.close()
+        for limit in [10, 1_000] {
+            let restored = Scope(name: "history-limit")
+            restored.historyLimit = limit
+            let reopened = FragmentLog(url: url)
+            #expect(try reopened.attach(to: restored).pendingChangeSets == 40)
+            #expect(restored.history.count == min(limit, 40), "limit \(limit)")
+            #expect((restored.root as? Shelf)?.left.count == 40)
+            try reopened.close()
+        }
     }
 }

@@ -148,13 +148,16 @@ public final class ChangeSet: Encodable {
     private var waiters: [CheckedContinuation<State, Never>] = []
     weak var scope: Scope?
 
-    init(fragments: [SyncFragment], changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State, scope: Scope?,
+    convenience init(fragments: [SyncFragment], changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State,
+                     scope: Scope?, id: UUID = .random()) {
+        let stored = if let scope { CompactFragments(fragments, chains: &scope.collectionChains) } else { CompactFragments(whole: fragments) }
+        self.init(stored: stored, changes: changes, message: message, isAtomic: isAtomic, origin: origin, state: state, scope: scope, id: id)
+    }
+
+    /// A change set of fragments as kept (the flush keeps its collections as versions from the start).
+    init(stored: CompactFragments, changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State, scope: Scope?,
          id: UUID = .random()) {
-        if let scope {
-            stored = CompactFragments(fragments, chains: &scope.collectionChains)
-        } else {
-            stored = CompactFragments(whole: fragments)
-        }
+        self.stored = stored
         self.changes = changes
         self.message = message
         self.isAtomic = isAtomic

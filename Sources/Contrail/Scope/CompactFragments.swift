@@ -45,6 +45,13 @@ struct CompactFragments: Sendable {
         self.collections = collections
     }
 
+    /// Fragments kept as `skeleton` and the `collections` taken out of it (the flush makes them so,
+    /// without writing the collections as wire values).
+    init(skeleton: [SyncFragment], collections: [Collection]) {
+        self.skeleton = skeleton
+        self.collections = collections
+    }
+
     /// `fragments` kept whole.
     init(whole fragments: [SyncFragment]) {
         skeleton = fragments
@@ -54,7 +61,10 @@ struct CompactFragments: Sendable {
     /// The UUIDs of a collection's wire value when it reads back as the same value; nil otherwise.
     private static func elements(of value: JSON) -> [UUID]? {
         guard case .array(let strings) = value, let elements = value.uuidElements else { return nil }
-        for (string, element) in zip(strings, elements) where string.stringValue != element.wireString { return nil }
+        // Lowercase, as `UUID.wireString` writes them (checked on the bytes: nothing is formatted).
+        for string in strings where string.stringValue?.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0) }) != false {
+            return nil
+        }
         return elements
     }
 
@@ -71,8 +81,37 @@ struct CompactFragments: Sendable {
         for collection in collections where fragments.indices.contains(collection.fragment) {
             // The base first: it is usually the version before the new value, so the new value is
             // then rebuilt from it with one edit.
-            fragments[collection.fragment].bases?[collection.key] = collection.base.elements
+            var bases = fragments[collection.fragment].bases ?? [:]
+            bases[collection.key] = collection.base.elements
+            fragments[collection.fragment].bases = bases
             fragments[collection.fragment].properties[collection.key] = Self.wire(collection.new.elements)
+        }
+        return fragments
+    }
+
+    /// `skeleton` (as in ``whole(onto:)``) as it goes to a server that takes collection edits
+    /// (§8.24): each collection kept as versions goes as the edit its versions keep (its base named
+    /// by count and ``CollectionVersion/digest``), where that is the shorter form; any other as
+    /// ``SyncFragment/withCollectionEdits()`` sends it. O(its size + the edits + each base's digest:
+    /// O(appended) after an append whose base's digest is known, else O(n)), plus O(n) for a
+    /// collection that goes whole.
+    func withEdits(onto skeleton: [SyncFragment]) -> [SyncFragment] {
+        var fragments = skeleton.map { $0.withCollectionEdits() }
+        for collection in collections where fragments.indices.contains(collection.fragment) {
+            let base = collection.base
+            let new = collection.new
+            if var edit = new.edit(from: base), 2 * (edit.removed.count + edit.placements.count) < base.count + new.count {
+                edit.baseCount = base.count
+                edit.baseDigest = base.digest
+                fragments[collection.fragment].collectionEdits = (fragments[collection.fragment].collectionEdits ?? [:])
+                    .merging([collection.key: edit]) { _, new in new }
+                continue
+            }
+            var bases = fragments[collection.fragment].bases ?? [:]
+            bases[collection.key] = base.elements
+            fragments[collection.fragment].bases = bases
+            fragments[collection.fragment].properties[collection.key] = Self.wire(new.elements)
+            fragments[collection.fragment] = fragments[collection.fragment].withCollectionEdits()
         }
         return fragments
     }

@@ -23,7 +23,11 @@ extension Scope {
             for name in fragment.properties.keys.sorted() {
                 guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
                 var old = object.value(at: index)
-                if let base = fragment.bases?[name] {
+                let storage = info.properties[index].storage
+                if let base = fragment.bases?[name], storage.isModelList, let value = storage.modelList(base.compactMap { objects[$0] }) {
+                    // What decoding the base's wire value gives (its objects here, in order), without it.
+                    old = value
+                } else if let base = fragment.bases?[name] {
                     let wire = JSON.array(base.filter { objects[$0] != nil }.map { .string($0.wireString) })
                     if let decoded = try? info.coder(at: index).decode(wire, property: name, resolver: { self.objects[$0] }) {
                         old = decoded
@@ -40,6 +44,7 @@ extension Scope {
         let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: isAtomic,
                                   origin: .local, state: .syncing, scope: self, id: id)
         history.append(changeSet)
+        if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
         unsettledRestored.append(changeSet)
         return changeSet
     }

@@ -175,7 +175,7 @@ final class ChangeSetQueue {
     func revert(_ entry: Entry, objects: Set<UUID>? = nil) {
         // A shared text's edit is not a value to hand on: it is always rolled back itself, and the
         // later change sets' edits stay on top of what the server holds.
-        let later = keys(heldAfter: entry).subtracting(entry.changeSet.changes.filter { $0.new is SharedText }.map { ChangeKey($0.object, $0.property) })
+        let later = keys(heldAfter: entry).subtracting(entry.changeSet.changes.filter(\.isSharedText).map { ChangeKey($0.object, $0.property) })
         for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
             let key = ChangeKey(change.object, change.property)
             if later.contains(key), let next = holder(of: key, after: entry) {

@@ -683,11 +683,11 @@ public final class Session {
         // thousand change sets in flight do not each hold a long list); the reply's settling
         // rebuilds them.
         let skeleton = outgoing(entry, of: subscription, whole: false)
-        let fragments = entry.changeSet.stored.whole(onto: skeleton)
-        // Collections go as edits of their bases to a server that takes them (§8.24); the whole
-        // fragments stay for settling the reply.
+        let stored = entry.changeSet.stored
+        // Collections go as edits of their bases to a server that takes them (§8.24): those kept
+        // as versions as the edits the versions keep, without rebuilding the whole arrays.
         let edits = options.sendsCollectionEdits && serverExtensions.contains(SyncFragment.collectionOpsExtension)
-        let sent = edits ? fragments.map { $0.withCollectionEdits() } : fragments
+        let sent = edits ? stored.withEdits(onto: skeleton) : stored.whole(onto: skeleton)
         let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
         let id = entry.changeSet.id
         let procedure = entry.changeSet.procedure
@@ -701,7 +701,7 @@ public final class Session {
         }
         // A Jetstream server (it lists no extensions) drops a frame with a null hole in an array
         // whole and without a reply (Protocol §3, §5.3): refused here with its reason instead.
-        if serverExtensions.isEmpty, let reason = fragments.lazy.compactMap(\.jetstreamProblem).first {
+        if serverExtensions.isEmpty, let reason = sent.lazy.compactMap(\.jetstreamProblem).first {
             refuse(entry, of: subscription, .unsupportedByJetstream(reason: reason))
             return
         }
@@ -711,7 +711,14 @@ public final class Session {
             guard let self else { return }
             self.inFlight -= 1
             guard let subscription, let entry else { return }
-            self.settle(entry, of: subscription, fragments: entry.changeSet.stored.whole(onto: skeleton), reply: reply)
+            // The whole fragments only for a reply with modifications (a merge's value to compare
+            // with what was sent); the skeleton has the same fragments in the same order.
+            let modified = if case .scopeSyncReply(let syncReply) = reply {
+                syncReply.fragmentReplies.contains { $0.modifications != nil }
+            } else {
+                false
+            }
+            self.settle(entry, of: subscription, fragments: modified ? entry.changeSet.stored.whole(onto: skeleton) : skeleton, reply: reply)
         }
     }
 
