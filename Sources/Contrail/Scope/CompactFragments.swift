@@ -25,7 +25,7 @@ struct CompactFragments: Sendable {
     let collections: [Collection]
 
     /// Keeps `fragments`, taking out each collection with a base whose value is an array of UUID
-    /// strings (written as `UUID.wireString` writes them), its versions chained on `chains`.
+    /// strings, its versions chained on `chains`.
     /// O(size of the fragments).
     @MainActor
     init(_ fragments: [SyncFragment], chains: inout CollectionChains) {
@@ -58,14 +58,10 @@ struct CompactFragments: Sendable {
         collections = []
     }
 
-    /// The UUIDs of a collection's wire value when it reads back as the same value; nil otherwise.
+    /// The UUIDs of a collection's wire value (an array of UUID strings); nil otherwise. Rebuilt,
+    /// they are written in lowercase, as `UUID.wireString` writes them (the same UUIDs).
     private static func elements(of value: JSON) -> [UUID]? {
-        guard case .array(let strings) = value, let elements = value.uuidElements else { return nil }
-        // Lowercase, as `UUID.wireString` writes them (checked on the bytes: nothing is formatted).
-        for string in strings where string.stringValue?.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0) }) != false {
-            return nil
-        }
-        return elements
+        value.uuidElements
     }
 
     /// The fragments as made. O(size of the fragments + the collections' rebuilding, see

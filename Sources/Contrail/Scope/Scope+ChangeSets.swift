@@ -119,7 +119,7 @@ extension Scope {
     /// suffix are skipped, and whether the new value holds an element twice is read from the links
     /// of the elements between them. `shared`: the versions are the change set's fragment's too
     /// (the flush), so they end both chains (``CollectionChains``).
-    private func keptVersions(of object: ModelObject, _ index: Int, old: Any, new: Any, base: [UUID], shared: Bool = true)
+    func keptVersions(of object: ModelObject, _ index: Int, old: Any, new: Any, base: [UUID], shared: Bool = true)
         -> (base: CollectionVersion, new: CollectionVersion)?? {
         let property = object.info.properties[index]
         guard property.valueKind == .collection, property.storage.isModelList,
