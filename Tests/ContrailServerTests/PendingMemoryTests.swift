@@ -165,16 +165,9 @@ import Testing
     /// digest computed when it goes on the wire, continued from the base's over the append. An
     /// element put in twice (the negative) has no edit; taking it out again gives edits back.
     @Test func anAppendIsKeptAsItsEditAndADuplicateIsNot() throws {
-        ModelRegistry.register(Shelf.self, Item.self)
-        let scope = Scope(name: "append-edit")
-        let shelf = Shelf()
-        scope.root = shelf
-        scope.syncOffline()
-        var changeSets: [ChangeSet] = []
-        for _ in 0..<300 {
-            let item = Item()
-            if let changeSet = scope.modify({ shelf.left.append(item) }) { changeSets.append(changeSet) }
-        }
+        let offline = Offline(appends: 300)
+        let (scope, changeSets) = (offline.scope, offline.changeSets)
+        let shelf = try #require(scope.root as? Shelf)
         let last = try #require(changeSets.last?.stored.collections.first)
         #expect(last.base.count == 299 && last.new.count == 300)
         let edit = try #require(last.new.edit(from: last.base), "kept as the edit of the version before")

@@ -4,9 +4,16 @@
 protocol ModelList {
     /// The array of `models`, boxed; nil when one is not of the element class. O(n).
     @MainActor static func value(of models: [ModelObject]) -> Any?
+    /// The models of a boxed array of this type, as they are (an upcast, no per-element cast); nil
+    /// for another value. O(1).
+    static func models(of value: Any) -> [ModelObject]?
 }
 
 extension Array: ModelList where Element: ModelObject {
+    static func models(of value: Any) -> [ModelObject]? {
+        (value as? [Element]).map { $0 }
+    }
+
     @MainActor static func value(of models: [ModelObject]) -> Any? {
         var typed: [Element] = []
         typed.reserveCapacity(models.count)

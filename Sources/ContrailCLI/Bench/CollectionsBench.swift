@@ -180,8 +180,9 @@ enum CollectionsBench {
             }
         }
         try await log.waitUntilDurable()
-        trace("offline \(name): edits made in \(Stopwatch.seconds(ContinuousClock.now - offlineStarted)) s", since: memoryBefore)
         run.logBytes = log.recordsEnd - sizeOnline  // the file itself is preallocated ahead
+        trace("offline \(name): \(run.edits) edits made in \(Stopwatch.seconds(ContinuousClock.now - offlineStarted)) s, log \(run.logBytes / max(run.edits, 1)) B per edit",
+              since: memoryBefore)
         run.stateBytes = scope.stateJSON().serialized().count
         let expected = scope.stateJSON()
         try log.close()
