@@ -4,14 +4,17 @@
 protocol ModelList {
     /// The array of `models`, boxed; nil when one is not of the element class. O(n).
     @MainActor static func value(of models: [ModelObject]) -> Any?
-    /// The models of a boxed array of this type, as they are (an upcast, no per-element cast); nil
+    /// The models of a boxed array of this type, as they are (no copy, no per-element cast); nil
     /// for another value. O(1).
     static func models(of value: Any) -> [ModelObject]?
 }
 
 extension Array: ModelList where Element: ModelObject {
     static func models(of value: Any) -> [ModelObject]? {
-        (value as? [Element]).map { $0 }
+        // An array of a model class has the layout of an array of `ModelObject` (one buffer of
+        // class references; what Swift's own class-array upcast reinterprets), so it is taken as
+        // one without copying: `as [ModelObject]` copies and retains element by element on Linux.
+        (value as? [Element]).map { unsafeBitCast($0, to: [ModelObject].self) }
     }
 
     @MainActor static func value(of models: [ModelObject]) -> Any? {
