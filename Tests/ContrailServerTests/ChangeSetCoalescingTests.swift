@@ -149,8 +149,6 @@ import Testing
         #expect(batchedMessages < aloneMessages, "seed \(seed): \(batchedMessages) messages for \(aloneMessages) change sets")
     }
 
-    /// Hundreds of appends: one message for those that are no longer undo steps, one for each of the
-    /// last four, and the same outcome as one by one.
     /// A batch the server applied but whose reply never came back, then the app restarts from its
     /// fragment log: its change sets go again as the same message under the same id, so the server
     /// answers a repeat and the title another client wrote meanwhile stays. Control: the same
@@ -158,20 +156,11 @@ import Testing
     /// stale title is written over the other client's.
     @Test(arguments: [true, false])
     func aBatchResentAfterARestartIsAnsweredAsARepeat(keepsBatchID: Bool) async throws {
-        ModelRegistry.register(Shelf.self, Item.self)
         let server = try ContrailServer(options: Wire.options())
-        let url = FileManager.default.temporaryDirectory.appending(path: "batch-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: url) }
         let name = "batch-restart"
-        let scope = Scope(name: name)
-        let shelf = Shelf()
-        scope.root = shelf
-        let log = FragmentLog(url: url)
-        try log.attach(to: scope)
-        let replies = ReplyGate()
-        let client = try await Client.sync(scope, connector: replies.connector(server.connector()))
-        let session = try #require(client.session)
-        #expect(await eventually { session.pendingChangeSets == 0 })
+        let app = try await LoggedShelf(name, server: server)
+        defer { app.removeLog() }
+        let (scope, shelf, session, replies) = (app.scope, app.shelf, app.session, app.replies)
         session.setMode(.syncOff, for: scope)
         scope.historyLimit = 1  // the last change set stays an undo step; the ones before may coalesce
         scope.modify { shelf.title = "mine" }
@@ -187,17 +176,9 @@ import Testing
         session.setMode(.realtime, for: scope)
         #expect(await eventually { (try? await Self.serverTitle(name, server)) == "mine" })
         // Another client writes the title after the batch was applied.
-        let otherScope = Scope(name: name)
-        otherScope.root = Shelf()
-        let other = try await Client.sync(otherScope, connector: server.connector())
-        otherScope.modify { (otherScope.root as? Shelf)?.title = "theirs" }
-        #expect(await eventually { other.session?.pendingChangeSets == 0 })
-        // The app stops before any reply arrives, and starts again from its log.
-        try log.close()
-        await client.close()
-        let restored = Scope(name: name)
-        let reopened = FragmentLog(url: url)
-        #expect(try reopened.attach(to: restored).pendingChangeSets == 6)
+        let other = try await Self.write(title: "theirs", into: name, on: server)
+        let (restored, reopened, pending) = try await app.restart()
+        #expect(pending == 6)
         let sent = restored.unsettledRestored.compactMap(\.sentBatch)
         #expect(sent.count == 6 && Set(sent).count == 2, "the batch's members come back with its id, the last one with its own")
         if !keepsBatchID { for changeSet in restored.unsettledRestored { changeSet.sentBatch = nil } }
@@ -217,20 +198,11 @@ import Testing
     /// set lets it join a batch under a new id, and its stale title is written over the other's.
     @Test(arguments: [true, false])
     func aChangeSetSentAloneBeforeARestartGoesAloneAgain(keepsSend: Bool) async throws {
-        ModelRegistry.register(Shelf.self, Item.self)
         let server = try ContrailServer(options: Wire.options())
-        let url = FileManager.default.temporaryDirectory.appending(path: "alone-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: url) }
         let name = "alone-restart"
-        let scope = Scope(name: name)
-        let shelf = Shelf()
-        scope.root = shelf
-        let log = FragmentLog(url: url)
-        try log.attach(to: scope)
-        let replies = ReplyGate()
-        let client = try await Client.sync(scope, connector: replies.connector(server.connector()))
-        let session = try #require(client.session)
-        #expect(await eventually { session.pendingChangeSets == 0 })
+        let app = try await LoggedShelf(name, server: server)
+        defer { app.removeLog() }
+        let (scope, shelf, session, replies) = (app.scope, app.shelf, app.session, app.replies)
         scope.historyLimit = 1  // the last change set stays an undo step; the ones before may coalesce
         replies.dropsReplies = true
         scope.modify { shelf.title = "mine" }
@@ -239,17 +211,9 @@ import Testing
         scope.modify { shelf.step = 1 }
         scope.modify { shelf.step = 2 }
         // Another client writes the title after the lone change set was applied.
-        let otherScope = Scope(name: name)
-        otherScope.root = Shelf()
-        let other = try await Client.sync(otherScope, connector: server.connector())
-        otherScope.modify { (otherScope.root as? Shelf)?.title = "theirs" }
-        #expect(await eventually { other.session?.pendingChangeSets == 0 })
-        // The app stops before the reply arrives, and starts again from its log.
-        try log.close()
-        await client.close()
-        let restored = Scope(name: name)
-        let reopened = FragmentLog(url: url)
-        #expect(try reopened.attach(to: restored).pendingChangeSets == 3)
+        let other = try await Self.write(title: "theirs", into: name, on: server)
+        let (restored, reopened, pending) = try await app.restart()
+        #expect(pending == 3)
         let lone = try #require(restored.unsettledRestored.first)
         #expect(lone.sentBatch == lone.id && restored.unsettledRestored.dropFirst().allSatisfy { $0.sentBatch == nil })
         if !keepsSend { lone.sentBatch = nil }
@@ -265,12 +229,25 @@ import Testing
         await server.stop()
     }
 
+    /// Another client of `server` writes `title` into scope `name`; returned once the server has it
+    /// (the caller closes it).
+    static func write(title: String, into name: String, on server: ContrailServer) async throws -> Client {
+        let scope = Scope(name: name)
+        scope.root = Shelf()
+        let other = try await Client.sync(scope, connector: server.connector())
+        scope.modify { (scope.root as? Shelf)?.title = title }
+        #expect(await eventually { other.session?.pendingChangeSets == 0 })
+        return other
+    }
+
     static func serverTitle(_ name: String, _ server: ContrailServer) async throws -> String? {
         let state = try #require(await server.state(ofScope: name))
         let root = try #require(state["root"]?.stringValue)
         return state["objects"]?[root]?["properties"]?["title"]?.stringValue
     }
 
+    /// Hundreds of appends: one message for those that are no longer undo steps, one for each of the
+    /// last four, and the same outcome as one by one.
     @Test func hundredsOfAppendsGoInFewMessages() async throws {
         let (alone, aloneMessages) = try await run(seed: 99, steps: 300, coalescing: false, appendsOnly: true)
         let (batched, batchedMessages) = try await run(seed: 99, steps: 300, coalescing: true, appendsOnly: true)
@@ -311,4 +288,45 @@ final class ReplyGate: Sendable {
     func connector(_ base: any SyncConnector) -> TappedConnector {
         TappedConnector(base: base) { [self] _, direction in direction == .sent || !dropsReplies }
     }
+}
+
+/// An app's `Shelf` scope with a fragment log in a temporary file, synced with a server through a
+/// ``ReplyGate`` (its first sync settled), that can stop before replies arrive and start again.
+@MainActor
+struct LoggedShelf {
+    let name: String
+    let url: URL
+    let scope: Scope
+    let shelf = Shelf()
+    let log: FragmentLog
+    let replies = ReplyGate()
+    let client: Client
+    let session: Session
+
+    init(_ name: String, server: ContrailServer) async throws {
+        ModelRegistry.register(Shelf.self, Item.self)
+        self.name = name
+        url = FileManager.default.temporaryDirectory.appending(path: "\(name)-\(UUID().uuidString).log")
+        scope = Scope(name: name)
+        scope.root = shelf
+        log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        client = try await Client.sync(scope, connector: replies.connector(server.connector()))
+        session = try #require(client.session)
+        let session = session
+        #expect(await eventually { session.pendingChangeSets == 0 })
+    }
+
+    /// The app stops (its log closed, its client closed) and starts again from its log: the restored
+    /// scope, its reopened log, and how many change sets it restored as pending.
+    func restart() async throws -> (Scope, FragmentLog, pending: Int) {
+        try log.close()
+        await client.close()
+        let restored = Scope(name: name)
+        let reopened = FragmentLog(url: url)
+        let pending = try reopened.attach(to: restored).pendingChangeSets
+        return (restored, reopened, pending)
+    }
+
+    func removeLog() { try? FileManager.default.removeItem(at: url) }
 }
