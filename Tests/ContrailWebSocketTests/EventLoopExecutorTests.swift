@@ -127,15 +127,24 @@ struct EventLoopExecutorTests {
     func idleWorkRunsAtStop() async throws {
         let loop = try EventLoop(name: "test")
         let ran = Atomic<Bool>(false)
+        let stopAsked = Atomic<Bool>(false)
+        let registeredWhileStopping = Atomic<Bool>(false)
         try loop.execute {
-            // On the loop thread, wait for stop() to be asked for (bounded), then register the
-            // idle work: the loop has only its exit left, with no idle moment before it.
+            // On the loop thread, wait (bounded) until the test saw stop() asked for, then register
+            // the idle work: the loop has only its exit left, with no idle moment before it. The
+            // wait reads an atomic, not the loop's state: spinning on the loop's lock could keep
+            // stop() from ever taking it.
             let deadline = ContinuousClock.now + .seconds(120)
-            while loop.lifecycleState != .stopping, ContinuousClock.now < deadline { sched_yield() }
+            while !stopAsked.load(ordering: .acquiring), ContinuousClock.now < deadline { sched_yield() }
+            registeredWhileStopping.store(loop.lifecycleState == .stopping, ordering: .relaxed)
             loop.whenIdle { ran.store(true, ordering: .relaxed) }
         }
-        await loop.stop()
-        let didRun = ran.load(ordering: .relaxed)
+        let stopping = Task { await loop.stop() }
+        #expect(await eventually { loop.lifecycleState == .stopping })
+        stopAsked.store(true, ordering: .releasing)
+        await stopping.value
+        let (whileStopping, didRun) = (registeredWhileStopping.load(ordering: .relaxed), ran.load(ordering: .relaxed))
+        #expect(whileStopping, "the idle work came once the loop was stopping")
         #expect(didRun)
     }
 }
