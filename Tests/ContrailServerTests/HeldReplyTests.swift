@@ -17,7 +17,7 @@ import Testing
     }
 
     private func isReply(_ message: OutgoingMessage) -> Bool {
-        message.syncReply != nil
+        if case .message(.scopeSyncReply) = message { true } else { false }
     }
 
     private func isBroadcast(_ message: OutgoingMessage) -> Bool {
