@@ -457,11 +457,17 @@ export class Scope extends Emitter {
   }
 
   /** The uuids reachable from the root through known models (in the tree, created, or held); objects hang on references (§3.3). */
-  _reachable() {
-    const seen = new Set(), stack = [this.root.uuid];
+  _reachable() { return this._walk([this.root.uuid], () => false); }
+
+  /**
+   * The uuids reachable from `starts` through known models, not going into those `stop` accepts.
+   * O(the models reached and their values).
+   */
+  _walk(starts, stop) {
+    const seen = new Set(), stack = [...starts];
     while (stack.length) {
       const id = stack.pop();
-      if (seen.has(id)) continue;
+      if (seen.has(id) || stop(id)) continue;
       const model = this.object(id);
       if (!model) continue;
       seen.add(id);
@@ -538,18 +544,7 @@ export class Scope extends Emitter {
   }
 
   /** The uuids not in the tree that `refs` reach through known models (`_reachable`'s walk, from them). */
-  _reachedFrom(refs) {
-    const reached = new Set(), stack = [...refs];
-    while (stack.length) {
-      const id = stack.pop();
-      if (reached.has(id) || this.objects.has(id)) continue;
-      const model = this.object(id);
-      if (!model) continue;
-      reached.add(id);
-      for (const v of Object.values(model.properties)) for (const r of refsOf(v)) stack.push(r);
-    }
-    return reached;
-  }
+  _reachedFrom(refs) { return this._walk(refs, (id) => this.objects.has(id)); }
 
   /**
    * Attaches the objects of `reachable` that are not in the tree (a local creation waits for the
