@@ -79,8 +79,7 @@ public final class ContrailServer: Sendable {
     /// ``ServerOptions/trustedProxies``. Returns at once; the connection runs on its own.
     public func accept(_ transport: any SyncTransport, headers: [(String, String)], peer: String? = nil) {
         let client = ClientAddress.resolve(peer: peer, headers: headers, trusted: core.options.trustedProxies)
-        let connection = ServerConnection(transport: transport, headers: headers, peer: client, core: core)
-        Task { await connection.run() }
+        ServerConnection(transport: transport, headers: headers, peer: client, core: core).start()
     }
 
     /// Ends every live session of `user` (``SessionIdentity/user``) at once: each connection is

@@ -79,6 +79,16 @@ final class ServerConnection: Sendable {
         await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
     }
 
+    /// Where the connection's task runs: a WebSocket's event loop, so the frames the loop reads are
+    /// handled on its thread, with no pool thread woken per burst; nil (the global executor) for
+    /// other transports.
+    private var loop: EventLoop? { (transport as? WebSocketTransport)?.connection.eventLoop }
+
+    /// Serves the connection in a task of its own (preferring its ``loop``); returns at once.
+    func start() {
+        Task(executorPreference: loop) { await self.run() }
+    }
+
     /// Serves the connection until it closes.
     func run() async {
         if let refusing = core.register(self) {
@@ -239,15 +249,15 @@ final class ServerConnection: Sendable {
     }
 
     /// Handles `first` and the frames already at hand after it (at most `DeliveryBatch.maxFrames`
-    /// in all), stopping at a verdict to close.
-    private func handleBurst(_ first: String, _ session: ServerSession) async -> ServerSession.Verdict {
+    /// in all), stopping at a verdict to close; returns it and the number of frames handled.
+    private func handleBurst(_ first: String, _ session: ServerSession) async -> (ServerSession.Verdict, frames: Int) {
         var verdict = await session.handle(first)
         var handled = 1
         while case .proceed = verdict, handled < DeliveryBatch.maxFrames, let frame = await frameAtHand() {
             verdict = await session.handle(frame)
             handled += 1
         }
-        return verdict
+        return (verdict, handled)
     }
 
     /// Attaches to the session and pumps frames both ways until the transport ends.
@@ -267,29 +277,35 @@ final class ServerConnection: Sendable {
             writer.stop()
             core.ticker.stopPinging(key: ObjectIdentifier(self))
         }
-        // What the frames at hand deliver goes out once they are all handled, or every
+        // What the frames at hand deliver goes out once they are all handled (on a WebSocket, once
+        // its loop goes idle: frames that arrive meanwhile join them), or every
         // `DeliveryBatch.maxFrames` frames for a client that never pauses (see ``DeliveryBatch``).
         let batch = DeliveryBatch()
+        let loop = self.loop
         defer { batch.flush() }
         while true {
             let frame = await nextFrame(&frames)
             guard let frame else { break }
             // The burst is handled in a task of its own: a task keeps the stack memory of its deepest
             // call until it ends, and this loop lives as long as the connection. It starts at once on
-            // this thread (no trip through the global queue, no other thread woken per burst).
+            // this thread (no trip through the global queue, no other thread woken per burst), and
+            // prefers the connection's loop as this task does. (Started without a preference, its
+            // first hop to an actor would go to the global executor: a task started at once may not
+            // hand its thread over to an actor; measured, that cost a pool thread's wake-up per burst.)
             let burst = { @Sendable in await batch.run { await self.handleBurst(frame, session) } }
-            let verdict: ServerSession.Verdict
+            let (verdict, frames): (ServerSession.Verdict, Int)
             if #available(macOS 26.0, *) {
-                verdict = await Task.immediate(operation: burst).value
+                (verdict, frames) = await Task.immediate(executorPreference: loop, operation: burst).value
             } else {
-                verdict = await Task(operation: burst).value
+                (verdict, frames) = await Task(executorPreference: loop, operation: burst).value
             }
-            batch.flush()
             if case .close(let code, let reason) = verdict {
+                batch.flush()
                 core.log.write("connection.closed", level: .warning, session: session.number, "session \(session.number): closing the connection: \(reason.message)")
                 await close(code: code, reason: reason.closeReason())
                 break
             }
+            batch.endBurst(frames: frames, loop: loop)
         }
         await session.detach(self)
     }
