@@ -62,7 +62,7 @@ public final class ContrailServer: Sendable {
             if let current { return current }
             let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes,
                                             httpResponder: responder, httpBodyGate: bodyGate, tls: options.tls,
-                                            log: { line in log.write("listener", level: .warning, line) })
+                                            eventLoopGroup: options.eventLoopGroup, log: { line in log.write("listener", level: .warning, line) })
             current = created
             return created
         }

@@ -16,6 +16,19 @@ private actor Counter {
     }
 }
 
+/// An actor that hands a hook's call to ``OffLoopExecutor``, as a server session does.
+private actor HookCaller {
+    /// Calls `hook` in ``OffLoopExecutor/run(isolation:_:)`` and returns its answer.
+    func call(_ hook: @Sendable () async -> Bool) async -> Bool {
+        await OffLoopExecutor.run { await hook() }
+    }
+
+    /// Calls `hook` with no change of preference.
+    func callInPlace(_ hook: @Sendable () async -> Bool) async -> Bool {
+        await hook()
+    }
+}
+
 /// The event loop as a task executor (SE-0417) and its idle work: where a preferring task runs,
 /// what the loop's own submissions need, and when idle work runs.
 @Suite("EventLoop as a task executor")
@@ -37,6 +50,31 @@ struct EventLoopExecutorTests {
         }.value
         #expect(!plainTask)
         #expect(!plainActor)
+        await loop.stop()
+    }
+
+    @Test("what a loop's task awaits in OffLoopExecutor.run runs off the loop, and the task comes back after")
+    func offLoopWorkLeavesTheLoop() async throws {
+        let loop = try EventLoop(name: "test")
+        let counter = Counter()
+        let caller = HookCaller()
+        let hook: @Sendable () async -> Bool = { loop.isOnLoop }
+        let (control, hookInPlace, hookOff, actorOff, back) = await Task(executorPreference: loop) {
+            () async -> (Bool, Bool, Bool, Bool, Bool) in
+            let control = await counter.increment(on: loop)
+            let hookInPlace = await caller.callInPlace(hook)
+            let hookOff = await caller.call(hook)
+            let actorOff = await OffLoopExecutor.run { await counter.increment(on: loop) }
+            return (control, hookInPlace, hookOff, actorOff, loop.isOnLoop)
+        }.value
+        // Controls: the actor and the hook run on the loop thread when nothing says otherwise.
+        #expect(control)
+        #expect(hookInPlace)
+        // In OffLoopExecutor: the hook the actor awaits, and the idle actor called, run elsewhere.
+        #expect(!hookOff)
+        #expect(!actorOff)
+        // And the task is back on its loop afterwards.
+        #expect(back)
         await loop.stop()
     }
 

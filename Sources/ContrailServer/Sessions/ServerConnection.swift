@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import ContrailTransport
 import ContrailWebSocket
@@ -79,14 +80,22 @@ final class ServerConnection: Sendable {
         await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
     }
 
-    /// Where the connection's task runs: a WebSocket's event loop, so the frames the loop reads are
-    /// handled on its thread, with no pool thread woken per burst; nil (the global executor) for
-    /// other transports.
+    /// Where the connection's frames are handled once its session is established: a WebSocket's
+    /// event loop, so the frames the loop reads are handled on its thread, with no pool thread woken
+    /// per burst; nil (the global executor) for other transports. Only work the server bounds runs
+    /// there (see ``maxLoopFrameBytes``): the handshake with its hooks, fetches and big frames run in
+    /// ``OffLoopExecutor``, so that no connection's reads (or a new connection's handshake) wait
+    /// behind them.
     private var loop: EventLoop? { (transport as? WebSocketTransport)?.connection.eventLoop }
 
-    /// Serves the connection in a task of its own (preferring its ``loop``); returns at once.
+    /// The largest frame handled on the connection's ``loop``: parsing and applying a bigger one
+    /// (up to ``ServerLimits/maxMessageBytes``) runs in ``OffLoopExecutor``.
+    static let maxLoopFrameBytes = 64 << 10
+
+    /// Serves the connection in a task of its own, in ``OffLoopExecutor`` until its session is
+    /// established (the connection and session hooks are the app's); returns at once.
     func start() {
-        Task(executorPreference: loop) { await self.run() }
+        Task(executorPreference: OffLoopExecutor.shared) { await self.run() }
     }
 
     /// Serves the connection until it closes.
@@ -98,7 +107,8 @@ final class ServerConnection: Sendable {
         defer { core.unregister(self) }
         var frames = transport.frames.makeAsyncIterator()
         guard let (session, resumed) = await establish(&frames) else { return }
-        await serve(session, resumed: resumed, &frames)
+        // From here the task prefers the loop: a frame's arrival resumes it on the loop thread.
+        await withTaskExecutorPreference(loop) { await serve(session, resumed: resumed, &frames) }
     }
 
     /// Checks the peer and the app's connection hook, then resumes a session by token or opens a
@@ -148,7 +158,7 @@ final class ServerConnection: Sendable {
         guard let frame, !closed.load(ordering: .relaxed) else { return nil }
         // The rest runs in a task of its own, as each later frame does (see `serve`): parsing and the
         // hooks would otherwise leave their stack memory in the connection's task for its whole life.
-        return await Task { await self.createSession(from: frame, headers: headers) }.value
+        return await Task(executorPreference: OffLoopExecutor.shared) { await self.createSession(from: frame, headers: headers) }.value
     }
 
     /// Answers the `SessionCreate` in `frame`: a new session, or a denial (closing the connection).
@@ -251,13 +261,19 @@ final class ServerConnection: Sendable {
     /// Handles `first` and the frames already at hand after it (at most `DeliveryBatch.maxFrames`
     /// in all), stopping at a verdict to close; returns it and the number of frames handled.
     private func handleBurst(_ first: String, _ session: ServerSession) async -> (ServerSession.Verdict, frames: Int) {
-        var verdict = await session.handle(first)
+        var verdict = await handle(first, session)
         var handled = 1
         while case .proceed = verdict, handled < DeliveryBatch.maxFrames, let frame = await frameAtHand() {
-            verdict = await session.handle(frame)
+            verdict = await handle(frame, session)
             handled += 1
         }
         return (verdict, handled)
+    }
+
+    /// Hands `frame` to `session`: in ``OffLoopExecutor`` when it is over ``maxLoopFrameBytes``.
+    private func handle(_ frame: String, _ session: ServerSession) async -> ServerSession.Verdict {
+        guard frame.utf8.count > Self.maxLoopFrameBytes else { return await session.handle(frame) }
+        return await OffLoopExecutor.run { await session.handle(frame) }
     }
 
     /// Attaches to the session and pumps frames both ways until the transport ends.
