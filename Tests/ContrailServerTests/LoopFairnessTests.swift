@@ -10,10 +10,11 @@ import Testing
 /// A server whose connections all share one event loop, where one connection's app hook holds the
 /// thread it runs on (as a hook doing blocking I/O or long computation would): another client still
 /// completes its opening handshake, creates its session and fetches, because the hooks run off the
-/// loop (``ServerConnection`` establishes a session on the pool and fetches in `OffLoopExecutor`).
+/// loop (``ServerConnection`` establishes a session, and fetches, in `OffLoopExecutor`, on the pool).
 /// On the shape where a connection's task ran on its loop from the start, the second client's
-/// opening handshake timed out behind the hook.
-@Suite("A slow hook holds no other connection back")
+/// opening handshake timed out behind the hook. One test at a time: each holds a thread of the
+/// cooperative pool (two on two cores) while its second client connects.
+@Suite("A slow hook holds no other connection back", .serialized)
 struct LoopFairnessTests {
     /// Holds the threads that call ``hold()`` until ``open()`` (or a bound, so that a failing test
     /// does not hold a thread for ever), and says whether one is held.
