@@ -72,9 +72,10 @@ final class ScopeSubscription {
         scope.presence.removeAllPeers()
     }
 
-    /// The fragments to send for `entry`, with old root UUIDs replaced by the server's.
-    func fragments(of entry: ChangeSetQueue.Entry) -> [SyncFragment] {
-        let fragments = entry.prefixedFragments
+    /// The fragments to send for `entry`, with old root UUIDs replaced by the server's: whole, or
+    /// without the collections its change set keeps as versions (``CompactFragments/skeleton``).
+    func fragments(of entry: ChangeSetQueue.Entry, whole: Bool = true) -> [SyncFragment] {
+        let fragments = entry.prefixedFragments(whole: whole)
         guard !rootAliases.isEmpty else { return fragments }
         return fragments.map { fragment in
             var fragment = fragment
@@ -146,7 +147,7 @@ final class ScopeSubscription {
             let change = ChangeKey(object, index)
             candidates.append { [queue] in
                 guard let holder = queue.firstHolder(of: change), let position = holder.positions[change] else { return nil }
-                return Self.models(holder.changeSet.changes[position].old).map(\.uuid)
+                return holder.changeSet.changes[position].originalElements
             }
             candidates.append { Self.models(object.value(at: index)).map(\.uuid) }
         }
@@ -223,7 +224,7 @@ final class ScopeSubscription {
         // Remote the value the pending edits were made on (a fetch that finds the server where this
         // replica left it), they already show what the rebase would reach: O(n), not O(holders × n).
         let unchanged = property.valueKind == .collection && holder.positions[key].map { position in
-            Self.models(holder.changeSet.changes[position].old).map(\.uuid) == Self.models(remote).map(\.uuid)
+            holder.changeSet.changes[position].originalElements == Self.models(remote).map(\.uuid)
         } == true
         holder.setOriginal(key, remote)
         if property.valueKind == .collection, scope.unknown.extras[object.uuid]?[property.name] != nil {
