@@ -1,5 +1,7 @@
 import Contrail
 import ContrailServer
+import ContrailSupport
+import ContrailTransport
 import ContrailTestSupport
 import Foundation
 import Testing
@@ -99,6 +101,79 @@ struct MixedVersionTests {
             scope.unknownObjects.first { $0.uuid.wireString == person }?.properties["name"] == "Grace"
         }
         #expect(renamed)
+        await client.close()
+    }
+
+    /// The seed-98 divergence (issue 30): a change set of the older app that holds a collection with
+    /// an object it does not know (the sticker, kept in the collection's whole value) and that the
+    /// server refuses (atomic, one of its objects deleted meanwhile) is reverted; the kept whole
+    /// value goes back too, so the card the change set inserted is not left in it (and attached
+    /// through it) for good. Control: the same edit accepted ends in both the replica and the server.
+    @Test func aRefusedChangeSetTakesItsInsertOutOfTheKeptWholeCollection() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let (v2, root) = try await newerAppWrites(server, scope: "MixedRefused")
+        let scope = Scope(name: "MixedRefused")
+        let board = Board()
+        scope.root = board
+        // Counts the broadcasts and the replies to its changes the older app receives, held or not.
+        let received = SanitizerVisibleMutex((broadcasts: 0, replies: 0))
+        let connector = TappedConnector(base: server.connector()) { frame, direction in
+            guard direction == .received else { return true }
+            received.withLock { counts in
+                if frame.contains("ScopeSyncReply") { counts.replies += 1 } else if frame.contains("ScopeSync\"") { counts.broadcasts += 1 }
+            }
+            return true
+        }
+        let client = try await Client.sync(scope, connector: connector, options: testOptions())
+        let session = try #require(client.session)
+        #expect(scope.unknownValues(of: board)["cards"] == Wire.array([card, sticker]))
+
+        // The newer app deletes the card; the older one, holding back what it receives, inserts a card
+        // and votes on the deleted one in one atomic change set: refused whole. Its kept whole value
+        // then holds the inserted card (as sent), until the revert.
+        session.pauseIncoming()
+        let before = received.withLock { $0.broadcasts }
+        let removal = try await v2.sync(index: 3, fragments: [Wire.fragment("change", root, "Board", ["cards": Wire.array([sticker])])])
+        #expect(removal["fragmentReplies"]?.arrayValue?.allSatisfy { $0["error"] == nil } == true, "\(removal)")
+        #expect(await eventually(.seconds(30)) { received.withLock { $0.broadcasts } > before }, "the deletion reached the older app")
+        let replies = received.withLock { $0.replies }
+        let inserted = Card()
+        inserted.text = "refused"
+        let refused = scope.modifyAtomically {
+            board.cards.append(inserted)
+            board.cards[0].votes = 9
+        }
+        #expect(scope.unknownValues(of: board)["cards"] == Wire.array([card, sticker, inserted.uuid.wireString]))
+        #expect(await eventually(.seconds(30)) { received.withLock { $0.replies } > replies }, "the refusal reached the older app")
+        // What the replica shows the moment the revert is done (before any fetch it asks for).
+        var atRevert: JSON?
+        var insertedAtRevert: JSON?
+        let observer = NSObject()
+        refused?.onStateChange(observer) { state in
+            guard state == .reverted else { return }
+            atRevert = scope.stateJSON()["objects"]?[root]?["properties"]?["cards"]
+            insertedAtRevert = scope.stateJSON()["objects"]?[inserted.uuid.wireString]
+        }
+        session.resumeIncoming()
+        #expect(await refused?.settled() == .reverted)
+        #expect(atRevert != nil && atRevert?.arrayValue?.contains(.string(inserted.uuid.wireString)) == false,
+                "the refused card is out of the kept whole value at once: \(String(describing: atRevert))")
+        #expect(insertedAtRevert == nil)
+        // As the server has it: no card but the sticker, and the refused card gone from the replica.
+        let rootFragment = { scope.stateJSON()["objects"]?[root]?["properties"]?["cards"] }
+        #expect(await eventually(.seconds(30)) { rootFragment() == Wire.array([sticker]) }, "\(String(describing: rootFragment()))")
+        #expect(scope.stateJSON()["objects"]?[inserted.uuid.wireString] == nil)
+        #expect(board.cards.isEmpty)
+        #expect(cards(try await serverObjects(server, scope: "MixedRefused"), root: root) == [sticker])
+
+        // Control: the same insert, accepted, is in the kept whole value and on the server.
+        let accepted = Card()
+        accepted.text = "accepted"
+        let edit = scope.modifyAtomically { board.cards.append(accepted) }
+        #expect(await edit?.settled() == .completed)
+        #expect(cards(try await serverObjects(server, scope: "MixedRefused"), root: root) == [sticker, accepted.uuid.wireString])
+        #expect(await eventually(.seconds(30)) { rootFragment() == Wire.array([sticker, accepted.uuid.wireString]) })
+        #expect(board.cards.map(\.uuid) == [accepted.uuid])
         await client.close()
     }
 

@@ -236,7 +236,16 @@ public final class ChangeSet: Encodable {
         let apply = {
             for change in restore where !(change.old is SharedText) { change.object.setValue(change.old, at: change.property) }
         }
-        if let scope { scope.applyingRemote(apply) } else { apply() }
+        if let scope {
+            scope.applyingRemote(apply)
+            // A collection's kept whole value (§8.23) goes back with it; what only it reached leaves.
+            if !scope.unknown.extras.isEmpty {
+                for change in restore { scope.restoreKeptWhole(of: change.object, at: change.property) }
+                scope.reconcileUnknown()
+            }
+        } else {
+            apply()
+        }
         // Recorded, not applied as remote: the rollback's operations must reach the server.
         for change in restore {
             if let rollBack = (change.old as? SharedText)?.rollingBack { change.object.setValue(rollBack, at: change.property) }
