@@ -177,6 +177,65 @@ struct MixedVersionTests {
         await client.close()
     }
 
+    /// The other seed-98 state (issue 30): a pending edit of the older app, made before the newer
+    /// app put a sticker into the same collection, must not make the kept whole value `null` when
+    /// the sticker arrives (a bare `nil` beside a `JSON` is `JSON.null`): the sticker stays where the
+    /// server has it, woven into what the pending edit reaches. Control: the server ends with the
+    /// same three.
+    @Test func aPendingEditKeepsAStickerThatArrivesMeanwhile() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let v2 = ServerTestClient(server: server)
+        try await v2.createSession()
+        let (_, state) = try await v2.fetch("MixedPending", index: 1)
+        let root = try #require(state["rootUUID"]?.stringValue)
+        _ = try await v2.sync(index: 2, fragments: [
+            Wire.fragment("add", card, "Card", ["text": "first", "votes": 0]),
+            Wire.fragment("change", root, "Board", ["cards": Wire.array([card])]),
+        ])
+        let scope = Scope(name: "MixedPending")
+        let board = Board()
+        scope.root = board
+        let received = SanitizerVisibleMutex((broadcasts: 0, replies: 0))
+        let connector = TappedConnector(base: server.connector()) { frame, direction in
+            guard direction == .received else { return true }
+            received.withLock { counts in
+                if frame.contains("ScopeSyncReply") { counts.replies += 1 } else if frame.contains("ScopeSync\"") { counts.broadcasts += 1 }
+            }
+            return true
+        }
+        let client = try await Client.sync(scope, connector: connector, options: testOptions())
+        let session = try #require(client.session)
+        #expect(scope.unknownValues(of: board)["cards"] == nil)
+
+        // Held back: the newer app's sticker after the card, then the reply to the older app's append.
+        session.pauseIncoming()
+        let before = received.withLock { $0 }
+        _ = try await v2.sync(index: 3, fragments: [
+            Wire.fragment("add", sticker, "Sticker", ["label": "hot"]),
+            Wire.fragment("change", root, "Board", ["cards": Wire.array([card, sticker])]),
+        ])
+        #expect(await eventually(.seconds(30)) { received.withLock { $0.broadcasts } > before.broadcasts })
+        let appended = Card()
+        appended.text = "second"
+        let append = scope.modify { board.cards.append(appended) }
+        #expect(await eventually(.seconds(30)) { received.withLock { $0.replies } > before.replies })
+        // What the replica keeps the moment the sticker is applied, before the reply.
+        var kept: JSON??
+        let observer = NSObject()
+        scope.onChanges(observer) { changeSet in
+            guard changeSet.origin == .remote, kept == nil else { return }
+            kept = .some(scope.unknownValues(of: board)["cards"])
+        }
+        session.resumeIncoming()
+        #expect(await append?.settled() == .completed)
+        #expect(kept == .some(Wire.array([card, sticker, appended.uuid.wireString])), "\(String(describing: kept))")
+        let expected = Wire.array([card, sticker, appended.uuid.wireString])
+        #expect(cards(try await serverObjects(server, scope: "MixedPending"), root: root) == [card, sticker, appended.uuid.wireString])
+        #expect(await eventually(.seconds(30)) { scope.stateJSON()["objects"]?[root]?["properties"]?["cards"] == expected })
+        #expect(Set(scope.unknownObjects.map(\.uuid.wireString)) == [sticker])
+        await client.close()
+    }
+
     /// The older app's replica of "MixedLog" with the fragment log at `url` attached (restored from it).
     func loggedBoard(_ url: URL) throws -> (Scope, Board, FragmentLog, FragmentLog.RestoreReport) {
         let scope = Scope(name: "MixedLog")

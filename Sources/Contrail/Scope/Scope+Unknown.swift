@@ -76,7 +76,7 @@ extension Scope {
         let isHidden: (UUID) -> Bool = { [unknown] in unknown.objects[$0] != nil }
         let visible = property.storage.models(of: object.value(at: index)).map(\.uuid)
         let woven = UnknownState.weave(UnknownState.uuids(in: whole), into: visible, isHidden: isHidden)
-        keepUnknown(property.name, woven.contains(where: isHidden) ? .array(woven.map { .string($0.wireString) }) : nil, of: object.uuid)
+        keepUnknown(property.name, woven.contains(where: isHidden) ? Optional(.array(woven.map { .string($0.wireString) })) : nil, of: object.uuid)
     }
 
     /// Whether the scope keeps a whole value beside collection or reference property `index` of
@@ -104,7 +104,8 @@ extension Scope {
         let fullOld = UnknownState.weave(UnknownState.uuids(in: whole), into: oldVisible, isHidden: isHidden)
         let fullNew = CollectionMerge.merge(base: oldVisible, new: UnknownState.uuids(in: newWire), current: fullOld)
         let value = JSON.array(fullNew.map { .string($0.wireString) })
-        keepUnknown(name, fullNew.contains(where: isHidden) ? value : nil, of: uuid)
+        // `Optional`: a bare `nil` beside a `JSON` would be read as `JSON.null`.
+        keepUnknown(name, fullNew.contains(where: isHidden) ? Optional(value) : nil, of: uuid)
         return (value, fullOld)
     }
 
