@@ -1,7 +1,5 @@
 import Contrail
 import ContrailServer
-import ContrailSupport
-import ContrailTransport
 import ContrailTestSupport
 import Foundation
 import Testing
@@ -115,16 +113,8 @@ struct MixedVersionTests {
         let scope = Scope(name: "MixedRefused")
         let board = Board()
         scope.root = board
-        // Counts the broadcasts and the replies to its changes the older app receives, held or not.
-        let received = SanitizerVisibleMutex((broadcasts: 0, replies: 0))
-        let connector = TappedConnector(base: server.connector()) { frame, direction in
-            guard direction == .received else { return true }
-            received.withLock { counts in
-                if frame.contains("ScopeSyncReply") { counts.replies += 1 } else if frame.contains("ScopeSync\"") { counts.broadcasts += 1 }
-            }
-            return true
-        }
-        let client = try await Client.sync(scope, connector: connector, options: testOptions())
+        let received = ReceivedTally()
+        let client = try await Client.sync(scope, connector: received.connector(server.connector()), options: testOptions())
         let session = try #require(client.session)
         #expect(scope.unknownValues(of: board)["cards"] == Wire.array([card, sticker]))
 
@@ -132,11 +122,11 @@ struct MixedVersionTests {
         // and votes on the deleted one in one atomic change set: refused whole. Its kept whole value
         // then holds the inserted card (as sent), until the revert.
         session.pauseIncoming()
-        let before = received.withLock { $0.broadcasts }
+        let before = received.counts.broadcasts
         let removal = try await v2.sync(index: 3, fragments: [Wire.fragment("change", root, "Board", ["cards": Wire.array([sticker])])])
         #expect(removal["fragmentReplies"]?.arrayValue?.allSatisfy { $0["error"] == nil } == true, "\(removal)")
-        #expect(await eventually(.seconds(30)) { received.withLock { $0.broadcasts } > before }, "the deletion reached the older app")
-        let replies = received.withLock { $0.replies }
+        #expect(await eventually(.seconds(30)) { received.counts.broadcasts > before }, "the deletion reached the older app")
+        let replies = received.counts.replies
         let inserted = Card()
         inserted.text = "refused"
         let refused = scope.modifyAtomically {
@@ -144,7 +134,7 @@ struct MixedVersionTests {
             board.cards[0].votes = 9
         }
         #expect(scope.unknownValues(of: board)["cards"] == Wire.array([card, sticker, inserted.uuid.wireString]))
-        #expect(await eventually(.seconds(30)) { received.withLock { $0.replies } > replies }, "the refusal reached the older app")
+        #expect(await eventually(.seconds(30)) { received.counts.replies > replies }, "the refusal reached the older app")
         // What the replica shows the moment the revert is done (before any fetch it asks for).
         var atRevert: JSON?
         var insertedAtRevert: JSON?
@@ -195,30 +185,23 @@ struct MixedVersionTests {
         let scope = Scope(name: "MixedPending")
         let board = Board()
         scope.root = board
-        let received = SanitizerVisibleMutex((broadcasts: 0, replies: 0))
-        let connector = TappedConnector(base: server.connector()) { frame, direction in
-            guard direction == .received else { return true }
-            received.withLock { counts in
-                if frame.contains("ScopeSyncReply") { counts.replies += 1 } else if frame.contains("ScopeSync\"") { counts.broadcasts += 1 }
-            }
-            return true
-        }
-        let client = try await Client.sync(scope, connector: connector, options: testOptions())
+        let received = ReceivedTally()
+        let client = try await Client.sync(scope, connector: received.connector(server.connector()), options: testOptions())
         let session = try #require(client.session)
         #expect(scope.unknownValues(of: board)["cards"] == nil)
 
         // Held back: the newer app's sticker after the card, then the reply to the older app's append.
         session.pauseIncoming()
-        let before = received.withLock { $0 }
+        let before = received.counts
         _ = try await v2.sync(index: 3, fragments: [
             Wire.fragment("add", sticker, "Sticker", ["label": "hot"]),
             Wire.fragment("change", root, "Board", ["cards": Wire.array([card, sticker])]),
         ])
-        #expect(await eventually(.seconds(30)) { received.withLock { $0.broadcasts } > before.broadcasts })
+        #expect(await eventually(.seconds(30)) { received.counts.broadcasts > before.broadcasts })
         let appended = Card()
         appended.text = "second"
         let append = scope.modify { board.cards.append(appended) }
-        #expect(await eventually(.seconds(30)) { received.withLock { $0.replies } > before.replies })
+        #expect(await eventually(.seconds(30)) { received.counts.replies > before.replies })
         // What the replica keeps the moment the sticker is applied, before the reply.
         var kept: JSON??
         let observer = NSObject()
