@@ -73,10 +73,17 @@ extension Scope {
     func restoreKeptWhole(of object: ModelObject, at index: Int) {
         let property = object.info.properties[index]
         guard property.valueKind == .collection, let whole = unknown.extras[object.uuid]?[property.name] else { return }
+        keepWoven(whole, into: property.storage.models(of: object.value(at: index)).map(\.uuid), as: property.name, of: object.uuid)
+    }
+
+    /// Keeps, as the whole value of property `name` of object `uuid`, `visible` with the hidden
+    /// elements of `whole` (objects of unknown classes) woven in where they were; keeps nothing when
+    /// no hidden element is left. O(n).
+    func keepWoven(_ whole: JSON, into visible: [UUID], as name: String, of uuid: UUID) {
         let isHidden: (UUID) -> Bool = { [unknown] in unknown.objects[$0] != nil }
-        let visible = property.storage.models(of: object.value(at: index)).map(\.uuid)
         let woven = UnknownState.weave(UnknownState.uuids(in: whole), into: visible, isHidden: isHidden)
-        keepUnknown(property.name, woven.contains(where: isHidden) ? Optional(.array(woven.map { .string($0.wireString) })) : nil, of: object.uuid)
+        // `Optional`: a bare `nil` beside a `JSON` would be read as `JSON.null`.
+        keepUnknown(name, woven.contains(where: isHidden) ? Optional(.array(woven.map { .string($0.wireString) })) : nil, of: uuid)
     }
 
     /// Whether the scope keeps a whole value beside collection or reference property `index` of

@@ -244,11 +244,7 @@ final class ScopeSubscription {
         }
         let value = unchanged ? nil : rebase(object, index, remote: remote, from: holder)
         if let weaving {
-            let visible = Self.models(value ?? object.value(at: index)).map(\.uuid)
-            let woven = UnknownState.weave(UnknownState.uuids(in: weaving), into: visible, isHidden: isHidden)
-            // `Optional`: a bare `nil` beside a `JSON` would be read as `JSON.null`.
-            scope.keepUnknown(property.name, woven.contains(where: isHidden) ? Optional(.array(woven.map { .string($0.wireString) })) : nil,
-                              of: object.uuid)
+            scope.keepWoven(weaving, into: Self.models(value ?? object.value(at: index)).map(\.uuid), as: property.name, of: object.uuid)
         }
         return value
     }
