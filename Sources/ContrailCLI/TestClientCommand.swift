@@ -2,7 +2,7 @@ import Contrail
 import ContrailFuzz
 import Foundation
 
-/// `contrail test-client --log FILE --seed N [--count N] [--title-bytes N] [--burst] [--compact-bytes N]`:
+/// `contrail test-client --log FILE --seed N [--count N] [--title-bytes N] [--burst] [--compact-bytes N] [--new]`:
 /// an app that edits offline, for crash tests.
 ///
 /// It restores the scope "Shelf" from the fragment log (which must hold a snapshot, e.g. from a
@@ -18,9 +18,10 @@ import Foundation
 /// With `--burst` it edits as fast as it can without waiting for the disk (no `durable` lines, no
 /// 2 MB titles) and prints `state K #DIGEST` (``digest(_:)`` of STATE) after each `modify`
 /// returns: the test checks that every printed edit survives the kill. `--compact-bytes N` sets
-/// the log's compaction threshold (so that kills also land in compactions).
+/// the log's compaction threshold (so that kills also land in compactions). `--new` starts a log
+/// that does not exist yet with an empty shelf (its snapshot), to run the app alone (timing, perf).
 enum TestClientCommand {
-    static let usage = "usage: contrail test-client --log FILE --seed N [--count N (0: only restore)] [--title-bytes N] [--burst] [--compact-bytes N]"
+    static let usage = "usage: contrail test-client --log FILE --seed N [--count N (0: only restore)] [--title-bytes N] [--burst] [--compact-bytes N] [--new]"
 
     /// A failure the test should see (exit status 1).
     struct Failure: Error, CustomStringConvertible {
@@ -35,10 +36,11 @@ enum TestClientCommand {
         var count = 1000
         var titleBytes = 0
         var burst = false
+        var isNew = false
         var compactBytes: Int?
         while let argument = rest.popFirst() {
-            if argument == "--burst" {
-                burst = true
+            if argument == "--burst" || argument == "--new" {
+                if argument == "--burst" { burst = true } else { isNew = true }
                 continue
             }
             guard let value = rest.popFirst() else { throw CLIError.usage("\(argument) needs a value\n\(usage)") }
@@ -56,6 +58,8 @@ enum TestClientCommand {
         let scope = Scope(name: "Shelf")
         let log = FragmentLog(url: URL(filePath: path))
         if let compactBytes { log.compactionThreshold = compactBytes }
+        // A new log: the attach writes the empty shelf's snapshot first.
+        if isNew, !FileManager.default.fileExists(atPath: path) { scope.root = Shelf() }
         let report = try log.attach(to: scope)
         if let torn = report.tornTail { emit("torn \(torn.offset) \(torn.discardedBytes)") }
         guard let shelf = scope.root as? Shelf else { throw Failure(description: "the log holds no Shelf snapshot") }

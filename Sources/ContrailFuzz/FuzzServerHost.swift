@@ -107,22 +107,24 @@ final class FuzzServerHost {
         try process.run()
         child = process
         let handle = output.fileHandleForReading
+        // A thread of its own reads the child's output for the child's whole life (blocking reads):
+        // on a Dispatch global queue it held one of the few threads that Swift's cooperative pool
+        // shares on Linux, and two runs with children stalled every task of the process.
         let listening: UInt16? = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread {
                 var text = ""
-                while true {
-                    let data = handle.availableData
-                    if data.isEmpty { continuation.resume(returning: nil); return }
+                var waiting: CheckedContinuation<UInt16?, Never>? = continuation
+                while case let data = handle.availableData, !data.isEmpty {
+                    // Once the port is known, the rest is drained so that the child never blocks on a full pipe.
+                    guard waiting != nil else { continue }
                     text += String(decoding: data, as: UTF8.self)
                     if let range = text.range(of: #"listening on [^\s]*:(\d+)"#, options: .regularExpression) {
-                        let port = text[range].split(separator: ":").last.flatMap { UInt16($0) }
-                        continuation.resume(returning: port)
-                        // Keep draining so the child never blocks on a full pipe.
-                        while !handle.availableData.isEmpty {}
-                        return
+                        waiting?.resume(returning: text[range].split(separator: ":").last.flatMap { UInt16($0) })
+                        waiting = nil
                     }
                 }
-            }
+                waiting?.resume(returning: nil)
+            }.start()
         }
         guard let listening else { throw FuzzFailure(kind: .setup, details: "contrail serve did not start") }
         port = listening

@@ -580,7 +580,7 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     /// Adds bytes to the body of ``plainRequest``; answers once it is complete (bytes past it are ignored).
     private func receiveBody(_ bytes: [UInt8]) {
-        guard var (request, length) = plainRequest else { return }
+        guard case (var request, let length)? = plainRequest else { return }
         request.body.append(contentsOf: bytes.prefix(length - request.body.count))
         guard request.body.count == length, let responder = plainResponder else {
             plainRequest = (request, length)

@@ -102,6 +102,123 @@ struct MixedVersionTests {
         await client.close()
     }
 
+    /// The seed-98 divergence (issue 30): a change set of the older app that holds a collection with
+    /// an object it does not know (the sticker, kept in the collection's whole value) and that the
+    /// server refuses (atomic, one of its objects deleted meanwhile) is reverted; the kept whole
+    /// value goes back too, so the card the change set inserted is not left in it (and attached
+    /// through it) for good. Control: the same edit accepted ends in both the replica and the server.
+    @Test func aRefusedChangeSetTakesItsInsertOutOfTheKeptWholeCollection() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let (v2, root) = try await newerAppWrites(server, scope: "MixedRefused")
+        let scope = Scope(name: "MixedRefused")
+        let board = Board()
+        scope.root = board
+        let received = ReceivedTally()
+        let client = try await Client.sync(scope, connector: received.connector(server.connector()), options: testOptions())
+        let session = try #require(client.session)
+        #expect(scope.unknownValues(of: board)["cards"] == Wire.array([card, sticker]))
+
+        // The newer app deletes the card; the older one, holding back what it receives, inserts a card
+        // and votes on the deleted one in one atomic change set: refused whole. Its kept whole value
+        // then holds the inserted card (as sent), until the revert.
+        session.pauseIncoming()
+        let before = received.counts.broadcasts
+        let removal = try await v2.sync(index: 3, fragments: [Wire.fragment("change", root, "Board", ["cards": Wire.array([sticker])])])
+        #expect(removal["fragmentReplies"]?.arrayValue?.allSatisfy { $0["error"] == nil } == true, "\(removal)")
+        #expect(await eventually(.seconds(30)) { received.counts.broadcasts > before }, "the deletion reached the older app")
+        let replies = received.counts.replies
+        let inserted = Card()
+        inserted.text = "refused"
+        let refused = scope.modifyAtomically {
+            board.cards.append(inserted)
+            board.cards[0].votes = 9
+        }
+        #expect(scope.unknownValues(of: board)["cards"] == Wire.array([card, sticker, inserted.uuid.wireString]))
+        #expect(await eventually(.seconds(30)) { received.counts.replies > replies }, "the refusal reached the older app")
+        // What the replica shows the moment the revert is done (before any fetch it asks for).
+        var atRevert: JSON?
+        var insertedAtRevert: JSON?
+        let observer = NSObject()
+        refused?.onStateChange(observer) { state in
+            guard state == .reverted else { return }
+            atRevert = scope.stateJSON()["objects"]?[root]?["properties"]?["cards"]
+            insertedAtRevert = scope.stateJSON()["objects"]?[inserted.uuid.wireString]
+        }
+        session.resumeIncoming()
+        #expect(await refused?.settled() == .reverted)
+        #expect(atRevert != nil && atRevert?.arrayValue?.contains(.string(inserted.uuid.wireString)) == false,
+                "the refused card is out of the kept whole value at once: \(String(describing: atRevert))")
+        #expect(insertedAtRevert == nil)
+        // As the server has it: no card but the sticker, and the refused card gone from the replica.
+        let rootFragment = { scope.stateJSON()["objects"]?[root]?["properties"]?["cards"] }
+        #expect(await eventually(.seconds(30)) { rootFragment() == Wire.array([sticker]) }, "\(String(describing: rootFragment()))")
+        #expect(scope.stateJSON()["objects"]?[inserted.uuid.wireString] == nil)
+        #expect(board.cards.isEmpty)
+        #expect(cards(try await serverObjects(server, scope: "MixedRefused"), root: root) == [sticker])
+
+        // Control: the same insert, accepted, is in the kept whole value and on the server.
+        let accepted = Card()
+        accepted.text = "accepted"
+        let edit = scope.modifyAtomically { board.cards.append(accepted) }
+        #expect(await edit?.settled() == .completed)
+        #expect(cards(try await serverObjects(server, scope: "MixedRefused"), root: root) == [sticker, accepted.uuid.wireString])
+        #expect(await eventually(.seconds(30)) { rootFragment() == Wire.array([sticker, accepted.uuid.wireString]) })
+        #expect(board.cards.map(\.uuid) == [accepted.uuid])
+        await client.close()
+    }
+
+    /// The other seed-98 state (issue 30): a pending edit of the older app, made before the newer
+    /// app put a sticker into the same collection, must not make the kept whole value `null` when
+    /// the sticker arrives (a bare `nil` beside a `JSON` is `JSON.null`): the sticker stays where the
+    /// server has it, woven into what the pending edit reaches. Control: the server ends with the
+    /// same three.
+    @Test func aPendingEditKeepsAStickerThatArrivesMeanwhile() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let v2 = ServerTestClient(server: server)
+        try await v2.createSession()
+        let (_, state) = try await v2.fetch("MixedPending", index: 1)
+        let root = try #require(state["rootUUID"]?.stringValue)
+        _ = try await v2.sync(index: 2, fragments: [
+            Wire.fragment("add", card, "Card", ["text": "first", "votes": 0]),
+            Wire.fragment("change", root, "Board", ["cards": Wire.array([card])]),
+        ])
+        let scope = Scope(name: "MixedPending")
+        let board = Board()
+        scope.root = board
+        let received = ReceivedTally()
+        let client = try await Client.sync(scope, connector: received.connector(server.connector()), options: testOptions())
+        let session = try #require(client.session)
+        #expect(scope.unknownValues(of: board)["cards"] == nil)
+
+        // Held back: the newer app's sticker after the card, then the reply to the older app's append.
+        session.pauseIncoming()
+        let before = received.counts
+        _ = try await v2.sync(index: 3, fragments: [
+            Wire.fragment("add", sticker, "Sticker", ["label": "hot"]),
+            Wire.fragment("change", root, "Board", ["cards": Wire.array([card, sticker])]),
+        ])
+        #expect(await eventually(.seconds(30)) { received.counts.broadcasts > before.broadcasts })
+        let appended = Card()
+        appended.text = "second"
+        let append = scope.modify { board.cards.append(appended) }
+        #expect(await eventually(.seconds(30)) { received.counts.replies > before.replies })
+        // What the replica keeps the moment the sticker is applied, before the reply.
+        var kept: JSON??
+        let observer = NSObject()
+        scope.onChanges(observer) { changeSet in
+            guard changeSet.origin == .remote, kept == nil else { return }
+            kept = .some(scope.unknownValues(of: board)["cards"])
+        }
+        session.resumeIncoming()
+        #expect(await append?.settled() == .completed)
+        #expect(kept == .some(Wire.array([card, sticker, appended.uuid.wireString])), "\(String(describing: kept))")
+        let expected = Wire.array([card, sticker, appended.uuid.wireString])
+        #expect(cards(try await serverObjects(server, scope: "MixedPending"), root: root) == [card, sticker, appended.uuid.wireString])
+        #expect(await eventually(.seconds(30)) { scope.stateJSON()["objects"]?[root]?["properties"]?["cards"] == expected })
+        #expect(Set(scope.unknownObjects.map(\.uuid.wireString)) == [sticker])
+        await client.close()
+    }
+
     /// The older app's replica of "MixedLog" with the fragment log at `url` attached (restored from it).
     func loggedBoard(_ url: URL) throws -> (Scope, Board, FragmentLog, FragmentLog.RestoreReport) {
         let scope = Scope(name: "MixedLog")

@@ -48,11 +48,15 @@ final class ServerTestClient: @unchecked Sendable {
         try await transport.send(json.jsonString)
     }
 
-    /// The next frame's text, or nil when the transport ended (see `closed`). The default wait is
-    /// long: the machine running the whole suite may be very busy.
+    /// How long a read waits for the server by default: long, because the whole suite runs in
+    /// parallel on two cores, and in CI one step of `ServerThrottleTests` once waited more than 30 s
+    /// for a pool thread (that suite's three tests took 69-121 s in runs that passed).
+    static let defaultTimeout = Duration.seconds(120)
+
+    /// The next frame's text, or nil when the transport ended (see `closed`).
     /// A timeout throws `TestTimeout` at once (the read goes on in the background and the next
     /// call takes its frame), so a missing message fails the test instead of hanging it.
-    func nextFrame(timeout: Duration = .seconds(30)) async throws -> String? {
+    func nextFrame(timeout: Duration = ServerTestClient.defaultTimeout) async throws -> String? {
         if finished { return nil }
         let read = pendingRead ?? Task { [frames] in try await frames.next() }
         pendingRead = read
@@ -88,7 +92,7 @@ final class ServerTestClient: @unchecked Sendable {
     }
 
     /// The next message (any type), unwrapping array frames.
-    func nextMessage(timeout: Duration = .seconds(30)) async throws -> JSON? {
+    func nextMessage(timeout: Duration = ServerTestClient.defaultTimeout) async throws -> JSON? {
         while buffered.isEmpty {
             guard let frame = try await nextFrame(timeout: timeout) else { return nil }
             let json = try JSON(parsing: frame)
@@ -99,7 +103,7 @@ final class ServerTestClient: @unchecked Sendable {
     }
 
     /// The next message that is not a keep-alive Ping.
-    func next(timeout: Duration = .seconds(30)) async throws -> JSON {
+    func next(timeout: Duration = ServerTestClient.defaultTimeout) async throws -> JSON {
         while true {
             guard let message = try await nextMessage(timeout: timeout) else {
                 throw TransportEnded(closed: closed)
@@ -110,7 +114,7 @@ final class ServerTestClient: @unchecked Sendable {
     }
 
     /// Waits until the server closes the transport; returns how.
-    func awaitClose(timeout: Duration = .seconds(30)) async throws -> TransportClosed? {
+    func awaitClose(timeout: Duration = ServerTestClient.defaultTimeout) async throws -> TransportClosed? {
         while try await nextMessage(timeout: timeout) != nil {}
         return closed
     }

@@ -64,6 +64,8 @@ extension Array: ModelValue where Element: ModelValue {
     /// The model objects this value holds, in order (O(n) for collections).
     public var models: [ModelObject] {
         if Element.valueKind == .value { return [] }
+        // An array of models is its models as they are (not cast element by element).
+        if let list = Self.self as? any ModelList.Type, let objects = list.models(of: self) { return objects }
         if let objects = self as? [ModelObject] { return objects }
         return flatMap(\.models)
     }

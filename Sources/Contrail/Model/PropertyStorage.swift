@@ -7,6 +7,12 @@ protocol PropertyStorage {
     static var typeName: String { get }
     static var modelTypes: [ModelObject.Type] { get }
     static func models(in object: ModelObject, offset: Int) -> [ModelObject]
+    /// Whether the property's type is an array of model objects (``ModelList``): its wire value
+    /// is then exactly its models' UUIDs, in order.
+    static var isModelList: Bool { get }
+    /// For a ``ModelList`` property, its value holding `models`, boxed; nil for another property
+    /// or a model of another class. O(n).
+    static func modelList(_ models: [ModelObject]) -> Any?
     /// The model objects a boxed value of this property's type holds.
     static func models(of value: Any) -> [ModelObject]
     /// Stores a boxed value of the property's type (read by `value(in:offset:)` or decoded) and

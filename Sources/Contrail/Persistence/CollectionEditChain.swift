@@ -37,7 +37,21 @@ struct CollectionEditChain {
         let reason: String
     }
 
-    private var values: [Key: [UUID]] = [:]
+    /// The value of each collection: as an array (what a restore and a whole record give), or as
+    /// the version a pending change set keeps (``CompactFragments``; the writer, record by record).
+    private enum Value {
+        case elements([UUID])
+        case version(CollectionVersion)
+
+        var elements: [UUID] {
+            switch self {
+            case .elements(let elements): elements
+            case .version(let version): version.elements
+            }
+        }
+    }
+
+    private var values: [Key: Value] = [:]
 
     /// How many elements from a base's end a reference may name.
     private static let referenceReach = 8
@@ -48,12 +62,24 @@ struct CollectionEditChain {
     /// collection whose base is the chain's value leaves its fragment for an entry, the others go as
     /// `unchained` says. The chain moves on to every collection's new value. O(collection sizes).
     mutating func chaining(_ fragments: [SyncFragment], unchained: Unchained) -> (fragments: [SyncFragment], chained: [JSON]) {
+        chaining(CompactFragments(whole: fragments), unchained: unchained)
+    }
+
+    /// `stored` (a pending change set's fragments as it keeps them) as a pending record writes
+    /// them, as the fragments' form above. A collection kept as versions
+    /// whose base is the version the chain holds is written from the edit the versions keep: O(size
+    /// of the edit), with no whole array, digest or string of the collection's other elements; one
+    /// that is not is rebuilt whole first (the first record after an attach or a compaction).
+    /// O(size of the fragments + edits), plus O(n) per collection rebuilt or kept whole.
+    mutating func chaining(_ stored: CompactFragments, unchained: Unchained) -> (fragments: [SyncFragment], chained: [JSON]) {
+        let fragments = stored.skeleton
         var positions: [UUID: Int] = [:]
         var written: [SyncFragment] = []
         written.reserveCapacity(fragments.count)
         var chained: [JSON] = []
         for (position, fragment) in fragments.enumerated() {
-            guard fragment.kind == .change, let bases = fragment.bases else {
+            let kept = stored.collections.isEmpty ? [] : stored.collections.filter { $0.fragment == position }
+            guard fragment.kind == .change, fragment.bases != nil || !kept.isEmpty else {
                 written.append(fragment)
                 continue
             }
@@ -62,18 +88,40 @@ struct CollectionEditChain {
             }
             var rest = fragment
             var isChained = false
-            for key in bases.keys.sorted() {
-                guard let base = bases[key], let new = fragment.properties[key]?.uuidElements else { continue }
+            var rebuilt: [Key: CollectionVersion] = [:]
+            for collection in kept.sorted(by: { $0.key < $1.key }) {
+                let key = Key(uuid: fragment.uuid, property: collection.key)
+                if case .version(let last)? = values[key], last === collection.base, let edit = collection.new.edit(from: collection.base),
+                   2 * (edit.removed.count + edit.placements.count) < collection.base.count + collection.new.count {
+                    chained.append(Self.entry(position: position, fragment: fragment, key: collection.key, edit: edit,
+                                              baseTail: collection.base.last.map { [$0] } ?? [], positions: positions))
+                    values[key] = .version(collection.new)
+                    isChained = true
+                    continue
+                }
+                rebuilt[key] = collection.new
+                // Not on the chain: whole, for the arrays' path below (it moves the chain on).
+                var bases = rest.bases ?? [:]
+                bases[collection.key] = collection.base.elements
+                rest.bases = bases
+                rest.properties[collection.key] = CompactFragments.wire(collection.new.elements)
+            }
+            for key in (rest.bases ?? [:]).keys.sorted() {
+                guard let base = rest.bases?[key], let new = rest.properties[key]?.uuidElements else { continue }
                 let collection = Key(uuid: fragment.uuid, property: key)
-                defer { values[collection] = new }
-                guard values[collection] == base, let edit = CollectionEdit(base: base, new: new),
+                let chainValue = values[collection]
+                defer { values[collection] = .elements(new) }
+                guard chainValue?.elements == base, let edit = CollectionEdit(base: base, new: new),
                       2 * (edit.removed.count + edit.placements.count) < base.count + new.count
                 else { continue }
-                chained.append(Self.entry(position: position, fragment: fragment, key: key, edit: edit, base: base, positions: positions))
+                chained.append(Self.entry(position: position, fragment: fragment, key: key, edit: edit, baseTail: base.suffix(Self.referenceReach),
+                                          positions: positions))
                 rest.properties[key] = nil
                 rest.bases?[key] = nil
                 isChained = true
             }
+            // The chain holds the versions, so that the next record's edit follows on from them.
+            for (key, version) in rebuilt { values[key] = .version(version) }
             if rest.bases?.isEmpty == true { rest.bases = nil }
             if unchained == .edit { rest = rest.withCollectionEdits() }
             if isChained, rest.properties.isEmpty, rest.bases == nil, rest.textOperations == nil, rest.counterDeltas == nil,
@@ -85,13 +133,12 @@ struct CollectionEditChain {
         return (written, chained)
     }
 
-    private static func entry(position: Int, fragment: SyncFragment, key: String, edit: CollectionEdit, base: [UUID],
-                              positions: [UUID: Int]) -> JSON {
+    /// A chained entry: `baseTail` is the base's last elements (up to ``referenceReach``).
+    private static func entry(position: Int, fragment: SyncFragment, key: String, edit: CollectionEdit,
+                              baseTail: some RandomAccessCollection<UUID>, positions: [UUID: Int]) -> JSON {
         func reference(_ uuid: UUID) -> JSON {
             if let index = positions[uuid] { return .int(Int64(index)) }
-            for back in 1...max(1, min(referenceReach, base.count)) where back <= base.count && base[base.count - back] == uuid {
-                return .int(-Int64(back))
-            }
+            for (back, element) in baseTail.reversed().enumerated() where element == uuid { return .int(-Int64(back + 1)) }
             return .string(uuid.wireString)
         }
         let place = edit.placements.map { placement in
@@ -116,7 +163,8 @@ struct CollectionEditChain {
         throws(ChainError) -> [SyncFragment]
     {
         var fragments = fragments
-        if !chained.isEmpty { try restore(chained, into: &fragments) }
+        var restored: [Key: [UUID]] = [:]
+        if !chained.isEmpty { restored = try restore(chained, into: &fragments) }
         return fragments.map { fragment in
             var resolved = fragment
             if let edits = fragment.collectionEdits {
@@ -124,22 +172,27 @@ struct CollectionEditChain {
                 for key in edits.keys.sorted() {
                     guard let edit = edits[key] else { continue }
                     let now = current(fragment.uuid, key) ?? []
-                    let base = [values[Key(uuid: fragment.uuid, property: key)], now].compactMap { $0 }.first(where: edit.isBase)
+                    let base = [values[Key(uuid: fragment.uuid, property: key)]?.elements, now].compactMap { $0 }.first(where: edit.isBase)
                     let new = base.flatMap(edit.applied(to:)) ?? edit.appliedLoosely(to: now)
                     resolved.properties[key] = .array(new.map { .string($0.wireString) })
                     resolved.bases = (resolved.bases ?? [:]).merging([key: base ?? now]) { _, new in new }
                 }
             }
             for key in (resolved.bases ?? [:]).keys {
-                if let new = resolved.properties[key]?.uuidElements { values[Key(uuid: fragment.uuid, property: key)] = new }
+                let collection = Key(uuid: fragment.uuid, property: key)
+                if let new = restored[collection] ?? resolved.properties[key]?.uuidElements { values[collection] = .elements(new) }
             }
             return resolved
         }
     }
 
     /// Puts each chained entry's collection (its new value and base) into its fragment, bringing
-    /// back the fragments the record left out. The chain itself moves on in `resolving`.
-    private func restore(_ chained: [JSON], into fragments: inout [SyncFragment]) throws(ChainError) {
+    /// back the fragments the record left out, and returns the new values (the chain itself moves
+    /// on in `resolving`, without reading them back from the strings). The base is the chain's
+    /// value, so the edit is applied to it without a digest: O(p) for an append (plus the copy of
+    /// the base), O(n) otherwise, and O(n) to write the value's strings.
+    private func restore(_ chained: [JSON], into fragments: inout [SyncFragment]) throws(ChainError) -> [Key: [UUID]] {
+        var restored: [Key: [UUID]] = [:]
         struct Entry {
             let position: Int
             let key: String
@@ -170,7 +223,7 @@ struct CollectionEditChain {
         }
         for entry in entries {
             let uuid = fragments[entry.position].uuid
-            guard let base = values[Key(uuid: uuid, property: entry.key)] else {
+            guard let base = values[Key(uuid: uuid, property: entry.key)]?.elements else {
                 throw ChainError(reason: "chained edit of '\(entry.key)' without an earlier value")
             }
             func element(_ json: JSON) throws(ChainError) -> UUID {
@@ -198,10 +251,13 @@ struct CollectionEditChain {
             var removed: [UUID] = []
             removed.reserveCapacity(entry.remove.count)
             for json in entry.remove { removed.append(try element(json)) }
-            let edit = CollectionEdit(baseCount: base.count, baseDigest: CollectionEdit.digest(of: base), removed: removed, placements: placements)
-            let new = edit.applied(to: base) ?? edit.appliedLoosely(to: base)
+            let edit = CollectionEdit(baseCount: base.count, baseDigest: 0, removed: removed, placements: placements)
+            var new = base
+            edit.apply(to: &new)
             fragments[entry.position].properties[entry.key] = .array(new.map { .string($0.wireString) })
             fragments[entry.position].bases = (fragments[entry.position].bases ?? [:]).merging([entry.key: base]) { _, new in new }
+            restored[Key(uuid: uuid, property: entry.key)] = new
         }
+        return restored
     }
 }

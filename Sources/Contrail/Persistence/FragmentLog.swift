@@ -180,7 +180,8 @@ public final class FragmentLog {
             var kept = pending
             kept.sequence = sequence
             kept.isCompacted = true
-            (kept.fragments, kept.chained) = chain.chaining(pending.fragments, unchained: .whole)
+            (kept.fragments, kept.chained) = chain.chaining(pending.compact ?? CompactFragments(whole: pending.fragments), unchained: .whole)
+            kept.compact = nil
             return kept
         }
         compactionTicket = writer.submit(.compact(snapshot: snapshot, tail: tail, position: writer.position()))
@@ -238,23 +239,31 @@ public final class FragmentLog {
     /// the threshold. O(size of the change set).
     public func append(_ changeSet: ChangeSet) throws(FragmentLogError) {
         guard let writer, let scope else { throw .notAttached }
-        var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: changeSet.fragments, message: changeSet.message,
-                                     origin: changeSet.origin.rawValue, isAtomic: changeSet.isAtomic)
-        entry.versions = scope.modelVersions(of: changeSet.fragments)
-        if changeSet.origin == .local, changeSet.state == .syncing {
+        let stored = changeSet.stored
+        let isPending = changeSet.origin == .local && changeSet.state == .syncing
+        // A pending change set is written from its fragments as kept (collections as versions: no
+        // whole array is rebuilt); any other whole.
+        var entry = FragmentLogEntry(root: scope.root?.uuid, fragments: isPending ? stored.skeleton : changeSet.fragments,
+                                     message: changeSet.message, origin: changeSet.origin.rawValue, isAtomic: changeSet.isAtomic)
+        entry.versions = scope.modelVersions(of: stored.skeleton)
+        if isPending {
             entry.changeSetID = changeSet.id
             entry.sequence = nextSequence
             nextSequence += 1
         }
         if let sequence = entry.sequence {
-            // Kept whole (a compaction rewrites it); written with its collections as edits (§8.24),
-            // chained on the records before it where it can. The chain moves on once it is written.
-            unsettled[sequence] = entry
+            // Kept as the change set keeps its fragments (a compaction rewrites it); written with
+            // its collections as edits (§8.24), chained on the records before it where it can. The
+            // chain moves on once it is written.
+            var kept = entry
+            kept.fragments = []
+            kept.compact = stored
+            unsettled[sequence] = kept
             changeSet.logSequence = sequence
             var written = entry
             var chain = writtenChain
-            if entry.fragments.contains(where: { $0.bases != nil }) {
-                (written.fragments, written.chained) = chain.chaining(entry.fragments, unchained: .edit)
+            if !stored.collections.isEmpty || stored.skeleton.contains(where: { $0.bases != nil }) {
+                (written.fragments, written.chained) = chain.chaining(stored, unchained: .edit)
             }
             if written.root != nil, written.root == writtenRoot { written.root = nil }
             try writer.append(written)
@@ -387,11 +396,17 @@ public final class FragmentLog {
             if let sequence = decoded.sequence {
                 unsettled[sequence] = decoded
                 nextSequence = max(nextSequence, sequence + 1)
-                pending[sequence] = try scope.restorePending(scope.migrated(decoded.fragments, versions: decoded.versions), message: decoded.message,
-                                                             isAtomic: decoded.isAtomic, isApplied: decoded.isCompacted,
-                                                             id: decoded.changeSetID ?? UUID())
+                let migrated = scope.migrated(decoded.fragments, versions: decoded.versions)
+                pending[sequence] = try scope.restorePending(migrated, message: decoded.message, isAtomic: decoded.isAtomic,
+                                                             isApplied: decoded.isCompacted, id: decoded.changeSetID ?? UUID())
                 pending[sequence]?.sentBatch = decoded.batch
                 pending[sequence]?.logSequence = sequence
+                // Kept as the change set keeps them when that is what the record says (no migration:
+                // the change set keeps exactly the fragments it was given).
+                if let restored = pending[sequence], !ModelRegistry.hasModelVersions || migrated == decoded.fragments {
+                    unsettled[sequence]?.fragments = []
+                    unsettled[sequence]?.compact = restored.stored
+                }
             }
         } catch {
             throw .apply(offset: offset, error)

@@ -34,6 +34,11 @@ struct FragmentLogEntry: Sendable {
     var versions: [String: Int] = [:]
     /// A pending record's chained edits (``CollectionEditChain``): collections left out of `fragments`.
     var chained: [JSON] = []
+    /// Kept in memory for a pending change set, never written: its fragments as its change set
+    /// keeps them (``CompactFragments``, collections as edits), `fragments` then being empty. A
+    /// compaction rebuilds them from it, so a thousand pending appends to a long list do not each
+    /// hold the list.
+    var compact: CompactFragments?
 
     init(kind: LogRecord.Kind = .changeSet, root: UUID?, fragments: [SyncFragment], message: String? = nil,
          origin: String = "snapshot", isAtomic: Bool = false) {

@@ -28,17 +28,96 @@ public final class ChangeSet: Encodable {
     }
 
     /// One property change: the object, the property index, and the values before and after.
+    @MainActor
     struct Change {
+        /// A value as kept: as it is, or a collection of models as a ``CollectionVersion`` (an
+        /// edit of the value the change set before it left: pending appends to a long list do not
+        /// each hold the list), rebuilt when read.
+        enum Value {
+            case plain(Any)
+            case models(CollectionVersion)
+        }
+
         let object: ModelObject
         let property: Int
+        /// What the property held before, as kept.
+        private(set) var original: Value
+        /// What it held after, as kept.
+        let result: Value
+
+        /// A change between two values kept as they are.
+        init(object: ModelObject, property: Int, old: Any, new: Any) {
+            self.init(object: object, property: property, original: .plain(old), result: .plain(new))
+        }
+
+        /// A change between two values as kept.
+        init(object: ModelObject, property: Int, original: Value, result: Value) {
+            self.object = object
+            self.property = property
+            self.original = original
+            self.result = result
+        }
+
         /// What the property held before; the sync layer rewrites it when a remote value or a
-        /// rebase replaces the original (Protocol §8.3, §4.9).
-        var old: Any
-        let new: Any
+        /// rebase replaces the original (Protocol §8.3, §4.9). O(n) for a collection kept as a version.
+        var old: Any {
+            get { value(original) }
+            set { original = .plain(newValue) }
+        }
+
+        /// What the property held after. O(n) for a collection kept as a version.
+        var new: Any { value(result) }
+
+        /// Sets the original as kept (a version stays a version).
+        mutating func setOriginal(_ value: Value) { original = value }
+
+        /// Whether the value after is a shared text (without rebuilding a collection). O(1).
+        var isSharedText: Bool {
+            if case .plain(let value) = result { return value is SharedText }
+            return false
+        }
+
+        /// The UUIDs of the models the original holds (a collection's elements, in order). O(n).
+        var originalElements: [UUID] {
+            switch original {
+            case .plain(let value): ((value as? any PropertyValue)?.models ?? []).map(\.uuid)
+            case .models(let version): version.elements
+            }
+        }
+
+        /// The models the values before and after hold (with, for versions, others held alongside). O(n).
+        var models: [ModelObject] {
+            [result, original].flatMap { kept -> [ModelObject] in
+                switch kept {
+                case .plain(let value): (value as? any PropertyValue)?.models ?? []
+                case .models(let version): Array(version.models.values)
+                }
+            }
+        }
+
+        private func value(_ kept: Value) -> Any {
+            switch kept {
+            case .plain(let value):
+                return value
+            case .models(let version):
+                let byUUID = version.models
+                let scope = object.scope
+                let info = object.info
+                let wire = CompactFragments.wire(version.elements)
+                let resolver: ModelResolver = { uuid in byUUID[uuid] ?? scope?.object(for: uuid) }
+                return (try? info.coder(at: property).decode(wire, property: info.properties[property].name, resolver: resolver))
+                    ?? object.value(at: property)
+            }
+        }
     }
 
-    /// The fragments, one per object, in order of first touch.
-    public nonisolated let fragments: [SyncFragment]
+    /// The fragments, one per object, in order of first touch. Kept compactly (a collection as an
+    /// edit of the value the change set before it left, ``CompactFragments``) and rebuilt here:
+    /// O(size of the fragments + n per collection of n elements), more for a change set far back in
+    /// a chain of pending edits whose values were not rebuilt in order.
+    public nonisolated var fragments: [SyncFragment] { stored.whole }
+    /// The fragments as kept.
+    nonisolated let stored: CompactFragments
     /// The message given to `modify(message:)`, if any.
     public nonisolated let message: String?
     /// True for `modifyAtomically`: the server applies all fragments or none.
@@ -72,9 +151,16 @@ public final class ChangeSet: Encodable {
     private var waiters: [CheckedContinuation<State, Never>] = []
     weak var scope: Scope?
 
-    init(fragments: [SyncFragment], changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State, scope: Scope?,
+    convenience init(fragments: [SyncFragment], changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State,
+                     scope: Scope?, id: UUID = .random()) {
+        let stored = if let scope { CompactFragments(fragments, chains: &scope.collectionChains) } else { CompactFragments(whole: fragments) }
+        self.init(stored: stored, changes: changes, message: message, isAtomic: isAtomic, origin: origin, state: state, scope: scope, id: id)
+    }
+
+    /// A change set of fragments as kept (the flush keeps its collections as versions from the start).
+    init(stored: CompactFragments, changes: [Change], message: String?, isAtomic: Bool, origin: Origin, state: State, scope: Scope?,
          id: UUID = .random()) {
-        self.fragments = fragments
+        self.stored = stored
         self.changes = changes
         self.message = message
         self.isAtomic = isAtomic
@@ -150,7 +236,16 @@ public final class ChangeSet: Encodable {
         let apply = {
             for change in restore where !(change.old is SharedText) { change.object.setValue(change.old, at: change.property) }
         }
-        if let scope { scope.applyingRemote(apply) } else { apply() }
+        if let scope {
+            scope.applyingRemote(apply)
+            // A collection's kept whole value (§8.23) goes back with it; what only it reached leaves.
+            if !scope.unknown.extras.isEmpty {
+                for change in restore { scope.restoreKeptWhole(of: change.object, at: change.property) }
+                scope.reconcileUnknown()
+            }
+        } else {
+            apply()
+        }
         // Recorded, not applied as remote: the rollback's operations must reach the server.
         for change in restore {
             if let rollBack = (change.old as? SharedText)?.rollingBack { change.object.setValue(rollBack, at: change.property) }

@@ -13,6 +13,7 @@ extension Scope {
         flushMessage = nil
         flushAtomic = false
         var fragments: [SyncFragment] = []
+        var kept: [CompactFragments.Collection] = []
         var changes: [ChangeSet.Change] = []
         var touchedReferences = false
         for (object, entry) in building {
@@ -26,6 +27,7 @@ extension Scope {
                 var bases: [String: [UUID]] = [:]
                 var texts: [String: JSON] = [:]
                 var counters: [String: Int64] = [:]
+                var collections: [(key: String, versions: (base: CollectionVersion, new: CollectionVersion))] = []
                 for index in entry.touched {
                     let property = properties[index]
                     let new = object.value(at: index)
@@ -48,9 +50,19 @@ extension Scope {
                         changes.append(ChangeSet.Change(object: object, property: index, old: edit, new: edit))
                         continue
                     }
+                    if let base = entry.bases[index], let made = keptVersions(of: object, index, old: old, new: new, base: base) {
+                        // Kept as versions: no wire value, no strings (issue 30).
+                        guard let versions = made else { continue }
+                        touchedReferences = true
+                        changes.append(ChangeSet.Change(object: object, property: index, original: .models(versions.base),
+                                                        result: .models(versions.new)))
+                        collections.append((property.name, versions))
+                        continue
+                    }
                     let oldWire = coder.wireValue(of: old)
                     var newWire = coder.wireValue(in: object, offset: property.offset)
                     guard oldWire != newWire else { continue }
+                    let change = keptChange(of: object, index, old: old, new: new, oldWire: oldWire, newWire: newWire)
                     var base = entry.bases[index]
                     if property.valueKind != .value {
                         touchedReferences = true
@@ -65,9 +77,13 @@ extension Scope {
                     if let counter = new as? SharedCounter, let before = old as? SharedCounter {
                         counters[property.name] = counter.value &- before.value
                     }
-                    changes.append(ChangeSet.Change(object: object, property: index, old: old, new: new))
+                    changes.append(change)
                 }
-                guard !values.isEmpty else { continue }
+                guard !values.isEmpty || !collections.isEmpty else { continue }
+                for collection in collections {
+                    kept.append(CompactFragments.Collection(fragment: fragments.count, key: collection.key, base: collection.versions.base,
+                                                            new: collection.versions.new))
+                }
                 fragments.append(SyncFragment(kind: .change, uuid: object.uuid, className: object.className,
                                               properties: values, bases: bases.isEmpty ? nil : bases,
                                               textOperations: texts.isEmpty ? nil : texts,
@@ -76,8 +92,8 @@ extension Scope {
         }
         if touchedReferences { reconcileUnknown() }
         guard !fragments.isEmpty else { return nil }
-        let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: atomic,
-                                  origin: .local, state: awaitsSettlement ? .syncing : .completed, scope: self)
+        let changeSet = ChangeSet(stored: CompactFragments(skeleton: fragments, collections: kept), changes: changes, message: message,
+                                  isAtomic: atomic, origin: .local, state: awaitsSettlement ? .syncing : .completed, scope: self)
         if let call = flushProcedure {
             flushProcedure = nil
             changeSet.procedure = call.name
@@ -94,6 +110,55 @@ extension Scope {
         }
         publish(changeSet)
         return changeSet
+    }
+
+    /// The versions of a change of collection property `index` of `object` from `old` (whose
+    /// elements are `base`) to `new`, made without wire values: nil when the property is not kept
+    /// so (not an array of models, or it holds objects of unknown classes, §8.23); `.some(nil)` when
+    /// the elements did not change. O(n) comparisons of UUIDs, no strings: the common prefix and
+    /// suffix are skipped, and whether the new value holds an element twice is read from the links
+    /// of the elements between them. `shared`: the versions are the change set's fragment's too
+    /// (the flush), so they end both chains (``CollectionChains``).
+    func keptVersions(of object: ModelObject, _ index: Int, old: Any, new: Any, base: [UUID], shared: Bool = true)
+        -> (base: CollectionVersion, new: CollectionVersion)?? {
+        let property = object.info.properties[index]
+        guard property.valueKind == .collection, property.storage.isModelList,
+              unknown.extras.isEmpty || unknown.extras[object.uuid]?[property.name] == nil
+        else { return nil }
+        let oldModels = property.storage.models(of: old)
+        let newModels = property.storage.models(of: new)
+        guard oldModels.count == base.count else { return nil }
+        let elements = newModels.map(\.uuid)
+        guard elements != base else { return .some(nil) }
+        let isOnce = { (position: Int) -> Bool in
+            var links = 0
+            for link in newModels[position].tracking.parents where link.parent === object && link.property == index { links += 1 }
+            return links == 1
+        }
+        return collectionChains.versions(of: object.uuid, property.name, base: base, new: elements, models: newModels, baseModels: oldModels,
+                                         shared: shared, isOnce: isOnce)
+    }
+
+    /// The change of property `index` of `object` from `old` to `new` (whose wire values are
+    /// `oldWire` and `newWire`: computed when nil) as a change set keeps it: a collection of models
+    /// whose wire values are its models' UUIDs as two versions chained on the change sets before
+    /// it (``ChangeSet/Change/Value``), anything else as it is. O(n) for a collection of n.
+    func keptChange(of object: ModelObject, _ index: Int, old: Any, new: Any, oldWire: JSON? = nil, newWire: JSON? = nil) -> ChangeSet.Change {
+        let property = object.info.properties[index]
+        guard property.valueKind == .collection else { return ChangeSet.Change(object: object, property: index, old: old, new: new) }
+        if let made = keptVersions(of: object, index, old: old, new: new, base: property.storage.models(of: old).map(\.uuid), shared: false) {
+            guard let versions = made else { return ChangeSet.Change(object: object, property: index, old: old, new: new) }
+            return ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new))
+        }
+        let coder = object.info.coder(at: index)
+        let oldModels = property.storage.models(of: old)
+        let newModels = property.storage.models(of: new)
+        guard let base = (oldWire ?? coder.wireValue(of: old)).uuidElements, base.elementsEqual(oldModels.lazy.map(\.uuid)),
+              let elements = (newWire ?? coder.wireValue(of: new)).uuidElements, elements.elementsEqual(newModels.lazy.map(\.uuid))
+        else { return ChangeSet.Change(object: object, property: index, old: old, new: new) }
+        let versions = collectionChains.versions(of: object.uuid, property.name, base: base, new: elements, models: newModels,
+                                                 baseModels: oldModels)
+        return ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new))
     }
 
     func publish(_ changeSet: ChangeSet) {

@@ -16,30 +16,64 @@ extension Scope {
     func restorePending(_ fragments: [SyncFragment], message: String?, isAtomic: Bool,
                         isApplied: Bool, id: UUID) throws(ModelError) -> ChangeSet {
         // Originals, read before anything changes; references resolve among the current objects.
-        var originals: [(ModelObject, Int, Any)] = []
-        for fragment in fragments where fragment.kind == .change {
+        var originals: [(object: ModelObject, index: Int, old: Any, fragment: Int)] = []
+        for (position, fragment) in fragments.enumerated() where fragment.kind == .change {
             guard let object = objects[fragment.uuid] else { continue }
             let info = object.info
             for name in fragment.properties.keys.sorted() {
                 guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
                 var old = object.value(at: index)
-                if let base = fragment.bases?[name] {
+                let storage = info.properties[index].storage
+                if let base = fragment.bases?[name], storage.isModelList, let value = storage.modelList(base.compactMap { objects[$0] }) {
+                    // What decoding the base's wire value gives (its objects here, in order), without it.
+                    old = value
+                } else if let base = fragment.bases?[name] {
                     let wire = JSON.array(base.filter { objects[$0] != nil }.map { .string($0.wireString) })
                     if let decoded = try? info.coder(at: index).decode(wire, property: name, resolver: { self.objects[$0] }) {
                         old = decoded
                     }
                 }
                 // A shared text's original is the edit its operations make (what a revert rolls back).
-                originals.append((object, index, SharedText.restoredEdit(old, operations: fragment.textOperations?[name]) ?? old))
+                originals.append((object, index, SharedText.restoredEdit(old, operations: fragment.textOperations?[name]) ?? old, position))
             }
         }
         if !isApplied { try apply(fragments) }
-        let changes = originals.map { object, index, old in
-            ChangeSet.Change(object: object, property: index, old: old, new: object.value(at: index))
+        // A collection whose change goes from exactly the fragment's base to exactly its value keeps
+        // one pair of versions for both (as a flush does); anything else is kept as it comes.
+        var changes: [ChangeSet.Change] = []
+        var skeleton = fragments
+        var collections: [CompactFragments.Collection] = []
+        for (object, index, old, position) in originals {
+            let new = object.value(at: index)
+            guard !isApplied else {
+                // A compacted record: its values are the snapshot's, not what it made, so its
+                // changes are kept as they are (no chain to follow).
+                changes.append(ChangeSet.Change(object: object, property: index, old: old, new: new))
+                continue
+            }
+            let property = object.info.properties[index]
+            if let base = fragments[position].bases?[property.name], property.storage.isModelList,
+               case let oldElements = property.storage.models(of: old).map(\.uuid), base == oldElements,
+               fragments[position].properties[property.name]?.uuidElements == property.storage.models(of: new).map(\.uuid),
+               let made = keptVersions(of: object, index, old: old, new: new, base: oldElements), let versions = made {
+                changes.append(ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new)))
+                collections.append(CompactFragments.Collection(fragment: position, key: property.name, base: versions.base, new: versions.new))
+                skeleton[position].properties[property.name] = nil
+                skeleton[position].bases?[property.name] = nil
+                if skeleton[position].bases?.isEmpty == true { skeleton[position].bases = nil }
+                continue
+            }
+            changes.append(keptChange(of: object, index, old: old, new: new))
         }
-        let changeSet = ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: isAtomic,
-                                  origin: .local, state: .syncing, scope: self, id: id)
+        let changeSet = if collections.isEmpty {
+            ChangeSet(fragments: fragments, changes: changes, message: message, isAtomic: isAtomic, origin: .local, state: .syncing,
+                      scope: self, id: id)
+        } else {
+            ChangeSet(stored: CompactFragments(skeleton: skeleton, collections: collections), changes: changes, message: message,
+                      isAtomic: isAtomic, origin: .local, state: .syncing, scope: self, id: id)
+        }
         history.append(changeSet)
+        if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
         unsettledRestored.append(changeSet)
         return changeSet
     }

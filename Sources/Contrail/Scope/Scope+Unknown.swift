@@ -65,6 +65,33 @@ extension Scope {
         }
     }
 
+    /// After a revert gave collection property `index` of `object` back its value before: the whole
+    /// value kept beside it (it holds objects of unknown classes) goes back too, as that value with
+    /// the hidden elements the kept one held woven in where they were, so that what the reverted
+    /// change set inserted is not left in it (nor attached through it). Where the server holds the
+    /// hidden elements now, a fetch tells (the session asks for one, `keepsWholeValue`). O(n).
+    func restoreKeptWhole(of object: ModelObject, at index: Int) {
+        let property = object.info.properties[index]
+        guard property.valueKind == .collection, let whole = unknown.extras[object.uuid]?[property.name] else { return }
+        keepWoven(whole, into: property.storage.models(of: object.value(at: index)).map(\.uuid), as: property.name, of: object.uuid)
+    }
+
+    /// Keeps, as the whole value of property `name` of object `uuid`, `visible` with the hidden
+    /// elements of `whole` (objects of unknown classes) woven in where they were; keeps nothing when
+    /// no hidden element is left. O(n).
+    func keepWoven(_ whole: JSON, into visible: [UUID], as name: String, of uuid: UUID) {
+        let isHidden: (UUID) -> Bool = { [unknown] in unknown.objects[$0] != nil }
+        let woven = UnknownState.weave(UnknownState.uuids(in: whole), into: visible, isHidden: isHidden)
+        // `Optional`: a bare `nil` beside a `JSON` would be read as `JSON.null`.
+        keepUnknown(name, woven.contains(where: isHidden) ? Optional(.array(woven.map { .string($0.wireString) })) : nil, of: uuid)
+    }
+
+    /// Whether the scope keeps a whole value beside collection or reference property `index` of
+    /// `object` (it holds objects of unknown classes). O(1).
+    func keepsWholeValue(of object: ModelObject, at index: Int) -> Bool {
+        !unknown.extras.isEmpty && unknown.extras[object.uuid]?[object.info.properties[index].name] != nil
+    }
+
     /// What a local edit of property `index` of `object` sends, from old wire value `oldWire` to
     /// `newWire`, when the scope keeps the property's whole value (it holds objects of unknown
     /// classes): a reference the app set goes out as set; a collection goes out with the unknown
@@ -84,7 +111,8 @@ extension Scope {
         let fullOld = UnknownState.weave(UnknownState.uuids(in: whole), into: oldVisible, isHidden: isHidden)
         let fullNew = CollectionMerge.merge(base: oldVisible, new: UnknownState.uuids(in: newWire), current: fullOld)
         let value = JSON.array(fullNew.map { .string($0.wireString) })
-        keepUnknown(name, fullNew.contains(where: isHidden) ? value : nil, of: uuid)
+        // `Optional`: a bare `nil` beside a `JSON` would be read as `JSON.null`.
+        keepUnknown(name, fullNew.contains(where: isHidden) ? Optional(value) : nil, of: uuid)
         return (value, fullOld)
     }
 

@@ -59,6 +59,8 @@ public final class Scope: ModelObjectHost {
 
     /// Upper bound of `history` and of the undo stack (older change sets are dropped from memory, not from a log).
     public var historyLimit = 1000
+    /// The last version of each collection a change set kept, so that the next one keeps an edit.
+    var collectionChains = CollectionChains()
 
     /// Change sets in the order they were made or applied, oldest first.
     public internal(set) var history: [ChangeSet] = []

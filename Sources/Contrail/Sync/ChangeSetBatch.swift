@@ -32,8 +32,13 @@ import Foundation
 struct ChangeSetBatch {
     /// The merged message's members, oldest first.
     private(set) var entries: [ChangeSetQueue.Entry] = []
-    /// The merged fragments, in order of each object's first fragment in the batch.
+    /// The merged fragments, in order of each object's first fragment in the batch, without the
+    /// collections in `collections` (``whole`` puts them back).
     private(set) var fragments: [SyncFragment] = []
+    /// For each merged fragment, its collections kept as versions (``CompactFragments``): the base
+    /// before the batch and the last member's value. A batch of a thousand appends to a long list
+    /// holds the list twice, not a thousand times, until it goes.
+    private var collections: [Int: [String: (base: CollectionVersion, new: CollectionVersion)]] = [:]
     /// For each member, for each of its fragments, the merged fragment it went into.
     private var targets: [[Int]] = []
     /// The merged fragment of each object.
@@ -45,7 +50,7 @@ struct ChangeSetBatch {
         let changeSet = entry.changeSet
         guard !changeSet.isAtomic, changeSet.procedure == nil, let scope = changeSet.scope,
               !scope.undoStack.contains(where: { $0 === changeSet }) else { return false }
-        return changeSet.fragments.allSatisfy { fragment in
+        return changeSet.stored.skeleton.allSatisfy { fragment in
             guard fragment.textOperations == nil, fragment.counterDeltas == nil else { return false }
             guard fragment.kind == .add else { return true }
             // An object added and taken out again later (it left the scope, or another pending
@@ -62,23 +67,26 @@ struct ChangeSetBatch {
     /// The number of members.
     var count: Int { entries.count }
 
-    /// Adds `entry`, whose outgoing fragments are `outgoing`, when they merge with the batch (see
-    /// the type's documentation); leaves the batch as it was and returns false otherwise.
-    /// O(fragments of `entry` + the properties they write).
-    mutating func add(_ entry: ChangeSetQueue.Entry, outgoing: [SyncFragment]) -> Bool {
+    /// Adds `entry`, whose outgoing fragments are `outgoing` (without the collections its change
+    /// set keeps as versions, ``CompactFragments/skeleton``: those are `kept`), when they merge with
+    /// the batch (see the type's documentation); leaves the batch as it was and returns false
+    /// otherwise. O(fragments of `entry` + the properties they write).
+    mutating func add(_ entry: ChangeSetQueue.Entry, outgoing: [SyncFragment], kept: [CompactFragments.Collection]) -> Bool {
         // An object that came back after leaving the tree is added again: it ends the batch.
         guard outgoing.allSatisfy({ $0.kind == .change || slot[$0.uuid] == nil }) else { return false }
         var placed: [Int] = []
         placed.reserveCapacity(outgoing.count)
-        for fragment in outgoing {
+        for (index, fragment) in outgoing.enumerated() {
+            let versions = kept.filter { $0.fragment == index }
             if let position = slot[fragment.uuid], fragments[position].kind == .change {
-                Self.merge(fragment, into: &fragments[position])
+                merge(fragment, versions, into: position)
                 placed.append(position)
             } else {
                 // A change of an object the batch adds goes after the add, as the next message would
                 // (an add the server finds the object for keeps the server's values, §4.8).
                 slot[fragment.uuid] = fragments.count
                 placed.append(fragments.count)
+                for collection in versions { collections[fragments.count, default: [:]][collection.key] = (collection.base, collection.new) }
                 fragments.append(fragment)
             }
         }
@@ -87,17 +95,51 @@ struct ChangeSetBatch {
         return true
     }
 
-    /// Writes the values of `later` over `earlier` (two `change` fragments of one object). A
-    /// collection keeps the base it had in `earlier` (the value before the batch); one `earlier` did
-    /// not write takes `later`'s base. O(properties of `later`).
-    private static func merge(_ later: SyncFragment, into earlier: inout SyncFragment) {
+    /// Writes the values of `later` (and its collections kept as `versions`) over the merged
+    /// fragment at `position` (two `change` fragments of one object). A collection keeps the base
+    /// it had before (the value before the batch); one not written before takes `later`'s base.
+    /// O(properties of `later`), plus O(n) for a collection written in one form, then the other.
+    private mutating func merge(_ later: SyncFragment, _ versions: [CompactFragments.Collection], into position: Int) {
         for (key, value) in later.properties {
-            let wroteBefore = earlier.properties[key] != nil
-            earlier.properties[key] = value
+            if let earlier = collections[position]?.removeValue(forKey: key) {
+                // Kept as versions before, whole now: the base before the batch goes back whole.
+                fragments[position].bases = (fragments[position].bases ?? [:]).merging([key: earlier.base.elements]) { _, new in new }
+            }
+            let wroteBefore = fragments[position].properties[key] != nil || fragments[position].bases?[key] != nil
+            fragments[position].properties[key] = value
             guard !wroteBefore, let base = later.bases?[key] else { continue }
-            earlier.bases = (earlier.bases ?? [:]).merging([key: base]) { _, new in new }
+            fragments[position].bases = (fragments[position].bases ?? [:]).merging([key: base]) { _, new in new }
+        }
+        for collection in versions {
+            if let earlier = collections[position]?[collection.key] {
+                collections[position]?[collection.key] = (earlier.base, collection.new)
+            } else if fragments[position].properties[collection.key] != nil {
+                // Whole before, kept as versions now: the base before the batch (or none) stays.
+                guard let base = fragments[position].bases?[collection.key] else {
+                    fragments[position].properties[collection.key] = CompactFragments.wire(collection.new.elements)
+                    continue
+                }
+                fragments[position].properties[collection.key] = nil
+                fragments[position].bases?[collection.key] = nil
+                collections[position, default: [:]][collection.key] = (.whole(base), collection.new)
+            } else {
+                collections[position, default: [:]][collection.key] = (collection.base, collection.new)
+            }
         }
     }
+
+    /// The merged fragment at `position` with its collections put back. O(its size + n per collection).
+    func whole(at position: Int) -> SyncFragment {
+        var fragment = fragments[position]
+        for (key, versions) in collections[position] ?? [:] {
+            fragment.bases = (fragment.bases ?? [:]).merging([key: versions.base.elements]) { _, new in new }
+            fragment.properties[key] = CompactFragments.wire(versions.new.elements)
+        }
+        return fragment
+    }
+
+    /// The merged fragments as the message carries them (collections put back). O(their size).
+    var whole: [SyncFragment] { fragments.indices.map(whole(at:)) }
 
     /// What each member's reply would have been had it been sent alone, from `reply` (the batch's):
     /// for each member, its own fragments (or, for the last member writing an object, the merged
@@ -120,7 +162,7 @@ struct ChangeSetBatch {
             for (fragment, position) in zip(outgoing[member], placed) {
                 var fragmentReply = batchReply.fragmentReplies[position]
                 if last[position] == member {
-                    memberFragments.append(fragments[position])
+                    memberFragments.append(whole(at: position))
                 } else {
                     memberFragments.append(fragment)
                     fragmentReply.modifications = nil

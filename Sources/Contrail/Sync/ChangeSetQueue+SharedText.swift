@@ -24,11 +24,12 @@ extension ChangeSetQueue {
 }
 
 extension ChangeSetQueue.Entry {
-    /// The change set's fragments with the text prefixes (`textPrefixes`) spliced into their
-    /// operations (`SharedTextEdit.splice`).
-    /// O(fragments), plus the operations of a prefixed text.
-    var prefixedFragments: [SyncFragment] {
-        let fragments = changeSet.fragments
+    /// The change set's fragments, whole or as its ``CompactFragments/skeleton`` (the same
+    /// fragments in the same order, without the collections kept as versions), with the text
+    /// prefixes (`textPrefixes`) spliced into their operations (`SharedTextEdit.splice`).
+    /// O(fragments), plus the operations of a prefixed text (and rebuilding the collections, whole).
+    func prefixedFragments(whole: Bool) -> [SyncFragment] {
+        let fragments = whole ? changeSet.fragments : changeSet.stored.skeleton
         guard !textPrefixes.isEmpty else { return fragments }
         var result = fragments
         for (index, prefixes) in textPrefixes where index < result.count {

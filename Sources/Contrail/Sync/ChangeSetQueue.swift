@@ -45,7 +45,7 @@ final class ChangeSetQueue {
             }
             self.positions = positions
             let scope = changeSet.scope
-            added = Set(changeSet.fragments.filter { $0.kind == .add }.compactMap { fragment in
+            added = Set(changeSet.stored.skeleton.filter { $0.kind == .add }.compactMap { fragment in
                 scope?.object(for: fragment.uuid).map(ObjectIdentifier.init)
             })
         }
@@ -55,8 +55,13 @@ final class ChangeSetQueue {
 
         /// Records `value` as what the key held before this change set (as far as the server knows).
         func setOriginal(_ key: ChangeKey, _ value: Any) {
+            setOriginal(key, kept: .plain(value))
+        }
+
+        /// Records `value`, as a change set keeps it, as what the key held before this change set.
+        func setOriginal(_ key: ChangeKey, kept value: ChangeSet.Change.Value) {
             guard let position = positions[key] else { return }
-            changeSet.changes[position].old = value
+            changeSet.changes[position].setOriginal(value)
         }
 
         /// What this change set sends for property `index` of `object`, as the server applies it:
@@ -65,18 +70,31 @@ final class ChangeSetQueue {
         /// name. Nil when it holds no such key.
         func sentValue(of object: ModelObject, property index: Int, name: String)
             -> (value: JSON, base: [UUID]?, models: [ModelObject], delta: Int64?)? {
+            let stored = changeSet.stored
+            let fragments = stored.skeleton
             guard let position = positions[ChangeKey(object, index)] else {
                 guard added.contains(ObjectIdentifier(object)),
-                      let fragment = changeSet.fragments.first(where: { $0.kind == .add && $0.uuid == object.uuid }),
+                      let fragment = fragments.first(where: { $0.kind == .add && $0.uuid == object.uuid }),
                       let value = fragment.properties[name] else { return nil }
                 return (value, nil, [], nil)
             }
             let change = changeSet.changes[position]
+            // A collection kept as versions (``CompactFragments``) is rebuilt: O(n) for holders
+            // visited oldest first, as a rebase does.
+            let writes = { (at: Int) in
+                fragments[at].kind == .change && (fragments[at].properties[name] != nil || stored.collection(at: at, name) != nil)
+            }
             // The root's fragment may still carry the UUID it had before it took over the server's.
-            let fragment = changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && $0.uuid == object.uuid }
-                ?? changeSet.fragments.first { $0.kind == .change && $0.properties[name] != nil && object === changeSet.scope?.root }
-            guard let fragment, let value = fragment.properties[name] else { return nil }
-            let models = ((change.new as? any PropertyValue)?.models ?? []) + ((change.old as? any PropertyValue)?.models ?? [])
+            guard let at = fragments.indices.first(where: { writes($0) && fragments[$0].uuid == object.uuid })
+                ?? fragments.indices.first(where: { writes($0) && object === changeSet.scope?.root })
+            else { return nil }
+            let fragment = fragments[at]
+            let models = change.models
+            if let collection = stored.collection(at: at, name) {
+                let base = collection.base.elements  // first: the new value is then one edit away
+                return (CompactFragments.wire(collection.new.elements), base, models, fragment.counterDeltas?[name])
+            }
+            guard let value = fragment.properties[name] else { return nil }
             return (value, fragment.bases?[name], models, fragment.counterDeltas?[name])
         }
     }
@@ -157,11 +175,11 @@ final class ChangeSetQueue {
     func revert(_ entry: Entry, objects: Set<UUID>? = nil) {
         // A shared text's edit is not a value to hand on: it is always rolled back itself, and the
         // later change sets' edits stay on top of what the server holds.
-        let later = keys(heldAfter: entry).subtracting(entry.changeSet.changes.filter { $0.new is SharedText }.map { ChangeKey($0.object, $0.property) })
+        let later = keys(heldAfter: entry).subtracting(entry.changeSet.changes.filter(\.isSharedText).map { ChangeKey($0.object, $0.property) })
         for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
             let key = ChangeKey(change.object, change.property)
             if later.contains(key), let next = holder(of: key, after: entry) {
-                next.setOriginal(key, change.old)
+                next.setOriginal(key, kept: change.original)
             }
         }
         entry.changeSet.revert(excluding: later, onlyObjects: objects)
@@ -176,9 +194,9 @@ final class ChangeSetQueue {
     /// over `entry`'s own originals). A shared text settles through its operations, not here.
     /// O(changes of `entry` × holders of each key).
     func handOver(_ entry: Entry, except rejected: Set<UUID>) {
-        for change in entry.changeSet.changes where !rejected.contains(change.object.uuid) && !(change.new is SharedText) {
+        for change in entry.changeSet.changes where !rejected.contains(change.object.uuid) && !change.isSharedText {
             let key = ChangeKey(change.object, change.property)
-            holder(of: key, after: entry)?.setOriginal(key, change.new)
+            holder(of: key, after: entry)?.setOriginal(key, kept: change.result)
         }
     }
 

@@ -72,9 +72,10 @@ final class ScopeSubscription {
         scope.presence.removeAllPeers()
     }
 
-    /// The fragments to send for `entry`, with old root UUIDs replaced by the server's.
-    func fragments(of entry: ChangeSetQueue.Entry) -> [SyncFragment] {
-        let fragments = entry.prefixedFragments
+    /// The fragments to send for `entry`, with old root UUIDs replaced by the server's: whole, or
+    /// without the collections its change set keeps as versions (``CompactFragments/skeleton``).
+    func fragments(of entry: ChangeSetQueue.Entry, whole: Bool = true) -> [SyncFragment] {
+        let fragments = entry.prefixedFragments(whole: whole)
         guard !rootAliases.isEmpty else { return fragments }
         return fragments.map { fragment in
             var fragment = fragment
@@ -146,7 +147,7 @@ final class ScopeSubscription {
             let change = ChangeKey(object, index)
             candidates.append { [queue] in
                 guard let holder = queue.firstHolder(of: change), let position = holder.positions[change] else { return nil }
-                return Self.models(holder.changeSet.changes[position].old).map(\.uuid)
+                return holder.changeSet.changes[position].originalElements
             }
             candidates.append { Self.models(object.value(at: index)).map(\.uuid) }
         }
@@ -223,21 +224,33 @@ final class ScopeSubscription {
         // Remote the value the pending edits were made on (a fetch that finds the server where this
         // replica left it), they already show what the rebase would reach: O(n), not O(holders × n).
         let unchanged = property.valueKind == .collection && holder.positions[key].map { position in
-            Self.models(holder.changeSet.changes[position].old).map(\.uuid) == Self.models(remote).map(\.uuid)
+            holder.changeSet.changes[position].originalElements == Self.models(remote).map(\.uuid)
         } == true
         holder.setOriginal(key, remote)
-        if property.valueKind == .collection, scope.unknown.extras[object.uuid]?[property.name] != nil {
-            // The kept whole value (§8.23) follows the pending edits too: the last one holding the key
-            // sent the whole collection, hidden elements included, and a reply to an edit the server
-            // applied to its current value does not send it back (§8.24).
-            if let last = queue.holders(of: key, from: holder).last,
-               let sent = last.sentValue(of: object, property: index, name: property.name)?.value {
-                let hidden = UnknownState.uuids(in: sent).contains { scope.unknown.objects[$0] != nil }
-                scope.keepUnknown(property.name, hidden ? sent : nil, of: object.uuid)
+        // The kept whole value (§8.23) follows the pending edits too: the last one holding the key
+        // sent the whole collection, hidden elements included, and a reply to an edit the server
+        // applied to its current value does not send it back (§8.24). One sent without hidden
+        // elements (made before they arrived) leaves them where the server has them, as its merge
+        // does: they are woven into what the pending edits reach.
+        var weaving: JSON?
+        if property.valueKind == .collection, let whole = scope.unknown.extras[object.uuid]?[property.name],
+           let last = queue.holders(of: key, from: holder).last,
+           let sent = last.sentValue(of: object, property: index, name: property.name)?.value {
+            if UnknownState.uuids(in: sent).contains(where: isHidden) {
+                scope.keepUnknown(property.name, sent, of: object.uuid)
+            } else {
+                weaving = whole
             }
         }
-        return unchanged ? nil : rebase(object, index, remote: remote, from: holder)
+        let value = unchanged ? nil : rebase(object, index, remote: remote, from: holder)
+        if let weaving {
+            scope.keepWoven(weaving, into: Self.models(value ?? object.value(at: index)).map(\.uuid), as: property.name, of: object.uuid)
+        }
+        return value
     }
+
+    /// Whether `uuid` is an object of a class the app does not know (kept hidden, §8.23). O(1).
+    private func isHidden(_ uuid: UUID) -> Bool { scope.unknown.objects[uuid] != nil }
 
     /// What the server will hold once it applies `first` and every later pending change set holding
     /// the key, starting from `remote`: each one's own sent value, a collection merged by its base as

@@ -590,9 +590,9 @@ public final class Session {
             var unsent = subscription.queue.unsent
             while let entry = unsent.first {
                 guard inFlight < options.maxPendingMessages else { return }
-                if let (batch, outgoing) = batch(from: unsent, of: subscription, scopeIndex: scopeIndex) {
+                if let (batch, outgoing, whole) = batch(from: unsent, of: subscription, scopeIndex: scopeIndex) {
                     unsent = unsent.dropFirst(batch.count)
-                    send(batch, outgoing: outgoing, of: subscription, scopeIndex: scopeIndex)
+                    send(batch, whole: whole, outgoing: outgoing, of: subscription, scopeIndex: scopeIndex)
                 } else {
                     unsent = unsent.dropFirst()
                     send(entry, of: subscription, scopeIndex: scopeIndex)
@@ -603,8 +603,9 @@ public final class Session {
 
     /// The fragments `entry` sends: the subscription's (root aliases resolved), with shared values
     /// as plain values only for a server that does not merge them (§8.21).
-    private func outgoing(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription) -> [SyncFragment] {
-        let fragments = subscription.fragments(of: entry)
+    /// `whole` false: without the collections the change set keeps as versions (``CompactFragments``).
+    private func outgoing(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, whole: Bool = true) -> [SyncFragment] {
+        let fragments = subscription.fragments(of: entry, whole: whole)
         guard !serverExtensions.contains(SharedMerge.textExtension) || !serverExtensions.contains(SharedMerge.counterExtension) else {
             return fragments
         }
@@ -622,7 +623,7 @@ public final class Session {
     /// (it may not join, the next one may not, coalescing is off, or the server is an original
     /// Jetstream server). O(members' fragments).
     private func batch(from unsent: ArraySlice<ChangeSetQueue.Entry>, of subscription: ScopeSubscription, scopeIndex: Int)
-        -> (ChangeSetBatch, [[SyncFragment]])? {
+        -> (ChangeSetBatch, [[SyncFragment]], [SyncFragment])? {
         guard let first = unsent.first, unsent.count > 1 else { return nil }
         let frozen = first.batch
         if frozen == nil {
@@ -639,19 +640,23 @@ public final class Session {
             } else {
                 guard batch.count < ChangeSetBatch.maxMembers, entry.batch == nil, ChangeSetBatch.canJoin(entry, in: subscription.queue) else { break }
             }
-            let fragments = outgoing(entry, of: subscription)
-            guard batch.fragments.count + fragments.count <= maxFragments, batch.add(entry, outgoing: fragments) else { break }
+            // Members' collections stay versions (a long list is not rebuilt per member).
+            let fragments = outgoing(entry, of: subscription, whole: false)
+            guard batch.fragments.count + fragments.count <= maxFragments,
+                  batch.add(entry, outgoing: fragments, kept: entry.changeSet.stored.collections) else { break }
             memberFragments.append(fragments)
         }
         guard batch.count > 1 else { return nil }
-        let probe = Message.scopeSync(ScopeSync(index: nextIndex, scopeIndex: scopeIndex, fragments: batch.fragments, changeSetID: UUID()))
-        guard Self.overLimits(serverLimits, fragments: batch.fragments, message: probe) == nil else { return nil }
-        return (batch, memberFragments)
+        let whole = batch.whole
+        let probe = Message.scopeSync(ScopeSync(index: nextIndex, scopeIndex: scopeIndex, fragments: whole, changeSetID: UUID()))
+        guard Self.overLimits(serverLimits, fragments: whole, message: probe) == nil else { return nil }
+        return (batch, memberFragments, whole)
     }
 
     /// Sends `batch` as one non-atomic `ScopeSync` under the id its members keep (a new one the
     /// first time), and settles each member from the reply (``ChangeSetBatch/replies(to:outgoing:)``).
-    private func send(_ batch: ChangeSetBatch, outgoing: [[SyncFragment]], of subscription: ScopeSubscription, scopeIndex: Int) {
+    private func send(_ batch: ChangeSetBatch, whole: [SyncFragment], outgoing: [[SyncFragment]], of subscription: ScopeSubscription,
+                      scopeIndex: Int) {
         let id = batch.entries[0].batch ?? UUID.random()
         if batch.entries[0].batch == nil {
             // Frozen from now on, and recorded (in the fragment log) before the message leaves.
@@ -659,7 +664,7 @@ public final class Session {
             subscription.scope.onBatchSent?(id, batch.entries.map(\.changeSet))
         }
         let edits = options.sendsCollectionEdits && serverExtensions.contains(SyncFragment.collectionOpsExtension)
-        let sent = edits ? batch.fragments.map { $0.withCollectionEdits() } : batch.fragments
+        let sent = edits ? whole.map { $0.withCollectionEdits() } : whole
         inFlight += 1
         let index = request({ index in .scopeSync(ScopeSync(index: index, scopeIndex: scopeIndex, fragments: sent, changeSetID: id)) }) {
             [weak self, weak subscription] reply in
@@ -674,11 +679,15 @@ public final class Session {
     }
 
     private func send(_ entry: ChangeSetQueue.Entry, of subscription: ScopeSubscription, scopeIndex: Int) {
-        let fragments = outgoing(entry, of: subscription)
-        // Collections go as edits of their bases to a server that takes them (§8.24); the whole
-        // fragments stay for settling the reply.
+        // Until the reply only the fragments without their collections kept as versions wait (a
+        // thousand change sets in flight do not each hold a long list); the reply's settling
+        // rebuilds them.
+        let skeleton = outgoing(entry, of: subscription, whole: false)
+        let stored = entry.changeSet.stored
+        // Collections go as edits of their bases to a server that takes them (§8.24): those kept
+        // as versions as the edits the versions keep, without rebuilding the whole arrays.
         let edits = options.sendsCollectionEdits && serverExtensions.contains(SyncFragment.collectionOpsExtension)
-        let sent = edits ? fragments.map { $0.withCollectionEdits() } : fragments
+        let sent = edits ? stored.withEdits(onto: skeleton) : stored.whole(onto: skeleton)
         let atomic: Bool? = entry.changeSet.isAtomic ? true : nil
         let id = entry.changeSet.id
         let procedure = entry.changeSet.procedure
@@ -692,7 +701,7 @@ public final class Session {
         }
         // A Jetstream server (it lists no extensions) drops a frame with a null hole in an array
         // whole and without a reply (Protocol §3, §5.3): refused here with its reason instead.
-        if serverExtensions.isEmpty, let reason = fragments.lazy.compactMap(\.jetstreamProblem).first {
+        if serverExtensions.isEmpty, let reason = sent.lazy.compactMap(\.jetstreamProblem).first {
             refuse(entry, of: subscription, .unsupportedByJetstream(reason: reason))
             return
         }
@@ -709,7 +718,14 @@ public final class Session {
             guard let self else { return }
             self.inFlight -= 1
             guard let subscription, let entry else { return }
-            self.settle(entry, of: subscription, fragments: fragments, reply: reply)
+            // The whole fragments only for a reply with modifications (a merge's value to compare
+            // with what was sent); the skeleton has the same fragments in the same order.
+            let modified = if case .scopeSyncReply(let syncReply) = reply {
+                syncReply.fragmentReplies.contains { $0.modifications != nil }
+            } else {
+                false
+            }
+            self.settle(entry, of: subscription, fragments: modified ? entry.changeSet.stored.whole(onto: skeleton) : skeleton, reply: reply)
         }
     }
 
@@ -814,7 +830,8 @@ public final class Session {
     }
 
     /// Reverts `entry` locally. Objects a revert brings back into the tree missed the remote changes
-    /// made while they were out of it, remote values its adds held back are missing, and text its
+    /// made while they were out of it, remote values its adds held back are missing, a value kept
+    /// whole (§8.23) holds its hidden elements where they were when it was made, and text its
     /// shared texts' deletions took comes back under ids another replica may have deleted meanwhile
     /// (a deletion of a deleted character changes nothing here), so the scope is fetched again when
     /// any of these happens.
@@ -822,13 +839,18 @@ public final class Session {
         let scope = subscription.scope
         let before = scope.count
         let known = Set(scope.allObjects.map(ObjectIdentifier.init))
+        // A value kept whole beside the property (it holds objects of unknown classes, §8.23) goes
+        // back woven from what it held, which may not be where the server holds them now.
+        let keptWhole = entry.changeSet.changes.contains { change in
+            (objects?.contains(change.object.uuid) ?? true) && scope.keepsWholeValue(of: change.object, at: change.property)
+        }
         subscription.queue.revert(entry, objects: objects)
         subscription.queue.prefixTextRepairs(after: entry, objects: objects)
         let returned = scope.count > before || scope.allObjects.contains { !known.contains(ObjectIdentifier($0)) }
         let retyped = entry.changeSet.changes.contains { change in
             (objects?.contains(change.object.uuid) ?? true) && (change.old as? SharedText)?.rollsBackDeletions == true
         }
-        if returned || retyped || entry.heldBackRemoteValues { requestFetch(subscription) }
+        if returned || retyped || keptWhole || entry.heldBackRemoteValues { requestFetch(subscription) }
     }
 
     // MARK: - Helpers

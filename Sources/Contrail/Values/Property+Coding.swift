@@ -33,6 +33,12 @@ extension Property: PropertyStorage, PropertyCoding {
         Value.valueKind == .value ? [] : withStorage(object, offset) { $0.pointee.value.models }
     }
 
+    static var isModelList: Bool { Value.self is any ModelList.Type }
+
+    static func modelList(_ models: [ModelObject]) -> Any? {
+        (Value.self as? any ModelList.Type)?.value(of: models)
+    }
+
     static func models(of value: Any) -> [ModelObject] {
         Value.valueKind == .value ? [] : (value as? Value)?.models ?? []
     }

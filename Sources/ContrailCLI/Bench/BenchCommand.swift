@@ -22,7 +22,8 @@ enum BenchCommand {
       `store`: server RSS per object after loading a scope of --objects N tiles (default 100000)
       from its log, next to its JSON state size; the server's CPU time to load and to apply them.
       `collections`: collection edits (Protocol §8.24): bytes of one append, and offline edits
-      (log and wire bytes per edit, time to settle after reconnecting).
+      (log and wire bytes per edit, time to settle after reconnecting), for 1,000 and 5,000 appends
+      or --offline-edits N[,N...] (e.g. 50000: minutes, not in the default set).
       --grants sync's server gives each session an identity with a dozen grants (patterns included),
                so that the sync.* figures show the cost of the grant checks next to a run without
       --only PART  only that part of the suite: `scope --only log_modify` (scope.log_modify_p50/_p99)
@@ -55,6 +56,11 @@ enum BenchCommand {
                     throw CLIError.usage("--objects needs a positive number\n\(usage)")
                 }
                 objects = number
+            case "--offline-edits":
+                guard let value = rest.popFirst(), case let sizes = value.split(separator: ",").compactMap({ Int($0) }),
+                      !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 })
+                else { throw CLIError.usage("--offline-edits needs positive numbers\n\(usage)") }
+                options.offlineEdits = sizes
             case "--json": options.json = true
             case "--smoke": options.smoke = true
             case "--grants": options.grants = true

@@ -7,6 +7,8 @@ struct BenchOptions: Sendable {
     var grants = false
     /// `--only PART`: run only that part of a suite (`scope`: `log_modify`), for repeated runs of one figure.
     var only: String?
+    /// `--offline-edits N,...`: `collections`' offline sizes instead of 1,000 and 5,000.
+    var offlineEdits: [Int]?
 
     /// `full` normally, `smoke` (at least 1) in a smoke run.
     func iterations(_ full: Int, smoke small: Int? = nil) -> Int {

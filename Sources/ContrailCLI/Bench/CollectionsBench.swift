@@ -30,8 +30,8 @@ import Foundation
 ///   offline change set settled (sent coalesced, ``ChangeSetBatch``), and the subscriber holding
 ///   the same state. Baseline: seconds a fresh replica takes to fetch that final state.
 ///
-/// `CONTRAIL_BENCH_OFFLINE` (a comma-separated list of N, e.g. `1000,5000,50000`) replaces the
-/// offline sizes (1,000 and 5,000; 60 with `--smoke`). With `CONTRAIL_BENCH_TRACE` set, each run
+/// `--offline-edits N,...` or `CONTRAIL_BENCH_OFFLINE` (a comma-separated list of N, e.g.
+/// `1000,5000,50000`) replaces the offline sizes (1,000 and 5,000; 60 with `--smoke`). With `CONTRAIL_BENCH_TRACE` set, each run
 /// prints when the sender settled, when the subscriber caught up, and the process's peak memory.
 @MainActor
 enum CollectionsBench {
@@ -41,7 +41,8 @@ enum CollectionsBench {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         var figures = try await append(items: options.smoke ? 300 : 10_000, directory: directory)
-        let sizes = ProcessInfo.processInfo.environment["CONTRAIL_BENCH_OFFLINE"].map { $0.split(separator: ",").compactMap { Int($0) } }
+        let sizes = options.offlineEdits
+            ?? ProcessInfo.processInfo.environment["CONTRAIL_BENCH_OFFLINE"].map { $0.split(separator: ",").compactMap { Int($0) } }
         for adds in sizes ?? (options.smoke ? [60] : [1_000, 5_000]) {
             figures += try await offline(adds: adds, directory: directory)
         }
@@ -164,6 +165,7 @@ enum CollectionsBench {
         scope.syncOffline()
         var run = OfflineRun()
         var random = SplitMix64(seed: UInt64(adds))
+        let offlineStarted = ContinuousClock.now
         for index in 0..<adds {
             scope.modify {
                 let item = Item()
@@ -179,6 +181,8 @@ enum CollectionsBench {
         }
         try await log.waitUntilDurable()
         run.logBytes = log.recordsEnd - sizeOnline  // the file itself is preallocated ahead
+        trace("offline \(name): \(run.edits) edits made in \(Stopwatch.seconds(ContinuousClock.now - offlineStarted)) s, log \(run.logBytes / max(run.edits, 1)) B per edit",
+              since: memoryBefore)
         run.stateBytes = scope.stateJSON().serialized().count
         let expected = scope.stateJSON()
         try log.close()
@@ -186,12 +190,14 @@ enum CollectionsBench {
         // Back online: a fresh process's scope, restored from the log, syncs it all.
         let restored = Scope(name: name)
         let reopened = FragmentLog(url: logURL)
+        let restoreStarted = ContinuousClock.now
         let report = try reopened.attach(to: restored)
         // Every offline edit is pending (and the online one may be too, if its settle marker was not
         // written before the first client closed).
         guard report.pendingChangeSets >= run.edits else {
             throw SyncBenchError("collections bench: \(report.pendingChangeSets) of \(run.edits) change sets restored")
         }
+        trace("offline \(name): restored in \(Stopwatch.seconds(ContinuousClock.now - restoreStarted)) s", since: memoryBefore)
         // A Contrail subscriber, online meanwhile: it receives every change set as the server applies it.
         let watcher = Scope(name: name)
         watcher.root = Shelf()
@@ -206,11 +212,7 @@ enum CollectionsBench {
         try await until(.seconds(600)) { watcher.stateJSON() == expected }
         run.settleSeconds = Stopwatch.seconds(ContinuousClock.now - started)
         run.peakBytes = max(0, try BigScopeBench.status("VmHWM:") - memoryBefore)
-        if ProcessInfo.processInfo.environment["CONTRAIL_BENCH_TRACE"] != nil {
-            let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-            let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? "VmHWM: unknown"
-            FileHandle.standardError.write(Data("offline \(name): sender settled after \(senderSettled) s, subscriber after \(run.settleSeconds) s, \(peak)\n".utf8))
-        }
+        trace("offline \(name): sender settled after \(senderSettled) s, subscriber after \(run.settleSeconds) s", since: memoryBefore)
         run.sentBytes = counter.totals.sent
         run.broadcastBytes = watcherCounter.totals.received - watchedBefore
         await watching.close()
@@ -230,6 +232,15 @@ enum CollectionsBench {
     }
 
     // MARK: - Helpers
+
+    /// With `CONTRAIL_BENCH_TRACE` set: `what`, with the resident memory now and the peak so far
+    /// above `before` (MiB), on standard error. Where an offline run's memory goes, phase by phase.
+    static func trace(_ what: String, since before: Int) {
+        guard ProcessInfo.processInfo.environment["CONTRAIL_BENCH_TRACE"] != nil else { return }
+        let now = Double(((try? BigScopeBench.status("VmRSS:")) ?? 0) - before) / Double(1 << 20)
+        let peak = Double(((try? BigScopeBench.status("VmHWM:")) ?? 0) - before) / Double(1 << 20)
+        FileHandle.standardError.write(Data("\(what): resident +\(Int(now)) MiB, peak +\(Int(peak)) MiB\n".utf8))
+    }
 
     static func makeServer(_ directory: URL) throws -> ContrailServer {
         var options = ServerOptions()

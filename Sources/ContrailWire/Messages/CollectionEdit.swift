@@ -57,30 +57,58 @@ public struct CollectionEdit: Sendable, Hashable {
     /// comparisons and a duplicate check, plus O(m log m) for the m elements between them.
     public init?(base: [UUID], new: [UUID]) {
         guard Self.isDuplicateFree(base), Self.isDuplicateFree(new) else { return nil }
-        // Without duplicates, an element between the common prefix and suffix of one array is not in
-        // the other's prefix or suffix: the edit of the middles is an edit of the whole.
+        self.init(duplicateFreeBase: base, new: new, baseDigest: Self.digest(of: base))
+    }
+
+    /// The edit base → new for two arrays the caller knows hold no element twice (not checked),
+    /// with `baseDigest` as given (a pending change set's edit, whose digest is computed only when
+    /// it goes on the wire). Without duplicates, an element between the common prefix and suffix
+    /// (``trim(base:new:)``) of one array is not in the other's prefix or suffix: the edit of the
+    /// middles is an edit of the whole. O(b + n) comparisons of UUIDs (no hashing, no strings) plus
+    /// O(m log m) for the m elements between prefix and suffix.
+    package init(duplicateFreeBase base: [UUID], new: [UUID], baseDigest: UInt64) {
+        let (prefix, suffix) = Self.trim(base: base, new: new)
+        let baseMiddle = Array(base[prefix..<(base.count - suffix)])
+        let newMiddle = Array(new[prefix..<(new.count - suffix)])
+        var placements: [Placement] = []
+        var removed: [UUID] = []
+        if baseMiddle.isEmpty {
+            // Inserts only (an append, an insert): every new element is placed, in order.
+            placements.reserveCapacity(newMiddle.count)
+            for (offset, element) in newMiddle.enumerated() {
+                let index = prefix + offset
+                placements.append(Placement(element: element, anchor: index > 0 ? new[index - 1] : nil, isMove: false))
+            }
+        } else if newMiddle.isEmpty {
+            removed = baseMiddle  // removals only
+        } else {
+            let baseSet = Set(baseMiddle)
+            let newSet = Set(newMiddle)
+            let placed = Set(CollectionMerge.placed(base: baseMiddle, new: newMiddle))
+            placements.reserveCapacity(placed.count)
+            for (offset, element) in newMiddle.enumerated() where placed.contains(element) {
+                let index = prefix + offset
+                placements.append(Placement(element: element, anchor: index > 0 ? new[index - 1] : nil, isMove: baseSet.contains(element)))
+            }
+            removed = baseMiddle.filter { !newSet.contains($0) }
+        }
+        self.init(baseCount: base.count, baseDigest: baseDigest, removed: removed, placements: placements)
+    }
+
+    /// The lengths of the common prefix and of the common suffix (not overlapping the prefix) of
+    /// `base` and `new`. O(b + n) comparisons of UUIDs at most; O(1) for equal-length arrays that
+    /// differ at both ends.
+    package static func trim(base: [UUID], new: [UUID]) -> (prefix: Int, suffix: Int) {
         let shorter = min(base.count, new.count)
         var prefix = 0
         while prefix < shorter, base[prefix] == new[prefix] { prefix += 1 }
         var suffix = 0
         while suffix < shorter - prefix, base[base.count - 1 - suffix] == new[new.count - 1 - suffix] { suffix += 1 }
-        let baseMiddle = Array(base[prefix..<(base.count - suffix)])
-        let newMiddle = Array(new[prefix..<(new.count - suffix)])
-        let baseSet = Set(baseMiddle)
-        let newSet = Set(newMiddle)
-        let placed = Set(CollectionMerge.placed(base: baseMiddle, new: newMiddle))
-        var placements: [Placement] = []
-        placements.reserveCapacity(placed.count)
-        for (offset, element) in newMiddle.enumerated() where placed.contains(element) {
-            let index = prefix + offset
-            placements.append(Placement(element: element, anchor: index > 0 ? new[index - 1] : nil, isMove: baseSet.contains(element)))
-        }
-        self.init(baseCount: base.count, baseDigest: Self.digest(of: base),
-                  removed: baseMiddle.filter { !newSet.contains($0) }, placements: placements)
+        return (prefix, suffix)
     }
 
     /// Whether no element of `elements` is there twice. O(n), without `Hasher`.
-    static func isDuplicateFree(_ elements: [UUID]) -> Bool {
+    package static func isDuplicateFree(_ elements: [UUID]) -> Bool {
         guard elements.count > 1 else { return true }
         var seen = UUIDTable<Bool>(capacity: elements.count)
         for element in elements where seen.insert(true, for: element) != nil { return false }
@@ -97,6 +125,35 @@ public struct CollectionEdit: Sendable, Hashable {
     public func applied(to base: [UUID]) -> [UUID]? {
         guard isBase(base) else { return nil }
         return placing(into: base, strict: true)
+    }
+
+    /// Turns `value`, known to be this edit's base (not checked: no digest is computed), into the
+    /// sender's new value; should the edit not fit it after all, it is applied loosely. Inserts at
+    /// the end (each anchored on the element before it) are appended in place: O(p); any other
+    /// edit O(b + p).
+    package func apply(to value: inout [UUID]) {
+        if removed.isEmpty, isAppend(to: value) {
+            value.append(contentsOf: placements.lazy.map(\.element))
+            return
+        }
+        value = placing(into: value, strict: true) ?? appliedLoosely(to: value)
+    }
+
+    /// Whether every placement inserts an element at the end of `base`, after the one before it.
+    private func isAppend(to base: [UUID]) -> Bool {
+        isAppend(after: base.last)
+    }
+
+    /// Whether the edit only appends (no removal; every placement an insert after the one before
+    /// it, the first after `last`) to a base whose last element is `last` (nil: empty). O(p).
+    package func isAppend(after last: UUID?) -> Bool {
+        guard removed.isEmpty else { return false }
+        var last = last
+        for placement in placements {
+            guard !placement.isMove, placement.anchor == last else { return false }
+            last = placement.element
+        }
+        return true
     }
 
     /// The edit applied to `value` whatever it is (the fallback where its base is gone): elements it
@@ -180,7 +237,13 @@ public struct CollectionEdit: Sendable, Hashable {
     /// FNV-1a over 64-bit words, each UUID's 16 bytes read as two little-endian words (the hash is
     /// xored with a word, then multiplied by the FNV prime 0x100000001b3). O(n).
     public static func digest(of elements: [UUID]) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        digest(of: elements, continuing: 0xcbf2_9ce4_8422_2325)
+    }
+
+    /// ``digest(of:)`` of a collection's elements followed by `elements`, given `hash`, the digest
+    /// of the elements before them (FNV-1a runs element by element). O(`elements`).
+    package static func digest(of elements: [UUID], continuing hash: UInt64) -> UInt64 {
+        var hash = hash
         for element in elements {
             let (first, second) = withUnsafeBytes(of: element.uuid) { bytes in
                 (UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),

@@ -1,0 +1,198 @@
+import Foundation
+import Synchronization
+
+/// One value of a collection (its elements' UUIDs) as a pending change set keeps it (issue 30):
+/// whole, or as an edit (``CollectionEdit``) of the version before it. A change set that appends
+/// to a long collection made on the value the previous one left keeps one small edit, not the
+/// whole array, so n pending change sets cost O(n), not O(n²).
+///
+/// Versions form segments: each starts at a whole version (its *head*) followed by edits. A new
+/// version is whole again once the segment's edits would outweigh the collection (so the heads
+/// cost no more than the edits do: memory stays linear); it still remembers the edit from the
+/// version before it (``edit(from:)``), so the log and the wire can carry that edit. ``elements``
+/// rebuilds a value by applying the edits from the head, starting instead from the last value
+/// rebuilt in the segment when it is on the way (the head remembers it), so walking a chain
+/// forward, as sending and rebasing do, costs one edit per version. Nothing here formats or parses
+/// a UUID string, and the ``digest`` is computed only when an edit goes on the wire (from the
+/// version before for an append). Immutable but for the memos, which a `Mutex` guards.
+final class CollectionVersion: Sendable {
+    private enum Form {
+        case whole([UUID])
+        case edit(parent: CollectionVersion, CollectionEdit)
+    }
+
+    /// A whole version's edit from the version before it, which it does not hold alive.
+    private struct Step {
+        weak var from: CollectionVersion?
+        let edit: CollectionEdit
+    }
+
+    /// What a version learns when read: the last value rebuilt in its segment (kept by a head,
+    /// weakly: the memo must not keep its version alive) and its own digest.
+    private struct Memo {
+        weak var version: CollectionVersion?
+        var elements: [UUID] = []
+        var digest: UInt64?
+    }
+
+    private let form: Form
+    private let step: Step?
+    /// The number of elements.
+    let count: Int
+    /// The last element (what a log record's reference `-1` names, and what an append anchors on).
+    let last: UUID?
+    /// Whether no element is there twice: only then are versions kept as edits (``CollectionEdit``
+    /// needs it), and only then can the next version's duplicate check look at what changed.
+    let isDuplicateFree: Bool
+    /// Operations (removals and placements) of the edits since the head; 0 for a head.
+    private let depth: Int
+    private let memo = Mutex(Memo())
+    /// The models this version holds alive, for a collection of models (a change set's values,
+    /// which a revert or an undo brings back): a head's elements, an edit's inserted and removed
+    /// ones, so that every element of a version is held by it or a version before it.
+    private let retained: [ModelObject]
+
+    private init(form: Form, step: Step? = nil, count: Int, last: UUID?, isDuplicateFree: Bool, depth: Int, retained: [ModelObject]) {
+        self.form = form
+        self.step = step
+        self.count = count
+        self.last = last
+        self.isDuplicateFree = isDuplicateFree
+        self.depth = depth
+        self.retained = retained
+    }
+
+    /// A whole version of `elements` (holding `models` alive). O(n).
+    static func whole(_ elements: [UUID], retaining models: [ModelObject] = []) -> CollectionVersion {
+        CollectionVersion(form: .whole(elements), count: elements.count, last: elements.last,
+                          isDuplicateFree: CollectionEdit.isDuplicateFree(elements), depth: 0, retained: models)
+    }
+
+    /// The models held alive by this version and the versions before it in its segment, by UUID:
+    /// every element of this version among them. O(n + edits from the head).
+    @MainActor var models: [UUID: ModelObject] {
+        var byUUID: [UUID: ModelObject] = [:]
+        var cursor = self
+        while true {
+            for model in cursor.retained where byUUID[model.uuid] == nil { byUUID[model.uuid] = model }
+            guard case .edit(let parent, _) = cursor.form else { return byUUID }
+            cursor = parent
+        }
+    }
+
+    /// The version after this one whose elements are `new`, given that this one's are `base`: an
+    /// edit of this version, or whole when either holds an element twice or the segment's edits
+    /// would outweigh the collection. Whether `new` holds an element twice is decided from what
+    /// changed: `isOnce(i)` tells whether `new[i]` is there once (for a collection of models, its
+    /// links to the collection); without it, or when this version is not duplicate-free, `new` is
+    /// checked whole. O(b + n) comparisons of UUIDs (common prefix and suffix) plus O(m log m) for
+    /// the m elements between them, and O(n) hashing when checked whole.
+    /// For a collection of models, `models` are the new value's and `baseModels` the base's (the
+    /// version holds the ones between the common prefix and suffix).
+    @MainActor
+    func next(_ new: [UUID], base: [UUID], models: [ModelObject]? = nil, baseModels: [ModelObject] = [],
+              isOnce: ((Int) -> Bool)? = nil) -> CollectionVersion {
+        let (prefix, suffix) = CollectionEdit.trim(base: base, new: new)
+        let newMiddle = prefix..<(new.count - suffix)
+        // With a base that holds each element once, only an element between prefix and suffix can
+        // be in the new value twice.
+        let isFree = if isDuplicateFree, let isOnce { newMiddle.allSatisfy(isOnce) } else { CollectionEdit.isDuplicateFree(new) }
+        guard isDuplicateFree, isFree else {
+            return CollectionVersion(form: .whole(new), count: new.count, last: new.last, isDuplicateFree: isFree, depth: 0,
+                                     retained: models ?? [])
+        }
+        let edit = CollectionEdit(duplicateFreeBase: base, new: new, baseDigest: 0)
+        let depth = depth + edit.removed.count + edit.placements.count
+        guard depth <= max(new.count, 32) else {
+            return CollectionVersion(form: .whole(new), step: Step(from: self, edit: edit), count: new.count, last: new.last,
+                                     isDuplicateFree: true, depth: 0, retained: models ?? [])
+        }
+        var retained: [ModelObject] = []
+        if let models, models.count == new.count, baseModels.count == base.count {
+            let baseMiddle = prefix..<(base.count - suffix)
+            retained.reserveCapacity(newMiddle.count + baseMiddle.count)
+            retained += models[newMiddle]
+            retained += baseModels[baseMiddle]
+        } else if let models {
+            let touched = Set(edit.removed + edit.placements.map(\.element))
+            retained = (models + baseModels).filter { touched.contains($0.uuid) }
+        }
+        return CollectionVersion(form: .edit(parent: self, edit), count: new.count, last: new.last, isDuplicateFree: true, depth: depth,
+                                 retained: retained)
+    }
+
+    /// The edit that turns `base` into this version, when this version was made as the one after
+    /// it; nil otherwise. Its ``CollectionEdit/baseDigest`` is not set (see ``digest``). O(1).
+    func edit(from base: CollectionVersion) -> CollectionEdit? {
+        if case .edit(let parent, let edit) = form, parent === base { return edit }
+        if let step, step.from === base { return step.edit }
+        return nil
+    }
+
+    /// The head of this version's segment.
+    private var head: CollectionVersion {
+        var cursor = self
+        while case .edit(let parent, _) = cursor.form { cursor = parent }
+        return cursor
+    }
+
+    /// The elements. O(n × edits from the head), or O(n) for the version after the last one rebuilt
+    /// in the segment (or that one itself).
+    var elements: [UUID] {
+        let head = head
+        guard case .whole(let whole) = head.form else { return [] }
+        if self === head { return whole }
+        let (remembered, rememberedElements) = head.memo.withLock { ($0.version, $0.elements) }
+        var path: [CollectionEdit] = []
+        var start = whole
+        var cursor = self
+        while case .edit(let parent, let edit) = cursor.form {
+            if cursor === remembered {
+                start = rememberedElements
+                break
+            }
+            path.append(edit)
+            cursor = parent
+        }
+        guard !path.isEmpty else { return start }
+        var value = start
+        for edit in path.reversed() {
+            edit.apply(to: &value)
+        }
+        head.memo.withLock { memo in
+            memo.version = self
+            memo.elements = value
+        }
+        return value
+    }
+
+    /// ``CollectionEdit/digest(of:)`` of the elements, computed once when first asked (a version
+    /// whose edit goes on the wire as the base of the next). A run of appends continues the digest
+    /// of the version before it (FNV-1a runs element by element): O(appended); anything else
+    /// O(n) from the rebuilt elements.
+    var digest: UInt64 {
+        if let known = memo.withLock({ $0.digest }) { return known }
+        // Back over appends to a version whose digest is known or can only be computed whole.
+        var appends: [(CollectionVersion, CollectionEdit)] = []
+        var cursor = self
+        var start: UInt64?
+        while start == nil {
+            if let known = cursor.memo.withLock({ $0.digest }) {
+                start = known
+            } else if case .edit(let parent, let edit) = cursor.form, edit.isAppend(after: parent.last) {
+                appends.append((cursor, edit))
+                cursor = parent
+            } else {
+                let computed = CollectionEdit.digest(of: cursor.elements)
+                cursor.memo.withLock { $0.digest = computed }
+                start = computed
+            }
+        }
+        var hash = start ?? 0
+        for (version, edit) in appends.reversed() {
+            hash = CollectionEdit.digest(of: edit.placements.map(\.element), continuing: hash)
+            version.memo.withLock { $0.digest = hash }
+        }
+        return hash
+    }
+}
