@@ -320,12 +320,15 @@ public final class EventLoop: @unchecked Sendable {
             for task in tasks { run(task) }
             // A task that prefers this loop queues its next job from the loop thread, at each hop to
             // or from an actor: those rounds run now, up to a bound, before the sockets are polled again.
+            // The due timers fire before each round, so work submitted after a timer fell due (by a
+            // task this pass ran) runs after that timer, as it would in the next pass.
             var rounds = 0
-            while rounds < Self.maxWorkRounds, case let more = takeQueuedWork(), !more.isEmpty {
+            while true {
+                runDueTimers()
+                guard rounds < Self.maxWorkRounds, case let more = takeQueuedWork(), !more.isEmpty else { break }
                 for task in more { run(task) }
                 rounds += 1
             }
-            runDueTimers()
             // Work the loop thread submitted meanwhile (it sent no wake-up) runs after this round of events.
             let queued = pending.withLock { !$0.tasks.isEmpty }
             let timeout: Int32
