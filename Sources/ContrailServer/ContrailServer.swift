@@ -17,6 +17,11 @@ public final class ContrailServer: Sendable {
     private let listener = SanitizerVisibleMutex<WebSocketListener?>(nil)
     /// The one shutdown (``stop()`` or ``drain(timeout:)``), once begun.
     private let shutdown = SanitizerVisibleMutex<Task<Void, Never>?>(nil)
+    /// The event loops the connections run on when ``ServerOptions/eventLoopGroup`` names none: the
+    /// server's own (as many as `EventLoopGroup.shared` has), made by ``start()`` and stopped with the server, so that its
+    /// connections' work (each connection handles its frames on its loop) never delays the other
+    /// servers and clients of the process, which use `EventLoopGroup.shared`, nor theirs its own.
+    private let ownLoops = SanitizerVisibleMutex<EventLoopGroup?>(nil)
 
     /// Creates a server; creates `options.dataDirectory` if needed. Nothing listens until ``start()``.
     public init(options: ServerOptions = .init()) throws(ServerError) {
@@ -58,11 +63,26 @@ public final class ContrailServer: Sendable {
             return await pages.gateBody(of: request)
         }
         let log = core.log
+        let loops: EventLoopGroup
+        if let given = options.eventLoopGroup {
+            loops = given
+        } else {
+            do throws(NetworkError) {
+                loops = try ownLoops.withLock { own throws(NetworkError) -> EventLoopGroup in
+                    if let own { return own }
+                    let created = try EventLoopGroup(count: EventLoopGroup.defaultCount, name: "contrail.server")
+                    own = created
+                    return created
+                }
+            } catch {
+                throw .listener(error.description)
+            }
+        }
         let listener = listener.withLock { current in
             if let current { return current }
             let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes,
                                             httpResponder: responder, httpBodyGate: bodyGate, tls: options.tls,
-                                            log: { line in log.write("listener", level: .warning, line) })
+                                            eventLoopGroup: loops, log: { line in log.write("listener", level: .warning, line) })
             current = created
             return created
         }
@@ -79,8 +99,7 @@ public final class ContrailServer: Sendable {
     /// ``ServerOptions/trustedProxies``. Returns at once; the connection runs on its own.
     public func accept(_ transport: any SyncTransport, headers: [(String, String)], peer: String? = nil) {
         let client = ClientAddress.resolve(peer: peer, headers: headers, trusted: core.options.trustedProxies)
-        let connection = ServerConnection(transport: transport, headers: headers, peer: client, core: core)
-        Task { await connection.run() }
+        ServerConnection(transport: transport, headers: headers, peer: client, core: core).start()
     }
 
     /// Ends every live session of `user` (``SessionIdentity/user``) at once: each connection is
@@ -165,6 +184,7 @@ public final class ContrailServer: Sendable {
         await core.presence.stop()
         core.logWriter?.finish()
         await core.cluster?.close()
+        if let loops = ownLoops.withLock({ $0 }) { await loops.stop() }
     }
 
     /// What `/metrics` serves (``ServerOptions/servesMetrics``): the Prometheus text format, for an

@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import Foundation
 
@@ -143,6 +144,10 @@ public struct ServerOptions: Sendable {
     /// Joins a cluster of servers sharing every scope through NATS JetStream (`contrail serve --nats`);
     /// nil serves alone. With a cluster, scopes live in the cluster's log, not in `dataDirectory`.
     public var cluster: ClusterOptions?
+    /// The event loops the server's WebSocket connections run on; nil (the default): loops of the
+    /// server's own (one per core, or `CONTRAIL_EVENT_LOOPS`), stopped with it. Tests give a server one loop to know which
+    /// connections share it.
+    package var eventLoopGroup: EventLoopGroup? = nil
     /// Procedures clients may call (§4.6–4.7): a ScopeSync naming another, or whose fragments do
     /// not match the named one's constraints, is rejected whole.
     public var procedures: [ServerProcedure] = []

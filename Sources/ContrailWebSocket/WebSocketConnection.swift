@@ -291,6 +291,10 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Messages received and not yet taken by ``receive()``: whether a reader has more at hand.
     package var receivedCount: Int { inbound.queuedCount }
 
+    /// The event loop the connection runs on (its socket's reads and timers): a task that handles
+    /// its messages can prefer it as its executor, and run where they arrive.
+    package var eventLoop: EventLoop { loop }
+
     private func enqueue(_ message: WebSocketMessage) throws(WebSocketError) -> Channel.WriteOutcome {
         switch message {
         case .text(let text): try enqueue(.text, .text(text))

@@ -17,7 +17,7 @@ import Testing
     }
 
     private func isReply(_ message: OutgoingMessage) -> Bool {
-        if case .message(.scopeSyncReply) = message { true } else { false }
+        message.syncReply != nil
     }
 
     private func isBroadcast(_ message: OutgoingMessage) -> Bool {

@@ -84,4 +84,36 @@ import Testing
         #expect(split.allSatisfy { $0.utf8.count < whole.utf8.count })
         #expect(split.joined().utf8.count == whole.utf8.count + 1, "one comma less, one \"][\" more")
     }
+
+    /// A reply accepting every fragment as sent is kept inline and written byte by byte: it decodes to
+    /// the same message as the whole `ScopeSyncReply` (any number of fragments, large indices), alone
+    /// and among broadcasts; a reply with an error, a modification or a repeat stays whole.
+    @Test func anAcceptingReplyIsInlineAndDecodesToTheWholeReply() throws {
+        for fragments in [0, 1, 3] {
+            let reply = ScopeSyncReply(index: 1_234_567, replyTo: 98_765, fragmentReplies: Array(repeating: .accepted, count: fragments))
+            let inline = OutgoingMessage.syncReply(reply)
+            guard case .syncAccepted = inline else { Issue.record("not inline: \(inline)"); continue }
+            #expect(inline.index == 1_234_567)
+            #expect(inline.syncReply == reply)
+            let queued: [OutgoingMessage] = [.scopeSync(index: 1, scopeIndex: 0, fragments: "[]"), inline, .message(.ping(Ping(ack: 2, resendMissing: false)))]
+            let frame = try #require(OutgoingMessage.frames(queued, maxBytes: 1 << 20).first)
+            #expect(frame == OutgoingMessage.frame(queued), "written at its computed size, byte for byte as written one by one")
+            let decoded = try #require(try JSON(parsing: frame).arrayValue)
+            #expect(decoded[1] == reply.json)
+            #expect(try JSON(parsing: OutgoingMessage.frame([inline])) == JSON(parsing: OutgoingMessage.frame([.message(.scopeSyncReply(reply))])))
+        }
+        // Control: every other reply stays whole.
+        let others = [
+            ScopeSyncReply(index: 2, replyTo: 3, fragmentReplies: [.accepted, .rejected(WireErrorBody(message: "no"))]),
+            ScopeSyncReply(index: 2, replyTo: 3, fragmentReplies: [FragmentReply(modifications: ["x": 1])]),
+            ScopeSyncReply(index: 2, replyTo: 3, fragmentReplies: [.accepted], repeated: true),
+        ]
+        for reply in others {
+            guard case .message(.scopeSyncReply(reply)) = OutgoingMessage.syncReply(reply) else {
+                Issue.record("inline: \(reply)")
+                continue
+            }
+            #expect(OutgoingMessage.syncReply(reply).syncReply == reply)
+        }
+    }
 }

@@ -47,6 +47,25 @@ struct EventLoopTests {
         await loop.stop()
     }
 
+    @Test("a timer that fell due fires before work the loop thread queued after it fell due")
+    func dueTimerFiresBeforeLaterQueuedWork() async throws {
+        let clock = TestClock()
+        let loop = try EventLoop(name: "test", clock: clock)
+        let fired = SanitizerVisibleMutex<[String]>([])
+        try await loop.submit { _ = loop.schedule(after: .milliseconds(10)) { fired.withLock { $0.append("timer") } } }
+        // Not due yet (positive control): work queued from the loop thread runs with no timer before it.
+        try await loop.submit { try? loop.enqueue { fired.withLock { $0.append("before due") } } }
+        _ = try await loop.submit { 0 }
+        #expect(fired.withLock { $0 } == ["before due"])
+        // Due now: work that a task of the next pass queues from the loop thread (a task that prefers
+        // the loop does so at every hop) runs after the timer, not in the same pass ahead of it.
+        clock.advance(by: .milliseconds(10))
+        try await loop.submit { try? loop.enqueue { fired.withLock { $0.append("queued after due") } } }
+        try await withTimeout { while fired.withLock({ $0.count }) < 3 { await Task.yield() } }
+        #expect(fired.withLock { $0 } == ["before due", "timer", "queued after due"])
+        await loop.stop()
+    }
+
     @Test("a timer on the continuous clock fires from the loop's own wait, in deadline order", arguments: [EventLoop.Backend.epoll, .poll])
     func timersOnContinuousClock(backend: EventLoop.Backend) async throws {
         let loop = try EventLoop(name: "test", backend: backend)

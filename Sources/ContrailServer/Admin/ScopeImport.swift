@@ -98,7 +98,7 @@ enum ScopeImport {
         defer { timeout.cancel() }
         for await _ in wakes {
             for pending in outbox.takePending(generation: generation) {
-                if case .message(.scopeSyncReply(let reply)) = pending {
+                if let reply = pending.syncReply {
                     return reply.fragmentReplies.compactMap { $0.error?.message }
                 }
             }

@@ -252,7 +252,7 @@ struct ScopeCore {
             if let revivedText, let origin, let originIndex {
                 origin.enqueue { .scopeSync(index: $0, scopeIndex: originIndex, fragments: revivedText) }
             }
-            answer { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies))) }
+            answer { .syncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: replies)) }
         }
     }
 }

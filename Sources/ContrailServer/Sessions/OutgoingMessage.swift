@@ -20,6 +20,28 @@ enum OutgoingMessage: Sendable {
     indirect case scopeState(index: Int, scopeIndex: Int, rootUUID: String, fragments: String)
     /// `ScopeStateChunk` (§8.25): one part of a state streamed to `scopeIndex` (boxed: rare).
     indirect case scopeStateChunk(index: Int, scopeIndex: Int, rootUUID: String, total: Int, part: ScopeStateChunk.Part)
+    /// `ScopeSyncReply` to `replyTo` accepting each of its `fragments` fragments as sent (`{}` each):
+    /// the sender's usual answer, inline and written byte by byte like a broadcast.
+    case syncAccepted(index: Int, replyTo: Int, fragments: Int)
+
+    /// A `ScopeSyncReply`: ``syncAccepted(index:replyTo:fragments:)`` when it accepts every fragment as
+    /// sent and is not a repeat, the whole message otherwise.
+    static func syncReply(_ reply: ScopeSyncReply) -> OutgoingMessage {
+        guard !reply.repeated, reply.fragmentReplies.allSatisfy({ $0 == .accepted }) else { return .message(.scopeSyncReply(reply)) }
+        return .syncAccepted(index: reply.index, replyTo: reply.replyTo, fragments: reply.fragmentReplies.count)
+    }
+
+    /// The `ScopeSyncReply` this message is, if it is one.
+    var syncReply: ScopeSyncReply? {
+        switch self {
+        case .message(.scopeSyncReply(let reply)):
+            return reply
+        case .syncAccepted(let index, let replyTo, let fragments):
+            return ScopeSyncReply(index: index, replyTo: replyTo, fragmentReplies: Array(repeating: .accepted, count: fragments))
+        default:
+            return nil
+        }
+    }
 
     /// A `ScopeSync` broadcast, with `origin` when there is one to tell.
     static func broadcast(index: Int, scopeIndex: Int, fragments: String, origin: String?) -> OutgoingMessage {
@@ -35,6 +57,7 @@ enum OutgoingMessage: Sendable {
         case .scopeSyncWithOrigin(let index, _, _, _): return index
         case .scopeState(let index, _, _, _): return index
         case .scopeStateChunk(let index, _, _, _, _): return index
+        case .syncAccepted(let index, _, _): return index
         }
     }
 
@@ -47,6 +70,7 @@ enum OutgoingMessage: Sendable {
         case .scopeSyncWithOrigin(_, _, let fragments, let origin): return fragments.utf8.count + 64 + origin.utf8.count
         case .scopeState(_, _, _, let fragments): return fragments.utf8.count + 128
         case .scopeStateChunk(_, _, _, _, let part): return part.text.utf8.count + 160
+        case .syncAccepted(_, _, let fragments): return 3 * fragments + 64
         }
     }
 
@@ -83,6 +107,14 @@ enum OutgoingMessage: Sendable {
             text += #","fragments":"#
             text += part.text
             text += "}"
+        case .syncAccepted(let index, let replyTo, let fragments):
+            text += #"{"type":"ScopeSyncReply","index":"#
+            text += String(index)
+            text += #","replyTo":"#
+            text += String(replyTo)
+            text += #","fragmentReplies":["#
+            for position in 0..<fragments { text += position == 0 ? "{}" : ",{}" }
+            text += "]}"
         }
     }
 
@@ -130,12 +162,16 @@ enum OutgoingMessage: Sendable {
         return frames
     }
 
-    /// The exact UTF-8 size of a broadcast as ``write(to:)`` writes it; nil for other messages.
+    /// The exact UTF-8 size of a broadcast or an accepting reply as ``write(to:)`` writes it; nil for
+    /// other messages.
     private var broadcastSize: Int? {
         switch self {
         case .scopeSync(let index, let scopeIndex, let fragments):
             return Self.scopeSyncHead.count + Self.digits(index) + Self.scopeIndexKey.count + Self.digits(scopeIndex)
                 + Self.fragmentsKey.count + fragments.utf8.count + 1
+        case .syncAccepted(let index, let replyTo, let fragments):
+            return Self.syncReplyHead.count + Self.digits(index) + Self.replyToKey.count + Self.digits(replyTo)
+                + Self.fragmentRepliesKey.count + max(0, 3 * fragments - 1) + 2
         default:
             return nil
         }
@@ -144,6 +180,9 @@ enum OutgoingMessage: Sendable {
     private static let scopeSyncHead = Array(#"{"type":"ScopeSync","index":"#.utf8)
     private static let scopeIndexKey = Array(#","scopeIndex":"#.utf8)
     private static let fragmentsKey = Array(#","fragments":"#.utf8)
+    private static let syncReplyHead = Array(#"{"type":"ScopeSyncReply","index":"#.utf8)
+    private static let replyToKey = Array(#","replyTo":"#.utf8)
+    private static let fragmentRepliesKey = Array(#","fragmentReplies":["#.utf8)
 
     /// The number of decimal digits of `value` (and its sign).
     private static func digits(_ value: Int) -> Int {
@@ -163,15 +202,21 @@ enum OutgoingMessage: Sendable {
             cursor.put(UInt8(ascii: "["))
             for position in range {
                 if position > range.lowerBound { cursor.put(UInt8(ascii: ",")) }
-                if case .scopeSync(let index, let scopeIndex, let fragments) = messages[position] {
-                    cursor.put(scopeSyncHead)
-                    cursor.put(decimal: index)
-                    cursor.put(scopeIndexKey)
-                    cursor.put(decimal: scopeIndex)
-                    cursor.put(fragmentsKey)
+                switch messages[position] {
+                case .scopeSync(let index, let scopeIndex, let fragments):
+                    cursor.put(head: scopeSyncHead, index, scopeIndexKey, scopeIndex, fragmentsKey)
                     cursor.put(fragments)
                     cursor.put(UInt8(ascii: "}"))
-                } else {
+                case .syncAccepted(let index, let replyTo, let fragments):
+                    cursor.put(head: syncReplyHead, index, replyToKey, replyTo, fragmentRepliesKey)
+                    for accepted in 0..<fragments {
+                        if accepted > 0 { cursor.put(UInt8(ascii: ",")) }
+                        cursor.put(UInt8(ascii: "{"))
+                        cursor.put(UInt8(ascii: "}"))
+                    }
+                    cursor.put(UInt8(ascii: "]"))
+                    cursor.put(UInt8(ascii: "}"))
+                default:
                     cursor.put(rendered[position]!)
                 }
             }
@@ -204,6 +249,16 @@ enum OutgoingMessage: Sendable {
             let rest = UnsafeMutableBufferPointer(rebasing: buffer[written...])
             let count = text.withUTF8 { rest.initialize(fromContentsOf: $0) }
             written += count
+        }
+
+        /// `head`, `first` in decimal, `key`, `second` in decimal, then `next`: the start of an
+        /// object whose first two members are numbers.
+        mutating func put(head: [UInt8], _ first: Int, _ key: [UInt8], _ second: Int, _ next: [UInt8]) {
+            put(head)
+            put(decimal: first)
+            put(key)
+            put(decimal: second)
+            put(next)
         }
 
         mutating func put(decimal value: Int) {

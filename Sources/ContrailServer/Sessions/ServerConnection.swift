@@ -1,3 +1,4 @@
+import ContrailSupport
 import ContrailWire
 import ContrailTransport
 import ContrailWebSocket
@@ -79,6 +80,24 @@ final class ServerConnection: Sendable {
         await close(code: JetstreamCloseCode.denied, reason: reason.closeReason())
     }
 
+    /// Where the connection's frames are handled once its session is established: a WebSocket's
+    /// event loop, so the frames the loop reads are handled on its thread, with no pool thread woken
+    /// per burst; nil (the global executor) for other transports. Only work the server bounds runs
+    /// there (see ``maxLoopFrameBytes``): the handshake with its hooks, fetches and big frames run in
+    /// ``OffLoopExecutor``, so that no connection's reads (or a new connection's handshake) wait
+    /// behind them.
+    private var loop: EventLoop? { (transport as? WebSocketTransport)?.connection.eventLoop }
+
+    /// The largest frame handled on the connection's ``loop``: parsing and applying a bigger one
+    /// (up to ``ServerLimits/maxMessageBytes``) runs in ``OffLoopExecutor``.
+    static let maxLoopFrameBytes = 64 << 10
+
+    /// Serves the connection in a task of its own, in ``OffLoopExecutor`` until its session is
+    /// established (the connection and session hooks are the app's); returns at once.
+    func start() {
+        Task(executorPreference: OffLoopExecutor.shared) { await self.run() }
+    }
+
     /// Serves the connection until it closes.
     func run() async {
         if let refusing = core.register(self) {
@@ -88,7 +107,8 @@ final class ServerConnection: Sendable {
         defer { core.unregister(self) }
         var frames = transport.frames.makeAsyncIterator()
         guard let (session, resumed) = await establish(&frames) else { return }
-        await serve(session, resumed: resumed, &frames)
+        // From here the task prefers the loop: a frame's arrival resumes it on the loop thread.
+        await withTaskExecutorPreference(loop) { await serve(session, resumed: resumed, &frames) }
     }
 
     /// Checks the peer and the app's connection hook, then resumes a session by token or opens a
@@ -138,7 +158,7 @@ final class ServerConnection: Sendable {
         guard let frame, !closed.load(ordering: .relaxed) else { return nil }
         // The rest runs in a task of its own, as each later frame does (see `serve`): parsing and the
         // hooks would otherwise leave their stack memory in the connection's task for its whole life.
-        return await Task { await self.createSession(from: frame, headers: headers) }.value
+        return await Task(executorPreference: OffLoopExecutor.shared) { await self.createSession(from: frame, headers: headers) }.value
     }
 
     /// Answers the `SessionCreate` in `frame`: a new session, or a denial (closing the connection).
@@ -239,15 +259,21 @@ final class ServerConnection: Sendable {
     }
 
     /// Handles `first` and the frames already at hand after it (at most `DeliveryBatch.maxFrames`
-    /// in all), stopping at a verdict to close.
-    private func handleBurst(_ first: String, _ session: ServerSession) async -> ServerSession.Verdict {
-        var verdict = await session.handle(first)
+    /// in all), stopping at a verdict to close; returns it and the number of frames handled.
+    private func handleBurst(_ first: String, _ session: ServerSession) async -> (ServerSession.Verdict, frames: Int) {
+        var verdict = await handle(first, session)
         var handled = 1
         while case .proceed = verdict, handled < DeliveryBatch.maxFrames, let frame = await frameAtHand() {
-            verdict = await session.handle(frame)
+            verdict = await handle(frame, session)
             handled += 1
         }
-        return verdict
+        return (verdict, handled)
+    }
+
+    /// Hands `frame` to `session`: in ``OffLoopExecutor`` when it is over ``maxLoopFrameBytes``.
+    private func handle(_ frame: String, _ session: ServerSession) async -> ServerSession.Verdict {
+        guard frame.utf8.count > Self.maxLoopFrameBytes else { return await session.handle(frame) }
+        return await OffLoopExecutor.run { await session.handle(frame) }
     }
 
     /// Attaches to the session and pumps frames both ways until the transport ends.
@@ -267,29 +293,35 @@ final class ServerConnection: Sendable {
             writer.stop()
             core.ticker.stopPinging(key: ObjectIdentifier(self))
         }
-        // What the frames at hand deliver goes out once they are all handled, or every
+        // What the frames at hand deliver goes out once they are all handled (on a WebSocket, once
+        // its loop goes idle: frames that arrive meanwhile join them), or every
         // `DeliveryBatch.maxFrames` frames for a client that never pauses (see ``DeliveryBatch``).
         let batch = DeliveryBatch()
+        let loop = self.loop
         defer { batch.flush() }
         while true {
             let frame = await nextFrame(&frames)
             guard let frame else { break }
             // The burst is handled in a task of its own: a task keeps the stack memory of its deepest
             // call until it ends, and this loop lives as long as the connection. It starts at once on
-            // this thread (no trip through the global queue, no other thread woken per burst).
+            // this thread (no trip through the global queue, no other thread woken per burst), and
+            // prefers the connection's loop as this task does. (Started without a preference, its
+            // first hop to an actor would go to the global executor: a task started at once may not
+            // hand its thread over to an actor; measured, that cost a pool thread's wake-up per burst.)
             let burst = { @Sendable in await batch.run { await self.handleBurst(frame, session) } }
-            let verdict: ServerSession.Verdict
+            let (verdict, frames): (ServerSession.Verdict, Int)
             if #available(macOS 26.0, *) {
-                verdict = await Task.immediate(operation: burst).value
+                (verdict, frames) = await Task.immediate(executorPreference: loop, operation: burst).value
             } else {
-                verdict = await Task(operation: burst).value
+                (verdict, frames) = await Task(executorPreference: loop, operation: burst).value
             }
-            batch.flush()
             if case .close(let code, let reason) = verdict {
+                batch.flush()
                 core.log.write("connection.closed", level: .warning, session: session.number, "session \(session.number): closing the connection: \(reason.message)")
                 await close(code: code, reason: reason.closeReason())
                 break
             }
+            batch.endBurst(frames: frames, loop: loop)
         }
         await session.detach(self)
     }

@@ -24,6 +24,8 @@ actor ServerSession {
     /// When the identity's credential expires, on the server's clock (read by the ``SessionTicker``).
     nonisolated let credentialDeadline: ElapsedClock.Instant?
     private let core: ServerCore
+    /// Whether the server has procedures (the app's code, which a scope's apply runs).
+    private let runsProcedures: Bool
     private var lastClientIndex = 0
     /// The `lastClientIndex` at which we last asked for a resend, so a gap is reported once.
     private var resendRequestedAt: Int?
@@ -56,6 +58,7 @@ actor ServerSession {
         self.identity = identity
         self.credentialDeadline = identity.expiry.map { core.clock.now + .seconds(max(0, $0.timeIntervalSinceNow)) }
         self.core = core
+        self.runsProcedures = !core.options.procedures.isEmpty
         self.lastActivity = SanitizerVisibleMutex(core.clock.now)
         let limits = core.limits
         let origin = JSON.object(["session": .int(Int64(number)), "user": .string(identity.user)]).serialized(sortedKeys: true)
@@ -208,12 +211,18 @@ actor ServerSession {
             core.log.write("session.ignored_message", level: .warning, session: number, "session \(number): ignored a SessionCreate on an established session")
             return .proceed
         case .message(.scopeFetch(let fetch)):
+            // The fetch hook is the app's, and a state is as big as its scope: neither runs on a loop.
             guard accept(sequenced: fetch.index) else { return sequenceVerdict(fetch.index) }
-            await handleFetch(fetch)
+            await OffLoopExecutor.run { await handleFetch(fetch) }
             return .proceed
         case .message(.scopeSync(let sync)):
             guard accept(sequenced: sync.index) else { return sequenceVerdict(sync.index) }
-            await handleSync(sync)
+            // Procedures are the app's code, run by the scope's apply: then the apply is off the loop too.
+            if !runsProcedures {
+                await handleSync(sync)
+            } else {
+                await OffLoopExecutor.run { await handleSync(sync) }
+            }
             return .proceed
         case .message(.scopeDetach(let detach)):
             guard accept(sequenced: detach.index) else { return sequenceVerdict(detach.index) }
@@ -221,7 +230,7 @@ actor ServerSession {
             return .proceed
         case .message(.markRevision(let mark)):
             guard accept(sequenced: mark.index) else { return sequenceVerdict(mark.index) }
-            await handleMarkRevision(mark)
+            await OffLoopExecutor.run { await handleMarkRevision(mark) }
             return .proceed
         case .message(.presence(let update)):
             // Unsequenced and never answered. Only a fetched scope (read access) has an index.

@@ -12,8 +12,9 @@ final class WebSocketListener: Sendable {
     private let started = Atomic<Bool>(false)
 
     init(host: String, port: UInt16, maxMessageBytes: Int, httpResponder: HTTPResponder? = nil, httpBodyGate: HTTPBodyGate? = nil,
-         tls: TLSServerContext? = nil, log: (@Sendable (String) -> Void)? = nil) {
+         tls: TLSServerContext? = nil, eventLoopGroup: EventLoopGroup? = nil, log: (@Sendable (String) -> Void)? = nil) {
         var options = WebSocketOptions()
+        options.eventLoopGroup = eventLoopGroup
         if let log { options.log = log }
         options.httpResponder = httpResponder
         options.httpBodyGate = httpBodyGate

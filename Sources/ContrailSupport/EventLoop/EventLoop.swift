@@ -66,9 +66,9 @@ protocol Poller: AnyObject, Sendable {
 /// test's virtual clock) each timer has a task sleeping on that clock that wakes the loop when the
 /// clock reaches the timer's deadline.
 ///
-/// `@unchecked Sendable` invariant: `handlers`, `nextID` and `timers` are touched only on the loop
-/// thread (`assertOnLoop`, checked in debug builds), which owns them from its start until it has
-/// finished stopping. `pending` and `finished` are locks, `owner` is atomic, the rest is constant
+/// `@unchecked Sendable` invariant: `handlers`, `nextID`, `timers`, `idleWork` and `idlePasses` are
+/// touched only on the loop thread (`assertOnLoop`, checked in debug builds), which owns them from its
+/// start until it has finished stopping. `pending` and `finished` are locks, `owner` is atomic, the rest is constant
 /// after `init`.
 public final class EventLoop: @unchecked Sendable {
     /// Which readiness API a loop uses.
@@ -90,10 +90,13 @@ public final class EventLoop: @unchecked Sendable {
     /// The clock the loop's timers follow.
     let clock: ElapsedClock
     private let pending = SanitizerVisibleMutex(PendingWork())
-    /// A closure handed to the loop thread. `@unchecked Sendable` invariant: only the loop thread
-    /// runs it, once.
-    private struct Work: @unchecked Sendable {
-        let body: () -> Void
+    /// Work handed to the loop thread. `@unchecked Sendable` invariant: only the loop thread runs
+    /// it, once.
+    private enum Work: @unchecked Sendable {
+        /// A closure (``execute(_:)``, ``enqueue(_:)``).
+        case closure(() -> Void)
+        /// A job of a task that prefers this loop as its executor (`EventLoop+TaskExecutor.swift`).
+        case job(UnownedJob)
     }
     private struct PendingWork {
         var tasks: [Work] = []
@@ -103,6 +106,9 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     // Loop-thread state.
+    /// Work waiting for the loop to go idle (``whenIdle(_:)``), and the busy passes it has waited.
+    private var idleWork: [() -> Void] = []
+    private var idlePasses = 0
     private var handlers: [UInt64: any EventLoopHandler] = [:]
     private var nextID: UInt64 = 1
     private var timers = TimerHeap()
@@ -190,10 +196,22 @@ public final class EventLoop: @unchecked Sendable {
     /// Like `execute`, for work that is only ever handed to the loop (not `Sendable`-checked).
     /// - Throws: `EventLoopError.stopped` once the loop has stopped: the work never runs.
     package func enqueue(_ work: @escaping () -> Void) throws(EventLoopError) {
+        try queue(.closure(work))
+    }
+
+    /// Runs `job` on the loop thread soon, as the executor its task prefers. Any thread.
+    /// - Throws: `EventLoopError.stopped` once the loop has stopped: the job never runs here.
+    func enqueue(job: UnownedJob) throws(EventLoopError) {
+        try queue(.job(job))
+    }
+
+    private func queue(_ work: Work) throws(EventLoopError) {
+        // The loop thread looks at its queue again before it waits: it needs no wake-up.
+        let onLoop = isOnLoop
         let wake = pending.withLock { state -> Bool? in
             guard state.lifecycle.handle(.workSubmitted) == .accept else { return nil }
-            state.tasks.append(Work(body: work))
-            if state.wakeRequested { return false }
+            state.tasks.append(work)
+            if onLoop || state.wakeRequested { return false }
             state.wakeRequested = true
             return true
         }
@@ -299,10 +317,22 @@ public final class EventLoop: @unchecked Sendable {
                 return (tasks, action, state.lifecycle.state == .stopping)
             }
             if action == .exit { break }
-            for task in tasks { task.body() }
-            runDueTimers()
+            for task in tasks { run(task) }
+            // A task that prefers this loop queues its next job from the loop thread, at each hop to
+            // or from an actor: those rounds run now, up to a bound, before the sockets are polled again.
+            // The due timers fire before each round, so work submitted after a timer fell due (by a
+            // task this pass ran) runs after that timer, as it would in the next pass.
+            var rounds = 0
+            while true {
+                runDueTimers()
+                guard rounds < Self.maxWorkRounds, case let more = takeQueuedWork(), !more.isEmpty else { break }
+                for task in more { run(task) }
+                rounds += 1
+            }
+            // Work the loop thread submitted meanwhile (it sent no wake-up) runs after this round of events.
+            let queued = pending.withLock { !$0.tasks.isEmpty }
             let timeout: Int32
-            if stopping {
+            if stopping || queued {
                 timeout = 0
             } else if clock.isContinuous, let deadline = timers.nextDeadline() {
                 let left = deadline - clock.elapsed
@@ -312,10 +342,28 @@ public final class EventLoop: @unchecked Sendable {
                 // No timer, or timers on an injected clock: their sleeper tasks wake the loop.
                 timeout = -1
             }
+            if !idleWork.isEmpty {
+                if timeout == 0 {
+                    // Busy (work queued, or stopping): the idle work waits, a few passes at most.
+                    idlePasses += 1
+                    if idlePasses >= Self.maxIdlePasses { runIdleWork() }
+                } else {
+                    // Idle unless a socket event is ready: look without waiting, handle what is found,
+                    // and run the idle work once nothing is (or once it has waited long enough).
+                    var ready = false
+                    poller.wait(timeout: 0) { id, readiness in
+                        ready = true
+                        handlers[id]?.handleReadiness(readiness)
+                    }
+                    if ready && idlePasses + 1 < Self.maxIdlePasses { idlePasses += 1 } else { runIdleWork() }
+                    continue
+                }
+            }
             poller.wait(timeout: timeout) { id, readiness in
                 handlers[id]?.handleReadiness(readiness)
             }
         }
+        runIdleWork()
         // Stopped: work is refused from now on. Close what is still registered, in registration order.
         for id in handlers.keys.sorted() {
             handlers[id]?.loopStopped()
@@ -329,6 +377,48 @@ public final class EventLoop: @unchecked Sendable {
             return list
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// The most rounds of work queued by the work before them that run between two polls of the
+    /// sockets: a busy task holds the loop's other sockets back for at most this many of its hops.
+    static let maxWorkRounds = 64
+
+    /// Runs `work` on the loop thread once the loop is idle: no work queued and no socket event
+    /// ready, just before it would wait for one; at the latest after ``maxIdlePasses`` busy passes of
+    /// the loop, or when it stops. Work that can wait for a burst of events to end (a batch of writes)
+    /// then covers the whole burst. Loop thread only.
+    package func whenIdle(_ work: @escaping () -> Void) {
+        assertOnLoop()
+        idleWork.append(work)
+    }
+
+    /// The most passes (each: the queued work, then the ready socket events) that idle work waits
+    /// while the loop stays busy.
+    static let maxIdlePasses = 64
+
+    private func runIdleWork() {
+        idlePasses = 0
+        guard !idleWork.isEmpty else { return }
+        let work = idleWork
+        idleWork = []
+        for body in work { body() }
+    }
+
+    /// The work queued since the last drain (none: empty), leaving the lifecycle where it is.
+    private func takeQueuedWork() -> [Work] {
+        pending.withLock { state -> [Work] in
+            guard !state.tasks.isEmpty else { return [] }
+            _ = state.lifecycle.handle(.drainedWork)
+            defer { state.tasks.removeAll(keepingCapacity: true) }
+            return state.tasks
+        }
+    }
+
+    private func run(_ work: Work) {
+        switch work {
+        case .closure(let body): body()
+        case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+        }
     }
 
     private func runDueTimers() {

@@ -18,12 +18,17 @@ public final class EventLoopGroup: Sendable {
     /// The group used when options name none: `CONTRAIL_EVENT_LOOPS` loops if that environment variable
     /// holds a positive number, else one per active core. Started on first use; never stopped.
     public static let shared: EventLoopGroup = {
-        let configured = ProcessInfo.processInfo.environment["CONTRAIL_EVENT_LOOPS"].flatMap { Int($0) }
-        let count = max(1, configured ?? ProcessInfo.processInfo.activeProcessorCount)
         // If the system cannot make a poller there is nothing to recover: fall back to the one loop
         // that `EventLoop.fallback` always gives.
-        return (try? EventLoopGroup(count: count, name: "contrail.loop")) ?? EventLoopGroup(loops: [.fallback])
+        (try? EventLoopGroup(count: defaultCount, name: "contrail.loop")) ?? EventLoopGroup(loops: [.fallback])
     }()
+
+    /// The number of loops of ``shared`` (and of a server's own): `CONTRAIL_EVENT_LOOPS` if that
+    /// environment variable holds a positive number, else one per active core.
+    package static var defaultCount: Int {
+        let configured = ProcessInfo.processInfo.environment["CONTRAIL_EVENT_LOOPS"].flatMap { Int($0) }
+        return max(1, configured ?? ProcessInfo.processInfo.activeProcessorCount)
+    }
 
     /// Starts `count` loops (at least one) on threads named `name-0`, `name-1`, ...
     /// - Parameter clock: the clock every loop's timers follow (see `EventLoop.init(name:backend:clock:)`).
