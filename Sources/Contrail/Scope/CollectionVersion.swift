@@ -101,15 +101,11 @@ final class CollectionVersion: Sendable {
             return CollectionVersion(form: .whole(new), count: new.count, last: new.last, isDuplicateFree: isFree, depth: 0,
                                      retained: models ?? [])
         }
-        let edit = CollectionEdit(duplicateFreeBase: base, new: new, baseDigest: 0)
-        let depth = depth + edit.removed.count + edit.placements.count
-        guard depth <= max(new.count, 32) else {
-            return CollectionVersion(form: .whole(new), step: Step(from: self, edit: edit), count: new.count, last: new.last,
-                                     isDuplicateFree: true, depth: 0, retained: models ?? [])
-        }
+        let baseMiddle = prefix..<(base.count - suffix)
+        let edit = CollectionEdit(baseCount: base.count, anchor: prefix > 0 ? new[prefix - 1] : nil, baseMiddle: Array(base[baseMiddle]),
+                                  newMiddle: Array(new[newMiddle]), baseDigest: 0)
         var retained: [ModelObject] = []
         if let models, models.count == new.count, baseModels.count == base.count {
-            let baseMiddle = prefix..<(base.count - suffix)
             retained.reserveCapacity(newMiddle.count + baseMiddle.count)
             retained += models[newMiddle]
             retained += baseModels[baseMiddle]
@@ -117,7 +113,45 @@ final class CollectionVersion: Sendable {
             let touched = Set(edit.removed + edit.placements.map(\.element))
             retained = (models + baseModels).filter { touched.contains($0.uuid) }
         }
-        return CollectionVersion(form: .edit(parent: self, edit), count: new.count, last: new.last, isDuplicateFree: true, depth: depth,
+        return following(edit, count: new.count, last: new.last, retained: retained, models: models ?? []) { new }
+    }
+
+    /// The version after this one of a collection of models whose models are `models`, given that
+    /// this one's are `baseModels` and that the two share a common prefix of `prefix` models and a
+    /// common suffix of `suffix` (``ModelObject/commonEnds(_:_:)``): made from the models between
+    /// them alone, without reading the UUIDs of the others. `isOnce(i)` tells whether `models[i]`
+    /// is there once. O(m log m) for the m models between prefix and suffix; O(n) when the version
+    /// is whole (it holds an element twice, or a new segment starts: once per segment, whose edits
+    /// add up to the collection's size).
+    @MainActor
+    func next(models: [ModelObject], baseModels: [ModelObject], prefix: Int, suffix: Int, isOnce: (Int) -> Bool) -> CollectionVersion {
+        let newMiddle = prefix..<(models.count - suffix)
+        let baseMiddle = prefix..<(baseModels.count - suffix)
+        guard isDuplicateFree, newMiddle.allSatisfy(isOnce) else {
+            let new = models.map(\.uuid)
+            return CollectionVersion(form: .whole(new), count: new.count, last: new.last,
+                                     isDuplicateFree: isDuplicateFree ? false : CollectionEdit.isDuplicateFree(new), depth: 0, retained: models)
+        }
+        let edit = CollectionEdit(baseCount: baseModels.count, anchor: prefix > 0 ? models[prefix - 1].uuid : nil,
+                                  baseMiddle: baseModels[baseMiddle].map(\.uuid), newMiddle: models[newMiddle].map(\.uuid), baseDigest: 0)
+        var retained: [ModelObject] = []
+        retained.reserveCapacity(newMiddle.count + baseMiddle.count)
+        retained += models[newMiddle]
+        retained += baseModels[baseMiddle]
+        return following(edit, count: models.count, last: models.last?.uuid, retained: retained, models: models) { models.map(\.uuid) }
+    }
+
+    /// The version `edit` makes of this one (duplicate-free), of `count` elements ending with `last`:
+    /// an edit holding `retained`, or whole (`elements()`, holding `models`) once the segment's
+    /// edits would outweigh the collection.
+    private func following(_ edit: CollectionEdit, count: Int, last: UUID?, retained: [ModelObject], models: [ModelObject],
+                           elements: () -> [UUID]) -> CollectionVersion {
+        let depth = depth + edit.removed.count + edit.placements.count
+        guard depth <= max(count, 32) else {
+            return CollectionVersion(form: .whole(elements()), step: Step(from: self, edit: edit), count: count, last: last,
+                                     isDuplicateFree: true, depth: 0, retained: models)
+        }
+        return CollectionVersion(form: .edit(parent: self, edit), count: count, last: last, isDuplicateFree: true, depth: depth,
                                  retained: retained)
     }
 

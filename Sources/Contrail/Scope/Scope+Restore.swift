@@ -55,7 +55,7 @@ extension Scope {
             if let base = fragments[position].bases?[property.name], property.storage.isModelList,
                case let oldElements = property.storage.models(of: old).map(\.uuid), base == oldElements,
                fragments[position].properties[property.name]?.uuidElements == property.storage.models(of: new).map(\.uuid),
-               let made = keptVersions(of: object, index, old: old, new: new, base: oldElements), let versions = made {
+               let made = keptVersions(of: object, index, old: old, new: new), let versions = made {
                 changes.append(ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new)))
                 collections.append(CompactFragments.Collection(fragment: position, key: property.name, base: versions.base, new: versions.new))
                 skeleton[position].properties[property.name] = nil
