@@ -291,6 +291,14 @@ open class ModelObject: @MainActor Identifiable, Observable {
         }
     }
 
+    /// Whether `a` is `b` itself: the same storage and count (arrays that share storage hold the same
+    /// models, as storage shared is never written in place). O(1).
+    static func isSameArray(_ a: [ModelObject], _ b: [ModelObject]) -> Bool {
+        guard a.count == b.count else { return false }
+        guard !a.isEmpty else { return true }
+        return a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
+    }
+
     /// Attaches this object and everything below it to `scope` (each object once, cycles included).
     /// An object can belong to one scope only: members of another scope met on the way move here,
     /// with everything below them (`leaveOtherScopes`: their old scope drops its references to

@@ -62,19 +62,11 @@ struct CollectionChains {
         let (prefix, suffix) = ModelObject.commonEnds(baseModels, models)
         guard prefix < models.count || prefix < baseModels.count else { return nil }
         let chain = Key(uuid: uuid, property: key, ofModels: true)
-        let previous = last[chain].flatMap { link in link.version.flatMap { Self.isSameStorage(link.models, baseModels) ? $0 : nil } }
+        let previous = last[chain].flatMap { link in link.version.flatMap { link.models.map { ModelObject.isSameArray($0, baseModels) } ?? false ? $0 : nil } }
             ?? .whole(baseModels.map(\.uuid), retaining: baseModels)
         let next = previous.next(models: models, baseModels: baseModels, prefix: prefix, suffix: suffix, isOnce: isOnce)
         end(chain, at: Link(version: next, models: models), shared: shared)
         return (previous, next)
-    }
-
-    /// Whether `a` is `b` itself: the same storage and count (arrays that share storage hold the
-    /// same elements). O(1).
-    private static func isSameStorage(_ a: [ModelObject]?, _ b: [ModelObject]) -> Bool {
-        guard let a, a.count == b.count else { return false }
-        guard !b.isEmpty else { return true }
-        return a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
     }
 
     /// Makes `link` the last of `chain` (and of the chain of the other kind when `shared`).

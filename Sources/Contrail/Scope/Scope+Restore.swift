@@ -12,8 +12,15 @@ extension Scope {
     /// with a recorded base takes the base, for the server's three-way merge), so a revert or a
     /// rebase works as for a change set made in this process. It goes to `unsettledRestored` (not to
     /// `onChanges`); the fragment log takes it out again if a later record says it settled.
-    /// O(fragments + properties).
-    func restorePending(_ fragments: [SyncFragment], message: String?, isAtomic: Bool,
+    ///
+    /// `typed`: chained collection edits the log left out of `fragments` (``CollectionEditChain/TypedEdit``),
+    /// applied here to the typed collections after the fragments: an append adds its models to the
+    /// array (O(edit), plus the copy of the array the set makes and one pass of pointer compares),
+    /// any other edit rebuilds the models from their UUIDs (O(n)); the change keeps its versions
+    /// chained on the previous record's, without a wire value. An edit whose elements are not all
+    /// models here is applied from the wire instead, and its `fallback` says so.
+    /// O(fragments + properties + edits).
+    func restorePending(_ fragments: [SyncFragment], typed: inout [CollectionEditChain.TypedEdit], message: String?, isAtomic: Bool,
                         isApplied: Bool, id: UUID) throws(ModelError) -> ChangeSet {
         // Originals, read before anything changes; references resolve among the current objects.
         var originals: [(object: ModelObject, index: Int, old: Any, fragment: Int)] = []
@@ -24,7 +31,7 @@ extension Scope {
                 guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
                 var old = object.value(at: index)
                 let storage = info.properties[index].storage
-                if let base = fragment.bases?[name], storage.isModelList, let value = storage.modelList(base.compactMap { objects[$0] }) {
+                if let base = fragment.bases?[name], storage.isModelList, let value = storage.modelList(base.compactMap { objects[$0] }, checkingFrom: 0) {
                     // What decoding the base's wire value gives (its objects here, in order), without it.
                     old = value
                 } else if let base = fragment.bases?[name] {
@@ -38,11 +45,14 @@ extension Scope {
             }
         }
         if !isApplied { try apply(fragments) }
-        // A collection whose change goes from exactly the fragment's base to exactly its value keeps
-        // one pair of versions for both (as a flush does); anything else is kept as it comes.
         var changes: [ChangeSet.Change] = []
         var skeleton = fragments
         var collections: [CompactFragments.Collection] = []
+        for position in typed.indices {
+            try applyTyped(&typed[position], skeleton: &skeleton, changes: &changes, collections: &collections)
+        }
+        // A collection whose change goes from exactly the fragment's base to exactly its value keeps
+        // one pair of versions for both (as a flush does); anything else is kept as it comes.
         for (object, index, old, position) in originals {
             let new = object.value(at: index)
             guard !isApplied else {
@@ -76,6 +86,55 @@ extension Scope {
         if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
         unsettledRestored.append(changeSet)
         return changeSet
+    }
+
+    /// Applies `typed` (a chained edit of a restored record, see `restorePending`) to its collection
+    /// and keeps its change as versions; or, when an element is not a model here, puts the whole
+    /// value in the record's fragment and applies it from the wire, setting `typed.fallback`.
+    private func applyTyped(_ typed: inout CollectionEditChain.TypedEdit, skeleton: inout [SyncFragment], changes: inout [ChangeSet.Change],
+                            collections: inout [CompactFragments.Collection]) throws(ModelError) {
+        let base = typed.baseModels
+        guard let object = objects[typed.uuid] ?? (typed.uuid == root?.uuid ? root : nil), let index = object.info.indexByName[typed.key] else {
+            throw ModelError.unknownObject(typed.uuid)
+        }
+        let storage = object.info.properties[index].storage
+        let old = object.value(at: index)
+        var models: [ModelObject]?
+        var checkedFrom = 0
+        if typed.edit.isAppend(after: base.last?.uuid) {
+            var appended = base
+            appended.reserveCapacity(base.count + typed.edit.placements.count)
+            for placement in typed.edit.placements {
+                guard let model = objects[placement.element] else { break }
+                appended.append(model)
+            }
+            checkedFrom = base.count
+            if appended.count == base.count + typed.edit.placements.count { models = appended }
+        } else {
+            var elements = base.map(\.uuid)
+            typed.edit.apply(to: &elements)
+            let resolved = elements.compactMap { objects[$0] }
+            if resolved.count == elements.count { models = resolved }
+        }
+        if let models, let value = storage.modelList(models, checkingFrom: checkedFrom) {
+            applyingRemote { object.setValue(value, at: index) }
+            if let made = keptVersions(of: object, index, old: old, new: object.value(at: index)), let versions = made {
+                changes.append(ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new)))
+                collections.append(CompactFragments.Collection(fragment: typed.position, key: typed.key, base: versions.base, new: versions.new))
+            }
+            return
+        }
+        // Not all models here (unknown classes, §8.23): the whole value, from the wire, as a record without chain.
+        var elements = base.map(\.uuid)
+        typed.edit.apply(to: &elements)
+        typed.fallback = elements
+        var fragment = SyncFragment(kind: .change, uuid: typed.uuid, className: object.className)
+        fragment.properties[typed.key] = .array(elements.map { .string($0.wireString) })
+        fragment.bases = [typed.key: base.map(\.uuid)]
+        try apply([fragment], applyDefaults: false, publishes: false)
+        skeleton[typed.position].properties[typed.key] = fragment.properties[typed.key]
+        skeleton[typed.position].bases = (skeleton[typed.position].bases ?? [:]).merging(fragment.bases ?? [:]) { _, new in new }
+        changes.append(keptChange(of: object, index, old: old, new: object.value(at: index)))
     }
 
     /// Applies a record of a fragment log that the one-pass restore leaves to this general path:
@@ -158,6 +217,16 @@ extension Scope {
         let info = object.info
         guard let index = info.indexByName[name] else { return nil }
         return info.properties[index].storage.models(of: object.value(at: index)).map(\.uuid)
+    }
+
+    /// The models collection property `name` of object `uuid` holds: its value's very array (the
+    /// same storage), for a collection of models that holds nothing the app does not understand
+    /// (§8.23); nil otherwise. O(1).
+    func collectionModels(_ uuid: UUID, _ name: String) -> [ModelObject]? {
+        guard unknown.extras[uuid]?[name] == nil, let object = objects[uuid] ?? (uuid == root?.uuid ? root : nil),
+              let index = object.info.indexByName[name], case let property = object.info.properties[index],
+              property.valueKind == .collection, property.storage.isModelList else { return nil }
+        return property.storage.models(of: object.value(at: index))
     }
 
     /// Makes room for `additional` more attached objects (a restore about to attach them). O(objects).
