@@ -14,14 +14,34 @@ extension Scope {
     /// `onChanges`); the fragment log takes it out again if a later record says it settled.
     ///
     /// `typed`: chained collection edits the log left out of `fragments` (``CollectionEditChain/TypedEdit``),
-    /// applied here to the typed collections after the fragments: an append adds its models to the
+    /// applied here to the typed collections with the fragments: an append adds its models to the
     /// array (O(edit), plus the copy of the array the set makes and one pass of pointer compares),
     /// any other edit rebuilds the models from their UUIDs (O(n)); the change keeps its versions
-    /// chained on the previous record's, without a wire value. An edit whose elements are not all
-    /// models here is applied from the wire instead, and its `fallback` says so.
+    /// chained on the previous record's, without a wire value. An edit that inserts an element
+    /// that is neither a model here nor one the record adds (an unknown class, §8.23) goes into its
+    /// fragment whole instead, and its `fallback` says so.
     /// O(fragments + properties + edits).
     func restorePending(_ fragments: [SyncFragment], typed: inout [CollectionEditChain.TypedEdit], message: String?, isAtomic: Bool,
                         isApplied: Bool, id: UUID) throws(ModelError) -> ChangeSet {
+        var fragments = fragments
+        var typedOld: [(object: ModelObject, index: Int, old: Any, edit: Int)] = []
+        if !typed.isEmpty {
+            let added = Set(fragments.lazy.filter { $0.kind == .add && self.knowsClass($0.className) }.map(\.uuid))
+            for position in typed.indices {
+                let edit = typed[position]
+                let object = objects[edit.uuid] ?? (edit.uuid == root?.uuid ? root : nil)
+                if let object, let index = object.info.indexByName[edit.key],
+                   edit.edit.placements.allSatisfy({ $0.isMove || objects[$0.element] != nil || added.contains($0.element) }) {
+                    typedOld.append((object, index, object.value(at: index), position))
+                    continue
+                }
+                var elements = edit.baseModels.map(\.uuid)
+                edit.edit.apply(to: &elements)
+                typed[position].fallback = elements
+                fragments[edit.position].properties[edit.key] = .array(elements.map { .string($0.wireString) })
+                fragments[edit.position].bases = (fragments[edit.position].bases ?? [:]).merging([edit.key: edit.baseModels.map(\.uuid)]) { _, new in new }
+            }
+        }
         // Originals, read before anything changes; references resolve among the current objects.
         var originals: [(object: ModelObject, index: Int, old: Any, fragment: Int)] = []
         for (position, fragment) in fragments.enumerated() where fragment.kind == .change {
@@ -44,12 +64,23 @@ extension Scope {
                 originals.append((object, index, SharedText.restoredEdit(old, operations: fragment.textOperations?[name]) ?? old, position))
             }
         }
-        if !isApplied { try apply(fragments) }
+        let edits = typed
+        func typedWrites(_ resolver: ModelResolver) throws(ModelError) -> [(ModelObject, Int, Any)] {
+            var writes: [(ModelObject, Int, Any)] = []
+            for entry in typedOld {
+                writes.append((entry.object, entry.index, try Self.typedValue(edits[entry.edit], of: entry.object, entry.index, resolver: resolver)))
+            }
+            return writes
+        }
+        if !isApplied { try apply(fragments, applyDefaults: false, also: typedOld.isEmpty ? nil : typedWrites) }
         var changes: [ChangeSet.Change] = []
         var skeleton = fragments
         var collections: [CompactFragments.Collection] = []
-        for position in typed.indices {
-            try applyTyped(&typed[position], skeleton: &skeleton, changes: &changes, collections: &collections)
+        for (object, index, old, position) in typedOld {
+            guard let made = keptVersions(of: object, index, old: old, new: object.value(at: index)), let versions = made else { continue }
+            changes.append(ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new)))
+            collections.append(CompactFragments.Collection(fragment: edits[position].position, key: edits[position].key, base: versions.base,
+                                                           new: versions.new))
         }
         // A collection whose change goes from exactly the fragment's base to exactly its value keeps
         // one pair of versions for both (as a flush does); anything else is kept as it comes.
@@ -88,53 +119,39 @@ extension Scope {
         return changeSet
     }
 
-    /// Applies `typed` (a chained edit of a restored record, see `restorePending`) to its collection
-    /// and keeps its change as versions; or, when an element is not a model here, puts the whole
-    /// value in the record's fragment and applies it from the wire, setting `typed.fallback`.
-    private func applyTyped(_ typed: inout CollectionEditChain.TypedEdit, skeleton: inout [SyncFragment], changes: inout [ChangeSet.Change],
-                            collections: inout [CompactFragments.Collection]) throws(ModelError) {
+    /// The value of collection property `index` of `object` after `typed` (see `restorePending`),
+    /// whose inserted elements `resolver` finds (the models here and those the record adds): an
+    /// append is the base's models and the new ones, cast one by one (O(edit), besides the copy);
+    /// any other edit O(n).
+    private static func typedValue(_ typed: CollectionEditChain.TypedEdit, of object: ModelObject, _ index: Int,
+                                   resolver: ModelResolver) throws(ModelError) -> Any {
         let base = typed.baseModels
-        guard let object = objects[typed.uuid] ?? (typed.uuid == root?.uuid ? root : nil), let index = object.info.indexByName[typed.key] else {
-            throw ModelError.unknownObject(typed.uuid)
-        }
-        let storage = object.info.properties[index].storage
-        let old = object.value(at: index)
-        var models: [ModelObject]?
-        var checkedFrom = 0
+        var models = base
+        var checkedFrom = base.count
         if typed.edit.isAppend(after: base.last?.uuid) {
-            var appended = base
-            appended.reserveCapacity(base.count + typed.edit.placements.count)
+            models.reserveCapacity(base.count + typed.edit.placements.count)
             for placement in typed.edit.placements {
-                guard let model = objects[placement.element] else { break }
-                appended.append(model)
+                guard let model = resolver(placement.element) else { throw ModelError.unknownObject(placement.element) }
+                models.append(model)
             }
-            checkedFrom = base.count
-            if appended.count == base.count + typed.edit.placements.count { models = appended }
         } else {
+            var byUUID: [UUID: ModelObject] = [:]
+            for model in base { byUUID[model.uuid] = model }
             var elements = base.map(\.uuid)
             typed.edit.apply(to: &elements)
-            let resolved = elements.compactMap { objects[$0] }
-            if resolved.count == elements.count { models = resolved }
-        }
-        if let models, let value = storage.modelList(models, checkingFrom: checkedFrom) {
-            applyingRemote { object.setValue(value, at: index) }
-            if let made = keptVersions(of: object, index, old: old, new: object.value(at: index)), let versions = made {
-                changes.append(ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new)))
-                collections.append(CompactFragments.Collection(fragment: typed.position, key: typed.key, base: versions.base, new: versions.new))
+            models = []
+            models.reserveCapacity(elements.count)
+            for element in elements {
+                guard let model = byUUID[element] ?? resolver(element) else { throw ModelError.unknownObject(element) }
+                models.append(model)
             }
-            return
+            checkedFrom = 0
         }
-        // Not all models here (unknown classes, §8.23): the whole value, from the wire, as a record without chain.
-        var elements = base.map(\.uuid)
-        typed.edit.apply(to: &elements)
-        typed.fallback = elements
-        var fragment = SyncFragment(kind: .change, uuid: typed.uuid, className: object.className)
-        fragment.properties[typed.key] = .array(elements.map { .string($0.wireString) })
-        fragment.bases = [typed.key: base.map(\.uuid)]
-        try apply([fragment], applyDefaults: false, publishes: false)
-        skeleton[typed.position].properties[typed.key] = fragment.properties[typed.key]
-        skeleton[typed.position].bases = (skeleton[typed.position].bases ?? [:]).merging(fragment.bases ?? [:]) { _, new in new }
-        changes.append(keptChange(of: object, index, old: old, new: object.value(at: index)))
+        let property = object.info.properties[index]
+        guard let value = property.storage.modelList(models, checkingFrom: checkedFrom) else {
+            throw ModelError.wrongClass(property: property.name, expected: "\(property.storage.modelTypes)", got: "another class")
+        }
+        return value
     }
 
     /// Applies a record of a fragment log that the one-pass restore leaves to this general path:
