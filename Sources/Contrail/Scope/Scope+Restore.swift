@@ -72,7 +72,10 @@ extension Scope {
             }
             return writes
         }
-        if !isApplied { try apply(fragments, applyDefaults: false, also: typedOld.isEmpty ? nil : typedWrites) }
+        // Applied without a remote change set of its own (as the one-pass restore applies records):
+        // the restored change set is the record's one, and a remote one in `history` would keep
+        // both whole values of each collection it set (the last `historyLimit` records' arrays).
+        if !isApplied { try apply(fragments, applyDefaults: false, publishes: false, also: typedOld.isEmpty ? nil : typedWrites) }
         var changes: [ChangeSet.Change] = []
         var skeleton = fragments
         var collections: [CompactFragments.Collection] = []
