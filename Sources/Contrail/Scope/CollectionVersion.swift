@@ -14,11 +14,12 @@ import Synchronization
 /// rebuilt in the segment when it is on the way (the head remembers it), so walking a chain
 /// forward, as sending and rebasing do, costs one edit per version. Nothing here formats or parses
 /// a UUID string, and the ``digest`` is computed only when an edit goes on the wire (from the
-/// version before for an append). Immutable but for the memos, which a `Mutex` guards.
+/// version before for an append). Immutable but for the memos and the link to the version before (taken only by `deinit`), which a `Mutex` guards.
 final class CollectionVersion: Sendable {
     private enum Form {
         case whole([UUID])
-        case edit(parent: CollectionVersion, CollectionEdit)
+        /// An edit of the version before it (``parent``).
+        case edit(CollectionEdit)
     }
 
     /// A whole version's edit from the version before it, which it does not hold alive.
@@ -36,6 +37,9 @@ final class CollectionVersion: Sendable {
     }
 
     private let form: Form
+    /// The version an edit applies to (nil for a whole version). Under a lock only so that `deinit`
+    /// can take it and release a long chain one version at a time.
+    private let parentCell: Mutex<CollectionVersion?>
     private let step: Step?
     /// The number of elements.
     let count: Int
@@ -52,8 +56,10 @@ final class CollectionVersion: Sendable {
     /// ones, so that every element of a version is held by it or a version before it.
     private let retained: [ModelObject]
 
-    private init(form: Form, step: Step? = nil, count: Int, last: UUID?, isDuplicateFree: Bool, depth: Int, retained: [ModelObject]) {
+    private init(form: Form, parent: CollectionVersion? = nil, step: Step? = nil, count: Int, last: UUID?, isDuplicateFree: Bool, depth: Int,
+                 retained: [ModelObject]) {
         self.form = form
+        parentCell = Mutex(parent)
         self.step = step
         self.count = count
         self.last = last
@@ -75,7 +81,7 @@ final class CollectionVersion: Sendable {
         var cursor = self
         while true {
             for model in cursor.retained where byUUID[model.uuid] == nil { byUUID[model.uuid] = model }
-            guard case .edit(let parent, _) = cursor.form else { return byUUID }
+            guard let parent = cursor.parent else { return byUUID }
             cursor = parent
         }
     }
@@ -151,14 +157,35 @@ final class CollectionVersion: Sendable {
             return CollectionVersion(form: .whole(elements()), step: Step(from: self, edit: edit), count: count, last: last,
                                      isDuplicateFree: true, depth: 0, retained: models)
         }
-        return CollectionVersion(form: .edit(parent: self, edit), count: count, last: last, isDuplicateFree: true, depth: depth,
+        return CollectionVersion(form: .edit(edit), parent: self, count: count, last: last, isDuplicateFree: true, depth: depth,
                                  retained: retained)
+    }
+
+    /// The version an edit applies to; nil for a whole version.
+    private var parent: CollectionVersion? { parentCell.withLock { $0 } }
+
+    /// A segment is a chain of up to n edits, each holding the one before: released here one
+    /// version at a time, as each one's last reference goes, instead of recursively (a chain of
+    /// 50,000 offline appends overflowed the stack). O(versions released).
+    deinit {
+        var next = parentCell.withLock { parent in
+            defer { parent = nil }
+            return parent
+        }
+        while var version = next {
+            next = nil
+            guard isKnownUniquelyReferenced(&version) else { break }
+            next = version.parentCell.withLock { parent in
+                defer { parent = nil }
+                return parent
+            }
+        }
     }
 
     /// The edit that turns `base` into this version, when this version was made as the one after
     /// it; nil otherwise. Its ``CollectionEdit/baseDigest`` is not set (see ``digest``). O(1).
     func edit(from base: CollectionVersion) -> CollectionEdit? {
-        if case .edit(let parent, let edit) = form, parent === base { return edit }
+        if case .edit(let edit) = form, parent === base { return edit }
         if let step, step.from === base { return step.edit }
         return nil
     }
@@ -166,7 +193,7 @@ final class CollectionVersion: Sendable {
     /// The head of this version's segment.
     private var head: CollectionVersion {
         var cursor = self
-        while case .edit(let parent, _) = cursor.form { cursor = parent }
+        while let parent = cursor.parent { cursor = parent }
         return cursor
     }
 
@@ -180,7 +207,7 @@ final class CollectionVersion: Sendable {
         var path: [CollectionEdit] = []
         var start = whole
         var cursor = self
-        while case .edit(let parent, let edit) = cursor.form {
+        while case .edit(let edit) = cursor.form, let parent = cursor.parent {
             if cursor === remembered {
                 start = rememberedElements
                 break
@@ -213,7 +240,7 @@ final class CollectionVersion: Sendable {
         while start == nil {
             if let known = cursor.memo.withLock({ $0.digest }) {
                 start = known
-            } else if case .edit(let parent, let edit) = cursor.form, edit.isAppend(after: parent.last) {
+            } else if case .edit(let edit) = cursor.form, let parent = cursor.parent, edit.isAppend(after: parent.last) {
                 appends.append((cursor, edit))
                 cursor = parent
             } else {
