@@ -40,7 +40,7 @@ struct CollectionEditChain {
     /// The value of each collection: as an array (what a restore and a whole record give), as
     /// the version a pending change set keeps (``CompactFragments``; the writer, record by record),
     /// or as the models the scope's collection holds (a restore that applies chained edits to the
-    /// typed collection, ``TypedEdit``: the very array, compared by storage).
+    /// typed collection, ``ChainedCollectionEdit``: the very array, compared by storage).
     private enum Value {
         case elements([UUID])
         case version(CollectionVersion)
@@ -53,21 +53,6 @@ struct CollectionEditChain {
             case .models(let models): models.map { $0.uuid }
             }
         }
-    }
-
-    /// A chained entry of a restored record left for the scope to apply to its typed collection
-    /// (``Scope/restorePending(_:typed:message:isAtomic:isApplied:id:)``): the edit of `baseModels`,
-    /// which are the chain's value and the collection's value in the scope alike (the same array).
-    /// No wire array is made for it. `fallback`: set by the scope when it could not apply the edit
-    /// to the models (an element it does not hold as a model), to the whole new value it applied
-    /// from the wire instead.
-    struct TypedEdit {
-        let position: Int
-        let uuid: UUID
-        let key: String
-        let edit: CollectionEdit
-        let baseModels: [ModelObject]
-        var fallback: [UUID]?
     }
 
     private var values: [Key: Value] = [:]
@@ -189,16 +174,16 @@ struct CollectionEditChain {
 
     /// As above; with `typed` (a live record the scope applies itself), each chained entry whose
     /// base the chain holds as the models the scope's collection holds now (`typed(uuid, key)`,
-    /// the same array) is not turned into an array: it is returned as a ``TypedEdit`` and its
+    /// the same array) is not turned into an array: it is returned as a ``ChainedCollectionEdit`` and its
     /// fragment carries no value for the collection. O(edit) for such an entry (no whole array,
     /// no string but the edit's); the rest as above. The chain moves on for such an entry in
     /// ``adopt(typed:models:)``, once the scope applied it.
     mutating func resolving(_ fragments: [SyncFragment], chained: [JSON], current: (UUID, String) -> [UUID]?,
-                            typed: ((UUID, String) -> [ModelObject]?)?) throws(ChainError) -> (fragments: [SyncFragment], typed: [TypedEdit])
+                            typed: ((UUID, String) -> [ModelObject]?)?) throws(ChainError) -> (fragments: [SyncFragment], typed: [ChainedCollectionEdit])
     {
         var fragments = fragments
         var restored: [Key: [UUID]] = [:]
-        var typedEdits: [TypedEdit] = []
+        var typedEdits: [ChainedCollectionEdit] = []
         if !chained.isEmpty { (restored, typedEdits) = try restore(chained, into: &fragments, typed: typed) }
         let resolved = fragments.map { fragment in
             var resolved = fragment
@@ -230,7 +215,7 @@ struct CollectionEditChain {
     /// to its `fallback` elements; each other collection the record moved on to an array is held
     /// as the scope's models from now on when they are that array (so the next chained edit of it
     /// is typed). O(1) per typed edit; O(n) per other collection.
-    mutating func adopt(typed: [TypedEdit], models: (UUID, String) -> [ModelObject]?) {
+    mutating func adopt(typed: [ChainedCollectionEdit], models: (UUID, String) -> [ModelObject]?) {
         for edit in typed {
             let key = Key(uuid: edit.uuid, property: edit.key)
             if let fallback = edit.fallback {
@@ -253,10 +238,10 @@ struct CollectionEditChain {
     /// value, so the edit is applied to it without a digest: O(p) for an append (plus the copy of
     /// the base), O(n) otherwise, and O(n) to write the value's strings.
     private func restore(_ chained: [JSON], into fragments: inout [SyncFragment], typed: ((UUID, String) -> [ModelObject]?)?)
-        throws(ChainError) -> ([Key: [UUID]], [TypedEdit])
+        throws(ChainError) -> ([Key: [UUID]], [ChainedCollectionEdit])
     {
         var restored: [Key: [UUID]] = [:]
-        var typedEdits: [TypedEdit] = []
+        var typedEdits: [ChainedCollectionEdit] = []
         var entries: [Entry] = []
         entries.reserveCapacity(chained.count)
         // First every fragment in place (references name final positions), then the values.
@@ -285,7 +270,7 @@ struct CollectionEditChain {
             if case .models(let models)? = values[key], let typed, let held = typed(uuid, entry.key), ModelObject.isSameArray(held, models) {
                 // Applied by the scope to its typed collection: references name the models' UUIDs.
                 let edit = try Self.edit(of: entry, baseCount: models.count, fragments: fragments) { models[models.count + $0].uuid }
-                typedEdits.append(TypedEdit(position: entry.position, uuid: uuid, key: entry.key, edit: edit, baseModels: models))
+                typedEdits.append(ChainedCollectionEdit(position: entry.position, uuid: uuid, key: entry.key, edit: edit, baseModels: models))
                 continue
             }
             guard let base = values[key]?.elements else {

@@ -390,7 +390,7 @@ public final class FragmentLog {
         // applied to the typed collections (no whole array per record); a compacted record's
         // values are the snapshot's, and a migration rewrites wire values: those go whole.
         let isTyped = !decoded.isCompacted && !ModelRegistry.hasModelVersions
-        var typed: [CollectionEditChain.TypedEdit] = []
+        var typed: [ChainedCollectionEdit] = []
         do throws(CollectionEditChain.ChainError) {
             (decoded.fragments, typed) = try restoreChain.resolving(decoded.fragments, chained: decoded.chained,
                                                                     current: { scope.collectionElements($0, $1) },

@@ -13,7 +13,7 @@ extension Scope {
     /// rebase works as for a change set made in this process. It goes to `unsettledRestored` (not to
     /// `onChanges`); the fragment log takes it out again if a later record says it settled.
     ///
-    /// `typed`: chained collection edits the log left out of `fragments` (``CollectionEditChain/TypedEdit``),
+    /// `typed`: chained collection edits the log left out of `fragments` (``ChainedCollectionEdit``),
     /// applied here to the typed collections with the fragments: an append adds its models to the
     /// array (O(edit), plus the copy of the array the set makes and one pass of pointer compares),
     /// any other edit rebuilds the models from their UUIDs (O(n)); the change keeps its versions
@@ -21,7 +21,7 @@ extension Scope {
     /// that is neither a model here nor one the record adds (an unknown class, §8.23) goes into its
     /// fragment whole instead, and its `fallback` says so.
     /// O(fragments + properties + edits).
-    func restorePending(_ fragments: [SyncFragment], typed: inout [CollectionEditChain.TypedEdit], message: String?, isAtomic: Bool,
+    func restorePending(_ fragments: [SyncFragment], typed: inout [ChainedCollectionEdit], message: String?, isAtomic: Bool,
                         isApplied: Bool, id: UUID) throws(ModelError) -> ChangeSet {
         var fragments = fragments
         var typedOld: [(object: ModelObject, index: Int, old: Any, edit: Int)] = []
@@ -126,7 +126,7 @@ extension Scope {
     /// whose inserted elements `resolver` finds (the models here and those the record adds): an
     /// append is the base's models and the new ones, cast one by one (O(edit), besides the copy);
     /// any other edit O(n).
-    private static func typedValue(_ typed: CollectionEditChain.TypedEdit, of object: ModelObject, _ index: Int,
+    private static func typedValue(_ typed: ChainedCollectionEdit, of object: ModelObject, _ index: Int,
                                    resolver: ModelResolver) throws(ModelError) -> Any {
         let base = typed.baseModels
         var models = base
