@@ -243,9 +243,10 @@ import Testing
         return other
     }
 
+    /// The title the server holds for scope `name`; nil while it holds no such scope (an
+    /// `eventually` may ask before the server made it: that is not a failure).
     static func serverTitle(_ name: String, _ server: ContrailServer) async throws -> String? {
-        let state = try #require(await server.state(ofScope: name))
-        let root = try #require(state["root"]?.stringValue)
+        guard let state = await server.state(ofScope: name), let root = state["root"]?.stringValue else { return nil }
         return state["objects"]?[root]?["properties"]?["title"]?.stringValue
     }
 

@@ -2,8 +2,10 @@
 /// order (no nulls, no nesting), so the scope can keep and rebuild a change of it as UUIDs and
 /// models, without the wire value (``PropertyStorage/isModelList``).
 protocol ModelList {
-    /// The array of `models`, boxed; nil when one is not of the element class. O(n).
-    @MainActor static func value(of models: [ModelObject]) -> Any?
+    /// The array of `models`, boxed; nil when one from `start` on is not of the element class (the
+    /// ones before are known to be: they come from a value of this type). O(n - start): the
+    /// array is taken as it is, without a copy.
+    @MainActor static func value(of models: [ModelObject], checkingFrom start: Int) -> Any?
     /// The models of a boxed array of this type, as they are (no copy, no per-element cast); nil
     /// for another value. O(1).
     static func models(of value: Any) -> [ModelObject]?
@@ -17,13 +19,9 @@ extension Array: ModelList where Element: ModelObject {
         (value as? [Element]).map { unsafeBitCast($0, to: [ModelObject].self) }
     }
 
-    @MainActor static func value(of models: [ModelObject]) -> Any? {
-        var typed: [Element] = []
-        typed.reserveCapacity(models.count)
-        for model in models {
-            guard let element = model as? Element else { return nil }
-            typed.append(element)
-        }
-        return typed
+    @MainActor static func value(of models: [ModelObject], checkingFrom start: Int) -> Any? {
+        for model in models[Swift.min(Swift.max(start, 0), models.count)...] where !(model is Element) { return nil }
+        // Every model is of the element class: the buffer of class references is taken as one of them.
+        return unsafeBitCast(models, to: [Element].self)
     }
 }

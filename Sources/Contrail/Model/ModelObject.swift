@@ -190,7 +190,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
         tracking.withHost { host in
             if host.watchesSets { host.memberChanged(self) }
             guard host.recordsSets, !tracking.info.options[index].isLocal else { return }
-            host.record(self, tracking: tracking, property: index, old: old, isCollection: Value.valueKind == .collection)
+            host.record(self, tracking: tracking, property: index, old: old)
         }
     }
 
@@ -251,24 +251,52 @@ open class ModelObject: @MainActor Identifiable, Observable {
     }
 
     /// The removals (with indices in the old contents) and insertions (with indices in the new
-    /// contents) that turn `old` into `new`. Appends, truncations and whole replacements take a
-    /// linear path; anything else is diffed.
-    private static func collectionEdit(from old: [ModelObject], to new: [ModelObject]) -> (removed: [(ModelObject, Int)], inserted: [(ModelObject, Int)]) {
-        let common = zip(old, new).prefix { $0 === $1 }.count
-        if common == old.count || common == new.count {
-            let removed = old[common...].enumerated().map { ($1, common + $0) }
-            let inserted = new[common...].enumerated().map { ($1, common + $0) }
+    /// contents) that turn `old` into `new`. The common prefix and suffix are skipped with one pass
+    /// of pointer compares (no allocation), so an append, an insert, a removal or a replacement of
+    /// one element costs O(n) compares plus O(edit); only what lies between them is diffed (Myers,
+    /// O((m + d) × d) for m elements there and d changes). The result is a minimal edit, as a diff
+    /// of the whole arrays gives.
+    static func collectionEdit(from old: [ModelObject], to new: [ModelObject]) -> (removed: [(ModelObject, Int)], inserted: [(ModelObject, Int)]) {
+        let (prefix, suffix) = commonEnds(old, new)
+        let oldEnd = old.count - suffix
+        let newEnd = new.count - suffix
+        if prefix == oldEnd || prefix == newEnd {
+            let removed = old[prefix..<oldEnd].enumerated().map { ($1, prefix + $0) }
+            let inserted = new[prefix..<newEnd].enumerated().map { ($1, prefix + $0) }
             return (removed, inserted)
         }
         var removed: [(ModelObject, Int)] = []
         var inserted: [(ModelObject, Int)] = []
-        for change in new.difference(from: old, by: ===) {
+        for change in new[prefix..<newEnd].difference(from: old[prefix..<oldEnd], by: ===) {
             switch change {
-            case .remove(let offset, let element, _): removed.append((element, offset))
-            case .insert(let offset, let element, _): inserted.append((element, offset))
+            case .remove(let offset, let element, _): removed.append((element, prefix + offset))
+            case .insert(let offset, let element, _): inserted.append((element, prefix + offset))
             }
         }
         return (removed, inserted)
+    }
+
+    /// The lengths of the common prefix and of the common suffix (not overlapping the prefix) of two
+    /// arrays of models, by identity: one pass of pointer compares over their buffers. O(n).
+    static func commonEnds(_ old: [ModelObject], _ new: [ModelObject]) -> (prefix: Int, suffix: Int) {
+        old.withUnsafeBufferPointer { old in
+            new.withUnsafeBufferPointer { new in
+                let shorter = min(old.count, new.count)
+                var prefix = 0
+                while prefix < shorter, old[prefix] === new[prefix] { prefix += 1 }
+                var suffix = 0
+                while suffix < shorter - prefix, old[old.count - 1 - suffix] === new[new.count - 1 - suffix] { suffix += 1 }
+                return (prefix, suffix)
+            }
+        }
+    }
+
+    /// Whether `a` is `b` itself: the same storage and count (arrays that share storage hold the same
+    /// models, as storage shared is never written in place). O(1).
+    static func isSameArray(_ a: [ModelObject], _ b: [ModelObject]) -> Bool {
+        guard a.count == b.count else { return false }
+        guard !a.isEmpty else { return true }
+        return a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
     }
 
     /// Attaches this object and everything below it to `scope` (each object once, cycles included).

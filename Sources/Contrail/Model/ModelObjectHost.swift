@@ -32,9 +32,8 @@ public class ModelObjectHost {
     func didDetach(_ object: ModelObject) {}
 
     /// Property `property` of member `object` (whose tracking record is `tracking`) changed from
-    /// `old`; its new value is stored and its observers are notified. `isCollection`: the property
-    /// holds a collection of models.
-    func record(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {}
+    /// `old`; its new value is stored and its observers are notified.
+    func record(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any) {}
 
     /// A property of member `object` changed (its new value is stored, its observers notified);
     /// called only while `watchesSets`.

@@ -17,8 +17,6 @@ struct PendingChange {
     let kind: Kind
     /// Touched properties in order of first touch, with the value each had before.
     var originals = PropertyOriginals()
-    /// Collection contents before the first touch (a merge's base).
-    var bases: [Int: [UUID]] = [:]
 
     /// Touched properties in order of first touch.
     var touched: [Int] { originals.properties }
@@ -28,12 +26,10 @@ struct PendingChange {
         self.kind = kind
     }
 
-    /// A `change` entry whose first touched property is `property`, which had value `original`
-    /// (and, for a collection, the elements `base`).
-    init(changing property: Int, from original: consuming Any, base: [UUID]?) {
+    /// A `change` entry whose first touched property is `property`, which had value `original`.
+    init(changing property: Int, from original: consuming Any) {
         kind = .change
         originals = PropertyOriginals(first: property, original)
-        if let base { bases = [property: base] }
     }
 }
 

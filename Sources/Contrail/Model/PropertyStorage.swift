@@ -11,8 +11,10 @@ protocol PropertyStorage {
     /// is then exactly its models' UUIDs, in order.
     static var isModelList: Bool { get }
     /// For a ``ModelList`` property, its value holding `models`, boxed; nil for another property
-    /// or a model of another class. O(n).
-    static func modelList(_ models: [ModelObject]) -> Any?
+    /// or a model of another class. Only the models from `start` on are checked for the class (the
+    /// caller knows the ones before are of it: they come from a value of this property).
+    /// O(n - start), as no model before `start` is cast.
+    static func modelList(_ models: [ModelObject], checkingFrom start: Int) -> Any?
     /// The model objects a boxed value of this property's type holds.
     static func models(of value: Any) -> [ModelObject]
     /// Stores a boxed value of the property's type (read by `value(in:offset:)` or decoded) and

@@ -37,21 +37,28 @@ struct CollectionEditChain {
         let reason: String
     }
 
-    /// The value of each collection: as an array (what a restore and a whole record give), or as
-    /// the version a pending change set keeps (``CompactFragments``; the writer, record by record).
+    /// The value of each collection: as an array (what a restore and a whole record give), as
+    /// the version a pending change set keeps (``CompactFragments``; the writer, record by record),
+    /// or as the models the scope's collection holds (a restore that applies chained edits to the
+    /// typed collection, ``ChainedCollectionEdit``: the very array, compared by storage).
     private enum Value {
         case elements([UUID])
         case version(CollectionVersion)
+        case models([ModelObject])
 
-        var elements: [UUID] {
+        @MainActor var elements: [UUID] {
             switch self {
             case .elements(let elements): elements
             case .version(let version): version.elements
+            case .models(let models): models.map { $0.uuid }
             }
         }
     }
 
     private var values: [Key: Value] = [:]
+    /// The collections `resolving` moved on to a whole array, which ``adopt(typed:models:)`` may
+    /// hold as the scope's models once the record is applied.
+    private var moved: [Key] = []
 
     /// How many elements from a base's end a reference may name.
     private static let referenceReach = 8
@@ -162,10 +169,23 @@ struct CollectionEditChain {
     mutating func resolving(_ fragments: [SyncFragment], chained: [JSON] = [], current: (UUID, String) -> [UUID]?)
         throws(ChainError) -> [SyncFragment]
     {
+        try resolving(fragments, chained: chained, current: current, typed: nil).fragments
+    }
+
+    /// As above; with `typed` (a live record the scope applies itself), each chained entry whose
+    /// base the chain holds as the models the scope's collection holds now (`typed(uuid, key)`,
+    /// the same array) is not turned into an array: it is returned as a ``ChainedCollectionEdit`` and its
+    /// fragment carries no value for the collection. O(edit) for such an entry (no whole array,
+    /// no string but the edit's); the rest as above. The chain moves on for such an entry in
+    /// ``adopt(typed:models:)``, once the scope applied it.
+    mutating func resolving(_ fragments: [SyncFragment], chained: [JSON], current: (UUID, String) -> [UUID]?,
+                            typed: ((UUID, String) -> [ModelObject]?)?) throws(ChainError) -> (fragments: [SyncFragment], typed: [ChainedCollectionEdit])
+    {
         var fragments = fragments
         var restored: [Key: [UUID]] = [:]
-        if !chained.isEmpty { restored = try restore(chained, into: &fragments) }
-        return fragments.map { fragment in
+        var typedEdits: [ChainedCollectionEdit] = []
+        if !chained.isEmpty { (restored, typedEdits) = try restore(chained, into: &fragments, typed: typed) }
+        let resolved = fragments.map { fragment in
             var resolved = fragment
             if let edits = fragment.collectionEdits {
                 resolved.collectionEdits = nil
@@ -180,10 +200,36 @@ struct CollectionEditChain {
             }
             for key in (resolved.bases ?? [:]).keys {
                 let collection = Key(uuid: fragment.uuid, property: key)
-                if let new = restored[collection] ?? resolved.properties[key]?.uuidElements { values[collection] = .elements(new) }
+                if let new = restored[collection] ?? resolved.properties[key]?.uuidElements {
+                    values[collection] = .elements(new)
+                    if typed != nil { moved.append(collection) }
+                }
             }
             return resolved
         }
+        return (resolved, typedEdits)
+    }
+
+    /// Once the scope applied a record `resolving` gave `typed` edits for: each typed edit's
+    /// collection moves on to the models the scope's collection holds now (`models(uuid, key)`), or
+    /// to its `fallback` elements; each other collection the record moved on to an array is held
+    /// as the scope's models from now on when they are that array (so the next chained edit of it
+    /// is typed). O(1) per typed edit; O(n) per other collection.
+    mutating func adopt(typed: [ChainedCollectionEdit], models: (UUID, String) -> [ModelObject]?) {
+        for edit in typed {
+            let key = Key(uuid: edit.uuid, property: edit.key)
+            if let fallback = edit.fallback {
+                values[key] = .elements(fallback)
+            } else if let held = models(edit.uuid, edit.key) {
+                values[key] = .models(held)
+            }
+        }
+        for key in moved {
+            guard case .elements(let elements)? = values[key], let held = models(key.uuid, key.property),
+                  held.count == elements.count, held.lazy.map(\.uuid).elementsEqual(elements) else { continue }
+            values[key] = .models(held)
+        }
+        moved.removeAll()
     }
 
     /// Puts each chained entry's collection (its new value and base) into its fragment, bringing
@@ -191,14 +237,11 @@ struct CollectionEditChain {
     /// on in `resolving`, without reading them back from the strings). The base is the chain's
     /// value, so the edit is applied to it without a digest: O(p) for an append (plus the copy of
     /// the base), O(n) otherwise, and O(n) to write the value's strings.
-    private func restore(_ chained: [JSON], into fragments: inout [SyncFragment]) throws(ChainError) -> [Key: [UUID]] {
+    private func restore(_ chained: [JSON], into fragments: inout [SyncFragment], typed: ((UUID, String) -> [ModelObject]?)?)
+        throws(ChainError) -> ([Key: [UUID]], [ChainedCollectionEdit])
+    {
         var restored: [Key: [UUID]] = [:]
-        struct Entry {
-            let position: Int
-            let key: String
-            let place: [JSON]
-            let remove: [JSON]
-        }
+        var typedEdits: [ChainedCollectionEdit] = []
         var entries: [Entry] = []
         entries.reserveCapacity(chained.count)
         // First every fragment in place (references name final positions), then the values.
@@ -223,41 +266,64 @@ struct CollectionEditChain {
         }
         for entry in entries {
             let uuid = fragments[entry.position].uuid
-            guard let base = values[Key(uuid: uuid, property: entry.key)]?.elements else {
+            let key = Key(uuid: uuid, property: entry.key)
+            if case .models(let models)? = values[key], let typed, let held = typed(uuid, entry.key), ModelObject.isSameArray(held, models) {
+                // Applied by the scope to its typed collection: references name the models' UUIDs.
+                let edit = try Self.edit(of: entry, baseCount: models.count, fragments: fragments) { models[models.count + $0].uuid }
+                typedEdits.append(ChainedCollectionEdit(position: entry.position, uuid: uuid, key: entry.key, edit: edit, baseModels: models))
+                continue
+            }
+            guard let base = values[key]?.elements else {
                 throw ChainError(reason: "chained edit of '\(entry.key)' without an earlier value")
             }
-            func element(_ json: JSON) throws(ChainError) -> UUID {
-                switch json {
-                case .string(let text):
-                    if let uuid = UUID(wireString: text) { return uuid }
-                case .int(let index) where index >= 0 && index < fragments.count:
-                    return fragments[Int(index)].uuid
-                case .int(let back) where back < 0 && back >= -Int64(base.count):
-                    return base[base.count + Int(back)]
-                default:
-                    break
-                }
-                throw ChainError(reason: "invalid reference in a chained edit of '\(entry.key)'")
-            }
-            var placements: [CollectionEdit.Placement] = []
-            placements.reserveCapacity(entry.place.count)
-            for json in entry.place {
-                guard case .array(let parts) = json, parts.count == 2 || (parts.count == 3 && parts[2] == .int(1)) else {
-                    throw ChainError(reason: "invalid placement in a chained edit of '\(entry.key)'")
-                }
-                let anchor: UUID? = parts[1] == .null ? nil : try element(parts[1])
-                placements.append(CollectionEdit.Placement(element: try element(parts[0]), anchor: anchor, isMove: parts.count == 3))
-            }
-            var removed: [UUID] = []
-            removed.reserveCapacity(entry.remove.count)
-            for json in entry.remove { removed.append(try element(json)) }
-            let edit = CollectionEdit(baseCount: base.count, baseDigest: 0, removed: removed, placements: placements)
+            let edit = try Self.edit(of: entry, baseCount: base.count, fragments: fragments) { base[base.count + $0] }
             var new = base
             edit.apply(to: &new)
             fragments[entry.position].properties[entry.key] = .array(new.map { .string($0.wireString) })
             fragments[entry.position].bases = (fragments[entry.position].bases ?? [:]).merging([entry.key: base]) { _, new in new }
-            restored[Key(uuid: uuid, property: entry.key)] = new
+            restored[key] = new
         }
-        return restored
+        return (restored, typedEdits)
+    }
+
+    /// A chained entry as read: its fragment's position, its collection, its placements and removals.
+    private struct Entry {
+        let position: Int
+        let key: String
+        let place: [JSON]
+        let remove: [JSON]
+    }
+
+    /// The edit `entry` says, of a base of `baseCount` elements whose element `back` places from its
+    /// end (`back` < 0) is `fromEnd(back)`. O(size of the entry).
+    private static func edit(of entry: Entry, baseCount: Int, fragments: [SyncFragment], fromEnd: (Int) -> UUID) throws(ChainError)
+        -> CollectionEdit
+    {
+        func element(_ json: JSON) throws(ChainError) -> UUID {
+            switch json {
+            case .string(let text):
+                if let uuid = UUID(wireString: text) { return uuid }
+            case .int(let index) where index >= 0 && index < fragments.count:
+                return fragments[Int(index)].uuid
+            case .int(let back) where back < 0 && back >= -Int64(baseCount):
+                return fromEnd(Int(back))
+            default:
+                break
+            }
+            throw ChainError(reason: "invalid reference in a chained edit of '\(entry.key)'")
+        }
+        var placements: [CollectionEdit.Placement] = []
+        placements.reserveCapacity(entry.place.count)
+        for json in entry.place {
+            guard case .array(let parts) = json, parts.count == 2 || (parts.count == 3 && parts[2] == .int(1)) else {
+                throw ChainError(reason: "invalid placement in a chained edit of '\(entry.key)'")
+            }
+            let anchor: UUID? = parts[1] == .null ? nil : try element(parts[1])
+            placements.append(CollectionEdit.Placement(element: try element(parts[0]), anchor: anchor, isMove: parts.count == 3))
+        }
+        var removed: [UUID] = []
+        removed.reserveCapacity(entry.remove.count)
+        for json in entry.remove { removed.append(try element(json)) }
+        return CollectionEdit(baseCount: baseCount, baseDigest: 0, removed: removed, placements: placements)
     }
 }

@@ -386,8 +386,15 @@ public final class FragmentLog {
             throw .apply(offset: offset, error)
         }
         var decoded = decoded
+        // A live record's chained edits of collections the scope holds as the chain does are
+        // applied to the typed collections (no whole array per record); a compacted record's
+        // values are the snapshot's, and a migration rewrites wire values: those go whole.
+        let isTyped = !decoded.isCompacted && !ModelRegistry.hasModelVersions
+        var typed: [ChainedCollectionEdit] = []
         do throws(CollectionEditChain.ChainError) {
-            decoded.fragments = try restoreChain.resolving(decoded.fragments, chained: decoded.chained) { scope.collectionElements($0, $1) }
+            (decoded.fragments, typed) = try restoreChain.resolving(decoded.fragments, chained: decoded.chained,
+                                                                    current: { scope.collectionElements($0, $1) },
+                                                                    typed: isTyped ? { scope.collectionModels($0, $1) } : nil)
         } catch {
             throw .badRecord(offset: offset, reason: error.reason)
         }
@@ -397,8 +404,9 @@ public final class FragmentLog {
                 unsettled[sequence] = decoded
                 nextSequence = max(nextSequence, sequence + 1)
                 let migrated = scope.migrated(decoded.fragments, versions: decoded.versions)
-                pending[sequence] = try scope.restorePending(migrated, message: decoded.message, isAtomic: decoded.isAtomic,
+                pending[sequence] = try scope.restorePending(migrated, typed: &typed, message: decoded.message, isAtomic: decoded.isAtomic,
                                                              isApplied: decoded.isCompacted, id: decoded.changeSetID ?? UUID())
+                if isTyped { restoreChain.adopt(typed: typed) { scope.collectionModels($0, $1) } }
                 pending[sequence]?.sentBatch = decoded.batch
                 pending[sequence]?.logSequence = sequence
                 // Kept as the change set keeps them when that is what the record says (no migration:

@@ -14,11 +14,12 @@ import Synchronization
 /// rebuilt in the segment when it is on the way (the head remembers it), so walking a chain
 /// forward, as sending and rebasing do, costs one edit per version. Nothing here formats or parses
 /// a UUID string, and the ``digest`` is computed only when an edit goes on the wire (from the
-/// version before for an append). Immutable but for the memos, which a `Mutex` guards.
+/// version before for an append). Immutable but for the memos and the link to the version before (taken only by `deinit`), which a `Mutex` guards.
 final class CollectionVersion: Sendable {
     private enum Form {
         case whole([UUID])
-        case edit(parent: CollectionVersion, CollectionEdit)
+        /// An edit of the version before it (``parent``).
+        case edit(CollectionEdit)
     }
 
     /// A whole version's edit from the version before it, which it does not hold alive.
@@ -36,6 +37,9 @@ final class CollectionVersion: Sendable {
     }
 
     private let form: Form
+    /// The version an edit applies to (nil for a whole version). Under a lock only so that `deinit`
+    /// can take it and release a long chain one version at a time.
+    private let parentCell: Mutex<CollectionVersion?>
     private let step: Step?
     /// The number of elements.
     let count: Int
@@ -52,8 +56,10 @@ final class CollectionVersion: Sendable {
     /// ones, so that every element of a version is held by it or a version before it.
     private let retained: [ModelObject]
 
-    private init(form: Form, step: Step? = nil, count: Int, last: UUID?, isDuplicateFree: Bool, depth: Int, retained: [ModelObject]) {
+    private init(form: Form, parent: CollectionVersion? = nil, step: Step? = nil, count: Int, last: UUID?, isDuplicateFree: Bool, depth: Int,
+                 retained: [ModelObject]) {
         self.form = form
+        parentCell = Mutex(parent)
         self.step = step
         self.count = count
         self.last = last
@@ -75,7 +81,7 @@ final class CollectionVersion: Sendable {
         var cursor = self
         while true {
             for model in cursor.retained where byUUID[model.uuid] == nil { byUUID[model.uuid] = model }
-            guard case .edit(let parent, _) = cursor.form else { return byUUID }
+            guard let parent = cursor.parent else { return byUUID }
             cursor = parent
         }
     }
@@ -101,15 +107,11 @@ final class CollectionVersion: Sendable {
             return CollectionVersion(form: .whole(new), count: new.count, last: new.last, isDuplicateFree: isFree, depth: 0,
                                      retained: models ?? [])
         }
-        let edit = CollectionEdit(duplicateFreeBase: base, new: new, baseDigest: 0)
-        let depth = depth + edit.removed.count + edit.placements.count
-        guard depth <= max(new.count, 32) else {
-            return CollectionVersion(form: .whole(new), step: Step(from: self, edit: edit), count: new.count, last: new.last,
-                                     isDuplicateFree: true, depth: 0, retained: models ?? [])
-        }
+        let baseMiddle = prefix..<(base.count - suffix)
+        let edit = CollectionEdit(baseCount: base.count, anchor: prefix > 0 ? new[prefix - 1] : nil, baseMiddle: Array(base[baseMiddle]),
+                                  newMiddle: Array(new[newMiddle]), baseDigest: 0)
         var retained: [ModelObject] = []
         if let models, models.count == new.count, baseModels.count == base.count {
-            let baseMiddle = prefix..<(base.count - suffix)
             retained.reserveCapacity(newMiddle.count + baseMiddle.count)
             retained += models[newMiddle]
             retained += baseModels[baseMiddle]
@@ -117,14 +119,73 @@ final class CollectionVersion: Sendable {
             let touched = Set(edit.removed + edit.placements.map(\.element))
             retained = (models + baseModels).filter { touched.contains($0.uuid) }
         }
-        return CollectionVersion(form: .edit(parent: self, edit), count: new.count, last: new.last, isDuplicateFree: true, depth: depth,
+        return following(edit, count: new.count, last: new.last, retained: retained, models: models ?? []) { new }
+    }
+
+    /// The version after this one of a collection of models whose models are `models`, given that
+    /// this one's are `baseModels` and that the two share a common prefix of `prefix` models and a
+    /// common suffix of `suffix` (``ModelObject/commonEnds(_:_:)``): made from the models between
+    /// them alone, without reading the UUIDs of the others. `isOnce(i)` tells whether `models[i]`
+    /// is there once. O(m log m) for the m models between prefix and suffix; O(n) when the version
+    /// is whole (it holds an element twice, or a new segment starts: once per segment, whose edits
+    /// add up to the collection's size).
+    @MainActor
+    func next(models: [ModelObject], baseModels: [ModelObject], prefix: Int, suffix: Int, isOnce: (Int) -> Bool) -> CollectionVersion {
+        let newMiddle = prefix..<(models.count - suffix)
+        let baseMiddle = prefix..<(baseModels.count - suffix)
+        guard isDuplicateFree, newMiddle.allSatisfy(isOnce) else {
+            let new = models.map(\.uuid)
+            return CollectionVersion(form: .whole(new), count: new.count, last: new.last,
+                                     isDuplicateFree: isDuplicateFree ? false : CollectionEdit.isDuplicateFree(new), depth: 0, retained: models)
+        }
+        let edit = CollectionEdit(baseCount: baseModels.count, anchor: prefix > 0 ? models[prefix - 1].uuid : nil,
+                                  baseMiddle: baseModels[baseMiddle].map(\.uuid), newMiddle: models[newMiddle].map(\.uuid), baseDigest: 0)
+        var retained: [ModelObject] = []
+        retained.reserveCapacity(newMiddle.count + baseMiddle.count)
+        retained += models[newMiddle]
+        retained += baseModels[baseMiddle]
+        return following(edit, count: models.count, last: models.last?.uuid, retained: retained, models: models) { models.map(\.uuid) }
+    }
+
+    /// The version `edit` makes of this one (duplicate-free), of `count` elements ending with `last`:
+    /// an edit holding `retained`, or whole (`elements()`, holding `models`) once the segment's
+    /// edits would outweigh the collection.
+    private func following(_ edit: CollectionEdit, count: Int, last: UUID?, retained: [ModelObject], models: [ModelObject],
+                           elements: () -> [UUID]) -> CollectionVersion {
+        let depth = depth + edit.removed.count + edit.placements.count
+        guard depth <= max(count, 32) else {
+            return CollectionVersion(form: .whole(elements()), step: Step(from: self, edit: edit), count: count, last: last,
+                                     isDuplicateFree: true, depth: 0, retained: models)
+        }
+        return CollectionVersion(form: .edit(edit), parent: self, count: count, last: last, isDuplicateFree: true, depth: depth,
                                  retained: retained)
+    }
+
+    /// The version an edit applies to; nil for a whole version.
+    private var parent: CollectionVersion? { parentCell.withLock { $0 } }
+
+    /// A segment is a chain of up to n edits, each holding the one before: released here one
+    /// version at a time, as each one's last reference goes, instead of recursively (a chain of
+    /// 50,000 offline appends overflowed the stack). O(versions released).
+    deinit {
+        var next = parentCell.withLock { parent in
+            defer { parent = nil }
+            return parent
+        }
+        while var version = next {
+            next = nil
+            guard isKnownUniquelyReferenced(&version) else { break }
+            next = version.parentCell.withLock { parent in
+                defer { parent = nil }
+                return parent
+            }
+        }
     }
 
     /// The edit that turns `base` into this version, when this version was made as the one after
     /// it; nil otherwise. Its ``CollectionEdit/baseDigest`` is not set (see ``digest``). O(1).
     func edit(from base: CollectionVersion) -> CollectionEdit? {
-        if case .edit(let parent, let edit) = form, parent === base { return edit }
+        if case .edit(let edit) = form, parent === base { return edit }
         if let step, step.from === base { return step.edit }
         return nil
     }
@@ -132,7 +193,7 @@ final class CollectionVersion: Sendable {
     /// The head of this version's segment.
     private var head: CollectionVersion {
         var cursor = self
-        while case .edit(let parent, _) = cursor.form { cursor = parent }
+        while let parent = cursor.parent { cursor = parent }
         return cursor
     }
 
@@ -146,7 +207,7 @@ final class CollectionVersion: Sendable {
         var path: [CollectionEdit] = []
         var start = whole
         var cursor = self
-        while case .edit(let parent, let edit) = cursor.form {
+        while case .edit(let edit) = cursor.form, let parent = cursor.parent {
             if cursor === remembered {
                 start = rememberedElements
                 break
@@ -179,7 +240,7 @@ final class CollectionVersion: Sendable {
         while start == nil {
             if let known = cursor.memo.withLock({ $0.digest }) {
                 start = known
-            } else if case .edit(let parent, let edit) = cursor.form, edit.isAppend(after: parent.last) {
+            } else if case .edit(let edit) = cursor.form, let parent = cursor.parent, edit.isAppend(after: parent.last) {
                 appends.append((cursor, edit))
                 cursor = parent
             } else {

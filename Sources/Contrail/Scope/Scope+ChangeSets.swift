@@ -50,7 +50,8 @@ extension Scope {
                         changes.append(ChangeSet.Change(object: object, property: index, old: edit, new: edit))
                         continue
                     }
-                    if let base = entry.bases[index], let made = keptVersions(of: object, index, old: old, new: new, base: base) {
+                    let isCollection = property.valueKind == .collection
+                    if isCollection, let made = keptVersions(of: object, index, old: old, new: new) {
                         // Kept as versions: no wire value, no strings (issue 30).
                         guard let versions = made else { continue }
                         touchedReferences = true
@@ -63,7 +64,8 @@ extension Scope {
                     var newWire = coder.wireValue(in: object, offset: property.offset)
                     guard oldWire != newWire else { continue }
                     let change = keptChange(of: object, index, old: old, new: new, oldWire: oldWire, newWire: newWire)
-                    var base = entry.bases[index]
+                    // A collection's elements before the flush: the merge's base.
+                    var base = isCollection ? property.storage.models(of: old).map(\.uuid) : nil
                     if property.valueKind != .value {
                         touchedReferences = true
                         // A value that holds objects of unknown classes goes out whole (§8.23).
@@ -112,14 +114,16 @@ extension Scope {
         return changeSet
     }
 
-    /// The versions of a change of collection property `index` of `object` from `old` (whose
-    /// elements are `base`) to `new`, made without wire values: nil when the property is not kept
-    /// so (not an array of models, or it holds objects of unknown classes, §8.23); `.some(nil)` when
-    /// the elements did not change. O(n) comparisons of UUIDs, no strings: the common prefix and
-    /// suffix are skipped, and whether the new value holds an element twice is read from the links
-    /// of the elements between them. `shared`: the versions are the change set's fragment's too
-    /// (the flush), so they end both chains (``CollectionChains``).
-    func keptVersions(of object: ModelObject, _ index: Int, old: Any, new: Any, base: [UUID], shared: Bool = true)
+    /// The versions of a change of collection property `index` of `object` from `old` to `new`, made
+    /// without wire values: nil when the property is not kept so (not an array of models, or it
+    /// holds objects of unknown classes, §8.23); `.some(nil)` when the elements did not change.
+    /// One pass of pointer compares (the common prefix and suffix, ``ModelObject/commonEnds(_:_:)``)
+    /// plus the work of the models between them, no strings; whether the new value holds an element
+    /// twice is read from the links of those models. A change made on the value the previous one
+    /// left (the chain's, compared by storage) reads no other UUID; see
+    /// ``CollectionChains/versions(of:_:models:baseModels:shared:isOnce:)``. `shared`: the versions
+    /// are the change set's fragment's too (the flush), so they end both chains (``CollectionChains``).
+    func keptVersions(of object: ModelObject, _ index: Int, old: Any, new: Any, shared: Bool = true)
         -> (base: CollectionVersion, new: CollectionVersion)?? {
         let property = object.info.properties[index]
         guard property.valueKind == .collection, property.storage.isModelList,
@@ -127,16 +131,13 @@ extension Scope {
         else { return nil }
         let oldModels = property.storage.models(of: old)
         let newModels = property.storage.models(of: new)
-        guard oldModels.count == base.count else { return nil }
-        let elements = newModels.map(\.uuid)
-        guard elements != base else { return .some(nil) }
         let isOnce = { (position: Int) -> Bool in
             var links = 0
             for link in newModels[position].tracking.parents where link.parent === object && link.property == index { links += 1 }
             return links == 1
         }
-        return collectionChains.versions(of: object.uuid, property.name, base: base, new: elements, models: newModels, baseModels: oldModels,
-                                         shared: shared, isOnce: isOnce)
+        return .some(collectionChains.versions(of: object.uuid, property.name, models: newModels, baseModels: oldModels, shared: shared,
+                                               isOnce: isOnce))
     }
 
     /// The change of property `index` of `object` from `old` to `new` (whose wire values are
@@ -146,7 +147,7 @@ extension Scope {
     func keptChange(of object: ModelObject, _ index: Int, old: Any, new: Any, oldWire: JSON? = nil, newWire: JSON? = nil) -> ChangeSet.Change {
         let property = object.info.properties[index]
         guard property.valueKind == .collection else { return ChangeSet.Change(object: object, property: index, old: old, new: new) }
-        if let made = keptVersions(of: object, index, old: old, new: new, base: property.storage.models(of: old).map(\.uuid), shared: false) {
+        if let made = keptVersions(of: object, index, old: old, new: new, shared: false) {
             guard let versions = made else { return ChangeSet.Change(object: object, property: index, old: old, new: new) }
             return ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new))
         }

@@ -45,33 +45,27 @@ extension Scope {
     }
 
     /// Notes that `property` of `object` changed in this flush, keeping the value it had before the
-    /// first change (and, for a collection, its elements: the merge's base). The entry lives on the
-    /// object (`PendingFragments`): a later set of the same property in the flush is a load and two
-    /// compares; a first set makes the entry in place.
+    /// first change (for a collection, the merge's base: its elements are read from that value when
+    /// the flush makes the change set, not here). The entry lives on the object
+    /// (`PendingFragments`): a later set of the same property in the flush is a load and two
+    /// compares; a first set makes the entry in place. O(1).
     @inline(__always)
-    func touch(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {
+    func touch(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any) {
         if tracking.pendingGeneration == pending.generation {
             guard tracking.pending?.kind == .change, tracking.pending?.originals.contains(property) == false else { return }
-            if isCollection { tracking.pending?.bases[property] = Self.elements(of: old, tracking: tracking, property: property) }
             tracking.pending?.originals[property] = old
             return
         }
         // A flush is scheduled whenever `pending` stops being empty, so only the first entry asks.
         if pending.isEmpty { scheduleFlush() }
         pending.list(object, tracking: tracking)
-        let base = isCollection ? Self.elements(of: old, tracking: tracking, property: property) : nil
-        tracking.pending = PendingChange(changing: property, from: old, base: base)
-    }
-
-    /// The uuids of the models a boxed value of collection property `property` holds.
-    private static func elements(of value: Any, tracking: ModelTracking, property: Int) -> [UUID] {
-        tracking.info.properties[property].storage.models(of: value).map(\.uuid)
+        tracking.pending = PendingChange(changing: property, from: old)
     }
 
     /// Whether a change of a property with a minimum sync interval is recorded now. One that comes
     /// too soon after the last is recorded when the interval is over (from the value it had before
     /// this change); until then, further changes of it are not recorded.
-    func passesThrottle(_ object: ModelObject, property: Int, interval: UInt32, old: Any, isCollection: Bool) -> Bool {
+    func passesThrottle(_ object: ModelObject, property: Int, interval: UInt32, old: Any) -> Bool {
         let key = ChangeKey(object, property)
         if throttled.contains(key) { return false }
         let now = clock.elapsed
@@ -88,7 +82,7 @@ extension Scope {
             self.throttled.remove(key)
             guard object.scope === self else { return }
             self.lastRecorded[key] = clock.elapsed
-            self.touch(object, tracking: object.tracking, property: property, old: old, isCollection: isCollection)
+            self.touch(object, tracking: object.tracking, property: property, old: old)
         }
         return false
     }

@@ -30,10 +30,13 @@ extension Scope {
     /// set holds, Protocol §8.3). With `applyDefaults` (a full state), properties a fragment leaves
     /// out take their defaults and unknown objects the batch does not hold are forgotten.
     /// `prepared`: objects made ready while a full state arrived (``PreparedState``), taken where
-    /// this would create the same objects.
+    /// this would create the same objects. `also`: further writes, made from the objects the batch
+    /// adds and those here (its resolver), applied after the fragments' (a restored record's
+    /// collection edits, `restorePending`).
     func apply(_ fragments: [SyncFragment], applyDefaults: Bool,
                redirect: ((ModelObject, Int, Any) -> Any?)? = nil, publishes: Bool = true,
-               prepared: PreparedState? = nil) throws(ModelError) -> ApplyReport {
+               prepared: PreparedState? = nil,
+               also: (@MainActor (ModelResolver) throws(ModelError) -> [(ModelObject, Int, Any)])? = nil) throws(ModelError) -> ApplyReport {
         var report = ApplyReport()
         // Pass 1: find or create every added object; objects of unknown classes are only noted.
         var created: [UUID: ModelObject] = [:]
@@ -111,6 +114,9 @@ extension Scope {
                 }
             }
             report.appliedFragments += 1
+        }
+        if let also {
+            for (object, index, value) in try also(resolver) { writes.append((object, index, value, nil)) }
         }
         // Pass 3: apply (what the app does not understand first: a key a pending local change set
         // holds may then let go of a kept reference, Sync's `redirect`).

@@ -12,9 +12,36 @@ extension Scope {
     /// with a recorded base takes the base, for the server's three-way merge), so a revert or a
     /// rebase works as for a change set made in this process. It goes to `unsettledRestored` (not to
     /// `onChanges`); the fragment log takes it out again if a later record says it settled.
-    /// O(fragments + properties).
-    func restorePending(_ fragments: [SyncFragment], message: String?, isAtomic: Bool,
+    ///
+    /// `typed`: chained collection edits the log left out of `fragments` (``ChainedCollectionEdit``),
+    /// applied here to the typed collections with the fragments: an append adds its models to the
+    /// array (O(edit), plus the copy of the array the set makes and one pass of pointer compares),
+    /// any other edit rebuilds the models from their UUIDs (O(n)); the change keeps its versions
+    /// chained on the previous record's, without a wire value. An edit that inserts an element
+    /// that is neither a model here nor one the record adds (an unknown class, §8.23) goes into its
+    /// fragment whole instead, and its `fallback` says so.
+    /// O(fragments + properties + edits).
+    func restorePending(_ fragments: [SyncFragment], typed: inout [ChainedCollectionEdit], message: String?, isAtomic: Bool,
                         isApplied: Bool, id: UUID) throws(ModelError) -> ChangeSet {
+        var fragments = fragments
+        var typedOld: [(object: ModelObject, index: Int, old: Any, edit: Int)] = []
+        if !typed.isEmpty {
+            let added = Set(fragments.lazy.filter { $0.kind == .add && self.knowsClass($0.className) }.map(\.uuid))
+            for position in typed.indices {
+                let edit = typed[position]
+                let object = objects[edit.uuid] ?? (edit.uuid == root?.uuid ? root : nil)
+                if let object, let index = object.info.indexByName[edit.key],
+                   edit.edit.placements.allSatisfy({ $0.isMove || objects[$0.element] != nil || added.contains($0.element) }) {
+                    typedOld.append((object, index, object.value(at: index), position))
+                    continue
+                }
+                var elements = edit.baseModels.map(\.uuid)
+                edit.edit.apply(to: &elements)
+                typed[position].fallback = elements
+                fragments[edit.position].properties[edit.key] = .array(elements.map { .string($0.wireString) })
+                fragments[edit.position].bases = (fragments[edit.position].bases ?? [:]).merging([edit.key: edit.baseModels.map(\.uuid)]) { _, new in new }
+            }
+        }
         // Originals, read before anything changes; references resolve among the current objects.
         var originals: [(object: ModelObject, index: Int, old: Any, fragment: Int)] = []
         for (position, fragment) in fragments.enumerated() where fragment.kind == .change {
@@ -24,7 +51,7 @@ extension Scope {
                 guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
                 var old = object.value(at: index)
                 let storage = info.properties[index].storage
-                if let base = fragment.bases?[name], storage.isModelList, let value = storage.modelList(base.compactMap { objects[$0] }) {
+                if let base = fragment.bases?[name], storage.isModelList, let value = storage.modelList(base.compactMap { objects[$0] }, checkingFrom: 0) {
                     // What decoding the base's wire value gives (its objects here, in order), without it.
                     old = value
                 } else if let base = fragment.bases?[name] {
@@ -37,12 +64,29 @@ extension Scope {
                 originals.append((object, index, SharedText.restoredEdit(old, operations: fragment.textOperations?[name]) ?? old, position))
             }
         }
-        if !isApplied { try apply(fragments) }
-        // A collection whose change goes from exactly the fragment's base to exactly its value keeps
-        // one pair of versions for both (as a flush does); anything else is kept as it comes.
+        let edits = typed
+        func typedWrites(_ resolver: ModelResolver) throws(ModelError) -> [(ModelObject, Int, Any)] {
+            var writes: [(ModelObject, Int, Any)] = []
+            for entry in typedOld {
+                writes.append((entry.object, entry.index, try Self.typedValue(edits[entry.edit], of: entry.object, entry.index, resolver: resolver)))
+            }
+            return writes
+        }
+        // Applied without a remote change set of its own (as the one-pass restore applies records):
+        // the restored change set is the record's one, and a remote one in `history` would keep
+        // both whole values of each collection it set (the last `historyLimit` records' arrays).
+        if !isApplied { try apply(fragments, applyDefaults: false, publishes: false, also: typedOld.isEmpty ? nil : typedWrites) }
         var changes: [ChangeSet.Change] = []
         var skeleton = fragments
         var collections: [CompactFragments.Collection] = []
+        for (object, index, old, position) in typedOld {
+            guard let made = keptVersions(of: object, index, old: old, new: object.value(at: index)), let versions = made else { continue }
+            changes.append(ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new)))
+            collections.append(CompactFragments.Collection(fragment: edits[position].position, key: edits[position].key, base: versions.base,
+                                                           new: versions.new))
+        }
+        // A collection whose change goes from exactly the fragment's base to exactly its value keeps
+        // one pair of versions for both (as a flush does); anything else is kept as it comes.
         for (object, index, old, position) in originals {
             let new = object.value(at: index)
             guard !isApplied else {
@@ -55,7 +99,7 @@ extension Scope {
             if let base = fragments[position].bases?[property.name], property.storage.isModelList,
                case let oldElements = property.storage.models(of: old).map(\.uuid), base == oldElements,
                fragments[position].properties[property.name]?.uuidElements == property.storage.models(of: new).map(\.uuid),
-               let made = keptVersions(of: object, index, old: old, new: new, base: oldElements), let versions = made {
+               let made = keptVersions(of: object, index, old: old, new: new), let versions = made {
                 changes.append(ChangeSet.Change(object: object, property: index, original: .models(versions.base), result: .models(versions.new)))
                 collections.append(CompactFragments.Collection(fragment: position, key: property.name, base: versions.base, new: versions.new))
                 skeleton[position].properties[property.name] = nil
@@ -76,6 +120,41 @@ extension Scope {
         if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
         unsettledRestored.append(changeSet)
         return changeSet
+    }
+
+    /// The value of collection property `index` of `object` after `typed` (see `restorePending`),
+    /// whose inserted elements `resolver` finds (the models here and those the record adds): an
+    /// append is the base's models and the new ones, cast one by one (O(edit), besides the copy);
+    /// any other edit O(n).
+    private static func typedValue(_ typed: ChainedCollectionEdit, of object: ModelObject, _ index: Int,
+                                   resolver: ModelResolver) throws(ModelError) -> Any {
+        let base = typed.baseModels
+        var models = base
+        var checkedFrom = base.count
+        if typed.edit.isAppend(after: base.last?.uuid) {
+            models.reserveCapacity(base.count + typed.edit.placements.count)
+            for placement in typed.edit.placements {
+                guard let model = resolver(placement.element) else { throw ModelError.unknownObject(placement.element) }
+                models.append(model)
+            }
+        } else {
+            var byUUID: [UUID: ModelObject] = [:]
+            for model in base { byUUID[model.uuid] = model }
+            var elements = base.map(\.uuid)
+            typed.edit.apply(to: &elements)
+            models = []
+            models.reserveCapacity(elements.count)
+            for element in elements {
+                guard let model = byUUID[element] ?? resolver(element) else { throw ModelError.unknownObject(element) }
+                models.append(model)
+            }
+            checkedFrom = 0
+        }
+        let property = object.info.properties[index]
+        guard let value = property.storage.modelList(models, checkingFrom: checkedFrom) else {
+            throw ModelError.wrongClass(property: property.name, expected: "\(property.storage.modelTypes)", got: "another class")
+        }
+        return value
     }
 
     /// Applies a record of a fragment log that the one-pass restore leaves to this general path:
@@ -158,6 +237,16 @@ extension Scope {
         let info = object.info
         guard let index = info.indexByName[name] else { return nil }
         return info.properties[index].storage.models(of: object.value(at: index)).map(\.uuid)
+    }
+
+    /// The models collection property `name` of object `uuid` holds: its value's very array (the
+    /// same storage), for a collection of models that holds nothing the app does not understand
+    /// (§8.23); nil otherwise. O(1).
+    func collectionModels(_ uuid: UUID, _ name: String) -> [ModelObject]? {
+        guard unknown.extras[uuid]?[name] == nil, let object = objects[uuid] ?? (uuid == root?.uuid ? root : nil),
+              let index = object.info.indexByName[name], case let property = object.info.properties[index],
+              property.valueKind == .collection, property.storage.isModelList else { return nil }
+        return property.storage.models(of: object.value(at: index))
     }
 
     /// Makes room for `additional` more attached objects (a restore about to attach them). O(objects).

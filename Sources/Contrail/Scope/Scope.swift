@@ -154,15 +154,15 @@ public final class Scope: ModelObjectHost {
 
     /// Records that `property` of `object` (whose tracking record is `tracking`) changed from `old`
     /// (`Scope+Recording.swift` has the rest of recording).
-    override func record(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any, isCollection: Bool) {
+    override func record(_ object: ModelObject, tracking: ModelTracking, property: Int, old: consuming Any) {
         guard remoteDepth == 0 else { return }
         let options = tracking.info.options[property]
         guard !options.isLocal else { return }
         if options.minSyncIntervalMilliseconds > 0, pending[object]?.kind != .add,
-           !passesThrottle(object, property: property, interval: options.minSyncIntervalMilliseconds, old: old, isCollection: isCollection) {
+           !passesThrottle(object, property: property, interval: options.minSyncIntervalMilliseconds, old: old) {
             return
         }
-        touch(object, tracking: tracking, property: property, old: old, isCollection: isCollection)
+        touch(object, tracking: tracking, property: property, old: old)
     }
 
     override func refuseLink(_ error: ScopeMembershipError) { reportRefusedLink(error) }

@@ -35,8 +35,8 @@ extension Property: PropertyStorage, PropertyCoding {
 
     static var isModelList: Bool { Value.self is any ModelList.Type }
 
-    static func modelList(_ models: [ModelObject]) -> Any? {
-        (Value.self as? any ModelList.Type)?.value(of: models)
+    static func modelList(_ models: [ModelObject], checkingFrom start: Int) -> Any? {
+        (Value.self as? any ModelList.Type)?.value(of: models, checkingFrom: start)
     }
 
     static func models(of value: Any) -> [ModelObject] {

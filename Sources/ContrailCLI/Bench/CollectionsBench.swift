@@ -1,6 +1,7 @@
 import Contrail
 import ContrailFuzz
 import ContrailServer
+import ContrailSupport
 import ContrailWebSocket
 import Foundation
 
@@ -24,7 +25,8 @@ import Foundation
 ///   while the client settles. Baseline: the sender's bytes per edit.
 /// - `offline.N.memory.perEdit`: the process's peak resident memory during the run (making the
 ///   edits offline, restoring them from the log, settling them), above what it held before, per
-///   edit (`/proc/self/clear_refs` resets the peak). Baseline: the final state's bytes per edit.
+///   edit (`/proc/self/clear_refs` resets the peak, after the allocator gave back what the runs
+///   before freed). Baseline: the final state's bytes per edit.
 ///   Linear growth keeps it flat as N grows.
 /// - `offline.N.settle`: seconds from reconnecting (a restored scope, a new `Client`) to every
 ///   offline change set settled (sent coalesced, ``ChangeSetBatch``), and the subscriber holding
@@ -144,6 +146,9 @@ enum CollectionsBench {
     }
 
     static func offlineRun(adds: Int, directory: URL) async throws -> OfflineRun {
+        // What the runs before freed goes back to the system first: otherwise this run grows into
+        // it unseen, and a small run looks free (the append run frees tens of MiB).
+        Platform.releaseFreeMemory()
         let memoryBefore = try BigScopeBench.resetPeak()
         let server = try makeServer(directory)
         let name = "offline-\(adds)"

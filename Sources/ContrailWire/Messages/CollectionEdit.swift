@@ -68,16 +68,25 @@ public struct CollectionEdit: Sendable, Hashable {
     /// O(m log m) for the m elements between prefix and suffix.
     package init(duplicateFreeBase base: [UUID], new: [UUID], baseDigest: UInt64) {
         let (prefix, suffix) = Self.trim(base: base, new: new)
-        let baseMiddle = Array(base[prefix..<(base.count - suffix)])
-        let newMiddle = Array(new[prefix..<(new.count - suffix)])
+        self.init(baseCount: base.count, anchor: prefix > 0 ? new[prefix - 1] : nil, baseMiddle: Array(base[prefix..<(base.count - suffix)]),
+                  newMiddle: Array(new[prefix..<(new.count - suffix)]), baseDigest: baseDigest)
+    }
+
+    /// The edit of a duplicate-free base of `baseCount` elements into a new value that share a
+    /// common prefix (whose last element is `anchor`, nil when it is empty) and suffix, between
+    /// which the base holds `baseMiddle` and the new value `newMiddle` (what ``trim(base:new:)``
+    /// leaves). The elements outside the middles are not needed: O(m log m) for the m elements
+    /// of the middles, nothing for the rest.
+    package init(baseCount: Int, anchor: UUID?, baseMiddle: [UUID], newMiddle: [UUID], baseDigest: UInt64) {
         var placements: [Placement] = []
         var removed: [UUID] = []
         if baseMiddle.isEmpty {
             // Inserts only (an append, an insert): every new element is placed, in order.
             placements.reserveCapacity(newMiddle.count)
-            for (offset, element) in newMiddle.enumerated() {
-                let index = prefix + offset
-                placements.append(Placement(element: element, anchor: index > 0 ? new[index - 1] : nil, isMove: false))
+            var previous = anchor
+            for element in newMiddle {
+                placements.append(Placement(element: element, anchor: previous, isMove: false))
+                previous = element
             }
         } else if newMiddle.isEmpty {
             removed = baseMiddle  // removals only
@@ -86,13 +95,14 @@ public struct CollectionEdit: Sendable, Hashable {
             let newSet = Set(newMiddle)
             let placed = Set(CollectionMerge.placed(base: baseMiddle, new: newMiddle))
             placements.reserveCapacity(placed.count)
-            for (offset, element) in newMiddle.enumerated() where placed.contains(element) {
-                let index = prefix + offset
-                placements.append(Placement(element: element, anchor: index > 0 ? new[index - 1] : nil, isMove: baseSet.contains(element)))
+            var previous = anchor
+            for element in newMiddle {
+                if placed.contains(element) { placements.append(Placement(element: element, anchor: previous, isMove: baseSet.contains(element))) }
+                previous = element
             }
             removed = baseMiddle.filter { !newSet.contains($0) }
         }
-        self.init(baseCount: base.count, baseDigest: baseDigest, removed: removed, placements: placements)
+        self.init(baseCount: baseCount, baseDigest: baseDigest, removed: removed, placements: placements)
     }
 
     /// The lengths of the common prefix and of the common suffix (not overlapping the prefix) of
