@@ -13,7 +13,7 @@ extension ChangeSetQueue {
     /// nil) before what the later change sets not yet sent on this wire session send for that text.
     /// O(changes of `entry` × later holders).
     func prefixTextRepairs(after entry: Entry, objects: Set<UUID>?) {
-        for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
+        for change in entry.changeSet.changes where change.touches(objects) {
             guard let text = change.old as? SharedText, let repair = text.rollBackRepair, !repair.isEmpty else { continue }
             let name = change.object.info.properties[change.property].name
             for later in holders(of: ChangeKey(change.object, change.property), from: entry).dropFirst() where later.index == nil {

@@ -176,7 +176,7 @@ final class ChangeSetQueue {
         // A shared text's edit is not a value to hand on: it is always rolled back itself, and the
         // later change sets' edits stay on top of what the server holds.
         let later = keys(heldAfter: entry).subtracting(entry.changeSet.changes.filter(\.isSharedText).map { ChangeKey($0.object, $0.property) })
-        for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
+        for change in entry.changeSet.changes where change.touches(objects) {
             let key = ChangeKey(change.object, change.property)
             if later.contains(key), let next = holder(of: key, after: entry) {
                 next.setOriginal(key, kept: change.original)

@@ -842,13 +842,13 @@ public final class Session {
         // A value kept whole beside the property (it holds objects of unknown classes, §8.23) goes
         // back woven from what it held, which may not be where the server holds them now.
         let keptWhole = entry.changeSet.changes.contains { change in
-            (objects?.contains(change.object.uuid) ?? true) && scope.keepsWholeValue(of: change.object, at: change.property)
+            change.touches(objects) && scope.keepsWholeValue(of: change.object, at: change.property)
         }
         subscription.queue.revert(entry, objects: objects)
         subscription.queue.prefixTextRepairs(after: entry, objects: objects)
         let returned = scope.count > before || scope.allObjects.contains { !known.contains(ObjectIdentifier($0)) }
         let retyped = entry.changeSet.changes.contains { change in
-            (objects?.contains(change.object.uuid) ?? true) && (change.old as? SharedText)?.rollsBackDeletions == true
+            change.touches(objects) && (change.old as? SharedText)?.rollsBackDeletions == true
         }
         if returned || retyped || keptWhole || entry.heldBackRemoteValues { requestFetch(subscription) }
     }
