@@ -45,10 +45,7 @@ extension ChangeSetQueue.Entry {
     /// `object` (after the prefixes already recorded).
     fileprivate func prefixText(_ operations: [TextOperation], of object: ModelObject, name: String) {
         let fragments = changeSet.fragments
-        // The root's fragment may still carry the UUID it had before it took over the server's.
-        guard let index = fragments.firstIndex(where: { $0.kind == .change && $0.uuid == object.uuid && $0.textOperations?[name] != nil })
-            ?? fragments.firstIndex(where: { $0.kind == .change && $0.textOperations?[name] != nil && object === changeSet.scope?.root })
-        else { return }
+        guard let index = changeFragment(in: fragments, of: object, writing: { fragments[$0].textOperations?[name] != nil }) else { return }
         var prefix = textPrefixes[index]?[name] ?? []
         for operation in operations { TextOperation.append(operation, to: &prefix) }
         textPrefixes[index, default: [:]][name] = prefix

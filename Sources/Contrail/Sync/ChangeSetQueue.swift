@@ -64,6 +64,14 @@ final class ChangeSetQueue {
             changeSet.changes[position].setOriginal(value)
         }
 
+        /// The position in `fragments` (this change set's) of the `change` of `object` that
+        /// `writes` (the position) accepts, or nil. O(fragments).
+        func changeFragment(in fragments: [SyncFragment], of object: ModelObject, writing writes: (Int) -> Bool) -> Int? {
+            // The root's fragment may still carry the UUID it had before it took over the server's.
+            fragments.indices.first { fragments[$0].kind == .change && fragments[$0].uuid == object.uuid && writes($0) }
+                ?? fragments.indices.first { fragments[$0].kind == .change && object === changeSet.scope?.root && writes($0) }
+        }
+
         /// What this change set sends for property `index` of `object`, as the server applies it:
         /// the value of its fragment, with the `bases` a collection is merged by (§8.4; nil: a plain
         /// overwrite, as an `add` is for an object the server creates), and the objects its values
@@ -81,13 +89,9 @@ final class ChangeSetQueue {
             let change = changeSet.changes[position]
             // A collection kept as versions (``CompactFragments``) is rebuilt: O(n) for holders
             // visited oldest first, as a rebase does.
-            let writes = { (at: Int) in
-                fragments[at].kind == .change && (fragments[at].properties[name] != nil || stored.collection(at: at, name) != nil)
-            }
-            // The root's fragment may still carry the UUID it had before it took over the server's.
-            guard let at = fragments.indices.first(where: { writes($0) && fragments[$0].uuid == object.uuid })
-                ?? fragments.indices.first(where: { writes($0) && object === changeSet.scope?.root })
-            else { return nil }
+            guard let at = changeFragment(in: fragments, of: object, writing: {
+                fragments[$0].properties[name] != nil || stored.collection(at: $0, name) != nil
+            }) else { return nil }
             let fragment = fragments[at]
             let models = change.models
             if let collection = stored.collection(at: at, name) {
