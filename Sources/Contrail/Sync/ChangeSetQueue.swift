@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 
 /// The local change sets of one scope that the server has not settled yet, oldest first
@@ -229,12 +230,7 @@ final class ChangeSetQueue {
     /// are sent oldest first, a new one goes last, and a new wire session unsends them all), found
     /// by binary search. O(log n), not O(n) per reply.
     var unsent: ArraySlice<Entry> {
-        var low = 0
-        var high = entries.count
-        while low < high {
-            let middle = (low + high) / 2
-            if entries[middle].index == nil { high = middle } else { low = middle + 1 }
-        }
+        let low = entries.partitioningIndex { $0.index == nil }
         assert(entries[..<low].allSatisfy { $0.index != nil }, "a sent change set after an unsent one")
         return entries[low...]
     }
