@@ -47,14 +47,27 @@ struct MixedVersionTests {
         objects[root]?["properties"]?["cards"]?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
+    /// The older app's replica of `name`: a scope with a `Board` root, not synced yet.
+    func olderReplica(_ name: String) -> (Scope, Board) {
+        let scope = Scope(name: name)
+        let board = Board()
+        scope.root = board
+        return (scope, board)
+    }
+
+    /// The older app's replica of `name`, synced with `server` (through `received`'s tap when given).
+    func olderApp(_ server: ContrailServer, scope name: String, received: ReceivedTally? = nil) async throws -> (Scope, Board, Client) {
+        let (scope, board) = olderReplica(name)
+        let connector: any SyncConnector = received.map { $0.connector(server.connector()) } ?? server.connector()
+        let client = try await Client.sync(scope, connector: connector, options: testOptions())
+        return (scope, board, client)
+    }
+
     @Test func theOlderAppFetchesEditsAndUndoesWithoutDroppingWhatItDoesNotKnow() async throws {
         let server = try ContrailServer(options: Wire.options())
         let (v2, root) = try await newerAppWrites(server, scope: "Mixed")
         // Version 1 fetches: before issue 26 this failed ("unknown model class 'Person'") and retried forever.
-        let scope = Scope(name: "Mixed")
-        let board = Board()
-        scope.root = board
-        let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
+        let (scope, board, client) = try await olderApp(server, scope: "Mixed")
         #expect(board.title == "plan")
         #expect(board.cards.map(\.text) == ["first"])
         #expect(Set(scope.unknownObjects.map(\.uuid.wireString)) == [person, sticker])
@@ -110,11 +123,8 @@ struct MixedVersionTests {
     @Test func aRefusedChangeSetTakesItsInsertOutOfTheKeptWholeCollection() async throws {
         let server = try ContrailServer(options: Wire.options())
         let (v2, root) = try await newerAppWrites(server, scope: "MixedRefused")
-        let scope = Scope(name: "MixedRefused")
-        let board = Board()
-        scope.root = board
         let received = ReceivedTally()
-        let client = try await Client.sync(scope, connector: received.connector(server.connector()), options: testOptions())
+        let (scope, board, client) = try await olderApp(server, scope: "MixedRefused", received: received)
         let session = try #require(client.session)
         #expect(scope.unknownValues(of: board)["cards"] == Wire.array([card, sticker]))
 
@@ -182,11 +192,8 @@ struct MixedVersionTests {
             Wire.fragment("add", card, "Card", ["text": "first", "votes": 0]),
             Wire.fragment("change", root, "Board", ["cards": Wire.array([card])]),
         ])
-        let scope = Scope(name: "MixedPending")
-        let board = Board()
-        scope.root = board
         let received = ReceivedTally()
-        let client = try await Client.sync(scope, connector: received.connector(server.connector()), options: testOptions())
+        let (scope, board, client) = try await olderApp(server, scope: "MixedPending", received: received)
         let session = try #require(client.session)
         #expect(scope.unknownValues(of: board)["cards"] == nil)
 
@@ -221,9 +228,7 @@ struct MixedVersionTests {
 
     /// The older app's replica of "MixedLog" with the fragment log at `url` attached (restored from it).
     func loggedBoard(_ url: URL) throws -> (Scope, Board, FragmentLog, FragmentLog.RestoreReport) {
-        let scope = Scope(name: "MixedLog")
-        let board = Board()
-        scope.root = board
+        let (scope, board) = olderReplica("MixedLog")
         let log = FragmentLog(url: url)
         let report = try log.attach(to: scope)
         return (scope, board, log, report)
