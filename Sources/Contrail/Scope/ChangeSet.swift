@@ -150,6 +150,10 @@ public final class ChangeSet: Encodable {
     /// removal won, Protocol §8.4): non-empty only in a `.partiallyReverted` change set.
     public private(set) var drops: [Drop] = []
     var changes: [Change]
+    /// The objects whose reference's kept whole value (it named an object of an unknown class,
+    /// §8.23) this change set replaced when it was made: a revert cannot give that value back (the
+    /// scope forgot the object it named), so the session fetches the scope again.
+    var replacedKeptReferences: Set<UUID> = []
     private let stateObservers = ObserverList<State>()
     private var waiters: [CheckedContinuation<State, Never>] = []
     weak var scope: Scope?
