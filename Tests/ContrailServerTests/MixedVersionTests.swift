@@ -47,14 +47,27 @@ struct MixedVersionTests {
         objects[root]?["properties"]?["cards"]?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
+    /// The older app's replica of `name`: a scope with a `Board` root, not synced yet.
+    func olderReplica(_ name: String) -> (Scope, Board) {
+        let scope = Scope(name: name)
+        let board = Board()
+        scope.root = board
+        return (scope, board)
+    }
+
+    /// The older app's replica of `name`, synced with `server` (through `received`'s tap when given).
+    func olderApp(_ server: ContrailServer, scope name: String, received: ReceivedTally? = nil) async throws -> (Scope, Board, Client) {
+        let (scope, board) = olderReplica(name)
+        let connector: any SyncConnector = received.map { $0.connector(server.connector()) } ?? server.connector()
+        let client = try await Client.sync(scope, connector: connector, options: testOptions())
+        return (scope, board, client)
+    }
+
     @Test func theOlderAppFetchesEditsAndUndoesWithoutDroppingWhatItDoesNotKnow() async throws {
         let server = try ContrailServer(options: Wire.options())
         let (v2, root) = try await newerAppWrites(server, scope: "Mixed")
         // Version 1 fetches: before issue 26 this failed ("unknown model class 'Person'") and retried forever.
-        let scope = Scope(name: "Mixed")
-        let board = Board()
-        scope.root = board
-        let client = try await Client.sync(scope, connector: server.connector(), options: testOptions())
+        let (scope, board, client) = try await olderApp(server, scope: "Mixed")
         #expect(board.title == "plan")
         #expect(board.cards.map(\.text) == ["first"])
         #expect(Set(scope.unknownObjects.map(\.uuid.wireString)) == [person, sticker])
@@ -110,11 +123,8 @@ struct MixedVersionTests {
     @Test func aRefusedChangeSetTakesItsInsertOutOfTheKeptWholeCollection() async throws {
         let server = try ContrailServer(options: Wire.options())
         let (v2, root) = try await newerAppWrites(server, scope: "MixedRefused")
-        let scope = Scope(name: "MixedRefused")
-        let board = Board()
-        scope.root = board
         let received = ReceivedTally()
-        let client = try await Client.sync(scope, connector: received.connector(server.connector()), options: testOptions())
+        let (scope, board, client) = try await olderApp(server, scope: "MixedRefused", received: received)
         let session = try #require(client.session)
         #expect(scope.unknownValues(of: board)["cards"] == Wire.array([card, sticker]))
 
@@ -182,11 +192,8 @@ struct MixedVersionTests {
             Wire.fragment("add", card, "Card", ["text": "first", "votes": 0]),
             Wire.fragment("change", root, "Board", ["cards": Wire.array([card])]),
         ])
-        let scope = Scope(name: "MixedPending")
-        let board = Board()
-        scope.root = board
         let received = ReceivedTally()
-        let client = try await Client.sync(scope, connector: received.connector(server.connector()), options: testOptions())
+        let (scope, board, client) = try await olderApp(server, scope: "MixedPending", received: received)
         let session = try #require(client.session)
         #expect(scope.unknownValues(of: board)["cards"] == nil)
 
@@ -219,11 +226,82 @@ struct MixedVersionTests {
         await client.close()
     }
 
+    /// Whether `replica` (a scope's `stateJSON()` objects) holds the objects of `server` (a fresh
+    /// fetch's, by UUID), each of its class with every value the server holds (a property the
+    /// server never got a value for is the replica's default, which the fetch leaves out).
+    func holds(_ replica: [String: JSON], _ server: [String: JSON]) -> Bool {
+        Set(replica.keys) == Set(server.keys) && server.allSatisfy { uuid, fragment in
+            replica[uuid]?["clsName"] == fragment["clsName"]
+                && (fragment["properties"]?.objectValue ?? [:]).allSatisfy { replica[uuid]?["properties"]?[$0.key] == $0.value }
+        }
+    }
+
+    /// A refused change set that set a single reference whose whole value the scope kept (it named
+    /// a `Sticker`, a class the older app does not know, that only this reference reaches), a kept
+    /// value the edit cleared at flush, is reverted: the app's reference is back to nil, the kept
+    /// value back to the sticker the server holds, nothing unknown is lost, and the replica is what
+    /// a fresh fetch of the server gives. Control: the same kind of edit accepted ends on the server.
+    @Test func aRefusedReferenceEditGivesBackTheUnknownObjectItReplaced() async throws {
+        let server = try ContrailServer(options: Wire.options())
+        let (v2, root) = try await newerAppWrites(server, scope: "MixedPinned")
+        let pin = Wire.uuid()
+        let pinning = try await v2.sync(index: 3, fragments: [
+            Wire.fragment("add", pin, "Sticker", ["label": "pinned"]),
+            Wire.fragment("change", root, "Board", ["pinned": .string(pin)]),
+        ])
+        #expect(pinning["fragmentReplies"]?.arrayValue?.allSatisfy { $0["error"] == nil } == true, "\(pinning)")
+        let received = ReceivedTally()
+        let (scope, board, client) = try await olderApp(server, scope: "MixedPinned", received: received)
+        let session = try #require(client.session)
+        #expect(board.pinned == nil)
+        #expect(scope.unknownValues(of: board)["pinned"] == .string(pin))
+        #expect(scope.unknownObjects.contains { $0.uuid.wireString == pin })
+
+        // The newer app deletes the card; the older one, holding back what it receives, pins it and
+        // votes on it in one atomic change set: refused whole. Making it clears the kept value.
+        session.pauseIncoming()
+        let before = received.counts.broadcasts
+        let removal = try await v2.sync(index: 4, fragments: [Wire.fragment("change", root, "Board", ["cards": Wire.array([sticker])])])
+        #expect(removal["fragmentReplies"]?.arrayValue?.allSatisfy { $0["error"] == nil } == true, "\(removal)")
+        #expect(await eventually(.seconds(30)) { received.counts.broadcasts > before }, "the deletion reached the older app")
+        let replies = received.counts.replies
+        let refused = scope.modifyAtomically {
+            board.pinned = board.cards[0]
+            board.cards[0].votes = 9
+        }
+        #expect(scope.unknownValues(of: board)["pinned"] == nil, "the edit cleared the kept value")
+        #expect(await eventually(.seconds(30)) { received.counts.replies > replies }, "the refusal reached the older app")
+        session.resumeIncoming()
+        #expect(await refused?.settled() == .reverted)
+        #expect(board.pinned == nil)
+
+        // The server still pins the sticker; the replica shows what a fresh fetch does.
+        let objects = try await serverObjects(server, scope: "MixedPinned")
+        #expect(objects[root]?["properties"]?["pinned"] == .string(pin))
+        #expect(objects[pin]?["clsName"] == "Sticker")
+        let replica = { scope.stateJSON()["objects"]?.objectValue ?? [:] }
+        #expect(await eventually(.seconds(30)) { holds(replica(), objects) }, "replica \(replica()) server \(objects)")
+        #expect(scope.unknownValues(of: board)["pinned"] == .string(pin))
+        #expect(scope.unknownObjects.contains { $0.uuid.wireString == pin })
+        #expect(board.pinned == nil && board.cards.isEmpty)
+
+        // Control: pinning a card of its own, accepted, replaces the sticker in both.
+        let own = Card()
+        own.text = "own"
+        let edit = scope.modifyAtomically {
+            board.cards.append(own)
+            board.pinned = own
+        }
+        #expect(await edit?.settled() == .completed)
+        #expect(try await serverObjects(server, scope: "MixedPinned")[root]?["properties"]?["pinned"] == .string(own.uuid.wireString))
+        #expect(board.pinned === own)
+        #expect(scope.unknownValues(of: board)["pinned"] == nil)
+        await client.close()
+    }
+
     /// The older app's replica of "MixedLog" with the fragment log at `url` attached (restored from it).
     func loggedBoard(_ url: URL) throws -> (Scope, Board, FragmentLog, FragmentLog.RestoreReport) {
-        let scope = Scope(name: "MixedLog")
-        let board = Board()
-        scope.root = board
+        let (scope, board) = olderReplica("MixedLog")
         let log = FragmentLog(url: url)
         let report = try log.attach(to: scope)
         return (scope, board, log, report)

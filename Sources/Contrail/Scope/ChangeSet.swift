@@ -71,6 +71,9 @@ public final class ChangeSet: Encodable {
         /// Sets the original as kept (a version stays a version).
         mutating func setOriginal(_ value: Value) { original = value }
 
+        /// Whether this change is to one of `objects` (every change is, when nil). O(1).
+        func touches(_ objects: Set<UUID>?) -> Bool { objects?.contains(object.uuid) ?? true }
+
         /// Whether the value after is a shared text (without rebuilding a collection). O(1).
         var isSharedText: Bool {
             if case .plain(let value) = result { return value is SharedText }
@@ -147,6 +150,10 @@ public final class ChangeSet: Encodable {
     /// removal won, Protocol §8.4): non-empty only in a `.partiallyReverted` change set.
     public private(set) var drops: [Drop] = []
     var changes: [Change]
+    /// The objects whose reference's kept whole value (it named an object of an unknown class,
+    /// §8.23) this change set replaced when it was made: a revert cannot give that value back (the
+    /// scope forgot the object it named), so the session fetches the scope again.
+    var replacedKeptReferences: Set<UUID> = []
     private let stateObservers = ObserverList<State>()
     private var waiters: [CheckedContinuation<State, Never>] = []
     weak var scope: Scope?
@@ -230,8 +237,7 @@ public final class ChangeSet: Encodable {
     /// Restores originals except for the keys in `excluding` (keys still pending in later change sets).
     func revert(excluding: Set<ChangeKey>, onlyObjects: Set<UUID>? = nil) {
         let restore = changes.reversed().filter { change in
-            !excluding.contains(ChangeKey(change.object, change.property))
-                && (onlyObjects?.contains(change.object.uuid) ?? true)
+            !excluding.contains(ChangeKey(change.object, change.property)) && change.touches(onlyObjects)
         }
         let apply = {
             for change in restore where !(change.old is SharedText) { change.object.setValue(change.old, at: change.property) }

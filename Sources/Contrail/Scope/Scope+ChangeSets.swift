@@ -16,6 +16,7 @@ extension Scope {
         var kept: [CompactFragments.Collection] = []
         var changes: [ChangeSet.Change] = []
         var touchedReferences = false
+        var replacedKeptReferences = Set<UUID>()
         for (object, entry) in building {
             let info = object.info
             let properties = info.properties
@@ -68,6 +69,7 @@ extension Scope {
                     var base = isCollection ? property.storage.models(of: old).map(\.uuid) : nil
                     if property.valueKind != .value {
                         touchedReferences = true
+                        if property.valueKind == .reference && keepsWholeValue(of: object, at: index) { replacedKeptReferences.insert(object.uuid) }
                         // A value that holds objects of unknown classes goes out whole (§8.23).
                         if let whole = outgoingWhole(of: object, at: index, oldWire: oldWire, newWire: newWire) {
                             newWire = whole.value
@@ -96,6 +98,7 @@ extension Scope {
         guard !fragments.isEmpty else { return nil }
         let changeSet = ChangeSet(stored: CompactFragments(skeleton: fragments, collections: kept), changes: changes, message: message,
                                   isAtomic: atomic, origin: .local, state: awaitsSettlement ? .syncing : .completed, scope: self)
+        changeSet.replacedKeptReferences = replacedKeptReferences
         if let call = flushProcedure {
             flushProcedure = nil
             changeSet.procedure = call.name

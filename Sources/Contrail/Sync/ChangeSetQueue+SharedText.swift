@@ -13,7 +13,7 @@ extension ChangeSetQueue {
     /// nil) before what the later change sets not yet sent on this wire session send for that text.
     /// O(changes of `entry` × later holders).
     func prefixTextRepairs(after entry: Entry, objects: Set<UUID>?) {
-        for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
+        for change in entry.changeSet.changes where change.touches(objects) {
             guard let text = change.old as? SharedText, let repair = text.rollBackRepair, !repair.isEmpty else { continue }
             let name = change.object.info.properties[change.property].name
             for later in holders(of: ChangeKey(change.object, change.property), from: entry).dropFirst() where later.index == nil {
@@ -45,10 +45,7 @@ extension ChangeSetQueue.Entry {
     /// `object` (after the prefixes already recorded).
     fileprivate func prefixText(_ operations: [TextOperation], of object: ModelObject, name: String) {
         let fragments = changeSet.fragments
-        // The root's fragment may still carry the UUID it had before it took over the server's.
-        guard let index = fragments.firstIndex(where: { $0.kind == .change && $0.uuid == object.uuid && $0.textOperations?[name] != nil })
-            ?? fragments.firstIndex(where: { $0.kind == .change && $0.textOperations?[name] != nil && object === changeSet.scope?.root })
-        else { return }
+        guard let index = changeFragment(in: fragments, of: object, writing: { fragments[$0].textOperations?[name] != nil }) else { return }
         var prefix = textPrefixes[index]?[name] ?? []
         for operation in operations { TextOperation.append(operation, to: &prefix) }
         textPrefixes[index, default: [:]][name] = prefix

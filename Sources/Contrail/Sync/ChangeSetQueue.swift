@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 
 /// The local change sets of one scope that the server has not settled yet, oldest first
@@ -64,6 +65,14 @@ final class ChangeSetQueue {
             changeSet.changes[position].setOriginal(value)
         }
 
+        /// The position in `fragments` (this change set's) of the `change` of `object` that
+        /// `writes` (the position) accepts, or nil. O(fragments).
+        func changeFragment(in fragments: [SyncFragment], of object: ModelObject, writing writes: (Int) -> Bool) -> Int? {
+            // The root's fragment may still carry the UUID it had before it took over the server's.
+            fragments.indices.first { fragments[$0].kind == .change && fragments[$0].uuid == object.uuid && writes($0) }
+                ?? fragments.indices.first { fragments[$0].kind == .change && object === changeSet.scope?.root && writes($0) }
+        }
+
         /// What this change set sends for property `index` of `object`, as the server applies it:
         /// the value of its fragment, with the `bases` a collection is merged by (§8.4; nil: a plain
         /// overwrite, as an `add` is for an object the server creates), and the objects its values
@@ -81,13 +90,9 @@ final class ChangeSetQueue {
             let change = changeSet.changes[position]
             // A collection kept as versions (``CompactFragments``) is rebuilt: O(n) for holders
             // visited oldest first, as a rebase does.
-            let writes = { (at: Int) in
-                fragments[at].kind == .change && (fragments[at].properties[name] != nil || stored.collection(at: at, name) != nil)
-            }
-            // The root's fragment may still carry the UUID it had before it took over the server's.
-            guard let at = fragments.indices.first(where: { writes($0) && fragments[$0].uuid == object.uuid })
-                ?? fragments.indices.first(where: { writes($0) && object === changeSet.scope?.root })
-            else { return nil }
+            guard let at = changeFragment(in: fragments, of: object, writing: {
+                fragments[$0].properties[name] != nil || stored.collection(at: $0, name) != nil
+            }) else { return nil }
             let fragment = fragments[at]
             let models = change.models
             if let collection = stored.collection(at: at, name) {
@@ -176,7 +181,7 @@ final class ChangeSetQueue {
         // A shared text's edit is not a value to hand on: it is always rolled back itself, and the
         // later change sets' edits stay on top of what the server holds.
         let later = keys(heldAfter: entry).subtracting(entry.changeSet.changes.filter(\.isSharedText).map { ChangeKey($0.object, $0.property) })
-        for change in entry.changeSet.changes where objects?.contains(change.object.uuid) ?? true {
+        for change in entry.changeSet.changes where change.touches(objects) {
             let key = ChangeKey(change.object, change.property)
             if later.contains(key), let next = holder(of: key, after: entry) {
                 next.setOriginal(key, kept: change.original)
@@ -225,12 +230,7 @@ final class ChangeSetQueue {
     /// are sent oldest first, a new one goes last, and a new wire session unsends them all), found
     /// by binary search. O(log n), not O(n) per reply.
     var unsent: ArraySlice<Entry> {
-        var low = 0
-        var high = entries.count
-        while low < high {
-            let middle = (low + high) / 2
-            if entries[middle].index == nil { high = middle } else { low = middle + 1 }
-        }
+        let low = entries.partitioningIndex { $0.index == nil }
         assert(entries[..<low].allSatisfy { $0.index != nil }, "a sent change set after an unsent one")
         return entries[low...]
     }

@@ -831,7 +831,8 @@ public final class Session {
 
     /// Reverts `entry` locally. Objects a revert brings back into the tree missed the remote changes
     /// made while they were out of it, remote values its adds held back are missing, a value kept
-    /// whole (§8.23) holds its hidden elements where they were when it was made, and text its
+    /// whole (§8.23) holds its hidden elements where they were when it was made (a reference's,
+    /// replaced, is gone with the unknown object it named), and text its
     /// shared texts' deletions took comes back under ids another replica may have deleted meanwhile
     /// (a deletion of a deleted character changes nothing here), so the scope is fetched again when
     /// any of these happens.
@@ -841,14 +842,15 @@ public final class Session {
         let known = Set(scope.allObjects.map(ObjectIdentifier.init))
         // A value kept whole beside the property (it holds objects of unknown classes, §8.23) goes
         // back woven from what it held, which may not be where the server holds them now.
+        // A reference's kept whole value the change set replaced is gone, with the object it named.
         let keptWhole = entry.changeSet.changes.contains { change in
-            (objects?.contains(change.object.uuid) ?? true) && scope.keepsWholeValue(of: change.object, at: change.property)
-        }
+            change.touches(objects) && scope.keepsWholeValue(of: change.object, at: change.property)
+        } || entry.changeSet.replacedKeptReferences.contains { objects?.contains($0) ?? true }
         subscription.queue.revert(entry, objects: objects)
         subscription.queue.prefixTextRepairs(after: entry, objects: objects)
         let returned = scope.count > before || scope.allObjects.contains { !known.contains(ObjectIdentifier($0)) }
         let retyped = entry.changeSet.changes.contains { change in
-            (objects?.contains(change.object.uuid) ?? true) && (change.old as? SharedText)?.rollsBackDeletions == true
+            change.touches(objects) && (change.old as? SharedText)?.rollsBackDeletions == true
         }
         if returned || retyped || keptWhole || entry.heldBackRemoteValues { requestFetch(subscription) }
     }
