@@ -52,6 +52,9 @@ enum ServeCommand {
                               too); it writes the lowest format any live server reads. Give 1
                               while servers from before batches still run (README: rolling upgrade)
       --session-expiry SECS   end sessions idle for this long (default 600)
+      --establish-timeout SECS
+                              how long a new connection has to send its SessionCreate before it is
+                              closed with 4096 (default 10)
       --max-waiting-bytes N   most memory (estimated) of sessions waiting for their clients to
                               come back; past it the longest-waiting end first (default 536870912)
       --ping-interval SECS    keep-alive ping interval (default 10)
@@ -207,6 +210,7 @@ enum ServeCommand {
                 options.historyRetention = period
             case "--fsync": options.fsync = try fsyncPolicy(try value(flag))
             case "--session-expiry": options.sessionExpiry = try seconds(flag)
+            case "--establish-timeout": options.establishTimeout = try seconds(flag)
             case "--max-waiting-bytes": options.maxWaitingSessionBytes = try number(flag, Int.self)
             case "--ping-interval": options.pingInterval = try seconds(flag)
             case "--max-message-bytes": options.maxMessageBytes = try number(flag, Int.self)
