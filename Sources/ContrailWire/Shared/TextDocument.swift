@@ -161,7 +161,7 @@ public final class TextDocument {
     public func insert(_ text: String, before id: TextID) throws(TextError) -> TextOperation? {
         let scalars = Array(text.unicodeScalars)
         guard !scalars.isEmpty else { return nil }
-        guard var (l, r, offset) = find(id) else { throw .unknownCharacter(replica: id.replica, seq: id.seq) }
+        guard case (let l, var r, let offset)? = find(id) else { throw .unknownCharacter(replica: id.replica, seq: id.seq) }
         let seq = Int32(lengths[Int(localAgent)])
         let run = leaves[l].runs[r]
         let right = (run.agent, run.seq + Int32(offset))
