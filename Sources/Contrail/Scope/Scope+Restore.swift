@@ -29,17 +29,18 @@ extension Scope {
             let added = Set(fragments.lazy.filter { $0.kind == .add && self.knowsClass($0.className) }.map(\.uuid))
             for position in typed.indices {
                 let edit = typed[position]
-                let object = objects[edit.uuid] ?? (edit.uuid == root?.uuid ? root : nil)
+                let object = restoredObject(edit.uuid)
                 if let object, let index = object.info.indexByName[edit.key],
                    edit.edit.placements.allSatisfy({ $0.isMove || objects[$0.element] != nil || added.contains($0.element) }) {
                     typedOld.append((object, index, object.value(at: index), position))
                     continue
                 }
-                var elements = edit.baseModels.map(\.uuid)
+                let base = edit.baseModels.map(\.uuid)
+                var elements = base
                 edit.edit.apply(to: &elements)
                 typed[position].fallback = elements
                 fragments[edit.position].properties[edit.key] = .array(elements.map { .string($0.wireString) })
-                fragments[edit.position].bases = (fragments[edit.position].bases ?? [:]).merging([edit.key: edit.baseModels.map(\.uuid)]) { _, new in new }
+                fragments[edit.position].bases = (fragments[edit.position].bases ?? [:]).merging([edit.key: base]) { _, new in new }
             }
         }
         // Originals, read before anything changes; references resolve among the current objects.
@@ -233,7 +234,7 @@ extension Scope {
     /// no such object or property. O(n).
     func collectionElements(_ uuid: UUID, _ name: String) -> [UUID]? {
         if let whole = unknown.extras[uuid]?[name] { return UnknownState.uuids(in: whole) }
-        guard let object = objects[uuid] ?? (uuid == root?.uuid ? root : nil) else { return nil }
+        guard let object = restoredObject(uuid) else { return nil }
         let info = object.info
         guard let index = info.indexByName[name] else { return nil }
         return info.properties[index].storage.models(of: object.value(at: index)).map(\.uuid)
@@ -243,10 +244,16 @@ extension Scope {
     /// same storage), for a collection of models that holds nothing the app does not understand
     /// (§8.23); nil otherwise. O(1).
     func collectionModels(_ uuid: UUID, _ name: String) -> [ModelObject]? {
-        guard unknown.extras[uuid]?[name] == nil, let object = objects[uuid] ?? (uuid == root?.uuid ? root : nil),
+        guard unknown.extras[uuid]?[name] == nil, let object = restoredObject(uuid),
               let index = object.info.indexByName[name], case let property = object.info.properties[index],
               property.valueKind == .collection, property.storage.isModelList else { return nil }
         return property.storage.models(of: object.value(at: index))
+    }
+
+    /// The attached object `uuid`, or the root when `uuid` is the root's and the table of attached
+    /// objects does not hold it: the one lookup of the restore's collection paths.
+    private func restoredObject(_ uuid: UUID) -> ModelObject? {
+        objects[uuid] ?? (uuid == root?.uuid ? root : nil)
     }
 
     /// Makes room for `additional` more attached objects (a restore about to attach them). O(objects).
