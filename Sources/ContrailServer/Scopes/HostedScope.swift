@@ -27,6 +27,11 @@ protocol HostedScope: Actor {
     /// epoch seconds.
     func sync(_ message: ScopeSync, from outbox: SessionOutbox, identity: SessionIdentity, received: [SyncFragment]?) async
 
+    /// Applies `syncs` (of this scope, from one session) in order, each as
+    /// ``sync(_:from:identity:received:)``, in one turn of the scope: a session hands over a run of
+    /// change sets with one hop to the scope's actor.
+    func sync(_ syncs: [CheckedSync], from outbox: SessionOutbox, identity: SessionIdentity) async
+
     /// Removes a session's subscription (expiry).
     func unsubscribe(_ outbox: SessionOutbox) async
 
@@ -66,4 +71,10 @@ protocol HostedScope: Actor {
 
     /// Writes out and closes whatever the scope holds; it loads and accepts nothing afterwards.
     func close() async
+}
+
+extension HostedScope {
+    func sync(_ syncs: [CheckedSync], from outbox: SessionOutbox, identity: SessionIdentity) async {
+        for sync in syncs { await self.sync(sync.message, from: outbox, identity: identity, received: sync.received) }
+    }
 }

@@ -113,9 +113,14 @@ struct ObjectTable: Sendable, Sequence, Equatable {
 
     /// Holds `object` as `uuid`, in place when it keeps its shape. O(properties), amortised.
     mutating func set(_ object: StoredObject, for uuid: UUID) {
-        let number = number(of: object.shape)
-        if let place = index[uuid], place.shape != number { remove(uuid) }
-        if let place = index[uuid] {
+        var current = index[uuid]
+        // A change of values keeps the very shape instance of the object's slab: no hash of it.
+        let number = current.flatMap { slabs[Int($0.shape)].shape === object.shape ? $0.shape : nil } ?? number(of: object.shape)
+        if let place = current, place.shape != number {
+            remove(uuid)
+            current = nil
+        }
+        if let place = current {
             let start = Int(place.row) * slabs[Int(number)].width
             slabs[Int(number)].values.replaceSubrange(start..<start + object.values.count, with: object.values)
         } else {

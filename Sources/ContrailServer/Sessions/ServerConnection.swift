@@ -260,20 +260,34 @@ final class ServerConnection: Sendable {
 
     /// Handles `first` and the frames already at hand after it (at most `DeliveryBatch.maxFrames`
     /// in all), stopping at a verdict to close; returns it and the number of frames handled.
+    /// The frames at hand go to the session together (one hop to its actor for them all), a frame
+    /// over ``maxLoopFrameBytes`` alone and in ``OffLoopExecutor``.
     private func handleBurst(_ first: String, _ session: ServerSession) async -> (ServerSession.Verdict, frames: Int) {
-        var verdict = await handle(first, session)
-        var handled = 1
-        while case .proceed = verdict, handled < DeliveryBatch.maxFrames, let frame = await frameAtHand() {
-            verdict = await handle(frame, session)
-            handled += 1
+        var handled = 0
+        var next: String? = first
+        while let frame = next {
+            let verdict: ServerSession.Verdict
+            if frame.utf8.count > Self.maxLoopFrameBytes {
+                verdict = await OffLoopExecutor.run { await session.handle([frame]) }
+                handled += 1
+                next = nil
+            } else {
+                var frames = [frame]
+                next = nil
+                while handled + frames.count < DeliveryBatch.maxFrames, let more = await frameAtHand() {
+                    if more.utf8.count > Self.maxLoopFrameBytes {
+                        next = more
+                        break
+                    }
+                    frames.append(more)
+                }
+                verdict = await session.handle(frames)
+                handled += frames.count
+            }
+            guard case .proceed = verdict else { return (verdict, handled) }
+            if next == nil, handled < DeliveryBatch.maxFrames { next = await frameAtHand() }
         }
-        return (verdict, handled)
-    }
-
-    /// Hands `frame` to `session`: in ``OffLoopExecutor`` when it is over ``maxLoopFrameBytes``.
-    private func handle(_ frame: String, _ session: ServerSession) async -> ServerSession.Verdict {
-        guard frame.utf8.count > Self.maxLoopFrameBytes else { return await session.handle(frame) }
-        return await OffLoopExecutor.run { await session.handle(frame) }
+        return (.proceed, handled)
     }
 
     /// Attaches to the session and pumps frames both ways until the transport ends.

@@ -153,23 +153,70 @@ actor ServerSession {
 
     // MARK: Incoming frames
 
-    /// Handles one frame from the client.
-    func handle(_ frame: String) async -> Verdict {
+    /// Handles frames from the client, in order, as if one at a time. Consecutive `ScopeSync`s of one
+    /// scope go to it together, in one turn of the scope: one hop to its actor and back for the run
+    /// instead of one per change set (the scope applies them one by one, as it would have).
+    func handle(_ frames: [String]) async -> Verdict {
         lastActivity.withLock { $0 = core.clock.now }
+        var run: [CheckedSync] = []   // consecutive syncs of one scope, not yet applied
+        for frame in frames {
+            let items: [IncomingItem]
+            switch decode(frame) {
+            case .success(let decoded): items = decoded
+            case .failure(let close):
+                await apply(&run)
+                return close.verdict
+            }
+            for item in items {
+                if case .message(.scopeSync(let sync)) = item, !runsProcedures {
+                    outbox.releaseBacklog()
+                    guard accept(sequenced: sync.index) else {
+                        await apply(&run)
+                        if case .close(let code, let reason) = sequenceVerdict(sync.index) { return .close(code: code, reason: reason) }
+                        continue
+                    }
+                    switch check(sync) {
+                    case .ready(let checked):
+                        if let first = run.first, first.scope !== checked.scope { await apply(&run) }
+                        run.append(checked)
+                    case .refused(let error):
+                        await apply(&run)
+                        reject(sync, error)
+                    }
+                    continue
+                }
+                await apply(&run)
+                if case .close(let code, let reason) = await process(item) { return .close(code: code, reason: reason) }
+            }
+        }
+        await apply(&run)
+        return .proceed
+    }
+
+    /// A frame's verdict to close the connection, as an error (for ``decode(_:)``).
+    private struct CloseVerdict: Error {
+        let code: UInt16
+        let reason: WireErrorBody
+        var verdict: Verdict { .close(code: code, reason: reason) }
+    }
+
+    /// The items of one frame, in index order; a frame that is too big, not JSON or not messages closes.
+    private func decode(_ frame: String) -> Result<[IncomingItem], CloseVerdict> {
         let limits = core.limits
         guard frame.utf8.count <= limits.maxMessageBytes else {
-            return .close(code: JetstreamCloseCode.badInput, reason: .limitExceeded(
-                "Message of \(frame.utf8.count) bytes is over the limit of \(limits.maxMessageBytes) bytes"))
+            return .failure(CloseVerdict(code: JetstreamCloseCode.badInput, reason: .limitExceeded(
+                "Message of \(frame.utf8.count) bytes is over the limit of \(limits.maxMessageBytes) bytes")))
         }
         let json: JSON
         do {
             json = try JSON(parsing: frame, limits: JSONLimits(maxBytes: limits.maxMessageBytes))
         } catch {
-            return .close(code: JetstreamCloseCode.badInput, reason: .badInput("Could not parse message input, input was not JSON: \(error)"))
+            return .failure(CloseVerdict(code: JetstreamCloseCode.badInput,
+                                         reason: .badInput("Could not parse message input, input was not JSON: \(error)")))
         }
         let results: [Result<Message, WireError>]
         do { results = try MessageFrame.decodeEach(json) } catch {
-            return .close(code: JetstreamCloseCode.badInput, reason: .badInput(error.description))
+            return .failure(CloseVerdict(code: JetstreamCloseCode.badInput, reason: .badInput(error.description)))
         }
         var items: [IncomingItem] = []
         items.reserveCapacity(results.count)
@@ -182,14 +229,10 @@ actor ServerSession {
             case .failure(.unknownMessageType("Reply")):
                 continue   // §2.9: the abstract Reply is parsed and ignored
             case .failure(let error):
-                return .close(code: JetstreamCloseCode.badInput, reason: .badInput(error.description))
+                return .failure(CloseVerdict(code: JetstreamCloseCode.badInput, reason: .badInput(error.description)))
             }
         }
-        if items.count > 1 { items = stableSortedByIndex(items) }
-        for item in items {
-            if case .close(let code, let reason) = await process(item) { return .close(code: code, reason: reason) }
-        }
-        return .proceed
+        return .success(items.count > 1 ? stableSortedByIndex(items) : items)
     }
 
     private func stableSortedByIndex(_ items: [IncomingItem]) -> [IncomingItem] {
@@ -216,12 +259,14 @@ actor ServerSession {
             await OffLoopExecutor.run { await handleFetch(fetch) }
             return .proceed
         case .message(.scopeSync(let sync)):
+            // Without procedures, ``handle(_:)`` takes syncs in runs. Procedures are the app's code,
+            // run by the scope's apply: then the apply is off the loop.
             guard accept(sequenced: sync.index) else { return sequenceVerdict(sync.index) }
-            // Procedures are the app's code, run by the scope's apply: then the apply is off the loop too.
-            if !runsProcedures {
-                await handleSync(sync)
-            } else {
-                await OffLoopExecutor.run { await handleSync(sync) }
+            switch check(sync) {
+            case .ready(let checked):
+                await OffLoopExecutor.run { await checked.scope.sync([checked], from: outbox, identity: identity) }
+            case .refused(let error):
+                reject(sync, error)
             }
             return .proceed
         case .message(.scopeDetach(let detach)):
@@ -323,19 +368,27 @@ actor ServerSession {
         await scope.fetch(outbox: outbox, scopeIndex: scopeIndex, replyTo: fetch.index, chunks: fetch.chunks)
     }
 
-    private func handleSync(_ sync: ScopeSync) async {
+    /// What ``check(_:)`` found.
+    private enum SyncCheck {
+        case ready(CheckedSync)
+        /// The session refuses the sync: it never reaches the scope.
+        case refused(WireErrorBody)
+    }
+
+    /// `sync` ready for its scope, or why the session refuses it.
+    private func check(_ sync: ScopeSync) -> SyncCheck {
         let limit = core.limits.maxFragmentsPerMessage
         guard let (scope, writable) = scopes.entry(index: sync.scopeIndex) else {
-            return reject(sync, .scopeIndexNotFound(sync.scopeIndex))
+            return .refused(.scopeIndexNotFound(sync.scopeIndex))
         }
         // The grant check, decided once at fetch (the identity is fixed): a flag read per message.
         // The one place that decides on writes: a write it refuses never reaches the scope, so it
         // neither changes nor creates it (``ScopeCreation/write``).
         guard writable else {
-            return reject(sync, .forbidden("User '\(identity.user)' may not write scope '\(scope.name)'"))
+            return .refused(.forbidden("User '\(identity.user)' may not write scope '\(scope.name)'"))
         }
         guard sync.fragments.count <= limit else {
-            return reject(sync, .limitExceeded("ScopeSync has \(sync.fragments.count) fragments, over the limit of \(limit)"))
+            return .refused(.limitExceeded("ScopeSync has \(sync.fragments.count) fragments, over the limit of \(limit)"))
         }
         // §8.1: dates as epoch seconds. Only Jetstream's own clients send them as ISO strings, and
         // only Contrail clients send a change-set id: their strings stay strings, whatever they look like.
@@ -343,7 +396,15 @@ actor ServerSession {
         // other's dates.
         var canonical = sync
         if sync.changeSetID == nil { canonical.fragments = CanonicalDate.canonical(sync.fragments) }
-        await scope.sync(canonical, from: outbox, identity: identity, received: canonical == sync ? nil : sync.fragments)
+        return .ready(CheckedSync(scope: scope, message: canonical, received: canonical == sync ? nil : sync.fragments))
+    }
+
+    /// Hands the run's syncs to their scope in one turn, and empties the run.
+    private func apply(_ run: inout [CheckedSync]) async {
+        guard let scope = run.first?.scope else { return }
+        let syncs = run
+        run = []
+        await scope.sync(syncs, from: outbox, identity: identity)
     }
 
     /// Answers every fragment of `sync` with `error`.

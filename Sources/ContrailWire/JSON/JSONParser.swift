@@ -39,8 +39,19 @@ package struct JSONParser {
     package mutating func parseValue(_ p: UnsafePointer<UInt8>) throws(JSONError) -> JSON {
         var containers: [Container] = []
         var arrays: [[JSON]] = []
-        var objects: [[String: JSON]] = []
+        // The members of the open objects, flat; each object's dictionary is made at its `}` with the
+        // capacity it needs (grown one member at a time, it was rehashed at every doubling).
+        var members: [(key: String, value: JSON)] = []
+        var objectStarts: [Int] = []
         var keys: [String] = []
+        // At the first container, room for a message's usual nesting and members at once: grown one
+        // at a time, the stacks were reallocated at each doubling, for every message.
+        func reserveStacks() {
+            containers.reserveCapacity(8)
+            objectStarts.reserveCapacity(8)
+            keys.reserveCapacity(8)
+            members.reserveCapacity(16)
+        }
 
         nextValue: while true {
             // A value starts at `position` (whitespace already skipped).
@@ -50,6 +61,7 @@ package struct JSONParser {
             switch byte {
             case UInt8(ascii: "{"):
                 guard containers.count < limits.maxDepth else { throw tooDeep() }
+                if containers.capacity == 0 { reserveStacks() }
                 position += 1
                 skipWhitespace(p)
                 if position < count && p[position] == UInt8(ascii: "}") {
@@ -57,12 +69,13 @@ package struct JSONParser {
                     value = .object([:])
                 } else {
                     containers.append(.object)
-                    objects.append([:])
+                    objectStarts.append(members.count)
                     keys.append(try parseKey(p))
                     continue nextValue
                 }
             case UInt8(ascii: "["):
                 guard containers.count < limits.maxDepth else { throw tooDeep() }
+                if containers.capacity == 0 { reserveStacks() }
                 position += 1
                 skipWhitespace(p)
                 if position < count && p[position] == UInt8(ascii: "]") {
@@ -110,7 +123,7 @@ package struct JSONParser {
                         throw JSONError.unexpected(next, at: position)
                     }
                 case .object:
-                    objects[objects.count - 1][keys.removeLast()] = value
+                    members.append((keys.removeLast(), value))
                     if next == UInt8(ascii: ",") {
                         position += 1
                         skipWhitespace(p)
@@ -119,7 +132,11 @@ package struct JSONParser {
                     } else if next == UInt8(ascii: "}") {
                         position += 1
                         containers.removeLast()
-                        value = .object(objects.removeLast())
+                        let start = objectStarts.removeLast()
+                        var object = [String: JSON](minimumCapacity: members.count - start)
+                        for member in members[start...] { object[member.key] = member.value }  // a repeated key: the last wins
+                        members.removeLast(members.count - start)
+                        value = .object(object)
                     } else {
                         throw JSONError.unexpected(next, at: position)
                     }
