@@ -53,7 +53,9 @@ struct ServeTLSTests {
     func syncAndPages() async throws {
         let folder = try CertificateFolder("server")
         let (child, port) = try await Self.serve(folder)
-        #expect(child.text.contains("inspector https://127.0.0.1:\(port)/"))
+        // The inspector line follows the listening line: waited for, not read at once (a full run once
+        // read the output between the two).
+        #expect(await child.waitForOutput(containing: "inspector https://127.0.0.1:\(port)/", timeout: .seconds(120)))
         var options = testOptions()
         options.tls.caBundlePath = TLSFixtures.path("ca.pem")
         let writer = Scope(name: "tls-board")
