@@ -168,25 +168,25 @@ actor ServerSession {
                 return close.verdict
             }
             for item in items {
-                if case .message(.scopeSync(let sync)) = item, !runsProcedures {
-                    outbox.releaseBacklog()
-                    guard accept(sequenced: sync.index) else {
-                        await apply(&run)
-                        if case .close(let code, let reason) = sequenceVerdict(sync.index) { return .close(code: code, reason: reason) }
-                        continue
-                    }
-                    switch check(sync) {
-                    case .ready(let checked):
-                        if let first = run.first, first.scope !== checked.scope { await apply(&run) }
-                        run.append(checked)
-                    case .refused(let error):
-                        await apply(&run)
-                        reject(sync, error)
-                    }
+                guard case .message(.scopeSync(let sync)) = item else {
+                    await apply(&run)
+                    if case .close(let code, let reason) = await process(item) { return .close(code: code, reason: reason) }
                     continue
                 }
-                await apply(&run)
-                if case .close(let code, let reason) = await process(item) { return .close(code: code, reason: reason) }
+                outbox.releaseBacklog()
+                guard accept(sequenced: sync.index) else {
+                    await apply(&run)
+                    if case .close(let code, let reason) = sequenceVerdict(sync.index) { return .close(code: code, reason: reason) }
+                    continue
+                }
+                switch check(sync) {
+                case .ready(let checked):
+                    if let first = run.first, first.scope !== checked.scope { await apply(&run) }
+                    run.append(checked)
+                case .refused(let error):
+                    await apply(&run)
+                    reject(sync, error)
+                }
             }
         }
         await apply(&run)
@@ -258,16 +258,8 @@ actor ServerSession {
             guard accept(sequenced: fetch.index) else { return sequenceVerdict(fetch.index) }
             await OffLoopExecutor.run { await handleFetch(fetch) }
             return .proceed
-        case .message(.scopeSync(let sync)):
-            // Without procedures, ``handle(_:)`` takes syncs in runs. Procedures are the app's code,
-            // run by the scope's apply: then the apply is off the loop.
-            guard accept(sequenced: sync.index) else { return sequenceVerdict(sync.index) }
-            switch check(sync) {
-            case .ready(let checked):
-                await OffLoopExecutor.run { await checked.scope.sync([checked], from: outbox, identity: identity) }
-            case .refused(let error):
-                reject(sync, error)
-            }
+        case .message(.scopeSync):
+            assertionFailure("handle(_:) takes ScopeSyncs in runs")
             return .proceed
         case .message(.scopeDetach(let detach)):
             guard accept(sequenced: detach.index) else { return sequenceVerdict(detach.index) }
@@ -404,7 +396,12 @@ actor ServerSession {
         guard let scope = run.first?.scope else { return }
         let syncs = run
         run = []
-        await scope.sync(syncs, from: outbox, identity: identity)
+        // Procedures are the app's code, run by the scope's apply: then the apply is off the loop.
+        if runsProcedures {
+            await OffLoopExecutor.run { await scope.sync(syncs, from: self.outbox, identity: self.identity) }
+        } else {
+            await scope.sync(syncs, from: outbox, identity: identity)
+        }
     }
 
     /// Answers every fragment of `sync` with `error`.
