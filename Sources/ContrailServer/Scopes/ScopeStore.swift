@@ -365,8 +365,7 @@ struct ScopeStore: Sendable {
                     continue
                 }
                 let kindKey = KindKey(className: target.className, property: key)
-                // The kinds this change set learnt are rare: an empty dictionary is not hashed into.
-                let known = (localKinds.isEmpty ? nil : localKinds[kindKey]) ?? (pass.kinds.isEmpty ? nil : pass.kinds[kindKey]) ?? kinds[kindKey]
+                let known = localKinds[kindKey] ?? pass.kinds[kindKey] ?? kinds[kindKey]
                 // A collection sent with its base is merged below, where elements the sender knew and
                 // the scope no longer holds drop out; only references it never saw must name objects.
                 let base = fragment.bases?[key]
@@ -411,7 +410,7 @@ struct ScopeStore: Sendable {
                 pass.plans[index] = plan
                 continue
             }
-            if !localKinds.isEmpty { pass.kinds.merge(localKinds) { _, new in new } }
+            pass.kinds.merge(localKinds) { _, new in new }
             pass.working[fragment.uuid] = target
             pass.plans[index] = plan
         }

@@ -161,22 +161,22 @@ actor ServerSession {
         var run: [CheckedSync] = []   // consecutive syncs of one scope, not yet applied
         for frame in frames {
             let items: [IncomingItem]
-            switch decode(frame) {
-            case .success(let decoded): items = decoded
-            case .failure(let close):
+            do { items = try decode(frame) } catch {
                 await apply(&run)
-                return close.verdict
+                return .close(code: JetstreamCloseCode.badInput, reason: error.reason)
             }
             for item in items {
                 guard case .message(.scopeSync(let sync)) = item else {
                     await apply(&run)
-                    if case .close(let code, let reason) = await process(item) { return .close(code: code, reason: reason) }
+                    let verdict = await process(item)
+                    if case .close = verdict { return verdict }
                     continue
                 }
                 outbox.releaseBacklog()
                 guard accept(sequenced: sync.index) else {
                     await apply(&run)
-                    if case .close(let code, let reason) = sequenceVerdict(sync.index) { return .close(code: code, reason: reason) }
+                    let verdict = sequenceVerdict(sync.index)
+                    if case .close = verdict { return verdict }
                     continue
                 }
                 switch check(sync) {
@@ -193,30 +193,26 @@ actor ServerSession {
         return .proceed
     }
 
-    /// A frame's verdict to close the connection, as an error (for ``decode(_:)``).
-    private struct CloseVerdict: Error {
-        let code: UInt16
+    /// Why a frame closes the connection (with `badInput`): it is too big, not JSON or not messages.
+    private struct BadFrame: Error {
         let reason: WireErrorBody
-        var verdict: Verdict { .close(code: code, reason: reason) }
     }
 
-    /// The items of one frame, in index order; a frame that is too big, not JSON or not messages closes.
-    private func decode(_ frame: String) -> Result<[IncomingItem], CloseVerdict> {
+    /// The items of one frame, in index order.
+    private func decode(_ frame: String) throws(BadFrame) -> [IncomingItem] {
         let limits = core.limits
         guard frame.utf8.count <= limits.maxMessageBytes else {
-            return .failure(CloseVerdict(code: JetstreamCloseCode.badInput, reason: .limitExceeded(
-                "Message of \(frame.utf8.count) bytes is over the limit of \(limits.maxMessageBytes) bytes")))
+            throw BadFrame(reason: .limitExceeded("Message of \(frame.utf8.count) bytes is over the limit of \(limits.maxMessageBytes) bytes"))
         }
         let json: JSON
         do {
             json = try JSON(parsing: frame, limits: JSONLimits(maxBytes: limits.maxMessageBytes))
         } catch {
-            return .failure(CloseVerdict(code: JetstreamCloseCode.badInput,
-                                         reason: .badInput("Could not parse message input, input was not JSON: \(error)")))
+            throw BadFrame(reason: .badInput("Could not parse message input, input was not JSON: \(error)"))
         }
         let results: [Result<Message, WireError>]
         do { results = try MessageFrame.decodeEach(json) } catch {
-            return .failure(CloseVerdict(code: JetstreamCloseCode.badInput, reason: .badInput(error.description)))
+            throw BadFrame(reason: .badInput(error.description))
         }
         var items: [IncomingItem] = []
         items.reserveCapacity(results.count)
@@ -229,10 +225,10 @@ actor ServerSession {
             case .failure(.unknownMessageType("Reply")):
                 continue   // §2.9: the abstract Reply is parsed and ignored
             case .failure(let error):
-                return .failure(CloseVerdict(code: JetstreamCloseCode.badInput, reason: .badInput(error.description)))
+                throw BadFrame(reason: .badInput(error.description))
             }
         }
-        return .success(items.count > 1 ? stableSortedByIndex(items) : items)
+        return items.count > 1 ? stableSortedByIndex(items) : items
     }
 
     private func stableSortedByIndex(_ items: [IncomingItem]) -> [IncomingItem] {
