@@ -204,9 +204,15 @@ actor ServerSession {
         guard frame.utf8.count <= limits.maxMessageBytes else {
             throw BadFrame(reason: .limitExceeded("Message of \(frame.utf8.count) bytes is over the limit of \(limits.maxMessageBytes) bytes"))
         }
+        let jsonLimits = JSONLimits(maxBytes: limits.maxMessageBytes)
+        var frame = frame
+        if let syncs = frame.withUTF8({ ScopeSyncDecoder.decode(UnsafeRawBufferPointer($0), limits: jsonLimits) }) {
+            let items = syncs.map { IncomingItem.message(.scopeSync($0)) }
+            return items.count > 1 ? stableSortedByIndex(items) : items
+        }
         let json: JSON
         do {
-            json = try JSON(parsing: frame, limits: JSONLimits(maxBytes: limits.maxMessageBytes))
+            json = try JSON(parsing: frame, limits: jsonLimits)
         } catch {
             throw BadFrame(reason: .badInput("Could not parse message input, input was not JSON: \(error)"))
         }
