@@ -13,13 +13,21 @@ enum CanonicalDate {
     /// `fragments` with every ISO-8601 timestamp value (and every array made only of them)
     /// replaced by epoch seconds. O(total size of the properties).
     static func canonical(_ fragments: [SyncFragment]) -> [SyncFragment] {
-        fragments.map { fragment in
-            var fragment = fragment
+        converted(fragments) ?? fragments
+    }
+
+    /// ``canonical(_:)-swift.type.method``, or nil when no value is a timestamp (what most change
+    /// sets hold: then nothing is copied). O(total size of the properties).
+    static func converted(_ fragments: [SyncFragment]) -> [SyncFragment]? {
+        var result: [SyncFragment]?
+        for (position, fragment) in fragments.enumerated() {
             for (key, value) in fragment.properties {
-                if let converted = canonical(value) { fragment.properties[key] = converted }
+                guard let converted = canonical(value) else { continue }
+                if result == nil { result = fragments }
+                result?[position].properties[key] = converted
             }
-            return fragment
         }
+        return result
     }
 
     /// `accepted` (fragments of a change set converted by ``canonical(_:)-swift.type.method``) with

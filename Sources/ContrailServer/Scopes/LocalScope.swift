@@ -239,29 +239,31 @@ actor LocalScope: HostedScope {
         if !exists {
             guard createOnWrite(message, from: outbox, received: received) else { return }
         }
-        var store: ScopeStore
-        do throws(ServerError) { store = try await loadedStore() } catch {
-            // A stopping server answers nothing: a rejection would make the client revert edits
-            // that it resends, unchanged, to the next server.
-            if case .stopped = error { return }
-            let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("scope could not be loaded")),
-                                count: message.fragments.count)
-            outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
-            return
+        if store == nil {
+            let loaded: ScopeStore
+            do throws(ServerError) { loaded = try await loadedStore() } catch {
+                // A stopping server answers nothing: a rejection would make the client revert edits
+                // that it resends, unchanged, to the next server.
+                if case .stopped = error { return }
+                let replies = Array(repeating: FragmentReply.rejected(.couldNotApplySyncMessage("scope could not be loaded")),
+                                    count: message.fragments.count)
+                outbox.enqueue { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: message.index, fragmentReplies: replies))) }
+                return
+            }
+            store = consume loaded  // no other copy left: the store is mutated in place below, not copied
+        } else {
+            lastUse = clock.now  // as `loadedStore()` marks it
         }
-        self.store = nil  // keep the store uniquely referenced while it is mutated
         // With a log, the reply waits (held in its place) for the durability of the change set, or
         // for that of the earlier ones when nothing changed.
         let hold = writer != nil && persistence != nil ? HeldReply() : nil
-        let changeSet = core.apply(message, to: &store, from: outbox, identity: identity, received: received, hold: hold)
+        let changeSet = core.apply(message, to: &store!, from: outbox, identity: identity, received: received, hold: hold)
         let logged: [SyncFragment]
         switch changeSet {
         case .refused(let refusal):
-            self.store = store
             refusal()
             return
         case .unchanged(let reply):
-            self.store = store
             reply()
             if let hold { afterEarlierWrites { hold.release() } }
             return
@@ -269,8 +271,7 @@ actor LocalScope: HostedScope {
             logged = accepted
             deliver()
         }
-        let sequence = store.advanceSequence()
-        self.store = store
+        let sequence = store!.advanceSequence()
         guard let writer, let persistence, let hold else { return }
         let payload = ScopePersistence.changeSetPayload(logged, changeSetID: message.changeSetID, sequence: sequence, time: wallClock(),
                                                         user: identity.user)
@@ -284,7 +285,7 @@ actor LocalScope: HostedScope {
             hold.release { .message(.scopeSyncReply(ScopeSyncReply(index: $0, replyTo: replyTo, fragmentReplies: failed))) }
             Task { await self.storageFailed(persistence, error) }
         }
-        compactIfDue(persistence, store: store, appended: payload.count)
+        if let store { compactIfDue(persistence, store: store, appended: payload.count) }
     }
 
     /// The first write to a scope that does not exist: creates it (true: apply the write as usual)

@@ -388,9 +388,12 @@ actor ServerSession {
         // only Contrail clients send a change-set id: their strings stay strings, whatever they look like.
         // Broadcasts carry the fragments as received (§4.10), so Jetstream's JS clients read each
         // other's dates.
+        guard sync.changeSetID == nil, let converted = CanonicalDate.converted(sync.fragments) else {
+            return .ready(CheckedSync(scope: scope, message: sync, received: nil))
+        }
         var canonical = sync
-        if sync.changeSetID == nil { canonical.fragments = CanonicalDate.canonical(sync.fragments) }
-        return .ready(CheckedSync(scope: scope, message: canonical, received: canonical == sync ? nil : sync.fragments))
+        canonical.fragments = converted
+        return .ready(CheckedSync(scope: scope, message: canonical, received: sync.fragments))
     }
 
     /// Hands the run's syncs to their scope in one turn, and empties the run.
