@@ -70,7 +70,7 @@ public final class ContrailServer: Sendable {
             do throws(NetworkError) {
                 loops = try ownLoops.withLock { own throws(NetworkError) -> EventLoopGroup in
                     if let own { return own }
-                    let created = try EventLoopGroup(count: EventLoopGroup.defaultCount, name: "contrail.server")
+                    let created = try EventLoopGroup(count: EventLoopGroup.defaultCount, name: "contrail-srv")
                     own = created
                     return created
                 }

@@ -1,5 +1,4 @@
 import ContrailSupport
-import Dispatch
 
 /// One OpenSSL `SSL_CTX`: the settings, trust store (client) or certificate and key (server) that
 /// sessions are made from. Made off the event loop (it reads files); sessions are cheap to make from it.
@@ -72,19 +71,13 @@ package final class TLSContext: @unchecked Sendable {
     /// The client contexts made so far, by CA bundle (nil: the system's roots): loading the roots once.
     private static let clients = SanitizerVisibleMutex<[String?: TLSContext]>([:])
 
-    /// The client context for `configuration`, made on a background queue the first time (it loads
-    /// OpenSSL and reads the trust store), then reused.
+    /// The client context for `configuration`, made on a thread of its own the first time (it loads
+    /// OpenSSL and reads the trust store: ``BlockingCall``), then reused.
     package static func client(for configuration: TLSClientConfiguration) async throws(TLSError) -> TLSContext {
         let key = configuration.caBundlePath
         if let cached = clients.withLock({ $0[key] }) { return cached }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<TLSContext, TLSError>, Never>) in
-            DispatchQueue.global().async {
-                do throws(TLSError) {
-                    continuation.resume(returning: .success(try client(caBundlePath: key)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
+        let result = await BlockingCall.run("contrail-tls") {
+            Result { () throws(TLSError) in try client(caBundlePath: key) }
         }
         let made = try result.get()
         return clients.withLock { cache in

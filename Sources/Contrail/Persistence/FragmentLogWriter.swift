@@ -86,8 +86,7 @@ final class FragmentLogWriter: @unchecked Sendable {
         self.policy = policy
         self.onError = onError
         size.store(file.size, ordering: .relaxed)
-        let thread = Thread { [self] in run() }
-        thread.name = "contrail.fragment-log"
+        let thread = Thread.named("fragment-log") { [self] in run() }
         self.thread = thread
         thread.start()
     }

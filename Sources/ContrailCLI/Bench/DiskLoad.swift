@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 import Synchronization
 
@@ -17,9 +18,7 @@ final class DiskLoad: @unchecked Sendable {
     /// Starts the thread, writing to a new file at `url` (removed by `stop()`).
     init(url: URL) {
         self.url = url
-        let thread = Thread { [self] in run() }
-        thread.name = "contrail.bench.disk-load"
-        thread.start()
+        Thread.named("disk-load") { [self] in run() }.start()
     }
 
     /// Stops the thread and waits (bounded: 10 s) for it to finish its current write and sync.

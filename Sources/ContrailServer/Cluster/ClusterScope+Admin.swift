@@ -49,5 +49,5 @@ extension ClusterScope {
     }
 
     /// The replica's object count (a replica is in memory while the server holds it).
-    var loadedObjectCount: Int? { get async { await objectCount } }
+    var loadedObjectCount: Int? { get async { objectCount } }
 }

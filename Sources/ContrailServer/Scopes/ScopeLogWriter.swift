@@ -67,9 +67,7 @@ final class ScopeLogWriter: @unchecked Sendable {
         self.history = history
         self.log = log
         self.metrics = metrics
-        let thread = Thread { [self] in run() }
-        thread.name = "contrail.scope-log-writer"
-        thread.start()
+        Thread.named("scope-log") { [self] in run() }.start()
     }
 
     /// Whether the caller is this writer's thread.

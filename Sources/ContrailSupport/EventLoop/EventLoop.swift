@@ -122,7 +122,7 @@ public final class EventLoop: @unchecked Sendable {
     ///   - backend: `.epoll` (Linux only) or `.poll`; nil picks the platform default.
     ///   - clock: the clock its timers (handshake, close, keep-alive and connect timeouts) follow: a test
     ///     passes a virtual clock to run them in virtual time.
-    public init(name: String = "contrail.eventloop", backend: Backend? = nil,
+    public init(name: String = "contrail-loop", backend: Backend? = nil,
                 clock: any Clock<Duration> = ContinuousClock()) throws(NetworkError)
     {
         let chosen = backend ?? Self.defaultBackend
@@ -175,8 +175,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func start(name: String) {
-        let thread = Thread { [self] in self.run() }
-        thread.name = name
+        let thread = Thread.named(name) { [self] in self.run() }
         self.thread = thread
         thread.start()
     }

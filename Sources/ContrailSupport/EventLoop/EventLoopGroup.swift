@@ -20,7 +20,7 @@ public final class EventLoopGroup: Sendable {
     public static let shared: EventLoopGroup = {
         // If the system cannot make a poller there is nothing to recover: fall back to the one loop
         // that `EventLoop.fallback` always gives.
-        (try? EventLoopGroup(count: defaultCount, name: "contrail.loop")) ?? EventLoopGroup(loops: [.fallback])
+        (try? EventLoopGroup(count: defaultCount, name: "contrail-loop")) ?? EventLoopGroup(loops: [.fallback])
     }()
 
     /// The number of loops of ``shared`` (and of a server's own): `CONTRAIL_EVENT_LOOPS` if that
@@ -33,7 +33,7 @@ public final class EventLoopGroup: Sendable {
     /// Starts `count` loops (at least one) on threads named `name-0`, `name-1`, ...
     /// - Parameter clock: the clock every loop's timers follow (see `EventLoop.init(name:backend:clock:)`).
     /// - Throws: `io` when a poller cannot be created (the loops already started are stopped).
-    public init(count: Int, name: String = "contrail.loop", backend: EventLoop.Backend? = nil,
+    public init(count: Int, name: String = "contrail-loop", backend: EventLoop.Backend? = nil,
                 clock: any Clock<Duration> = ContinuousClock()) throws(NetworkError)
     {
         var loops: [EventLoop] = []

@@ -42,20 +42,16 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
-    /// `resolve(host:port:passive:)` on a Dispatch global queue, so that the blocking `getaddrinfo` runs
-    /// neither on an event loop nor on Swift's cooperative pool. An IP literal is converted at once,
-    /// without the queue: with `AI_NUMERICHOST`, `getaddrinfo` does no lookup and cannot block (and a
-    /// busy machine's queue cannot delay a connect to 127.0.0.1).
+    /// `resolve(host:port:passive:)` on a thread of its own (``BlockingCall``), so that the blocking
+    /// `getaddrinfo` runs neither on an event loop nor on Swift's cooperative pool. An IP literal is
+    /// converted at once, without a thread: with `AI_NUMERICHOST`, `getaddrinfo` does no lookup and
+    /// cannot block.
     static func resolveInBackground(host: String, port: UInt16, passive: Bool = false) async throws(NetworkError)
         -> [SocketAddress]
     {
         if let literal = try? resolve(host: host, port: port, passive: passive, numericOnly: true) { return literal }
-        let resolved = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: Result { () throws(NetworkError) in
-                    try resolve(host: host, port: port, passive: passive)
-                })
-            }
+        let resolved = await BlockingCall.run("contrail-dns") {
+            Result { () throws(NetworkError) in try resolve(host: host, port: port, passive: passive) }
         }
         return try resolved.get()
     }
