@@ -22,14 +22,11 @@ package enum ScopeSyncDecoder {
         guard let p = reader.parser.base else { return nil }
         do throws(Reader.Unreadable) {
             reader.skipWhitespace(p)
-            var syncs: [ScopeSync] = []
-            if try reader.consume(UInt8(ascii: "["), p) {
-                repeat {
-                    reader.skipWhitespace(p)
-                    syncs.append(try reader.sync(p))
-                } while try reader.nextElement(closedBy: UInt8(ascii: "]"), p)
+            let syncs: [ScopeSync]
+            if reader.parser.position < reader.parser.count, p[reader.parser.position] == UInt8(ascii: "[") {
+                syncs = try reader.elements(p) { reader throws(Reader.Unreadable) in try reader.sync(p) }
             } else {
-                syncs.append(try reader.sync(p))
+                syncs = [try reader.sync(p)]
             }
             reader.skipWhitespace(p)
             guard reader.parser.position == reader.parser.count else { return nil }
@@ -130,7 +127,7 @@ package enum ScopeSyncDecoder {
                     scopeIndex = try reader.unsigned(p)
                 case "fragments":
                     try Reader.first(8, &seen)
-                    fragments = try reader.fragments(p)
+                    fragments = try reader.elements(p) { reader throws(Unreadable) in try reader.fragment(p) }
                 case "atomic":
                     try Reader.first(16, &seen)
                     guard case .bool(let flag) = try reader.value(p) else { throw Unreadable() }
@@ -163,16 +160,19 @@ package enum ScopeSyncDecoder {
             return properties
         }
 
-        mutating func fragments(_ p: UnsafePointer<UInt8>) throws(Unreadable) -> [SyncFragment] {
+        /// The elements of an array, each read by `read` (whitespace before it skipped).
+        mutating func elements<Element>(_ p: UnsafePointer<UInt8>, _ read: (inout Reader) throws(Unreadable) -> Element)
+            throws(Unreadable) -> [Element]
+        {
             guard try consume(UInt8(ascii: "["), p) else { throw Unreadable() }
             skipWhitespace(p)
-            var fragments: [SyncFragment] = []
-            if try consume(UInt8(ascii: "]"), p) { return fragments }
+            var elements: [Element] = []
+            if try consume(UInt8(ascii: "]"), p) { return elements }
             repeat {
                 skipWhitespace(p)
-                fragments.append(try fragment(p))
+                elements.append(try read(&self))
             } while try nextElement(closedBy: UInt8(ascii: "]"), p)
-            return fragments
+            return elements
         }
 
         mutating func fragment(_ p: UnsafePointer<UInt8>) throws(Unreadable) -> SyncFragment {
