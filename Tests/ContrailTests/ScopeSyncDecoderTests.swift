@@ -9,14 +9,14 @@ import Testing
     private static let uuid = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
 
     /// The fast path's answer: nil when it hands the frame on.
-    private static func fast(_ text: String) -> [ScopeSync]? {
+    private static func fast(_ text: String, limits: JSONLimits = JSONLimits()) -> [ScopeSync]? {
         var text = text
-        return text.withUTF8 { ScopeSyncDecoder.decode(UnsafeRawBufferPointer($0), limits: JSONLimits()) }
+        return text.withUTF8 { ScopeSyncDecoder.decode(UnsafeRawBufferPointer($0), limits: limits) }
     }
 
     /// The general path's syncs, nil when it fails or finds anything but valid `ScopeSync`s.
-    private static func general(_ text: String) -> [ScopeSync]? {
-        guard let json = try? JSON(parsing: text), let results = try? MessageFrame.decodeEach(json) else { return nil }
+    private static func general(_ text: String, limits: JSONLimits = JSONLimits()) -> [ScopeSync]? {
+        guard let json = try? JSON(parsing: text, limits: limits), let results = try? MessageFrame.decodeEach(json) else { return nil }
         var syncs: [ScopeSync] = []
         for result in results {
             guard case .success(.scopeSync(let sync)) = result else { return nil }
@@ -69,6 +69,19 @@ import Testing
         for (name, text) in handedOn {
             #expect(Self.fast(text) == nil, "\(name): \(text)")
         }
+    }
+
+    @Test func keepsTheGeneralPathsDepthLimit() {
+        // Six deep in a tree: the frame's array, the message, `fragments`, a fragment, `properties`
+        // and an array value.
+        let deepest = #"[{"type":"ScopeSync","index":1,"scopeIndex":0,"fragments":[{"type":"change","uuid":"\#(Self.uuid)","clsName":"Shape","properties":{"tags":["a"]}}]}]"#
+        let six = JSONLimits(maxDepth: 6)
+        #expect(Self.general(deepest, limits: six) != nil)  // positive control
+        #expect(Self.fast(deepest, limits: six) == Self.general(deepest, limits: six))
+        // One less: the general path refuses the frame, and the fast one hands it on.
+        let five = JSONLimits(maxDepth: 5)
+        #expect(Self.general(deepest, limits: five) == nil)
+        #expect(Self.fast(deepest, limits: five) == nil)
     }
 
     /// Random frames around the shape the fast path reads (members in any order, optional ones,

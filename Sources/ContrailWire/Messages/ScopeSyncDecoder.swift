@@ -15,9 +15,9 @@ package enum ScopeSyncDecoder {
     /// The syncs `frame` holds, in frame order; nil when it is not of the shape this type reads
     /// (see the type's description). O(frame size).
     package static func decode(_ frame: UnsafeRawBufferPointer, limits: JSONLimits) -> [ScopeSync]? {
-        // The properties' values are parsed from depth 1 here and from depth 5 or 6 in a tree; the
-        // values kept are at most flat arrays, so depth 6 covers everything this type accepts.
-        guard frame.count <= limits.maxBytes, limits.maxDepth >= 7 else { return nil }
+        // In a tree, a frame this type accepts is at most 6 deep (array, message, fragments,
+        // fragment, properties, a flat array value); its own reading never nests further than that.
+        guard frame.count <= limits.maxBytes, limits.maxDepth >= 6 else { return nil }
         var reader = Reader(parser: JSONParser(bytes: frame, limits: limits))
         guard let p = reader.parser.base else { return nil }
         do throws(Reader.Unreadable) {
