@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 import Observation
 
@@ -279,16 +280,7 @@ open class ModelObject: @MainActor Identifiable, Observable {
     /// The lengths of the common prefix and of the common suffix (not overlapping the prefix) of two
     /// arrays of models, by identity: one pass of pointer compares over their buffers. O(n).
     static func commonEnds(_ old: [ModelObject], _ new: [ModelObject]) -> (prefix: Int, suffix: Int) {
-        old.withUnsafeBufferPointer { old in
-            new.withUnsafeBufferPointer { new in
-                let shorter = min(old.count, new.count)
-                var prefix = 0
-                while prefix < shorter, old[prefix] === new[prefix] { prefix += 1 }
-                var suffix = 0
-                while suffix < shorter - prefix, old[old.count - 1 - suffix] === new[new.count - 1 - suffix] { suffix += 1 }
-                return (prefix, suffix)
-            }
-        }
+        old.commonEnds(with: new, by: ===)
     }
 
     /// Whether `a` is `b` itself: the same storage and count (arrays that share storage hold the same

@@ -1,3 +1,4 @@
+import ContrailSupport
 import Foundation
 
 /// One edit of an ordered collection as operations (Protocol §8.24): what turns the collection the
@@ -109,12 +110,7 @@ public struct CollectionEdit: Sendable, Hashable {
     /// `base` and `new`. O(b + n) comparisons of UUIDs at most; O(1) for equal-length arrays that
     /// differ at both ends.
     package static func trim(base: [UUID], new: [UUID]) -> (prefix: Int, suffix: Int) {
-        let shorter = min(base.count, new.count)
-        var prefix = 0
-        while prefix < shorter, base[prefix] == new[prefix] { prefix += 1 }
-        var suffix = 0
-        while suffix < shorter - prefix, base[base.count - 1 - suffix] == new[new.count - 1 - suffix] { suffix += 1 }
-        return (prefix, suffix)
+        base.commonEnds(with: new, by: ==)
     }
 
     /// Whether no element of `elements` is there twice. O(n), without `Hasher`.
