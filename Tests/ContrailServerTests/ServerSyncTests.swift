@@ -9,11 +9,7 @@ struct ServerSyncTests {
     private func twoClients(_ server: ContrailServer) async throws -> (ServerTestClient, ServerTestClient, String) {
         let a = ServerTestClient(server: server)
         let b = ServerTestClient(server: server)
-        try await a.createSession()
-        try await b.createSession()
-        let (_, state) = try await a.fetch("S", index: 1)
-        _ = try await b.fetch("S", index: 1)
-        return (a, b, try #require(state["rootUUID"]?.stringValue))
+        return (a, b, try await ServerTestClient.sessionsOnOneScope(a, b))
     }
 
     @Test func atomicChangeSetsAreAllOrNothing() async throws {

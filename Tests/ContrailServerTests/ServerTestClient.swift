@@ -153,6 +153,18 @@ final class ServerTestClient: @unchecked Sendable {
         return (reply, state)
     }
 
+    /// Opens a session on each of `clients` and has each fetch scope `name` as index 1: the usual
+    /// start of a test of two or more clients on one scope. Returns the scope's root UUID.
+    static func sessionsOnOneScope(_ clients: ServerTestClient..., name: String = "S") async throws -> String {
+        for client in clients { try await client.createSession() }
+        var root: String?
+        for client in clients {
+            let (_, state) = try await client.fetch(name, index: 1)
+            root = root ?? state["rootUUID"]?.stringValue
+        }
+        return try #require(root)
+    }
+
     /// Sends a ScopeSync and returns its reply (skipping broadcasts, which are returned separately).
     func sync(index: Int, scopeIndex: Int = 0, fragments: [JSON], atomic: Bool? = nil) async throws -> JSON {
         var message: [String: JSON] = ["type": "ScopeSync", "index": .int(Int64(index)), "scopeIndex": .int(Int64(scopeIndex)),

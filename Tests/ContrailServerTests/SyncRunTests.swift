@@ -7,15 +7,6 @@ import Testing
 /// the client sees must be what it saw when each went alone, in order, refusals included.
 @Suite("Runs of change sets")
 struct SyncRunTests {
-    /// Sessions `a` (the sender) and `b` (a reader) on scope "S"; the root's UUID.
-    private func twoClients(_ a: ServerTestClient, _ b: ServerTestClient) async throws -> String {
-        try await a.createSession()
-        try await b.createSession()
-        let (_, state) = try await a.fetch("S", index: 1)
-        _ = try await b.fetch("S", index: 1)
-        return try #require(state["rootUUID"]?.stringValue)
-    }
-
     private static func sync(_ index: Int, scopeIndex: Int = 0, _ root: String, title: String) -> JSON {
         ["type": "ScopeSync", "index": .int(Int64(index)), "scopeIndex": .int(Int64(scopeIndex)),
          "fragments": [Wire.fragment("change", root, "Root", ["title": .string(title)])]]
@@ -64,7 +55,7 @@ struct SyncRunTests {
     @Test func aFrameOfMessagesIsAnsweredInOrderAcrossRefusalsAndAFetch() async throws {
         let server = try ContrailServer(options: Wire.options())
         let a = ServerTestClient(server: server), b = ServerTestClient(server: server)
-        let root = try await twoClients(a, b)
+        let root = try await ServerTestClient.sessionsOnOneScope(a, b)
         try await a.send(Self.frame(root))
         try await Self.check(try await Self.replies(a, count: 4), reader: b, server: server, root: root)
         await server.stop()
@@ -76,7 +67,7 @@ struct SyncRunTests {
         let server = try ContrailServer(options: Wire.options())
         let port = try await server.start()
         let a = try await ServerTestClient.connect(port: port), b = try await ServerTestClient.connect(port: port)
-        let root = try await twoClients(a, b)
+        let root = try await ServerTestClient.sessionsOnOneScope(a, b)
         for message in try #require(Self.frame(root).arrayValue) { try await a.send(message) }
         try await Self.check(try await Self.replies(a, count: 4), reader: b, server: server, root: root)
         await server.stop()

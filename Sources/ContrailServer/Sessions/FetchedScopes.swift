@@ -1,3 +1,5 @@
+import ContrailSupport
+
 /// The scopes one session fetched, by the scope index each was given (indices are never reused),
 /// each with whether the session may write it (its grants, checked once at fetch).
 ///
@@ -44,12 +46,7 @@ struct FetchedScopes {
     }
 
     private func position(of index: Int) -> Int? {
-        var low = 0
-        var high = entries.count
-        while low < high {
-            let middle = (low + high) / 2
-            if entries[middle].index < index { low = middle + 1 } else { high = middle }
-        }
-        return low < entries.count && entries[low].index == index ? low : nil
+        let position = entries.partitioningIndex { $0.index >= index }
+        return position < entries.count && entries[position].index == index ? position : nil
     }
 }
