@@ -1,4 +1,4 @@
-import Contrail
+@testable import Contrail
 import Foundation
 import Testing
 
@@ -233,6 +233,30 @@ final class CompatTagged: ModelObject, ModelMigration {
         #expect(copyBoard.cards.count == 3)
         #expect(Set(copy.unknownObjects.map(\.uuid)) == [person, sticker])
         #expect(copy.unknownValues(of: copyBoard)["tags"] == ["a", "b"])
+    }
+
+    /// A pending change set that replaced a kept reference (`featured` named the sticker, a class
+    /// this app lacks), restored from the log after a restart, knows it did, as the one its flush
+    /// made knew: a refusal of it then fetches the scope again to get the sticker back, instead of
+    /// leaving the reference empty.
+    @Test func aRestoredChangeSetKnowsTheKeptReferenceItReplaced() async throws {
+        let url = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let log = FragmentLog(url: url)
+        try log.attach(to: scope)
+        scope.isSynced = true  // local change sets stay pending until a session settles them
+        try scope.apply(newerWrites())
+        let made = try #require(scope.modify { board.featured = board.cards[1] })
+        #expect(made.replacedKeptReferences == [board.uuid])  // the flush's, before the restart
+        let plain = try #require(scope.modify { board.title = "renamed" })
+        #expect(plain.replacedKeptReferences.isEmpty)  // control: a scalar edit replaces nothing kept
+        try await log.waitUntilDurable()
+        try log.close()
+        let (copy, copyBoard) = try restored(from: url)
+        let restored = copy.unsettledRestored
+        #expect(restored.count == 2)
+        #expect(restored.first?.replacedKeptReferences == [copyBoard.uuid])
+        #expect(restored.last?.replacedKeptReferences.isEmpty == true)
     }
 
     /// A log an earlier version wrote: a class and a property under their old names, and tags in

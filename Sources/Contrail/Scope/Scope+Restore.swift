@@ -45,11 +45,16 @@ extension Scope {
         }
         // Originals, read before anything changes; references resolve among the current objects.
         var originals: [(object: ModelObject, index: Int, old: Any, fragment: Int)] = []
+        // References whose kept whole value (§8.23) the change set replaces, as its flush noted them.
+        var replacedKeptReferences = Set<UUID>()
         for (position, fragment) in fragments.enumerated() where fragment.kind == .change {
             guard let object = objects[fragment.uuid] else { continue }
             let info = object.info
             for name in fragment.properties.keys.sorted() {
                 guard let index = info.indexByName[name], info.properties[index].isSynced else { continue }
+                if info.properties[index].valueKind == .reference && keepsWholeValue(of: object, at: index) {
+                    replacedKeptReferences.insert(object.uuid)
+                }
                 var old = object.value(at: index)
                 let storage = info.properties[index].storage
                 if let base = fragment.bases?[name], storage.isModelList, let value = storage.modelList(base.compactMap { objects[$0] }, checkingFrom: 0) {
@@ -117,6 +122,7 @@ extension Scope {
             ChangeSet(stored: CompactFragments(skeleton: skeleton, collections: collections), changes: changes, message: message,
                       isAtomic: isAtomic, origin: .local, state: .syncing, scope: self, id: id)
         }
+        changeSet.replacedKeptReferences = replacedKeptReferences
         history.append(changeSet)
         if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
         unsettledRestored.append(changeSet)
