@@ -1,3 +1,4 @@
+#define _GNU_SOURCE  // pthread_setname_np
 #include "CContrailSystem.h"
 
 #if defined(__GLIBC__)
@@ -18,6 +19,13 @@ long long ccontrail_allocated_bytes(void) {
 #else
 void ccontrail_release_free_memory(void) {}
 long long ccontrail_allocated_bytes(void) { return -1; }
+#endif
+
+#if defined(__linux__)
+#include <pthread.h>
+void ccontrail_name_current_thread(const char *name) { (void)pthread_setname_np(pthread_self(), name); }
+#else
+void ccontrail_name_current_thread(const char *name) { (void)name; }
 #endif
 
 #if defined(__x86_64__)

@@ -33,6 +33,10 @@ void ccontrail_release_free_memory(void);
 /// tests that account a structure's memory), -1 elsewhere.
 long long ccontrail_allocated_bytes(void);
 
+/// Names the calling thread: `pthread_setname_np`, which the Glibc module does not export (a GNU
+/// extension). Linux keeps at most 15 bytes and refuses a longer name; nothing elsewhere.
+void ccontrail_name_current_thread(const char *name);
+
 /// ThreadSanitizer's happens-before annotations (`__tsan_acquire`/`__tsan_release`), for locks it
 /// cannot see; no-ops, and `ccontrail_tsan_active()` false, unless the TSan runtime is linked.
 int ccontrail_tsan_active(void);

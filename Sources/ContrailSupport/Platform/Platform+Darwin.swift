@@ -68,6 +68,11 @@ package enum Platform {
     /// The calling thread's `pthread_self()` as a number.
     package static var currentThreadID: UInt { UInt(bitPattern: pthread_self()) }
 
+    /// Names the calling thread (what the debugger and Instruments show).
+    package static func nameCurrentThread(_ name: String) {
+        _ = pthread_setname_np(name)
+    }
+
     /// The event loop backend to use when none is asked for: poll (there is no epoll).
     package static let defaultEventLoopBackend = EventLoop.Backend.poll
 

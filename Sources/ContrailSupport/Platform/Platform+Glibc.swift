@@ -88,6 +88,12 @@ package enum Platform {
     /// The calling thread's `pthread_self()` as a number.
     package static var currentThreadID: UInt { UInt(pthread_self()) }
 
+    /// Names the calling thread (what `ps -L` and `perf` show); Linux keeps at most 15 bytes, and
+    /// refuses a longer name, so the caller cuts it.
+    package static func nameCurrentThread(_ name: String) {
+        ccontrail_name_current_thread(name)
+    }
+
     /// The event loop backend to use when none is asked for: epoll.
     package static let defaultEventLoopBackend = EventLoop.Backend.epoll
 
