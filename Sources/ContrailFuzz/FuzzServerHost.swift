@@ -100,7 +100,10 @@ final class FuzzServerHost {
     private func startChild(_ executable: String) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data", dataDirectory.path(percentEncoded: false)]
+        // As for the server in this process (`makeServer`): a loaded test run may hold a client's
+        // SessionCreate back for a while, which the default of 10 s refused (CI, under load).
+        process.arguments = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data", dataDirectory.path(percentEncoded: false),
+                             "--establish-timeout", "120"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
