@@ -446,7 +446,13 @@ package final class ConvergenceFuzzer {
     /// What a new client fetches.
     private func freshState(host: FuzzServerHost) async -> Result<JSON, SyncError> {
         guard let target = host.connector else { return .failure(.closed) }
-        let replica = FuzzReplica(index: -1, connector: FuzzConnector(target, name: "fresh"), options: Self.clientOptions)
+        // The checker is no participant: its connect and fetch get a minute (a participant's 10 s
+        // are part of the run, where a paused client's overdue reply makes it reconnect), so that
+        // a loaded machine does not turn a slow final fetch into a divergence.
+        var options = Self.clientOptions
+        options.replyTimeout = .seconds(60)
+        options.connectTimeout = .seconds(60)
+        let replica = FuzzReplica(index: -1, connector: FuzzConnector(target, name: "fresh"), options: options)
         let state: Result<JSON, SyncError>
         do {
             let session = try await replica.client.connect()
