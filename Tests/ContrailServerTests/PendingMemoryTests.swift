@@ -35,10 +35,18 @@ import Testing
 
     /// Bytes per edit that dropping `count` offline appends (the scope, its objects, its change
     /// sets and undo steps) gives back, read just before and after the drop.
+    /// The allocator's count is the whole process's: a test on another thread that allocates during
+    /// the drop (an event loop's 256 KiB read buffer) makes it negative, which no drop can be, so
+    /// such a reading is taken again (at most five times).
     static func bytesPerEdit(appends count: Int) -> Int {
-        var offline: Offline? = Offline(appends: count)
-        #expect(offline?.changeSets.count == count && offline?.changeSets.allSatisfy { $0.state == .syncing } == true)
-        return CompactStoreTests.bytesFreed(dropping: &offline) / count
+        var perEdit = 0
+        for _ in 0..<5 {
+            var offline: Offline? = Offline(appends: count)
+            #expect(offline?.changeSets.count == count && offline?.changeSets.allSatisfy { $0.state == .syncing } == true)
+            perEdit = CompactStoreTests.bytesFreed(dropping: &offline) / count
+            if perEdit > 0 { break }
+        }
+        return perEdit
     }
 
     /// The same appends with what the change sets held before (each one's whole array and base,
