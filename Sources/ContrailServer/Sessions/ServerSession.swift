@@ -207,8 +207,7 @@ actor ServerSession {
         let jsonLimits = JSONLimits(maxBytes: limits.maxMessageBytes)
         var frame = frame
         if let syncs = frame.withUTF8({ ScopeSyncDecoder.decode(UnsafeRawBufferPointer($0), limits: jsonLimits) }) {
-            let items = syncs.map { IncomingItem.message(.scopeSync($0)) }
-            return items.count > 1 ? stableSortedByIndex(items) : items
+            return inIndexOrder(syncs.map { IncomingItem.message(.scopeSync($0)) })
         }
         let json: JSON
         do {
@@ -234,11 +233,13 @@ actor ServerSession {
                 throw BadFrame(reason: .badInput(error.description))
             }
         }
-        return items.count > 1 ? stableSortedByIndex(items) : items
+        return inIndexOrder(items)
     }
 
-    private func stableSortedByIndex(_ items: [IncomingItem]) -> [IncomingItem] {
-        items.enumerated().sorted { ($0.element.index, $0.offset) < ($1.element.index, $1.offset) }.map(\.element)
+    /// `items` sorted by index, keeping frame order among equal ones (a frame of one is as it is).
+    private func inIndexOrder(_ items: [IncomingItem]) -> [IncomingItem] {
+        guard items.count > 1 else { return items }
+        return items.enumerated().sorted { ($0.element.index, $0.offset) < ($1.element.index, $1.offset) }.map(\.element)
     }
 
     private func process(_ item: IncomingItem) async -> Verdict {
