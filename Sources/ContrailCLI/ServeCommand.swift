@@ -55,6 +55,10 @@ enum ServeCommand {
       --establish-timeout SECS
                               how long a new connection has to send its SessionCreate before it is
                               closed with 4096 (default 10)
+      --handshake-timeout SECS
+                              how long a new connection has to send its HTTP request (a WebSocket
+                              upgrade, a page or an API call) before it is closed unanswered
+                              (default 10)
       --max-waiting-bytes N   most memory (estimated) of sessions waiting for their clients to
                               come back; past it the longest-waiting end first (default 536870912)
       --ping-interval SECS    keep-alive ping interval (default 10)
@@ -211,6 +215,7 @@ enum ServeCommand {
             case "--fsync": options.fsync = try fsyncPolicy(try value(flag))
             case "--session-expiry": options.sessionExpiry = try seconds(flag)
             case "--establish-timeout": options.establishTimeout = try seconds(flag)
+            case "--handshake-timeout": options.handshakeTimeout = try seconds(flag)
             case "--max-waiting-bytes": options.maxWaitingSessionBytes = try number(flag, Int.self)
             case "--ping-interval": options.pingInterval = try seconds(flag)
             case "--max-message-bytes": options.maxMessageBytes = try number(flag, Int.self)

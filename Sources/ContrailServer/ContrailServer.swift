@@ -81,7 +81,7 @@ public final class ContrailServer: Sendable {
         let listener = listener.withLock { current in
             if let current { return current }
             let created = WebSocketListener(host: options.host, port: options.port, maxMessageBytes: options.maxMessageBytes,
-                                            httpResponder: responder, httpBodyGate: bodyGate, tls: options.tls,
+                                            handshakeTimeout: options.handshakeTimeout, httpResponder: responder, httpBodyGate: bodyGate, tls: options.tls,
                                             eventLoopGroup: loops, log: { line in log.write("listener", level: .warning, line) })
             current = created
             return created

@@ -37,6 +37,9 @@ public struct ServerOptions: Sendable {
     public var maxWaitingSessionBytes = 512 << 20
     /// A new connection must send `SessionCreate` within this time (else closed with 4096).
     public var establishTimeout: Duration = .seconds(10)
+    /// A new connection's HTTP request (a WebSocket upgrade, a page or an API call, TLS included) must
+    /// have arrived within this time, else the connection is closed without an answer.
+    public var handshakeTimeout: Duration = .seconds(10)
     /// The server pings each attached connection about this often (±10 %).
     public var pingInterval: Duration = .seconds(10)
     /// The largest frame accepted, in bytes (larger: close 4098).

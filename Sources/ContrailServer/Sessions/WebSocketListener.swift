@@ -11,7 +11,7 @@ final class WebSocketListener: Sendable {
     private let server: WebSocketServer
     private let started = Atomic<Bool>(false)
 
-    init(host: String, port: UInt16, maxMessageBytes: Int, httpResponder: HTTPResponder? = nil, httpBodyGate: HTTPBodyGate? = nil,
+    init(host: String, port: UInt16, maxMessageBytes: Int, handshakeTimeout: Duration, httpResponder: HTTPResponder? = nil, httpBodyGate: HTTPBodyGate? = nil,
          tls: TLSServerContext? = nil, eventLoopGroup: EventLoopGroup? = nil, log: (@Sendable (String) -> Void)? = nil) {
         var options = WebSocketOptions()
         options.eventLoopGroup = eventLoopGroup
@@ -21,6 +21,7 @@ final class WebSocketListener: Sendable {
         options.serverTLS = tls
         options.maxMessageSize = maxMessageBytes
         options.maxFrameSize = maxMessageBytes
+        options.handshakeTimeout = handshakeTimeout
         // A session dropped for reading too slowly gets its close reason after the frames queued
         // before it (at most the write buffer): give a slow reader time to get there.
         options.closeTimeout = .seconds(30)
