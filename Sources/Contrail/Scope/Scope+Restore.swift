@@ -81,7 +81,7 @@ extension Scope {
         // Applied without a remote change set of its own (as the one-pass restore applies records):
         // the restored change set is the record's one, and a remote one in `history` would keep
         // both whole values of each collection it set (the last `historyLimit` records' arrays).
-        if !isApplied { try apply(fragments, applyDefaults: false, publishes: false, also: typedOld.isEmpty ? nil : typedWrites) }
+        if !isApplied { _ = try apply(fragments, applyDefaults: false, publishes: false, also: typedOld.isEmpty ? nil : typedWrites) }
         var changes: [ChangeSet.Change] = []
         var skeleton = fragments
         var collections: [CompactFragments.Collection] = []
@@ -180,7 +180,7 @@ extension Scope {
         for (name, version) in versions where !knowsClass(name) {
             unknown.versions[name] = max(unknown.versions[name] ?? 0, version)
         }
-        try apply(fragments, applyDefaults: false, publishes: false)  // a restore, as the one-pass path: no change set
+        _ = try apply(fragments, applyDefaults: false, publishes: false)  // a restore, as the one-pass path: no change set
     }
 
     /// `fragments` with the values of every object whose class is a `ModelMigration` of a newer
