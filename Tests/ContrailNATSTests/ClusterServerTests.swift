@@ -74,7 +74,7 @@ struct ClusterServerTests {
         #expect(await eventually { b.2.cards.first?.text == "hello" && b.2.title == "from A" })
         b.2.cards.first?.votes = 3
         #expect(await eventually { slide.votes == 3 })
-        let ok = await converged([a, b], [one, two], timeout: .seconds(5))
+        let ok = await converged([a, b], [one, two])
         #expect(ok)
         if !ok {
             print("A", a.1.stateJSON(), "\nB", b.1.stateJSON())

@@ -220,7 +220,7 @@ struct NATSKeepAliveTests {
         while ContinuousClock.now - start < .milliseconds(1200) { try await connection.flush() }
         let subscription = try await connection.subscribe("tick")
         try await connection.publish("tick", payload: [1])
-        _ = try await withTimeout(.seconds(5)) { for await _ in subscription.messages { break } }
+        _ = try await withTimeout(.seconds(60)) { for await _ in subscription.messages { break } }
         #expect(await connection.reconnectCount == 0)
         await connection.close()
         await nats.stop()

@@ -178,7 +178,7 @@ import Testing
         #expect(board.title == "written offline")
         let client = try await Client.sync(scope, connector: server.connector(), options: testOptions(clock: clock))
         let replica = (client, scope, board)
-        let converged = await converge([replica, observer], timeout: .seconds(5))
+        let converged = await converge([replica, observer])
         #expect(converged)
         if !converged {
             print("pending", client.session?.pendingChangeSets as Any, observer.0.session?.pendingChangeSets as Any)
