@@ -12,9 +12,6 @@ struct AdminHTTPTests {
     /// (an admin who may read "pub-*" only).
     static func start(backups: URL? = nil, data: URL? = nil) async throws -> (ContrailServer, UInt16) {
         try await startPageServer { options in
-            // `contrail admin` children send whole files; under a loaded CI (ThreadSanitizer) one
-            // took past the default 10 s to arrive and was closed unanswered.
-            options.handshakeTimeout = .seconds(60)
             options.dataDirectory = data
             options.backupDirectory = backups
             options.sessionHook = { params, _ in

@@ -93,6 +93,11 @@ func startPageServer(pingInterval: Duration = .seconds(10), configure: (inout Se
     options.servesPages = true
     options.log = nil
     options.pingInterval = pingInterval
+    // A loaded machine may hold the main actor (and with it a client's SessionCreate) or a child's
+    // HTTP request past the default 10 s: CI under ThreadSanitizer closed a `contrail admin` import
+    // unanswered, and two suites at once timed out a `DrainTests` client's session.
+    options.establishTimeout = .seconds(120)
+    options.handshakeTimeout = .seconds(60)
     configure(&options)
     let server = try ContrailServer(options: options)
     let port = try await server.start()

@@ -294,15 +294,19 @@ export async function runSeed(seed, { port, contrail, swift = true, ops = 60, co
     log.push("settle");
     await pause(80);  // the last delayed cuts happen
     for (const relay of relays) relay.heal();
+    // Settling checks convergence, not recovery from timeouts: on a loaded machine a 1 s connect
+    // timeout can fail every attempt (two suites at once left clients "connecting" for 30 s), so
+    // from here the clients get the library's default patience.
+    for (const client of clients) { client.connectTimeout = 15_000; client.replyTimeout = 20_000; }
     for (const scope of scopes) scope.flush();
     const quiet = () => clients.every((c, i) => c.status === "online" && scopes[i].queue.length === 0 && scopes[i]._pending.size === 0 && !scopes[i]._refetching);
     const where = () => clients.map((c, i) => `${i}: ${c.status}, ${scopes[i].queue.length} queued (${scopes[i].queue.map((e) => e.index).join(",")}), ${scopes[i]._pending.size} pending${scopes[i]._refetching ? ", refetching" : ""}, unacked ${c._unacked.map((m) => m.type + m.index).join(",")}`).join("; ");
-    try { await until(quiet, "the JS clients did not settle", 30_000); } catch (error) { throw new Error(`${error.message}: ${where()}`); }
+    try { await until(quiet, "the JS clients did not settle", 60_000); } catch (error) { throw new Error(`${error.message}: ${where()}`); }
     if (peer) {
       const settled = await peer.answer("settle", 40_000);
       if (settled !== "settled") throw new Error(`the Swift peer did not settle: ${settled}`);
     }
-    await until(quiet, "the JS clients did not settle after the Swift peer", 30_000);
+    await until(quiet, "the JS clients did not settle after the Swift peer", 60_000);
 
     // A fresh fetch is the server's state; every replica must come to equal it.
     const fresh = new Scope(name, { rootClass: "Shelf" }), reader = new Client(`ws://127.0.0.1:${port}/`);
