@@ -99,7 +99,7 @@ extension BrowserTests {
             rig.canvas.shapes.append(green)
             #expect(await eventually(.seconds(60)) { rig.client.session?.pendingChangeSets == 0 })
             let longName = "Long-" + String(repeating: "w", count: 190)
-            _ = try await rig.server.importScope(longName, state: try #require(await rig.server.exportScope(name)))
+            _ = try await rig.server.importScope(longName, state: try await rig.server.exportScope(name))
 
             let demoURL = "http://127.0.0.1:\(rig.port)/demo?scope=\(name)&canvasClass=BrowserCanvas&shapeClass=BrowserShape"
             let (first, _) = try await rig.devTools.openPage(demoURL)
