@@ -9,7 +9,7 @@ import ContrailSupport
 /// A raw HTTP exchange with a page server over a loopback socket: sends bytes, reads until the server
 /// closes (pages always answer `Connection: close`). The blocking socket calls run on a thread of
 /// their own, never on the cooperative pool or Dispatch's (narrow) global pool; every read is bounded
-/// by a receive timeout.
+/// by a receive timeout of 60 s (CI under ThreadSanitizer once took over 10 s to answer a page).
 enum PagesHTTP {
     struct Response {
         let status: Int
@@ -36,11 +36,12 @@ enum PagesHTTP {
         return try await exchange(port: port, bytes: Array(text.utf8))
     }
 
-    /// Sends `bytes` and parses the response the server sends before closing.
-    static func exchange(port: UInt16, bytes: [UInt8]) async throws -> Response {
+    /// Sends `bytes` and parses the response the server sends before closing. With `endingInput`, the
+    /// client shuts down its sending side after the bytes (the server reads the end of the stream).
+    static func exchange(port: UInt16, bytes: [UInt8], endingInput: Bool = false) async throws -> Response {
         let raw: [UInt8] = try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Result { try blockingExchange(port: port, bytes: bytes) })
+                continuation.resume(with: Result { try blockingExchange(port: port, bytes: bytes, endingInput: endingInput) })
             }.start()
         }
         guard let end = raw.indices.first(where: { i in i + 3 < raw.count && raw[i...i + 3].elementsEqual([13, 10, 13, 10]) }) else {
@@ -52,11 +53,11 @@ enum PagesHTTP {
         return Response(status: status, head: head, body: Array(raw[(end + 4)...]))
     }
 
-    private static func blockingExchange(port: UInt16, bytes: [UInt8]) throws -> [UInt8] {
+    private static func blockingExchange(port: UInt16, bytes: [UInt8], endingInput: Bool) throws -> [UInt8] {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket() failed") }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -73,6 +74,7 @@ enum PagesHTTP {
             if n <= 0 { break }
             sent += n
         }
+        if endingInput { shutdown(fd, Int32(SHUT_WR)) }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {

@@ -28,8 +28,8 @@ struct ServeTimeoutTests {
         // Positive control: a whole plain HTTP request gets an answer (the pages).
         let whole = try await PagesHTTP.request(port: server.port, path: "/")
         #expect(whole.status == 200)
-        // Half a request: closed without an answer once the half second has passed. The client reads
-        // for at most 10 s, as long as the default timeout, so the bound of 8 s tells them apart.
+        // Half a request: closed without an answer once the half second has passed. The default
+        // timeout would close it at 10 s, so the bound of 8 s tells them apart.
         let clock = ContinuousClock()
         let start = clock.now
         await #expect(throws: TestFailure.self) {
