@@ -91,14 +91,13 @@ enum PagesHTTP {
 func startPageServer(pingInterval: Duration = .seconds(10), configure: (inout ServerOptions) -> Void = { _ in })
     async throws -> (ContrailServer, UInt16)
 {
-    var options = ServerOptions()
+    // The tests' usual options (silent, 120 s to establish: two suites at once timed out a
+    // `DrainTests` session at the default 10 s).
+    var options = Wire.options()
     options.servesPages = true
-    options.log = nil
     options.pingInterval = pingInterval
-    // A loaded machine may hold the main actor (and with it a client's SessionCreate) or a child's
-    // HTTP request past the default 10 s: CI under ThreadSanitizer closed a `contrail admin` import
-    // unanswered, and two suites at once timed out a `DrainTests` client's session.
-    options.establishTimeout = .seconds(120)
+    // A loaded machine may hold a child's HTTP request past the default 10 s: CI under
+    // ThreadSanitizer closed a `contrail admin` import unanswered.
     options.handshakeTimeout = .seconds(60)
     configure(&options)
     let server = try ContrailServer(options: options)
